@@ -1,0 +1,123 @@
+// The syntax tree of one .arch file. Every node keeps where it was written
+// so later checks can point at the template text.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace arch::dsl {
+
+struct Loc {
+  int line = 0;
+  int col = 0;
+};
+
+struct Expr;
+using ExprPtr = std::shared_ptr<const Expr>;
+
+// One segment of a weight path: a name, a literal index, or `{expression}`
+// (in a weights declaration, `{i}` binds the pattern variable i).
+struct PathSeg {
+  enum Kind { Name, Index, Interp } kind = Name;
+  std::string name;   // Name; or the variable of a pattern `{i}`
+  long long index = 0;
+  ExprPtr expr;       // Interp in a body path
+};
+
+struct Expr {
+  enum Kind { Number, String, Bool, Null, List, Path, Call, Binary, Unary, Transpose, Index, Cond };
+  Kind kind = Null;
+  Loc loc;
+  double number = 0;
+  bool is_int = false;
+  bool boolean = false;
+  std::string text;                 // String value; Binary/Unary operator; Call callee
+  std::vector<PathSeg> path;        // Path
+  std::vector<ExprPtr> args;        // operands / call positional args / list items
+  std::vector<std::pair<std::string, ExprPtr>> kwargs;  // Call keyword args
+  std::vector<Loc> kwarg_locs;
+};
+
+struct Stmt;
+using Body = std::vector<Stmt>;
+
+struct Stmt {
+  enum Kind { Assign, Output, If, For, Return };
+  Kind kind = Assign;
+  Loc loc;
+  std::string name;       // Assign target, Output name, For variable
+  std::string scope;      // For: the name prefix of values made inside ("layers")
+  ExprPtr index;          // Output name[index]
+  ExprPtr value;          // Assign/Output/Return value; If condition; For start
+  ExprPtr end;            // For end (exclusive)
+  Body body;              // If then-branch; For body
+  Body else_body;         // If else-branch
+};
+
+struct TypeRef {
+  std::string elem;  // int float bool str json
+  bool list = false;
+  std::string str() const { return list ? "[" + elem + "]" : elem; }
+};
+
+struct ConfigField {
+  std::string name;
+  TypeRef type;
+  ExprPtr default_value;  // null: required
+  Loc loc;
+};
+
+struct FlagDecl {
+  std::string name;
+  ExprPtr value;
+  Loc loc;
+};
+
+struct WeightDecl {
+  std::vector<PathSeg> pattern;  // Name / Index / Interp(name = pattern variable)
+  std::vector<ExprPtr> shape;    // WeightDecl only
+  ExprPtr condition;             // declared only when true
+  bool optional = false;         // may be absent from the checkpoint
+  bool alias = false;            // alias PATTERN = TARGET
+  std::vector<PathSeg> target;   // alias target
+  Loc loc;
+};
+
+struct BlockDef {
+  std::string name;
+  std::vector<std::string> params;
+  Body body;
+  Loc loc;
+};
+
+struct GraphInput {
+  std::string name;
+  std::string dtype;
+  std::vector<ExprPtr> shape;
+  Loc loc;
+};
+
+struct GraphDef {
+  std::string name;
+  std::vector<GraphInput> inputs;
+  Body body;
+  Loc loc;
+};
+
+struct Template {
+  std::string path;                     // as given, for diagnostics
+  std::shared_ptr<const std::string> source;
+  std::string family;
+  Loc family_loc;
+  std::vector<std::pair<std::string, Loc>> imports;
+  std::vector<ConfigField> config;
+  std::vector<FlagDecl> flags;
+  std::vector<WeightDecl> weights;
+  std::vector<BlockDef> blocks;
+  std::vector<GraphDef> graphs;
+};
+
+std::string path_str(const std::vector<PathSeg>& p);  // model.layers.{i}.mlp
+
+}  // namespace arch::dsl

@@ -1,0 +1,223 @@
+#include "dsl/check.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "dsl/diagnostic.h"
+#include "dsl/names.h"
+
+namespace arch::dsl {
+
+namespace {
+
+class Checker {
+ public:
+  Checker(const Template& t, const OpTable& ops) : t_(t), ops_(ops), src_{t.path, t.source.get()} {}
+
+  std::vector<Error> run();
+
+ private:
+  struct Scope {
+    std::set<std::string> names;
+    std::map<std::string, std::vector<PathSeg>> paths;  // locals bound to weight paths
+    bool in_block = false;
+  };
+
+  void report(Loc loc, const std::string& msg) { errors_.push_back(diag(src_, loc, msg)); }
+  void expr(const Expr& e, const Scope& s);
+  void path(const Expr& e, const Scope& s);
+  void call(const Expr& e, const Scope& s);
+  void body(const Body& b, const Scope& s);
+  void collect(const Body& b, Scope& s);
+  bool weight_matches(const std::vector<PathSeg>& p, bool prefix = false) const;
+  std::vector<std::string> known(const Scope& s) const;
+
+  const Template& t_;
+  const OpTable& ops_;
+  SourceRef src_;
+  std::set<std::string> globals_;
+  std::vector<Error> errors_;
+  bool prefix_ok_ = false;  // checking `L = path`: a prefix of a weight name will do
+};
+
+std::vector<std::string> Checker::known(const Scope& s) const {
+  std::vector<std::string> k(globals_.begin(), globals_.end());
+  k.insert(k.end(), s.names.begin(), s.names.end());
+  return k;
+}
+
+// Could a body path (with {expr} segments unknown until instantiation) name a
+// declared weight, or, with `prefix`, the start of one (L = model.layers.{i})?
+bool Checker::weight_matches(const std::vector<PathSeg>& p, bool prefix) const {
+  for (const auto& w : t_.weights) {
+    if (prefix ? w.pattern.size() < p.size() : w.pattern.size() != p.size()) continue;
+    bool ok = true;
+    for (size_t k = 0; k < p.size() && ok; ++k) {
+      const PathSeg& a = w.pattern[k];
+      const PathSeg& b = p[k];
+      if (b.kind == PathSeg::Interp) ok = a.kind != PathSeg::Name;
+      else if (a.kind == PathSeg::Interp) ok = b.kind == PathSeg::Index;
+      else if (a.kind != b.kind) ok = false;
+      else ok = a.kind == PathSeg::Name ? a.name == b.name : a.index == b.index;
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
+void Checker::path(const Expr& e, const Scope& s) {
+  const std::string& head = e.path[0].name;
+  for (size_t k = 1; k < e.path.size(); ++k)
+    if (e.path[k].kind == PathSeg::Interp && e.path[k].expr) expr(*e.path[k].expr, s);
+  bool local = s.names.count(head) > 0;
+  bool global = globals_.count(head) > 0;
+  if (e.path.size() == 1) {
+    if (!local && !global) report(e.loc, "undefined name '" + head + "'" + did_you_mean(head, known(s)));
+    return;
+  }
+  std::vector<PathSeg> full;
+  auto bound = s.paths.find(head);
+  if (bound != s.paths.end()) {
+    full = bound->second;
+    full.insert(full.end(), e.path.begin() + 1, e.path.end());
+  } else if (local || global) {
+    return;  // a member of a json config value, or of a block parameter: known at instantiation
+  } else {
+    full = e.path;
+  }
+  if (!weight_matches(full, bound == s.paths.end() && prefix_ok_))
+    report(e.loc, "weight " + path_str(full) + " is not declared in the template's weights { }");
+}
+
+void Checker::call(const Expr& e, const Scope& s) {
+  for (auto& a : e.args) expr(*a, s);
+  for (auto& [k, v] : e.kwargs) expr(*v, s);
+  for (const auto& b : t_.blocks)
+    if (b.name == e.text) {
+      if (e.args.size() != b.params.size())
+        report(e.loc, "block '" + b.name + "' takes " + std::to_string(b.params.size()) +
+                          " arguments, got " + std::to_string(e.args.size()));
+      return;
+    }
+  if (is_builtin(e.text)) return;
+  const OpDef* def = ops_.find(e.text);
+  if (!def) {
+    std::vector<std::string> names = ops_.names();
+    for (auto& b : t_.blocks) names.push_back(b.name);
+    for (auto& b : builtin_names()) names.push_back(b);
+    report(e.loc, "unknown function '" + e.text + "'" + did_you_mean(e.text, names));
+    return;
+  }
+  size_t required = 0;
+  for (auto& in : def->inputs) required += in.back() != '?';
+  if (e.args.size() < required || e.args.size() > def->inputs.size())
+    report(e.loc, e.text + "() takes " + std::to_string(required) +
+                      (required == def->inputs.size() ? "" : " to " + std::to_string(def->inputs.size())) +
+                      " tensor arguments, got " + std::to_string(e.args.size()));
+  for (size_t k = 0; k < e.kwargs.size(); ++k) {
+    bool found = false;
+    std::vector<std::string> names;
+    for (auto& a : def->attrs) {
+      found |= a.name == e.kwargs[k].first;
+      names.push_back(a.name);
+    }
+    if (!found)
+      report(e.kwarg_locs[k], e.text + "() has no attribute '" + e.kwargs[k].first + "'" +
+                                  did_you_mean(e.kwargs[k].first, names));
+  }
+}
+
+void Checker::expr(const Expr& e, const Scope& s) {
+  switch (e.kind) {
+    case Expr::Path: path(e, s); break;
+    case Expr::Call: call(e, s); break;
+    default:
+      for (auto& a : e.args) expr(*a, s);
+  }
+}
+
+// Names assigned anywhere in a body are known everywhere in it (the check is
+// flow-insensitive; instantiation catches use-before-assignment).
+void Checker::collect(const Body& b, Scope& s) {
+  for (const auto& st : b) {
+    if (st.kind == Stmt::Assign) {
+      s.names.insert(st.name);
+      if (st.value->kind == Expr::Path && st.value->path.size() > 1 && !globals_.count(st.value->path[0].name))
+        s.paths[st.name] = st.value->path;
+    }
+    if (st.kind == Stmt::For) s.names.insert(st.name);
+    collect(st.body, s);
+    collect(st.else_body, s);
+  }
+}
+
+void Checker::body(const Body& b, const Scope& s) {
+  for (const auto& st : b) {
+    prefix_ok_ = st.kind == Stmt::Assign && st.value->kind == Expr::Path;
+    if (st.value) expr(*st.value, s);
+    prefix_ok_ = false;
+    if (st.end) expr(*st.end, s);
+    if (st.index) expr(*st.index, s);
+    if (st.kind == Stmt::Return && !s.in_block) report(st.loc, "'return' belongs in a block");
+    body(st.body, s);
+    body(st.else_body, s);
+  }
+}
+
+std::vector<Error> Checker::run() {
+  if (t_.family.empty()) report({1, 1}, "the template names no family");
+  // Global names: config fields and flags in order (each may use the earlier ones).
+  Scope none;
+  std::set<std::string> seen;
+  for (const auto& f : t_.config) {
+    if (!seen.insert(f.name).second) report(f.loc, "config field '" + f.name + "' is declared twice");
+    if (f.default_value) expr(*f.default_value, none);
+    globals_.insert(f.name);
+  }
+  for (const auto& fl : t_.flags) {
+    if (!seen.insert(fl.name).second) report(fl.loc, "'" + fl.name + "' is declared twice");
+    // exists(path) takes any path: only check the other names.
+    std::function<void(const Expr&)> walk = [&](const Expr& e) {
+      if (e.kind == Expr::Call && e.text == "exists") return;
+      if (e.kind == Expr::Call) { call(e, none); return; }
+      if (e.kind == Expr::Path) { path(e, none); return; }
+      for (auto& a : e.args) walk(*a);
+    };
+    walk(*fl.value);
+    globals_.insert(fl.name);
+  }
+  for (const auto& w : t_.weights) {
+    Scope ws;
+    for (auto& seg : w.pattern)
+      if (seg.kind == PathSeg::Interp) ws.names.insert(seg.name);
+    for (auto& d : w.shape) expr(*d, ws);
+    if (w.condition) expr(*w.condition, ws);
+    if (w.alias && !weight_matches(w.target))
+      report(w.loc, "alias target " + path_str(w.target) + " is not a declared weight");
+  }
+  for (const auto& b : t_.blocks) {
+    Scope s;
+    s.in_block = true;
+    s.names.insert(b.params.begin(), b.params.end());
+    collect(b.body, s);
+    body(b.body, s);
+  }
+  if (t_.graphs.empty()) report(t_.family_loc, "the template defines no graph");
+  for (const auto& g : t_.graphs) {
+    Scope s;
+    s.names.insert("seq");
+    for (auto& in : g.inputs) s.names.insert(in.name);
+    collect(g.body, s);
+    body(g.body, s);
+  }
+  return std::move(errors_);
+}
+
+}  // namespace
+
+std::vector<Error> check_template(const Template& t, const OpTable& ops) {
+  return Checker(t, ops).run();
+}
+
+}  // namespace arch::dsl

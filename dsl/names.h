@@ -1,0 +1,16 @@
+// Names the language knows besides the template's own: compile-time
+// builtins, and "did you mean" suggestions for misspellings.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace arch::dsl {
+
+bool is_builtin(const std::string& name);
+const std::vector<std::string>& builtin_names();
+
+// " (did you mean 'rms_norm'?)" for the closest known name, or "".
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
+
+}  // namespace arch::dsl

@@ -1,0 +1,342 @@
+#include "dsl/parse.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <tao/pegtl/contrib/parse_tree.hpp>
+
+#include "dsl/diagnostic.h"
+#include "dsl/errors.h"
+#include "dsl/grammar.h"
+
+namespace arch::dsl {
+
+namespace pt = tao::pegtl::parse_tree;
+namespace g = grammar;
+using Node = pt::node;
+
+// The rules that become nodes of the parse tree; everything else (keywords,
+// punctuation, whitespace) is dropped.
+template <typename Rule>
+using selector = pt::selector<
+    Rule,
+    pt::store_content::on<
+        g::family_name, g::import_path, g::config_field, g::field_name, g::scalar_type,
+        g::list_type, g::field_default, g::flag_decl, g::weight_decl, g::optional_mark,
+        g::weight_pattern, g::alias_decl, g::alias_target, g::pattern_var, g::path_index,
+        g::path_member, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
+        g::param_name, g::graph_def, g::graph_name, g::graph_input, g::input_dtype,
+        g::input_shape, g::body, g::assign, g::identifier, g::output_stmt, g::output_name,
+        g::return_stmt, g::if_stmt, g::for_stmt, g::loop_var, g::scope_name, g::index,
+        g::number, g::string_body, g::kw_true, g::kw_false, g::kw_null, g::list_lit, g::path,
+        g::path_expr, g::call, g::callee, g::kwarg, g::kwarg_name, g::transpose, g::negated,
+        g::postfix, g::product, g::op_mul, g::sum, g::op_add, g::comparison, g::op_cmp,
+        g::logical_not, g::and_expr, g::or_expr, g::conditional, g::kw_and, g::kw_or,
+        g::rhs_product, g::rhs_sum, g::rhs_not, g::rhs_and, g::elem_type, g::alias_pattern>>;
+
+namespace {
+
+Loc loc_of(const Node& n) {
+  auto p = n.begin();
+  return {int(p.line), int(p.column)};
+}
+
+template <typename R>
+bool is(const Node& n) { return n.is_type<R>(); }
+
+template <typename R>
+const Node* child(const Node& n) {
+  for (auto& c : n.children)
+    if (c->is_type<R>()) return c.get();
+  return nullptr;
+}
+
+ExprPtr build_expr(const Node& n);
+
+std::vector<PathSeg> build_segments(const Node& n) {
+  // Children: identifier, then path_index / path_member / path_expr / pattern_var.
+  std::vector<PathSeg> segs;
+  for (auto& c : n.children) {
+    PathSeg s;
+    if (is<g::identifier>(*c) || is<g::path_member>(*c)) {
+      s.kind = PathSeg::Name;
+      s.name = c->string();
+    } else if (is<g::path_index>(*c)) {
+      s.kind = PathSeg::Index;
+      s.index = std::stoll(c->string());
+    } else if (is<g::path_expr>(*c)) {
+      s.kind = PathSeg::Interp;
+      s.expr = build_expr(*c->children.at(0));
+    } else if (is<g::pattern_var>(*c)) {
+      s.kind = PathSeg::Interp;
+      s.name = c->children.at(0)->string();
+    } else {
+      continue;
+    }
+    segs.push_back(std::move(s));
+  }
+  return segs;
+}
+
+std::shared_ptr<Expr> make(Expr::Kind k, const Node& n) {
+  auto e = std::make_shared<Expr>();
+  e->kind = k;
+  e->loc = loc_of(n);
+  return e;
+}
+
+// A left-associative chain: operand (op operand)*.
+ExprPtr build_chain(const Node& n) {
+  if (n.children.size() == 1) return build_expr(*n.children[0]);
+  ExprPtr lhs = build_expr(*n.children[0]);
+  for (size_t i = 1; i + 1 < n.children.size(); i += 2) {
+    auto e = make(Expr::Binary, *n.children[i]);
+    e->text = n.children[i]->string();
+    e->args = {lhs, build_expr(*n.children[i + 1])};
+    lhs = e;
+  }
+  return lhs;
+}
+
+ExprPtr build_expr(const Node& n) {
+  if (is<g::number>(n)) {
+    auto e = make(Expr::Number, n);
+    std::string s = n.string();
+    e->is_int = s.find_first_of(".eE") == std::string::npos;
+    e->number = std::stod(s);
+    return e;
+  }
+  if (is<g::string_body>(n)) {
+    auto e = make(Expr::String, n);
+    e->loc.col -= 1;  // point at the opening quote
+    e->text = n.string();
+    return e;
+  }
+  if (is<g::kw_true>(n) || is<g::kw_false>(n)) {
+    auto e = make(Expr::Bool, n);
+    e->boolean = is<g::kw_true>(n);
+    return e;
+  }
+  if (is<g::kw_null>(n)) return make(Expr::Null, n);
+  if (is<g::list_lit>(n) || is<g::weight_shape>(n) || is<g::input_shape>(n)) {
+    auto e = make(Expr::List, n);
+    for (auto& c : n.children) e->args.push_back(build_expr(*c));
+    return e;
+  }
+  if (is<g::path>(n)) {
+    auto e = make(Expr::Path, n);
+    e->path = build_segments(n);
+    return e;
+  }
+  if (is<g::call>(n)) {
+    auto e = make(Expr::Call, n);
+    for (auto& c : n.children) {
+      if (is<g::callee>(*c)) e->text = c->string();
+      else if (is<g::kwarg>(*c)) {
+        e->kwargs.emplace_back(c->children.at(0)->string(), build_expr(*c->children.at(1)));
+        e->kwarg_locs.push_back(loc_of(*c));
+      } else e->args.push_back(build_expr(*c));
+    }
+    return e;
+  }
+  if (is<g::postfix>(n)) {
+    ExprPtr cur = build_expr(*n.children.at(0));
+    for (size_t i = 1; i < n.children.size(); ++i) {
+      const Node& p = *n.children[i];
+      auto e = make(is<g::transpose>(p) ? Expr::Transpose : Expr::Index, p);
+      e->args.push_back(cur);
+      if (is<g::index>(p)) e->args.push_back(build_expr(*p.children.at(0)));
+      cur = e;
+    }
+    return cur;
+  }
+  if (is<g::negated>(n)) {
+    auto e = make(Expr::Unary, n);
+    e->text = "-";
+    e->args.push_back(build_expr(*n.children.at(0)));
+    return e;
+  }
+  if (is<g::logical_not>(n)) {
+    auto e = make(Expr::Unary, n);
+    e->text = "not";
+    e->args.push_back(build_expr(*n.children.at(0)));
+    return e;
+  }
+  if (is<g::product>(n) || is<g::sum>(n) || is<g::comparison>(n) || is<g::and_expr>(n) ||
+      is<g::or_expr>(n) || is<g::rhs_product>(n) || is<g::rhs_sum>(n) || is<g::rhs_and>(n))
+    return build_chain(n);
+  if (is<g::conditional>(n)) {
+    auto e = make(Expr::Cond, n);
+    for (auto& c : n.children) e->args.push_back(build_expr(*c));
+    return e;
+  }
+  // A node with exactly one child stands for it (selected wrappers).
+  if (n.children.size() == 1) return build_expr(*n.children[0]);
+  auto e = make(Expr::Null, n);
+  return e;
+}
+
+Body build_body(const Node& n);
+
+Stmt build_stmt(const Node& n) {
+  Stmt s;
+  s.loc = loc_of(n);
+  if (is<g::assign>(n)) {
+    s.kind = Stmt::Assign;
+    s.name = n.children.at(0)->string();
+    s.value = build_expr(*n.children.at(1));
+  } else if (is<g::output_stmt>(n)) {
+    s.kind = Stmt::Output;
+    for (auto& c : n.children) {
+      if (is<g::output_name>(*c)) s.name = c->string();
+      else if (is<g::index>(*c)) s.index = build_expr(*c->children.at(0));
+      else s.value = build_expr(*c);
+    }
+  } else if (is<g::return_stmt>(n)) {
+    s.kind = Stmt::Return;
+    s.value = build_expr(*n.children.at(0));
+  } else if (is<g::if_stmt>(n)) {
+    s.kind = Stmt::If;
+    s.value = build_expr(*n.children.at(0));
+    s.body = build_body(*n.children.at(1));
+    if (n.children.size() > 2) {
+      const Node& e = *n.children[2];
+      if (is<g::if_stmt>(e)) s.else_body.push_back(build_stmt(e));
+      else s.else_body = build_body(e);
+    }
+  } else if (is<g::for_stmt>(n)) {
+    s.kind = Stmt::For;
+    std::vector<const Node*> exprs;
+    for (auto& c : n.children) {
+      if (is<g::loop_var>(*c)) s.name = c->string();
+      else if (is<g::scope_name>(*c)) s.scope = c->string();
+      else if (is<g::body>(*c)) s.body = build_body(*c);
+      else exprs.push_back(c.get());
+    }
+    s.value = build_expr(*exprs.at(0));
+    s.end = build_expr(*exprs.at(1));
+  }
+  return s;
+}
+
+Body build_body(const Node& n) {
+  Body b;
+  for (auto& c : n.children) b.push_back(build_stmt(*c));
+  return b;
+}
+
+TypeRef build_type(const Node& n) {
+  TypeRef t;
+  if (is<g::list_type>(n)) {
+    t.list = true;
+    t.elem = n.children.at(0)->string();
+  } else {
+    t.elem = n.string();
+  }
+  return t;
+}
+
+WeightDecl build_weight(const Node& n) {
+  WeightDecl w;
+  w.loc = loc_of(n);
+  w.alias = is<g::alias_decl>(n);
+  for (auto& c : n.children) {
+    if (is<g::optional_mark>(*c)) w.optional = true;
+    else if (is<g::weight_pattern>(*c) || is<g::alias_pattern>(*c)) w.pattern = build_segments(*c);
+    else if (is<g::alias_target>(*c)) w.target = build_segments(*c);
+    else if (is<g::weight_shape>(*c)) {
+      for (auto& d : c->children) w.shape.push_back(build_expr(*d));
+    } else if (is<g::weight_cond>(*c)) w.condition = build_expr(*c->children.at(0));
+  }
+  if (!w.loc.line && !w.pattern.empty()) w.loc = loc_of(*n.children.at(0));
+  return w;
+}
+
+Template build_template(const Node& root) {
+  Template t;
+  for (auto& item : root.children) {
+    const Node& n = *item;
+    if (is<g::family_name>(n)) {
+      t.family = n.string();
+      t.family_loc = loc_of(n);
+    } else if (is<g::import_path>(n)) {
+      t.imports.emplace_back(n.children.at(0)->string(), loc_of(n));
+    } else if (is<g::config_field>(n)) {
+      ConfigField f;
+      f.loc = loc_of(n);
+      f.name = n.children.at(0)->string();
+      f.type = build_type(*n.children.at(1));
+      if (n.children.size() > 2) f.default_value = build_expr(*n.children[2]->children.at(0));
+      t.config.push_back(std::move(f));
+    } else if (is<g::flag_decl>(n)) {
+      t.flags.push_back({n.children.at(0)->string(), build_expr(*n.children.at(1)), loc_of(n)});
+    } else if (is<g::weight_decl>(n) || is<g::alias_decl>(n)) {
+      t.weights.push_back(build_weight(n));
+    } else if (is<g::block_def>(n)) {
+      BlockDef b;
+      b.loc = loc_of(n);
+      for (auto& c : n.children) {
+        if (is<g::block_name>(*c)) b.name = c->string();
+        else if (is<g::param_name>(*c)) b.params.push_back(c->string());
+        else if (is<g::body>(*c)) b.body = build_body(*c);
+      }
+      t.blocks.push_back(std::move(b));
+    } else if (is<g::graph_def>(n)) {
+      GraphDef gd;
+      gd.loc = loc_of(n);
+      for (auto& c : n.children) {
+        if (is<g::graph_name>(*c)) gd.name = c->string();
+        else if (is<g::graph_input>(*c)) {
+          GraphInput in;
+          in.loc = loc_of(*c);
+          in.name = c->children.at(0)->string();
+          in.dtype = c->children.at(1)->string();
+          for (auto& d : c->children.at(2)->children) in.shape.push_back(build_expr(*d));
+          gd.inputs.push_back(std::move(in));
+        } else if (is<g::body>(*c)) gd.body = build_body(*c);
+      }
+      t.graphs.push_back(std::move(gd));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string path_str(const std::vector<PathSeg>& p) {
+  std::string s;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (i) s += ".";
+    if (p[i].kind == PathSeg::Name) s += p[i].name;
+    else if (p[i].kind == PathSeg::Index) s += std::to_string(p[i].index);
+    else s += "{" + (p[i].name.empty() ? std::string("...") : p[i].name) + "}";
+  }
+  return s;
+}
+
+Result<Template> parse_template(const std::string& path, std::string source) {
+  auto text = std::make_shared<const std::string>(std::move(source));
+  SourceRef src{path, text.get()};
+  tao::pegtl::memory_input in(text->data(), text->size(), path);
+  try {
+    auto root = pt::parse<g::file, selector, tao::pegtl::nothing, grammar_control>(in);
+    if (!root) return diag(src, {1, 1}, "not a template: a template starts with 'family NAME'");
+    Template t = build_template(*root);
+    t.path = path;
+    t.source = text;
+    return t;
+  } catch (const tao::pegtl::parse_error& e) {
+    const auto& pos = e.positions().front();
+    return diag(src, {int(pos.line), int(pos.column)}, std::string(e.message()));
+  }
+}
+
+Result<Template> parse_template_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(path + ": error: cannot open the template file");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return parse_template(path, ss.str());
+}
+
+}  // namespace arch::dsl

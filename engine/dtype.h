@@ -1,0 +1,32 @@
+// Element types a tensor can hold, as safetensors spells them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace arch {
+
+// Append-only: the numeric values are not persisted, but keep order stable
+// so dumps and logs stay comparable.
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL };
+
+size_t dtype_size(DType t);
+std::string_view dtype_name(DType t);                 // "F32", "BF16", ...
+std::optional<DType> dtype_from_name(std::string_view name);  // safetensors spelling
+
+// IEEE half and bfloat16 to float, exactly.
+inline float bf16_to_f32(uint16_t v) {
+  uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+float f16_to_f32(uint16_t v);
+// Round-to-nearest-even, as torch does when it casts to bfloat16.
+uint16_t f32_to_bf16(float f);
+
+}  // namespace arch

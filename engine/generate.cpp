@@ -1,0 +1,49 @@
+#include "engine/generate.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "engine/session.h"
+
+namespace arch {
+
+std::vector<int32_t> eos_ids(const Model& m) {
+  std::vector<int32_t> out;
+  auto it = m.checkpoint.config.find("eos_token_id");
+  if (it == m.checkpoint.config.end()) return out;
+  if (it->is_number_integer()) out.push_back(it->get<int32_t>());
+  if (it->is_array())
+    for (auto& x : *it)
+      if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  return out;
+}
+
+Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt,
+                                const GenerateOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  GenerateResult r;
+  r.stop_reason = "length";
+  if (prompt.empty()) return error("the prompt is empty: give at least one token id");
+  Session s(m, int64_t(prompt.size()) + opt.max_new_tokens);
+  Sampler sampler(opt.sampling);
+  auto t0 = clock::now();
+  std::vector<int32_t> next = prompt;
+  for (int k = 0; k < opt.max_new_tokens; ++k) {
+    ARCH_TRY(auto outs, s.step(next, {"logits"}));
+    const Tensor& logits = outs.at("logits");
+    int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
+    int32_t tok = sampler.next({logits.f32() + (rows - 1) * vocab, size_t(vocab)});
+    if (k == 0) r.prompt_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    r.tokens.push_back(tok);
+    if (opt.on_token) opt.on_token(tok);
+    if (std::find(opt.stop_ids.begin(), opt.stop_ids.end(), tok) != opt.stop_ids.end()) {
+      r.stop_reason = "eos";
+      break;
+    }
+    next = {tok};
+  }
+  r.decode_seconds = std::chrono::duration<double>(clock::now() - t0).count() - r.prompt_seconds;
+  return r;
+}
+
+}  // namespace arch

@@ -1,0 +1,42 @@
+// The interpreter: runs a graph's nodes in order with one backend's kernels
+// (the reference ones where the backend has none), freeing each value after
+// its last reader.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/op.h"
+
+namespace arch {
+
+// A graph with its weights bound and kernels chosen, ready to run.
+struct Program {
+  const Graph* graph = nullptr;
+  std::vector<Tensor> weights;        // by value id; empty where the value is not a weight
+  std::vector<const Kernel*> kernels; // by node
+  std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
+  std::vector<int> last_use;          // by value: the last node reading it (-1: none)
+  std::string backend = "reference";
+};
+
+// Chooses each node's kernel for `backend` and works out value lifetimes.
+Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Tensor> weights,
+                             const std::string& backend = "reference");
+
+// One session's per-op state (KV caches), sized once.
+struct RunState {
+  std::vector<std::unique_ptr<OpState>> states;  // by node
+  int64_t max_context = 0;
+};
+
+// Runs the graph once. `inputs` are by graph input value id; `seq` is the
+// run-time token count; the values named in `keep` are returned by id.
+Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
+                                          const std::map<int, Tensor>& inputs, int64_t seq,
+                                          const std::vector<int>& keep);
+
+}  // namespace arch

@@ -1,0 +1,43 @@
+#include "engine/model.h"
+
+#include "dsl/parse.h"
+#include "engine/bind.h"
+#include "engine/dispatch.h"
+#include "kernels/kernels.h"
+
+namespace arch {
+
+int64_t Model::config_int(const std::string& name, int64_t fallback) const {
+  for (auto& [n, v] : instance.config)
+    if (n == name && v.kind == dsl::Val::Int) return v.i;
+  return fallback;
+}
+
+Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOptions& opt) {
+  auto m = std::make_shared<Model>();
+  ARCH_TRY(m->checkpoint, load_checkpoint(dir));
+  auto has = [&](const std::string& name) { return m->checkpoint.has(name); };
+  if (!opt.template_path.empty()) {
+    m->template_path = opt.template_path;
+    m->reason = "template given on the command line";
+  } else {
+    ARCH_TRY(Registry reg, load_registry(families_dir(opt.families)));
+    ARCH_TRY(DispatchResult d, dispatch(reg, m->checkpoint.config, has));
+    m->family = d.family->name;
+    m->template_path = d.family->template_path;
+    m->reason = d.reason;
+  }
+  ARCH_TRY(m->tmpl, dsl::parse_template_file(m->template_path));
+  if (m->family.empty()) m->family = m->tmpl.family;
+  dsl::InstantiateOptions io;
+  io.config = m->checkpoint.config;
+  io.tensor_exists = has;
+  io.flag_overrides = opt.flags;
+  ARCH_TRY(m->instance, dsl::instantiate(m->tmpl, io, op_table()));
+  ARCH_TRY(BoundWeights w, bind_weights(m->instance.graph, m->checkpoint));
+  m->unused_tensors = std::move(w.unused);
+  ARCH_TRY(m->program, make_program(m->instance.graph, op_table(), std::move(w.by_value), opt.backend));
+  return m;
+}
+
+}  // namespace arch

@@ -1,0 +1,40 @@
+// A model ready to run: checkpoint → family (dispatch) → template → IR with
+// the config and flags → weights bound → a program for one backend.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/ast.h"
+#include "dsl/instantiate.h"
+#include "engine/interpreter.h"
+#include "importer/checkpoint.h"
+
+namespace arch {
+
+struct LoadOptions {
+  std::string families;                 // families directory (default: families_dir())
+  std::string template_path;            // run this template, skipping dispatch
+  std::map<std::string, bool> flags;    // override flags
+  std::string backend = "reference";
+};
+
+struct Model {
+  Checkpoint checkpoint;
+  std::string family;
+  std::string template_path;
+  std::string reason;                   // why this family was chosen
+  dsl::Template tmpl;
+  dsl::Instance instance;               // config, flags, graph
+  std::vector<std::string> unused_tensors;
+  Program program;                      // points into instance.graph: Model is not moved
+
+  const Graph& graph() const { return instance.graph; }
+  int64_t config_int(const std::string& name, int64_t fallback) const;
+};
+
+Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOptions& opt = {});
+
+}  // namespace arch

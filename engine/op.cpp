@@ -1,0 +1,38 @@
+#include "engine/op.h"
+
+#include <stdexcept>
+
+namespace arch {
+
+void OpTable::define(OpDef def, Kernel reference) {
+  std::string name = def.name;
+  if (defs_.count(name)) throw std::logic_error("op defined twice: " + name);
+  defs_.emplace(name, std::move(def));
+  kernels_[name]["reference"] = std::move(reference);
+}
+
+void OpTable::add_kernel(const std::string& op, const std::string& backend, Kernel k) {
+  if (!defs_.count(op)) throw std::logic_error("kernel for an undefined op: " + op);
+  kernels_[op][backend] = std::move(k);
+}
+
+const OpDef* OpTable::find(const std::string& name) const {
+  auto it = defs_.find(name);
+  return it == defs_.end() ? nullptr : &it->second;
+}
+
+const Kernel* OpTable::kernel(const std::string& op, const std::string& backend) const {
+  auto it = kernels_.find(op);
+  if (it == kernels_.end()) return nullptr;
+  auto k = it->second.find(backend);
+  if (k == it->second.end()) k = it->second.find("reference");
+  return k == it->second.end() ? nullptr : &k->second;
+}
+
+std::vector<std::string> OpTable::names() const {
+  std::vector<std::string> out;
+  for (auto& [n, d] : defs_) out.push_back(n);
+  return out;
+}
+
+}  // namespace arch

@@ -1,0 +1,39 @@
+// A decoder session (seeds/002): one body run as a prompt chunk or a decode
+// step; the position carried between calls; one KV cache per attention op,
+// sized once for the whole conversation.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model.h"
+
+namespace arch {
+
+class Session {
+ public:
+  // `max_context`: how many positions the KV caches hold.
+  Session(const Model& m, int64_t max_context);
+
+  // Runs `ids` at the current position (a prompt chunk, or one token for a
+  // decode step) and returns the graph outputs named in `outputs`
+  // (stacked ones such as layer_outputs assembled along a new first axis).
+  Result<std::map<std::string, Tensor>> step(std::span<const int32_t> ids,
+                                             const std::vector<std::string>& outputs = {"logits"});
+
+  int64_t position() const { return position_; }
+  int64_t max_context() const { return state_.max_context; }
+  void reset();
+
+ private:
+  const Model& m_;
+  RunState state_;
+  int64_t position_ = 0;
+};
+
+// Every output name the graph declares (stacked ones once).
+std::vector<std::string> output_names(const Graph& g);
+
+}  // namespace arch

@@ -1,0 +1,32 @@
+#include "engine/shape.h"
+
+namespace arch {
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += s[i].concrete() ? std::to_string(s[i].n) : "seq";
+  }
+  return out + "]";
+}
+
+Shape shape_of(const Dims& d) {
+  Shape s;
+  for (int64_t n : d) s.push_back(Dim::of(n));
+  return s;
+}
+
+Dims concretize(const Shape& s, int64_t seq) {
+  Dims d;
+  for (const Dim& x : s) d.push_back(x.concrete() ? x.n : seq);
+  return d;
+}
+
+bool is_concrete(const Shape& s) {
+  for (const Dim& x : s)
+    if (!x.concrete()) return false;
+  return true;
+}
+
+}  // namespace arch

@@ -1,0 +1,32 @@
+// Shapes whose dims are concrete after instantiation except the run-time
+// ones (the sequence length of a step), which stay symbolic until a call.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace arch {
+
+struct Dim {
+  int64_t n = 0;    // the size when concrete
+  int sym = 0;      // 0: concrete; 1: `seq`, the step's token count
+
+  static Dim of(int64_t n) { return {n, 0}; }
+  static Dim seq() { return {0, 1}; }
+  bool concrete() const { return sym == 0; }
+  bool operator==(const Dim& o) const { return sym == o.sym && (sym != 0 || n == o.n); }
+  bool operator!=(const Dim& o) const { return !(*this == o); }
+};
+
+using Shape = std::vector<Dim>;
+
+std::string shape_str(const Shape& s);          // "[seq, 64]"
+Shape shape_of(const Dims& d);                  // all concrete
+// Replace `seq` by its value at a call.
+Dims concretize(const Shape& s, int64_t seq);
+bool is_concrete(const Shape& s);
+
+}  // namespace arch

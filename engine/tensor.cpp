@@ -1,0 +1,79 @@
+#include "engine/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace arch {
+
+int64_t numel(const Dims& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string dims_str(const Dims& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Tensor Tensor::zeros(DType dtype, Dims shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  size_t bytes = std::max<size_t>(t.nbytes(), 1);
+  // 64-byte alignment suits every SIMD width the fast kernels use.
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  t.data = p;
+  t.owner = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
+  return t;
+}
+
+Tensor Tensor::view(DType dtype, Dims shape, void* data, std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = data;
+  t.owner = std::move(owner);
+  return t;
+}
+
+Tensor Tensor::reshaped(Dims new_shape) const {
+  Tensor t = *this;
+  t.shape = std::move(new_shape);
+  return t;
+}
+
+Tensor to_f32(const Tensor& t) {
+  Tensor out = Tensor::zeros(DType::F32, t.shape);
+  int64_t n = t.numel();
+  float* dst = out.f32();
+  const auto* src16 = static_cast<const uint16_t*>(t.data);
+  switch (t.dtype) {
+    case DType::F32: std::memcpy(dst, t.data, size_t(n) * 4); break;
+    case DType::BF16: for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src16[i]); break;
+    case DType::F16: for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src16[i]); break;
+    case DType::F64: {
+      const auto* s = static_cast<const double*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      break;
+    }
+    case DType::I32: {
+      const auto* s = static_cast<const int32_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      break;
+    }
+    case DType::I64: {
+      const auto* s = static_cast<const int64_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      break;
+    }
+    default: throw std::runtime_error("to_f32: unsupported dtype");
+  }
+  return out;
+}
+
+}  // namespace arch

@@ -1,0 +1,46 @@
+// A tensor: dtype, shape and a pointer into storage that something owns
+// (a heap buffer, or a memory-mapped checkpoint kept alive by `owner`).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/dtype.h"
+
+namespace arch {
+
+using Dims = std::vector<int64_t>;
+
+int64_t numel(const Dims& shape);
+std::string dims_str(const Dims& shape);  // "[12, 64]"
+
+struct Tensor {
+  DType dtype = DType::F32;
+  Dims shape;
+  void* data = nullptr;
+  std::shared_ptr<const void> owner;  // keeps `data` alive
+
+  int64_t numel() const { return arch::numel(shape); }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype); }
+  int64_t dim(int i) const { return shape[i < 0 ? shape.size() + i : i]; }
+
+  float* f32() { return static_cast<float*>(data); }
+  const float* f32() const { return static_cast<const float*>(data); }
+  int32_t* i32() { return static_cast<int32_t*>(data); }
+  const int32_t* i32() const { return static_cast<const int32_t*>(data); }
+
+  // A fresh zero-filled tensor that owns its storage.
+  static Tensor zeros(DType dtype, Dims shape);
+  // A view of memory owned by someone else.
+  static Tensor view(DType dtype, Dims shape, void* data, std::shared_ptr<const void> owner);
+  // The same storage under another shape with the same element count.
+  Tensor reshaped(Dims new_shape) const;
+};
+
+// A float32 copy of a float tensor stored as F32, F16 or BF16 (the reference
+// path computes in float32 whatever the checkpoint stores).
+Tensor to_f32(const Tensor& t);
+
+}  // namespace arch

@@ -1,0 +1,16 @@
+#include "kernels/kernels.h"
+
+#include "kernels/reference/ops.h"
+
+namespace arch {
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    define_reference_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace arch

@@ -1,0 +1,62 @@
+// The unary activations: one input x, one output of x's shape, each a
+// float32 function applied elementwise, as torch computes it.
+#include <cmath>
+
+#include "kernels/reference/ops.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+namespace {
+
+template <class F>
+Status unary_kernel(KernelContext& ctx, const char* op, F f) {
+  ARCH_TRY_STATUS(expect_f32(ctx, op, 0));
+  const Tensor& X = ctx.inputs[0];
+  ARCH_TRY_STATUS(expect_output(ctx, op, 0, X.shape));
+  const float* x = X.f32();
+  float* y = ctx.outputs[0].f32();
+  for (int64_t i = 0; i < X.numel(); ++i) y[i] = f(x[i]);  // y = f(x)
+  return {};
+}
+
+template <class F>
+void define_unary(OpTable& t, const char* name, const char* doc, F f) {
+  t.define(checked(OpDef{
+               .name = name,
+               .inputs = {"x"},
+               .attrs = {},
+               .shape = same_as_input(name),
+               .tolerance = {1e-6, 1e-6},
+               .doc = doc,
+           }),
+           [name, f](KernelContext& ctx) { return unary_kernel(ctx, name, f); });
+}
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+}  // namespace
+
+void define_activations(OpTable& t) {
+  // silu(x) = x * sigmoid(x), evaluated as torch does: x / (1 + exp(-x))
+  define_unary(t, "silu", "silu(x): x * sigmoid(x)", [](float x) { return x / (1.0f + std::exp(-x)); });
+  // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), the exact form
+  define_unary(t, "gelu", "gelu(x): 0.5 x (1 + erf(x / sqrt(2))), exact erf form", [](float x) {
+    return 0.5f * x * (1.0f + std::erf(x * float(M_SQRT1_2)));
+  });
+  // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  define_unary(t, "gelu_tanh", "gelu_tanh(x): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+               [](float x) {
+                 const float k = float(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)
+                 const float x3 = x * x * x;
+                 return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x3)));
+               });
+  define_unary(t, "relu", "relu(x): max(x, 0)", [](float x) { return x > 0.0f ? x : 0.0f; });
+  define_unary(t, "sigmoid", "sigmoid(x): 1 / (1 + exp(-x))", [](float x) { return sigmoid(x); });
+  define_unary(t, "tanh", "tanh(x)", [](float x) { return std::tanh(x); });
+  define_unary(t, "exp", "exp(x)", [](float x) { return std::exp(x); });
+  define_unary(t, "sqrt", "sqrt(x)", [](float x) { return std::sqrt(x); });
+  define_unary(t, "neg", "neg(x): -x", [](float x) { return -x; });
+}
+
+}  // namespace arch

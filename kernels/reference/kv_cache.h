@@ -1,0 +1,19 @@
+// The state a cached attention op keeps across the calls of one session:
+// every key and value row seen so far, in a buffer sized once.
+#pragma once
+
+#include <cstdint>
+
+#include "engine/op.h"
+
+namespace arch {
+
+struct KvCache : OpState {
+  Tensor k;         // [capacity, KH, D]
+  Tensor v;         // [capacity, KH, Dv]
+  int64_t len = 0;  // rows [0, len) hold the positions seen so far
+
+  int64_t capacity() const { return k.shape.empty() ? 0 : k.shape[0]; }
+};
+
+}  // namespace arch

@@ -1,0 +1,82 @@
+// matmul(a [..., K], b) -> [..., N]: a @ b^T when transpose_b (b is a Linear
+// weight [N, K]), else a @ b with b [K, N]. Accumulates in float32.
+#include <algorithm>
+
+#include "kernels/reference/ops.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+static Result<std::vector<TypedShape>> matmul_shape(std::span<const TypedShape> in,
+                                                    std::span<const bool>, const Attrs& attrs) {
+  const Shape& a = in[0].shape;
+  const Shape& b = in[1].shape;
+  bool tb = attr_bool(attrs, "transpose_b", true);
+  if (a.empty()) return error("matmul: a must have at least one dim, got []");
+  if (b.size() != 2)
+    return error("matmul: b must be 2-d (" + std::string(tb ? "[N, K]" : "[K, N]") + "), got " +
+                 shape_str(b));
+  Dim K = a.back();
+  Dim bk = tb ? b[1] : b[0];
+  Dim N = tb ? b[0] : b[1];
+  if (K != bk)
+    return error("matmul: a " + shape_str(a) + " and b" + (tb ? "^T " : " ") + shape_str(b) +
+                 ": inner dims " + dim_str(K) + " and " + dim_str(bk) + " differ");
+  Shape out(a.begin(), a.end() - 1);  // [..., N]
+  out.push_back(N);
+  return one_output(out);
+}
+
+static Status matmul_kernel(KernelContext& ctx) {
+  ARCH_TRY_STATUS(expect_f32(ctx, "matmul", 0));
+  ARCH_TRY_STATUS(expect_f32(ctx, "matmul", 1));
+  const Tensor& A = ctx.inputs[0];
+  const Tensor& B = ctx.inputs[1];
+  bool tb = attr_bool(ctx.attrs, "transpose_b", true);
+  if (A.shape.empty() || B.shape.size() != 2)
+    return kernel_error(ctx, "matmul", "bad shapes a " + dims_str(A.shape) + ", b " + dims_str(B.shape));
+  int64_t K = A.dim(-1);
+  int64_t N = tb ? B.dim(0) : B.dim(1);
+  if ((tb ? B.dim(1) : B.dim(0)) != K)
+    return kernel_error(ctx, "matmul", "inner dims differ: a " + dims_str(A.shape) + ", b " +
+                                           dims_str(B.shape) + (tb ? " (transposed)" : ""));
+  int64_t M = K ? A.numel() / K : 0;
+  Dims want = A.shape;
+  want.back() = N;
+  ARCH_TRY_STATUS(expect_output(ctx, "matmul", 0, want));
+  const float* a = A.f32();      // [M, K]
+  const float* b = B.f32();      // [N, K] or [K, N]
+  float* out = ctx.outputs[0].f32();  // [M, N], zero-filled
+  if (tb) {
+    // out[m, n] = sum_k a[m, k] * b[n, k]  (a dot product over contiguous K)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        float acc = 0.0f;
+        for (int64_t k = 0; k < K; ++k) acc += a[m * K + k] * b[n * K + k];
+        out[m * N + n] = acc;
+      }
+  } else {
+    // out[m, :] += a[m, k] * b[k, :]  (an axpy over contiguous N)
+    std::fill(out, out + M * N, 0.0f);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) {
+        float s = a[m * K + k];
+        for (int64_t n = 0; n < N; ++n) out[m * N + n] += s * b[k * N + n];
+      }
+  }
+  return {};
+}
+
+void define_matmul(OpTable& t) {
+  t.define(checked(OpDef{
+               .name = "matmul",
+               .inputs = {"a", "b"},
+               .attrs = {{"transpose_b", AttrSpec::Bool, true}},
+               .shape = matmul_shape,
+               .tolerance = {1e-5, 1e-6},
+               .doc = "matmul(a [..., K], b) -> [..., N]: a @ b^T with b [N, K] (transpose_b), else a @ b with b [K, N]",
+           }),
+           matmul_kernel);
+}
+
+}  // namespace arch

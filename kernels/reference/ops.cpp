@@ -1,0 +1,19 @@
+#include "kernels/reference/ops.h"
+
+namespace arch {
+
+void define_reference_ops(OpTable& t) {
+  define_embed(t);
+  define_matmul(t);
+  define_binary(t);
+  define_constant(t);
+  define_activations(t);
+  define_rms_norm(t);
+  define_layer_norm(t);
+  define_softmax(t);
+  define_rope(t);
+  define_attention(t);
+  define_reshape(t);
+}
+
+}  // namespace arch

@@ -1,0 +1,26 @@
+// The reference ops: plain float32 loops, one op (or one small family) per
+// file, each defining its inputs, attributes, shape rule, tolerance and
+// kernel in one place. These are the truth the fast kernels are checked
+// against; they match Hugging Face transformers' float32 eager code.
+#pragma once
+
+#include "engine/op.h"
+
+namespace arch {
+
+// Every reference op, in one call (kernels/kernels.cpp builds op_table()).
+void define_reference_ops(OpTable& t);
+
+void define_embed(OpTable& t);        // embed
+void define_matmul(OpTable& t);       // matmul
+void define_binary(OpTable& t);       // add sub mul div
+void define_constant(OpTable& t);     // constant
+void define_activations(OpTable& t);  // silu gelu gelu_tanh relu sigmoid tanh exp sqrt neg
+void define_rms_norm(OpTable& t);     // rms_norm
+void define_layer_norm(OpTable& t);   // layer_norm
+void define_softmax(OpTable& t);      // softmax
+void define_rope(OpTable& t);         // rope
+void define_attention(OpTable& t);    // attention (+ its KvCache, kv_cache.h)
+void define_reshape(OpTable& t);      // reshape
+
+}  // namespace arch

@@ -1,0 +1,73 @@
+// reshape(x) attr shape -> shape: the same elements under another shape, a
+// view of x's storage. Entries: n > 0 is that size, -1 is the run-time `seq`.
+#include "kernels/reference/ops.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+// The symbolic shape an attr list names.
+static Result<Shape> target_shape(const Attrs& attrs) {
+  Shape out;
+  for (int64_t n : attr_ints(attrs, "shape")) {
+    if (n == -1) out.push_back(Dim::seq());
+    else if (n > 0) out.push_back(Dim::of(n));
+    else return error("reshape: shape entries must be positive or -1 (seq), got " + std::to_string(n));
+  }
+  return out;
+}
+
+static Result<std::vector<TypedShape>> reshape_shape(std::span<const TypedShape> in,
+                                                     std::span<const bool>, const Attrs& attrs) {
+  const Shape& x = in[0].shape;
+  ARCH_TRY(Shape out, target_shape(attrs));
+  // Same element count: as many seq dims on each side, equal concrete products.
+  auto count = [](const Shape& s, int64_t* prod) {
+    int seqs = 0;
+    *prod = 1;
+    for (const Dim& d : s) d.concrete() ? void(*prod *= d.n) : void(++seqs);
+    return seqs;
+  };
+  int64_t px = 1, po = 1;
+  int sx = count(x, &px), so = count(out, &po);
+  if (sx != so || px != po)
+    return error("reshape: cannot reshape " + shape_str(x) + " to " + shape_str(out) +
+                 " (element counts differ: " + std::to_string(px) + (sx ? " * seq" : "") +
+                 (sx > 1 ? "^" + std::to_string(sx) : "") + " vs " + std::to_string(po) +
+                 (so ? " * seq" : "") + (so > 1 ? "^" + std::to_string(so) : "") + ")");
+  return one_output(out, in[0].dtype);
+}
+
+static Status reshape_kernel(KernelContext& ctx) {
+  if (ctx.inputs.empty() || ctx.outputs.empty())
+    return kernel_error(ctx, "reshape", "needs one input and one output");
+  const Tensor& X = ctx.inputs[0];
+  std::vector<int64_t> spec = attr_ints(ctx.attrs, "shape");
+  Dims dims = ctx.outputs[0].shape;  // concrete, as the caller gives it
+  if (dims.size() != spec.size() || numel(dims) != X.numel()) {
+    // Not given: solve a single -1 (seq) entry from x's element count.
+    int64_t known = 1, seqs = 0;
+    for (int64_t n : spec) n == -1 ? void(++seqs) : void(known *= n);
+    if (seqs == 1 && known > 0 && X.numel() % known == 0)
+      for (int64_t& n : spec) n = n == -1 ? X.numel() / known : n;
+    dims = spec;
+  }
+  if (numel(dims) != X.numel())
+    return kernel_error(ctx, "reshape", "cannot view " + dims_str(X.shape) + " as " + dims_str(dims));
+  ctx.outputs[0] = X.reshaped(dims);  // out = x, viewed as dims
+  return {};
+}
+
+void define_reshape(OpTable& t) {
+  t.define(checked(OpDef{
+               .name = "reshape",
+               .inputs = {"x"},
+               .attrs = {{"shape", AttrSpec::IntList, nullptr}},
+               .shape = reshape_shape,
+               .tolerance = {1e-6, 1e-6},
+               .view = true,
+               .doc = "reshape(x) -> shape: the same elements viewed under attribute `shape` (-1: the run-time seq)",
+           }),
+           reshape_kernel);
+}
+
+}  // namespace arch

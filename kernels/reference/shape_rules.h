@@ -1,0 +1,78 @@
+// Helpers the reference ops share: attribute readers with defaults, the
+// checks every shape rule starts with, broadcasting, and the small run-time
+// checks kernels make before they touch memory.
+//
+//   t.define(checked(OpDef{.name = "relu", .inputs = {"x"},
+//                          .shape = same_as_input("relu"), ...}), relu_kernel);
+//
+// `checked` wraps the op's own shape rule so that it only ever sees the
+// declared number of inputs, every required input present, and every
+// attribute present (or defaulted) with the declared kind.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/op.h"
+
+namespace arch {
+
+// ---- attributes -------------------------------------------------------------
+// Value-or-default readers: a missing or null attribute gives `def`. They never
+// throw; a value of the wrong kind also gives `def` (the shape rule, wrapped by
+// `checked`, has already refused it with a message).
+double attr_float(const Attrs& a, std::string_view key, double def);
+int64_t attr_int(const Attrs& a, std::string_view key, int64_t def);
+bool attr_bool(const Attrs& a, std::string_view key, bool def);
+std::vector<int64_t> attr_ints(const Attrs& a, std::string_view key);  // missing: {}
+// The attribute as JSON, or a null JSON value when missing.
+const Attrs& attr_json(const Attrs& a, std::string_view key);
+
+// ---- shape rules ------------------------------------------------------------
+// Wrap def.shape with the checks every op shares: the input count, required
+// inputs present, required attributes present, attribute kinds, no unknown
+// attribute names. Errors read "rms_norm: attribute 'eps' is required".
+OpDef checked(OpDef def);
+
+// One dim as a message shows it: "64" or "seq".
+inline std::string dim_str(const Dim& d) { return d.concrete() ? std::to_string(d.n) : "seq"; }
+
+// Whether optional input i is present (`present` may be shorter than `in`).
+inline bool is_present(std::span<const bool> present, size_t i) {
+  return i >= present.size() || present[i];
+}
+
+// numpy broadcasting of two shapes, right-aligned: equal dims, or one of them 1
+// (a 0-d scalar [] broadcasts against anything). `seq` only matches `seq` or 1.
+Result<Shape> broadcast(std::string_view op, const Shape& a, const Shape& b);
+
+// The rule the norms share: x [..., D] and optional per-feature inputs
+// (weight, bias) [D]; one output shaped like x.
+Result<std::vector<TypedShape>> norm_shape(const std::string& op, std::span<const TypedShape> in,
+                                           std::span<const bool> present);
+
+// The shape rule of a unary op: one float output shaped like input i.
+ShapeRule same_as_input(std::string op, size_t i = 0);
+
+// One output of the given shape (float32 unless said).
+inline std::vector<TypedShape> one_output(Shape s, DType t = DType::F32) {
+  return {TypedShape{t, std::move(s)}};
+}
+
+// ---- kernels ----------------------------------------------------------------
+// "<where>: <op>: <message>", the form every kernel error takes.
+Error kernel_error(const KernelContext& ctx, std::string_view op, const std::string& message);
+// Input i is present and holds float32 (the reference path converts weights).
+Status expect_f32(const KernelContext& ctx, std::string_view op, size_t i);
+// Input i is present and holds int32 (token ids, positions).
+Status expect_i32(const KernelContext& ctx, std::string_view op, size_t i);
+// Output i was preallocated as float32 with exactly `want` dims.
+Status expect_output(const KernelContext& ctx, std::string_view op, size_t i, const Dims& want);
+// Whether optional input i is present at run time.
+inline bool has_input(const KernelContext& ctx, size_t i) {
+  return i < ctx.inputs.size() && ctx.inputs[i].data != nullptr;
+}
+
+}  // namespace arch

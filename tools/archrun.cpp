@@ -1,0 +1,275 @@
+// archrun: run a model from a checkpoint directory.
+//   archrun generate MODEL --ids 1,2,3 -n 16 --greedy --json
+//   archrun forward MODEL --inputs IN.safetensors --out OUT.safetensors
+//   archrun info MODEL
+// MODEL may be omitted (or be "toy"): the embedded default, a tiny
+// random-weight Llama the tool writes itself, needing no download.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generate.h"
+#include "engine/model.h"
+#include "engine/session.h"
+#include "importer/safetensors.h"
+#include "importer/toy_checkpoint.h"
+
+namespace fs = std::filesystem;
+using namespace arch;
+
+namespace {
+
+struct Common {
+  std::string model = "toy";
+  std::string families;
+  std::string template_path;
+  std::vector<std::string> flags;
+};
+
+void add_common(CLI::App* cmd, Common& c) {
+  cmd->add_option("model", c.model, "checkpoint directory (config.json + *.safetensors); 'toy' or nothing: the embedded default");
+  cmd->add_option("--families", c.families, "directory of family templates and registry.toml");
+  cmd->add_option("--template", c.template_path, "run this .arch template instead of dispatching");
+  cmd->add_option("--flag", c.flags, "override a template flag: NAME=true|false")->take_all();
+}
+
+Result<std::shared_ptr<Model>> open_model(const Common& c) {
+  std::string dir = c.model;
+  if (dir == "toy") {
+    // The embedded default: written fresh (it is tiny) under the temp dir.
+    dir = (fs::temp_directory_path() / "archetype-toy").string();
+    ARCH_TRY_STATUS(write_toy_checkpoint(dir, 0));
+  }
+  LoadOptions opt;
+  opt.families = c.families;
+  opt.template_path = c.template_path;
+  for (const auto& f : c.flags) {
+    auto eq = f.find('=');
+    std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
+    if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
+    opt.flags[f.substr(0, eq)] = v == "true";
+  }
+  return load_model(dir, opt);
+}
+
+Result<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(int32_t(v));
+    } catch (const std::exception&) {
+      return error("--ids: '" + item + "' is not a token id (expected e.g. --ids 1,2,3)");
+    }
+  }
+  if (ids.empty()) return error("--ids: no token ids given");
+  return ids;
+}
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "archrun: error: %s\n", e.message.c_str());
+  return 1;
+}
+
+// ---- generate ----------------------------------------------------------------
+
+struct GenerateArgs {
+  Common common;
+  std::string prompt, ids;
+  int n = 16;
+  bool greedy = false, json = false, ignore_eos = false;
+  float temperature = 1.0f, top_p = 1.0f;
+  int top_k = 0;
+  uint64_t seed = 0;
+};
+
+int run_generate(const GenerateArgs& a) {
+  if (!a.prompt.empty())
+    return fail(error("-p TEXT needs a tokenizer, which archrun does not read yet; give token ids with --ids"));
+  if (a.ids.empty()) return fail(error("give the prompt as --ids 1,2,3"));
+  auto ids = parse_ids(a.ids);
+  if (!ids.ok()) return fail(ids.error());
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  GenerateOptions opt;
+  opt.max_new_tokens = a.n;
+  opt.sampling.greedy = a.greedy || a.temperature <= 0;
+  opt.sampling.temperature = a.temperature;
+  opt.sampling.top_k = a.top_k;
+  opt.sampling.top_p = a.top_p;
+  opt.sampling.seed = a.seed;
+  if (!a.ignore_eos) opt.stop_ids = eos_ids(**m);
+  if (!a.json)
+    opt.on_token = [](int32_t t) {
+      std::printf("%d ", t);
+      std::fflush(stdout);
+    };
+  auto r = generate(**m, *ids, opt);
+  if (!r.ok()) return fail(r.error());
+  if (a.json) {
+    nlohmann::json j;
+    j["tokens"] = r->tokens;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("\n");
+    double tps = r->decode_seconds > 0 ? double(r->tokens.size() - 1) / r->decode_seconds : 0;
+    std::fprintf(stderr, "%s (%s): %zu prompt tokens in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
+                 (*m)->family.c_str(), (*m)->template_path.c_str(), ids->size(), r->prompt_seconds,
+                 r->tokens.size(), tps, r->stop_reason.c_str());
+  }
+  return 0;
+}
+
+// ---- forward -----------------------------------------------------------------
+
+struct ForwardArgs {
+  Common common;
+  std::string inputs, out;
+  std::vector<std::string> outputs;
+  bool all_outputs = false;
+};
+
+int run_forward(const ForwardArgs& a) {
+  auto in = read_safetensors(a.inputs);
+  if (!in.ok()) return fail(in.error());
+  auto it = in->tensors.find("input_ids");
+  if (it == in->tensors.end()) return fail(error(a.inputs + ": no 'input_ids' tensor"));
+  const Tensor& t = it->second;
+  if (t.dtype != DType::I32 && t.dtype != DType::I64)
+    return fail(error(a.inputs + ": input_ids must be I32 or I64, not " + std::string(dtype_name(t.dtype))));
+  if (!(t.shape.size() == 2 && t.shape[0] == 1) && t.shape.size() != 1)
+    return fail(error(a.inputs + ": input_ids must be [1, seq], not " + dims_str(t.shape)));
+  std::vector<int32_t> ids;
+  for (int64_t k = 0; k < t.numel(); ++k) {
+    int64_t v = t.dtype == DType::I32 ? static_cast<const int32_t*>(t.data)[k] : static_cast<const int64_t*>(t.data)[k];
+    if (v < 0 || v > INT32_MAX) return fail(error(a.inputs + ": input_ids holds " + std::to_string(v)));
+    ids.push_back(int32_t(v));
+  }
+  if (auto mask = in->tensors.find("attention_mask"); mask != in->tensors.end()) {
+    Tensor m = mask->second;
+    bool all_ones = true;
+    for (int64_t k = 0; k < m.numel(); ++k) {
+      int64_t v = m.dtype == DType::I64 ? static_cast<const int64_t*>(m.data)[k]
+                  : m.dtype == DType::I32 ? static_cast<const int32_t*>(m.data)[k] : 1;
+      all_ones = all_ones && v == 1;
+    }
+    if (!all_ones) return fail(error(a.inputs + ": attention_mask with padding is not supported (batch 1, all ones)"));
+  }
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  std::vector<std::string> names = a.outputs;
+  if (a.all_outputs) names = output_names((*m)->graph());
+  if (names.empty()) names = {"logits"};
+  Session s(**m, int64_t(ids.size()));
+  auto outs = s.step(ids, names);
+  if (!outs.ok()) return fail(outs.error());
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const auto& n : names) {
+    Tensor v = outs->at(n);
+    Dims shape = v.shape;
+    shape.insert(shape.begin(), 1);  // batch 1, as transformers returns it
+    tensors.emplace_back(n, v.reshaped(shape));
+  }
+  Status st = write_safetensors(a.out, tensors);
+  if (!st.ok()) return fail(st.error());
+  return 0;
+}
+
+// ---- info --------------------------------------------------------------------
+
+int run_info(const Common& c, bool as_json) {
+  auto m = open_model(c);
+  if (!m.ok()) return fail(m.error());
+  const Model& model = **m;
+  nlohmann::json j;
+  j["model"] = model.checkpoint.dir;
+  j["family"] = model.family;
+  j["template"] = model.template_path;
+  j["reason"] = model.reason;
+  for (auto& [n, v] : model.instance.config) j["config"][n] = v.to_json();
+  for (auto& [n, v] : model.instance.flags) j["flags"][n] = v;
+  j["tensors"] = model.checkpoint.tensors.size();
+  j["weights_bound"] = model.graph().weights.size();
+  j["unused_tensors"] = model.unused_tensors;
+  j["ops"] = model.graph().nodes.size();
+  j["outputs"] = output_names(model.graph());
+  if (as_json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model:    %s\nfamily:   %s\ntemplate: %s\nwhy:      %s\n", model.checkpoint.dir.c_str(),
+              model.family.c_str(), model.template_path.c_str(), model.reason.c_str());
+  std::printf("config:\n");
+  for (auto& [n, v] : model.instance.config) std::printf("  %-26s %s\n", n.c_str(), v.to_json().dump().c_str());
+  std::printf("flags:\n");
+  for (auto& [n, v] : model.instance.flags) std::printf("  %-26s %s\n", n.c_str(), v ? "true" : "false");
+  std::printf("graph:    %zu ops, %zu weights bound of %zu tensors in the checkpoint\n",
+              model.graph().nodes.size(), model.graph().weights.size(), model.checkpoint.tensors.size());
+  for (auto& u : model.unused_tensors) std::printf("  unused:  %s\n", u.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"archrun: run a Hugging Face checkpoint through its family's .arch template"};
+  app.require_subcommand(1);
+
+  GenerateArgs g;
+  auto* gen = app.add_subcommand("generate", "generate tokens after a prompt");
+  add_common(gen, g.common);
+  gen->add_option("-p,--prompt", g.prompt, "prompt text (needs a tokenizer)");
+  gen->add_option("--ids", g.ids, "prompt token ids, comma-separated");
+  gen->add_option("-n,--max-new-tokens", g.n, "how many tokens to generate")->check(CLI::Range(1, 1 << 20));
+  gen->add_flag("--greedy", g.greedy, "argmax decoding (the default when no temperature is given)");
+  gen->add_option("--temperature", g.temperature, "sampling temperature")->check(CLI::Range(0.0, 100.0));
+  gen->add_option("--top-k", g.top_k, "sample among the k most likely tokens")->check(CLI::Range(0, 1 << 30));
+  gen->add_option("--top-p", g.top_p, "sample among the smallest set with this probability mass")->check(CLI::Range(0.0, 1.0));
+  gen->add_option("--seed", g.seed, "sampling seed");
+  gen->add_flag("--ignore-eos", g.ignore_eos, "keep going after the end-of-sequence token");
+  gen->add_flag("--json", g.json, "print {\"tokens\": [...]}");
+
+  ForwardArgs f;
+  auto* fwd = app.add_subcommand("forward", "run one forward pass over input_ids; write the outputs");
+  add_common(fwd, f.common);
+  fwd->add_option("--inputs", f.inputs, "safetensors with input_ids [1, seq] (int32 or int64)")->required();
+  fwd->add_option("--out", f.out, "safetensors to write (logits [1, seq, vocab] float32)")->required();
+  fwd->add_option("--outputs", f.outputs, "outputs to write (default: logits)")->delimiter(',');
+  fwd->add_flag("--all-outputs", f.all_outputs, "write every output the template declares");
+
+  Common ic;
+  bool info_json = false;
+  auto* info = app.add_subcommand("info", "which family a checkpoint dispatches to and why; its config and flags");
+  add_common(info, ic);
+  info->add_flag("--json", info_json, "machine-readable output");
+
+  std::string toy_dir;
+  uint64_t toy_seed = 0;
+  auto* toy = app.add_subcommand("toy", "write the embedded default checkpoint (tiny random-weight Llama)");
+  toy->add_option("-o,--out", toy_dir, "directory to write")->required();
+  toy->add_option("--seed", toy_seed, "weight seed");
+
+  CLI11_PARSE(app, argc, argv);
+  if (gen->parsed()) {
+    if (g.temperature != 1.0f || g.top_k || g.top_p != 1.0f) g.greedy = g.greedy && true;
+    else g.greedy = true;
+    return run_generate(g);
+  }
+  if (fwd->parsed()) return run_forward(f);
+  if (info->parsed()) return run_info(ic, info_json);
+  if (toy->parsed()) {
+    Status st = write_toy_checkpoint(toy_dir, toy_seed);
+    if (!st.ok()) return fail(st.error());
+    std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());
+  }
+  return 0;
+}

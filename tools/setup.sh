@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what Archetype needs on Debian 12, builds it, and runs the main
+# job on the embedded default model (a tiny random-weight Llama the tool
+# writes itself, so nothing is downloaded).
+#   bash tools/setup.sh            install + build + demo
+#   SKIP_APT=1 bash tools/setup.sh build + demo only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  build-essential cmake ccache pkg-config
+  tao-pegtl-dev libtomlplusplus-dev libyaml-cpp-dev libdnnl-dev libhwy-dev
+  libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev ocl-icd-opencl-dev
+)
+
+if [ -z "${SKIP_APT:-}" ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "== installing Debian packages: ${PACKAGES[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${PACKAGES[@]}"
+fi
+
+echo "== configuring and building (build/)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j"${JOBS:-2}"
+
+echo "== the main job: greedy generation on the embedded default model"
+./build/archrun info toy | head -4
+./build/archrun generate toy --ids 1,2,3 -n 16 --greedy
