@@ -1,0 +1,67 @@
+// archc from the command line: the families lint clean, a mistake is
+// reported at its line and column, and dump prints the IR.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/shared_data.h"
+#include "tests/tools/run_tool.h"
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_tool;
+
+TEST(Archc, FamiliesCheckClean) {
+  auto r = run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/llama.arch");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("no problems"), std::string::npos) << r.out;
+}
+
+// A copy of llama.arch with one deliberate mistake is reported where it is.
+TEST(Archc, MistakeReportedAtLineAndColumn) {
+  std::ifstream in(ARCHETYPE_SOURCE_DIR "/families/llama.arch");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::string good = "attn_norm = rms_norm(h, L.input_layernorm.weight";
+  size_t at = text.find(good);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, good.size(), "attn_norm = rms_nrom(h, L.input_layernorm.weight");
+  int line = 1 + int(std::count(text.begin(), text.begin() + long(at), '\n'));
+  int col = int(at - text.rfind('\n', at)) + int(std::string("attn_norm = ").size());
+  fs::path bad = fs::temp_directory_path() / "archc_test_bad.arch";
+  std::ofstream(bad) << text;
+  auto r = run_tool(testing::archc() + " --check " + bad.string());
+  EXPECT_EQ(r.exit_code, 1);
+  std::string want = bad.string() + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                     ": error: unknown function 'rms_nrom' (did you mean 'rms_norm'?)";
+  EXPECT_NE(r.out.find(want), std::string::npos) << "want: " << want << "\ngot: " << r.out;
+  fs::remove(bad);
+}
+
+TEST(Archc, SyntaxErrorReportedAtLineAndColumn) {
+  fs::path bad = fs::temp_directory_path() / "archc_test_syntax.arch";
+  std::ofstream(bad) << "family X\nconfig {\n  hidden_size int\n}\n";
+  auto r = run_tool(testing::archc() + " --check " + bad.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(bad.string() + ":3:15: error: expected ':' and a type after the config field's name"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("grammar::"), std::string::npos) << "a C++ rule name leaked: " << r.out;
+  fs::remove(bad);
+}
+
+TEST(Archc, DumpPrintsNamedIr) {
+  std::string cfg = testing::golden_dir("llama") + "/config.json";
+  ARCH_REQUIRE_SHARED(cfg);
+  auto r = run_tool(testing::archc() + " dump " ARCHETYPE_SOURCE_DIR "/families/llama.arch --config " + cfg);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("layers.1.attn_norm = rms_norm(layers.0.h#2, model.layers.1.input_layernorm.weight) "
+                       "{\"eps\":1e-05} : f32[seq, 64]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("output logits = logits"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace arch

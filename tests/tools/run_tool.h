@@ -1,0 +1,29 @@
+// Running the built tools as a user would, capturing their output.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+namespace arch::testing {
+
+struct ToolRun {
+  int exit_code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+inline ToolRun run_tool(const std::string& command) {
+  ToolRun r;
+  FILE* p = popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+inline std::string archrun() { return ARCHRUN_PATH; }
+inline std::string archc() { return ARCHC_PATH; }
+
+}  // namespace arch::testing
