@@ -167,6 +167,8 @@ void Checker::body(const Body& b, const Scope& s) {
 
 std::vector<Error> Checker::run() {
   if (t_.family.empty()) report({1, 1}, "the template names no family");
+  for (const auto& [file, loc] : t_.imports)
+    report(loc, "import \"" + file + "\": imports are not implemented yet; write the template in one file");
   // Global names: config fields and flags in order (each may use the earlier ones).
   Scope none;
   std::set<std::string> seen;

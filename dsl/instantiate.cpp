@@ -791,6 +791,8 @@ Status Instantiator::run_graph(const GraphDef& gd) {
 }
 
 Result<Instance> Instantiator::run() {
+  for (const auto& [file, loc] : t_.imports)
+    return fail(loc, "import \"" + file + "\": imports are not implemented yet; write the template in one file");
   ARCH_TRY_STATUS(resolve_config());
   ARCH_TRY_STATUS(resolve_flags());
   const GraphDef* gd = nullptr;
