@@ -25,6 +25,7 @@ class Checker {
   };
 
   void report(Loc loc, const std::string& msg) { errors_.push_back(diag(src_, loc, msg)); }
+  void literal_type(const ConfigField& f);
   void expr(const Expr& e, const Scope& s);
   void path(const Expr& e, const Scope& s);
   void call(const Expr& e, const Scope& s);
@@ -165,6 +166,32 @@ void Checker::body(const Body& b, const Scope& s) {
   }
 }
 
+// A literal default must fit its field's declared type (computed defaults
+// are checked when a config instantiates the template).
+void Checker::literal_type(const ConfigField& f) {
+  const Expr& d = *f.default_value;
+  auto fits = [&](const Expr& e, const std::string& elem) {
+    switch (e.kind) {
+      case Expr::Number: return elem == "float" || elem == "json" || (elem == "int" && e.is_int);
+      case Expr::String: return elem == "str" || elem == "json";
+      case Expr::Bool: return elem == "bool" || elem == "json";
+      case Expr::Null: return true;
+      default: return true;
+    }
+  };
+  bool ok = true;
+  if (d.kind == Expr::List) {
+    ok = f.type.list || f.type.elem == "json";
+    if (f.type.list)
+      for (auto& item : d.args) ok = ok && fits(*item, f.type.elem);
+  } else if (f.type.list) {
+    ok = d.kind != Expr::Number && d.kind != Expr::String && d.kind != Expr::Bool;
+  } else {
+    ok = fits(d, f.type.elem);
+  }
+  if (!ok) report(d.loc, "the default of '" + f.name + "' does not fit its type " + f.type.str());
+}
+
 std::vector<Error> Checker::run() {
   if (t_.family.empty()) report({1, 1}, "the template names no family");
   for (const auto& [file, loc] : t_.imports)
@@ -174,7 +201,10 @@ std::vector<Error> Checker::run() {
   std::set<std::string> seen;
   for (const auto& f : t_.config) {
     if (!seen.insert(f.name).second) report(f.loc, "config field '" + f.name + "' is declared twice");
-    if (f.default_value) expr(*f.default_value, none);
+    if (f.default_value) {
+      expr(*f.default_value, none);
+      literal_type(f);
+    }
     globals_.insert(f.name);
   }
   for (const auto& fl : t_.flags) {

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "dsl/check.h"
 #include "dsl/instantiate.h"
@@ -18,8 +20,41 @@ using namespace arch;
 
 namespace {
 
-int check_files(const std::vector<std::string>& files, bool quiet) {
+// Instantiation options from --config / --model (shared by check and dump).
+struct ConfigSource {
+  std::string config, model;
+  std::vector<std::string> flags;
+};
+
+Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::shared_ptr<Checkpoint>& ckpt) {
+  dsl::InstantiateOptions opt;
+  if (!c.model.empty()) {
+    ARCH_TRY(Checkpoint loaded, load_checkpoint(c.model));
+    ckpt = std::make_shared<Checkpoint>(std::move(loaded));
+    opt.config = ckpt->config;
+    opt.tensor_exists = [ckpt](const std::string& n) { return ckpt->has(n); };
+  }
+  if (!c.config.empty()) {
+    ARCH_TRY(opt.config, read_config(c.config));
+  }
+  for (const auto& f : c.flags) {
+    auto eq = f.find('=');
+    std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
+    if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
+    opt.flag_overrides[f.substr(0, eq)] = v == "true";
+  }
+  return opt;
+}
+
+int check_files(const std::vector<std::string>& files, bool quiet, const ConfigSource& cs) {
   int problems = 0;
+  std::shared_ptr<Checkpoint> ckpt;
+  std::optional<dsl::InstantiateOptions> opt;
+  if (!cs.config.empty() || !cs.model.empty()) {
+    auto o = instantiate_options(cs, ckpt);
+    if (!o.ok()) return std::fprintf(stderr, "archc: error: %s\n", o.error().message.c_str()), 1;
+    opt = *o;
+  }
   for (const auto& f : files) {
     auto t = dsl::parse_template_file(f);
     if (!t.ok()) {
@@ -27,9 +62,16 @@ int check_files(const std::vector<std::string>& files, bool quiet) {
       ++problems;
       continue;
     }
-    for (const auto& e : dsl::check_template(*t, op_table())) {
-      std::fprintf(stderr, "%s\n", e.message.c_str());
-      ++problems;
+    auto errors = dsl::check_template(*t, op_table());
+    for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.message.c_str());
+    problems += int(errors.size());
+    // With a config, shapes are known: instantiate to check them too.
+    if (errors.empty() && opt) {
+      auto inst = dsl::instantiate(*t, *opt, op_table());
+      if (!inst.ok()) {
+        std::fprintf(stderr, "%s\n", inst.error().message.c_str());
+        ++problems;
+      }
     }
   }
   if (problems) {
@@ -41,31 +83,15 @@ int check_files(const std::vector<std::string>& files, bool quiet) {
   return 0;
 }
 
-int dump(const std::string& tmpl_path, const std::string& config_path, const std::string& model_dir,
-         const std::vector<std::string>& flags) {
+int dump(const std::string& tmpl_path, const ConfigSource& cs) {
+  if (cs.config.empty() && cs.model.empty())
+    return std::fprintf(stderr, "archc: error: dump needs --config config.json or --model DIR\n"), 1;
   auto t = dsl::parse_template_file(tmpl_path);
   if (!t.ok()) return std::fprintf(stderr, "%s\n", t.error().message.c_str()), 1;
-  dsl::InstantiateOptions opt;
-  Checkpoint ckpt;
-  if (!model_dir.empty()) {
-    auto c = load_checkpoint(model_dir);
-    if (!c.ok()) return std::fprintf(stderr, "archc: error: %s\n", c.error().message.c_str()), 1;
-    ckpt = std::move(*c);
-    opt.config = ckpt.config;
-    opt.tensor_exists = [&](const std::string& n) { return ckpt.has(n); };
-  }
-  if (!config_path.empty()) {
-    auto c = read_config(config_path);
-    if (!c.ok()) return std::fprintf(stderr, "archc: error: %s\n", c.error().message.c_str()), 1;
-    opt.config = *c;
-  }
-  if (config_path.empty() && model_dir.empty())
-    return std::fprintf(stderr, "archc: error: dump needs --config config.json or --model DIR\n"), 1;
-  for (const auto& f : flags) {
-    auto eq = f.find('=');
-    opt.flag_overrides[f.substr(0, eq)] = eq == std::string::npos || f.substr(eq + 1) == "true";
-  }
-  auto inst = dsl::instantiate(*t, opt, op_table());
+  std::shared_ptr<Checkpoint> ckpt;
+  auto opt = instantiate_options(cs, ckpt);
+  if (!opt.ok()) return std::fprintf(stderr, "archc: error: %s\n", opt.error().message.c_str()), 1;
+  auto inst = dsl::instantiate(*t, *opt, op_table());
   if (!inst.ok()) return std::fprintf(stderr, "%s\n", inst.error().message.c_str()), 1;
   std::printf("# config\n");
   for (auto& [n, v] : inst->config) std::printf("#   %s = %s\n", n.c_str(), v.to_json().dump().c_str());
@@ -81,20 +107,23 @@ int main(int argc, char** argv) {
   CLI::App app{"archc: check .arch templates and show what they instantiate to"};
   std::vector<std::string> check;
   bool quiet = false;
+  ConfigSource check_cs;
   app.add_option("--check", check, "lint these templates: syntax, names, calls, weight references")->expected(1, -1);
   app.add_flag("-q,--quiet", quiet, "print nothing when clean");
+  app.add_option("--config", check_cs.config, "with --check: also instantiate with this config.json (checks shapes)");
+  app.add_option("--model", check_cs.model, "with --check: also instantiate with this checkpoint's config and tensors");
 
-  std::string tmpl, config, model;
-  std::vector<std::string> flags;
+  std::string tmpl;
+  ConfigSource cs;
   auto* d = app.add_subcommand("dump", "print the IR a template instantiates to for a config");
   d->add_option("template", tmpl, "the .arch file")->required();
-  d->add_option("--config", config, "config.json to fill the template with");
-  d->add_option("--model", model, "checkpoint directory: its config, and tensor presence for flags");
-  d->add_option("--flag", flags, "override a flag: NAME=true|false")->take_all();
+  d->add_option("--config", cs.config, "config.json to fill the template with");
+  d->add_option("--model", cs.model, "checkpoint directory: its config, and tensor presence for flags");
+  d->add_option("--flag", cs.flags, "override a flag: NAME=true|false")->take_all();
 
   CLI11_PARSE(app, argc, argv);
-  if (d->parsed()) return dump(tmpl, config, model, flags);
-  if (!check.empty()) return check_files(check, quiet);
+  if (d->parsed()) return dump(tmpl, cs);
+  if (!check.empty()) return check_files(check, quiet, check_cs);
   std::fprintf(stderr, "%s", app.help().c_str());
   return 2;
 }
