@@ -87,11 +87,23 @@ void Checker::path(const Expr& e, const Scope& s) {
   } else {
     full = e.path;
   }
-  if (!weight_matches(full, bound == s.paths.end() && prefix_ok_))
+  if (!weight_matches(full, prefix_ok_))
     report(e.loc, "weight " + path_str(full) + " is not declared in the template's weights { }");
 }
 
 void Checker::call(const Expr& e, const Scope& s) {
+  bool block = false;
+  for (const auto& b : t_.blocks) block |= b.name == e.text;
+  // exists(path) asks about any tensor name: only the names in its {...} are checked.
+  if (e.text == "exists" && !block) {
+    for (auto& a : e.args) {
+      if (a->kind != Expr::Path || a->path.size() == 1) expr(*a, s);
+      else
+        for (auto& seg : a->path)
+          if (seg.kind == PathSeg::Interp && seg.expr) expr(*seg.expr, s);
+    }
+    return;
+  }
   for (auto& a : e.args) expr(*a, s);
   for (auto& [k, v] : e.kwargs) expr(*v, s);
   for (const auto& b : t_.blocks)
@@ -115,7 +127,8 @@ void Checker::call(const Expr& e, const Scope& s) {
   if (e.args.size() < required || e.args.size() > def->inputs.size())
     report(e.loc, e.text + "() takes " + std::to_string(required) +
                       (required == def->inputs.size() ? "" : " to " + std::to_string(def->inputs.size())) +
-                      " tensor arguments, got " + std::to_string(e.args.size()));
+                      " tensor argument" + (def->inputs.size() == 1 ? "" : "s") + ", got " +
+                      std::to_string(e.args.size()));
   for (size_t k = 0; k < e.kwargs.size(); ++k) {
     bool found = false;
     std::vector<std::string> names;
@@ -143,9 +156,21 @@ void Checker::expr(const Expr& e, const Scope& s) {
 void Checker::collect(const Body& b, Scope& s) {
   for (const auto& st : b) {
     if (st.kind == Stmt::Assign) {
+      // A local bound to a weight path (L = model.layers.{i}), or to a path
+      // through another such local (M = L.mlp), expanded to the full path.
+      const Expr& v = *st.value;
+      if (v.kind == Expr::Path && v.path.size() > 1) {
+        const std::string& head = v.path[0].name;
+        auto bound = s.paths.find(head);
+        if (bound != s.paths.end()) {
+          std::vector<PathSeg> full = bound->second;
+          full.insert(full.end(), v.path.begin() + 1, v.path.end());
+          s.paths[st.name] = std::move(full);
+        } else if (!globals_.count(head) && !s.names.count(head)) {
+          s.paths[st.name] = v.path;
+        }
+      }
       s.names.insert(st.name);
-      if (st.value->kind == Expr::Path && st.value->path.size() > 1 && !globals_.count(st.value->path[0].name))
-        s.paths[st.name] = st.value->path;
     }
     if (st.kind == Stmt::For) s.names.insert(st.name);
     collect(st.body, s);
@@ -231,6 +256,7 @@ std::vector<Error> Checker::run() {
   for (const auto& b : t_.blocks) {
     Scope s;
     s.in_block = true;
+    s.names.insert("seq");
     s.names.insert(b.params.begin(), b.params.end());
     collect(b.body, s);
     body(b.body, s);

@@ -76,7 +76,9 @@ struct path_expr_close : one<'}'> {};
 struct path_expr : seq<one<'{'>, ws, must<required_expr>, ws, must<path_expr_close>> {};
 struct path_member : name_chars {};
 struct path_seg : sor<path_expr, path_index, path_member> {};
-struct path : seq<identifier, star<one<'.'>, must<path_seg>>> {};
+// A '.' that is not the start of a range's '..' (for i in first..last).
+struct path_dot : seq<one<'.'>, not_at<one<'.'>>> {};
+struct path : seq<identifier, star<path_dot, must<path_seg>>> {};
 
 // Calls: rms_norm(h, L.input_layernorm.weight, eps: rms_norm_eps)
 struct kwarg_name : identifier {};

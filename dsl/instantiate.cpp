@@ -318,8 +318,18 @@ Instantiator::R Instantiator::eval_binary(const Expr& e, const Val& a, const Val
   if (op == "/" || op == "//" || op == "%") {
     if (y == 0) return fail(e.loc, "division by zero");
     if (op == "/") return Val::of_float(x / y);
-    if (op == "//") return ints ? Val::of_int(a.i / b.i) : Val::of_float(std::floor(x / y));
-    return ints ? Val::of_int(a.i % b.i) : Val::of_float(std::fmod(x, y));
+    // As in Python: // rounds toward minus infinity, % takes the divisor's sign.
+    if (op == "//") {
+      if (!ints) return Val::of_float(std::floor(x / y));
+      long long q = a.i / b.i;
+      return Val::of_int(q - (a.i % b.i != 0 && (a.i < 0) != (b.i < 0)));
+    }
+    if (ints) {
+      long long r = a.i % b.i;
+      return Val::of_int(r != 0 && (r < 0) != (b.i < 0) ? r + b.i : r);
+    }
+    double r = std::fmod(x, y);
+    return Val::of_float(r != 0 && (r < 0) != (y < 0) ? r + y : r);
   }
   return fail(e.loc, "operator '" + op + "' needs tensors");
 }
@@ -372,6 +382,9 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
   }
   if (f == "sqrt" || f == "int" || f == "float") {
     ARCH_TRY_STATUS(want(1));
+    // sqrt of a tensor is the sqrt op; of a number, this builtin.
+    if (f == "sqrt" && (a[0].kind == Val::Tensor || a[0].kind == Val::Path))
+      return call_op("sqrt", e.loc, {a[0]}, {}, {});
     if (!a[0].is_number()) return fail(e.loc, f + "() needs a number, not " + a[0].describe());
     if (f == "sqrt") return Val::of_float(std::sqrt(a[0].num()));
     if (f == "int") return Val::of_int((long long)a[0].num());
@@ -403,6 +416,9 @@ Instantiator::R Instantiator::call_block(const Expr& e, const BlockDef& b, std::
   if (++block_depth_ > 32) return fail(e.loc, "blocks nested too deeply (a block calls itself?)");
   Env env;
   env.globals = &globals_;
+  Val seq;  // the run-time dim is known in blocks as in graphs
+  seq.kind = Val::Seq;
+  env.vars["seq"] = seq;
   for (size_t k = 0; k < args.size(); ++k) env.vars[b.params[k]] = args[k];
   std::string saved = prefix_;
   prefix_ = join(prefix_, b.name);
@@ -460,6 +476,9 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
                                            const WeightDecl** decl,
                                            std::map<std::string, long long>& vars) {
   // Aliases first: `alias lm_head.weight = model.embed_tokens.weight if tied`.
+  // A declaration whose condition fails gives way to a later one of the same
+  // name (`w: [8] if big` / `w: [4] if not big`); only if none holds is it an error.
+  const WeightDecl* unmet = nullptr;
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& w : t_.weights) {
       if (w.alias != (pass == 0)) continue;
@@ -472,9 +491,8 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
         ARCH_TRY(Val c, eval(*w.condition, env));
         if (c.kind != Val::Bool) return fail(w.condition->loc, "a weight's condition must be true or false, not " + c.describe());
         if (!c.b) {
-          if (pass == 0) continue;
-          return fail(loc, "weight " + joined(path) + " is declared (" + t_.path + ":" +
-                               std::to_string(w.loc.line) + ") only when its condition holds, and it does not here");
+          if (pass == 1 && !unmet) unmet = &w;
+          continue;
         }
       }
       *decl = &w;
@@ -482,6 +500,9 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
       return true;
     }
   }
+  if (unmet)
+    return fail(loc, "weight " + joined(path) + " is declared (" + t_.path + ":" +
+                         std::to_string(unmet->loc.line) + ") only when its condition holds, and it does not here");
   return false;
 }
 
@@ -604,7 +625,7 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
   node.op = name;
   node.loc = sloc(loc);
   std::vector<TypedShape> in_types;
-  std::vector<char> present;
+  std::unique_ptr<bool[]> present(new bool[def->inputs.size()]);
   for (size_t k = 0; k < def->inputs.size(); ++k) {
     std::string in_name = def->inputs[k];
     bool optional = in_name.back() == '?';
@@ -615,7 +636,7 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
     }
     node.inputs.push_back(id);
     in_types.push_back(id >= 0 ? g().values[id].type : TypedShape{});
-    present.push_back(id >= 0);
+    present[k] = id >= 0;
   }
   node.attrs = nlohmann::json::object();
   for (size_t k = 0; k < kwargs.size(); ++k) {
@@ -639,10 +660,7 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
       return fail(loc, name + "() needs the attribute '" + a.name + ":'");
     node.attrs[a.name] = a.default_value;
   }
-  std::vector<bool> pres(present.begin(), present.end());
-  std::unique_ptr<bool[]> pbuf(new bool[pres.size()]);
-  for (size_t k = 0; k < pres.size(); ++k) pbuf[k] = pres[k];
-  auto outs = def->shape(in_types, std::span<const bool>(pbuf.get(), pres.size()), node.attrs);
+  auto outs = def->shape(in_types, std::span<const bool>(present.get(), in_types.size()), node.attrs);
   if (!outs.ok()) {
     std::string shapes;
     for (size_t k = 0; k < in_types.size(); ++k)
@@ -675,7 +693,8 @@ void Instantiator::finish_statement(size_t first_value, int result, const std::s
     return n;
   };
   std::string base = join(prefix_, target);
-  if (result >= int(first_value)) g().values[result].name = unique(base);
+  // A weight keeps its tensor name; only values this statement computed are named for it.
+  if (result >= int(first_value) && g().values[result].producer >= 0) g().values[result].name = unique(base);
   for (size_t id = first_value; id < g().values.size(); ++id)
     if (g().values[id].name.empty()) g().values[id].name = unique(base + "." + provisional_[id]);
 }

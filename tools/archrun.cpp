@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <unistd.h>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -39,12 +40,6 @@ void add_common(CLI::App* cmd, Common& c) {
 }
 
 Result<std::shared_ptr<Model>> open_model(const Common& c) {
-  std::string dir = c.model;
-  if (dir == "toy") {
-    // The embedded default: written fresh (it is tiny) under the temp dir.
-    dir = (fs::temp_directory_path() / "archetype-toy").string();
-    ARCH_TRY_STATUS(write_toy_checkpoint(dir, 0));
-  }
   LoadOptions opt;
   opt.families = c.families;
   opt.template_path = c.template_path;
@@ -54,7 +49,16 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
     if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
     opt.flags[f.substr(0, eq)] = v == "true";
   }
-  return load_model(dir, opt);
+  if (c.model != "toy") return load_model(c.model, opt);
+  // The embedded default: written fresh (it is tiny) to a directory of this
+  // process's own, loaded, and removed; the mapping outlives the files.
+  fs::path dir = fs::temp_directory_path() / ("archetype-toy-" + std::to_string(getpid()));
+  ARCH_TRY_STATUS(write_toy_checkpoint(dir.string(), 0));
+  auto m = load_model(dir.string(), opt);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (m.ok()) (*m)->checkpoint.dir = "toy (the embedded default, seed 0)";
+  return m;
 }
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {
@@ -102,7 +106,7 @@ int run_generate(const GenerateArgs& a) {
   if (!m.ok()) return fail(m.error());
   GenerateOptions opt;
   opt.max_new_tokens = a.n;
-  opt.sampling.greedy = a.greedy || a.temperature <= 0;
+  opt.sampling.greedy = a.greedy;
   opt.sampling.temperature = a.temperature;
   opt.sampling.top_k = a.top_k;
   opt.sampling.top_p = a.top_p;
@@ -260,8 +264,9 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   if (gen->parsed()) {
-    if (g.temperature != 1.0f || g.top_k || g.top_p != 1.0f) g.greedy = g.greedy && true;
-    else g.greedy = true;
+    // Greedy unless a sampling option is given (and --greedy is not).
+    bool sampling = gen->count("--temperature") || gen->count("--top-k") || gen->count("--top-p");
+    g.greedy = g.greedy || !sampling;
     return run_generate(g);
   }
   if (fwd->parsed()) return run_forward(f);

@@ -1,9 +1,12 @@
 // rope(x [seq, H, D], positions [seq] i32) -> [seq, H, D]: rotate the first
 // rope_dim features of each head by angle pos * inv_freq[j]; the rest pass
 // through. Layout "rotate_half" (pairs j, j + d/2) or interleaved (2j, 2j+1).
+// cos and sin are scaled by the rope_scaling's attention factor (yarn).
 #include "kernels/reference/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
@@ -19,6 +22,20 @@ Result<double> scaling_field(const Attrs& scaling, const std::string& type, cons
     return error("rope_scaling type '" + type + "' needs a number '" + key + "'");
   return it->get<double>();
 }
+
+// An optional number field: absent or null gives nullopt (Python's
+// rope_scaling.get(key) is None); anything else but a number is an error.
+Result<std::optional<double>> optional_field(const Attrs& scaling, const std::string& type, const char* key) {
+  auto it = scaling.find(key);
+  if (it == scaling.end() || it->is_null()) return std::optional<double>();
+  if (!it->is_number())
+    return error("rope_scaling type '" + type + "': '" + key + "' must be a number, got " + it->dump());
+  return std::optional<double>(it->get<double>());
+}
+
+// Python truthiness of an optional number (None and 0 are false), as in
+// `rope_scaling.get(key) or default`.
+bool truthy(const std::optional<double>& v) { return v && *v != 0; }
 
 // The rope_scaling type: "default" when absent.
 Result<std::string> scaling_type(const Attrs& scaling) {
@@ -42,24 +59,157 @@ Result<int64_t> resolve_rope_dim(int64_t rope_dim, int64_t D) {
   return d;
 }
 
+// base^(2j / d) as torch computes `base ** (arange(0, d, 2).float() / d)`
+// with base a float32 (a Python float is rounded to float32 first): the
+// exponent float(2j) / float(d), the power rounded to float32 from a double
+// evaluation.
+float rope_power(float base, int64_t j, int64_t d) {
+  float e = float(2 * j) / float(d);
+  return float(std::pow(double(base), double(e)));
+}
+
+// inv[j] = 1 / base^(2j / d): power and reciprocal in float32.
+std::vector<float> plain_inv_freq(float base, int64_t d) {
+  std::vector<float> inv(size_t(d / 2));
+  for (int64_t j = 0; j < d / 2; ++j) inv[j] = 1.0f / rope_power(base, j, d);
+  return inv;
+}
+
+// max_position_embeddings for "dynamic": the config's; when that is unknown
+// (0), the object's original_max_position_embeddings stands in (transformers
+// would use its config class's default, which a template cannot know).
+Result<double> known_max_positions(const Attrs& scaling, const std::string& type, int64_t max_pos) {
+  if (max_pos > 0) return double(max_pos);
+  ARCH_TRY(auto orig, optional_field(scaling, type, "original_max_position_embeddings"));
+  if (truthy(orig) && *orig > 0) return *orig;
+  return error("rope_scaling type '" + type +
+               "' needs the config's max_position_embeddings (rope attribute max_position_embeddings "
+               "is 0, unknown) or an 'original_max_position_embeddings' in rope_scaling");
+}
+
+// _compute_dynamic_ntk_parameters as dynamic_rope_update drives it. The
+// model starts with the frequencies computed for seq_len = max_pos (Python
+// scalars, base unchanged up to rounding), and recomputes them whenever a
+// call's max(position_ids) + 1 exceeds max_pos, with seq_len a torch integer
+// tensor, so the new base is a float32 chain. (transformers reads the
+// config's max_position_embeddings here, never the object's
+// original_max_position_embeddings.)
+Result<std::vector<float>> dynamic_inv_freq(double theta, int64_t d, const Attrs& scaling, const std::string& type,
+                                            int64_t max_pos_attr, int64_t seq_len) {
+  ARCH_TRY(double factor, scaling_field(scaling, type, "factor"));
+  ARCH_TRY(double max_pos, known_max_positions(scaling, type, max_pos_attr));
+  if (d <= 2) return error("rope_scaling type 'dynamic' needs rope_dim > 2, got " + std::to_string(d));
+  const double exponent = double(d) / double(d - 2);
+  if (!(double(seq_len) > max_pos)) {
+    // seq_len = max_position_embeddings, all in double as Python does
+    double base = theta * std::pow(factor * max_pos / max_pos - (factor - 1), exponent);
+    return plain_inv_freq(float(base), d);
+  }
+  // factor * seq_len / max_pos - (factor - 1), ** (d / (d - 2)), theta * it:
+  // each a float32 tensor op, the Python scalars rounded to float32.
+  float r = float(factor) * float(seq_len);
+  r = r / float(max_pos);
+  r = r - float(factor - 1);
+  float grown = float(std::pow(double(r), double(float(exponent))));
+  float base = float(theta) * grown;
+  return plain_inv_freq(base, d);
+}
+
+// _compute_yarn_parameters (transformers 4.56): factor is always the
+// object's `factor`; original_max_position_embeddings is the object's, else
+// the config's max_position_embeddings (it only places the correction range).
+Result<RopeFrequencies> yarn_frequencies(double theta, int64_t d, const Attrs& scaling, const std::string& type,
+                                         int64_t max_pos_attr) {
+  ARCH_TRY(double factor, scaling_field(scaling, type, "factor"));
+  ARCH_TRY(auto attention, optional_field(scaling, type, "attention_factor"));
+  ARCH_TRY(auto mscale, optional_field(scaling, type, "mscale"));
+  ARCH_TRY(auto mscale_all_dim, optional_field(scaling, type, "mscale_all_dim"));
+  ARCH_TRY(auto fast, optional_field(scaling, type, "beta_fast"));
+  ARCH_TRY(auto slow, optional_field(scaling, type, "beta_slow"));
+  // rope_scaling.get("original_max_position_embeddings") or config.max_position_embeddings
+  ARCH_TRY(auto orig_field, optional_field(scaling, type, "original_max_position_embeddings"));
+  double orig;
+  if (truthy(orig_field))
+    orig = *orig_field;
+  else if (max_pos_attr > 0)
+    orig = double(max_pos_attr);
+  else
+    return error("rope_scaling type 'yarn' needs an 'original_max_position_embeddings' in rope_scaling or the "
+                 "config's max_position_embeddings (rope attribute max_position_embeddings is 0, unknown)");
+  bool truncate = true;  // rope_scaling.get("truncate", True), then `if truncate:`
+  if (auto it = scaling.find("truncate"); it != scaling.end()) {
+    if (it->is_null()) truncate = false;
+    else if (it->is_boolean()) truncate = it->get<bool>();
+    else if (it->is_number()) truncate = it->get<double>() != 0;
+    else return error("rope_scaling type 'yarn': 'truncate' must be a bool, got " + it->dump());
+  }
+
+  // The attention factor, in double as Python computes it.
+  auto get_mscale = [&](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+  double att;
+  if (attention)
+    att = *attention;
+  else if (truthy(mscale) && truthy(mscale_all_dim))
+    att = get_mscale(factor, *mscale) / get_mscale(factor, *mscale_all_dim);
+  else
+    att = get_mscale(factor, 1.0);
+
+  // The correction range, in double: the dimensions where beta_fast and
+  // beta_slow rotations fit in the original length, clamped to [0, d - 1].
+  const double beta_fast = truthy(fast) ? *fast : 32, beta_slow = truthy(slow) ? *slow : 1;
+  auto correction_dim = [&](double rotations) {
+    return (double(d) * std::log(orig / (rotations * 2 * M_PI))) / (2 * std::log(theta));
+  };
+  double low = correction_dim(beta_fast), high = correction_dim(beta_slow);
+  if (truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, double(d - 1));
+  if (low == high) high += 0.001;  // "prevent singularity"
+
+  // The blend, in float32 like torch: a linear ramp over [low, high] weighs
+  // interpolation (1 / (factor * pos_freq)) against extrapolation (1 / pos_freq).
+  const float low_f = float(low), span_f = float(high - low), factor_f = float(factor);
+  const float base = float(theta);
+  RopeFrequencies out;
+  out.inv_freq.resize(size_t(d / 2));
+  for (int64_t j = 0; j < d / 2; ++j) {
+    float ramp = (float(j) - low_f) / span_f;
+    ramp = std::min(std::max(ramp, 0.0f), 1.0f);
+    const float extrapolation_factor = 1.0f - ramp;
+    const float pos_freq = rope_power(base, j, d);
+    const float extrapolation = 1.0f / pos_freq;
+    const float interpolation = 1.0f / (factor_f * pos_freq);
+    const float a = interpolation * (1.0f - extrapolation_factor);
+    const float b = extrapolation * extrapolation_factor;
+    out.inv_freq[j] = a + b;
+  }
+  out.attention_factor = float(att);
+  return out;
+}
+
 }  // namespace
 
-Result<std::vector<float>> rope_inv_freq(double theta, int64_t d, const Attrs& scaling) {
+Result<RopeFrequencies> rope_frequencies(double theta, int64_t d, const Attrs& scaling, int64_t max_pos,
+                                         int64_t seq_len) {
   if (!(theta > 0)) return error("rope theta must be positive, got " + std::to_string(theta));
   ARCH_TRY(std::string type, scaling_type(scaling));
-  std::vector<float> inv(size_t(d / 2));
-  // inv[j] = 1 / theta^(2j / d): exponent, power and reciprocal in float32
-  const float base = float(theta);
-  for (int64_t j = 0; j < d / 2; ++j) {
-    float e = float(2 * j) / float(d);
-    float p = float(std::pow(double(base), double(e)));
-    inv[j] = 1.0f / p;
+  RopeFrequencies out;
+  if (type == "dynamic") {
+    ARCH_TRY(out.inv_freq, dynamic_inv_freq(theta, d, scaling, type, max_pos, seq_len));
+    return out;
   }
-  if (type == "default") return inv;
+  if (type == "yarn") return yarn_frequencies(theta, d, scaling, type, max_pos);
+  // inv[j] = 1 / theta^(2j / d): exponent, power and reciprocal in float32
+  out.inv_freq = plain_inv_freq(float(theta), d);
+  std::vector<float>& inv = out.inv_freq;
+  if (type == "default") return out;
   if (type == "linear") {
     ARCH_TRY(double factor, scaling_field(scaling, type, "factor"));
     for (float& f : inv) f = f / float(factor);  // inv /= factor
-    return inv;
+    return out;
   }
   if (type == "llama3") {
     ARCH_TRY(double factor, scaling_field(scaling, type, "factor"));
@@ -83,15 +233,21 @@ Result<std::vector<float>> rope_inv_freq(double theta, int64_t d, const Attrs& s
         f = (1.0f - smooth) * f / factor_f + smooth * f;
       }
     }
-    return inv;
+    return out;
   }
   return error("rope_scaling type '" + type + "' is not supported yet");
 }
 
-void rope_cos_sin(int32_t pos, float inv_freq, float* c, float* s) {
+Result<std::vector<float>> rope_inv_freq(double theta, int64_t d, const Attrs& scaling, int64_t max_pos,
+                                         int64_t seq_len) {
+  ARCH_TRY(RopeFrequencies f, rope_frequencies(theta, d, scaling, max_pos, seq_len));
+  return std::move(f.inv_freq);
+}
+
+void rope_cos_sin(int32_t pos, float inv_freq, float* c, float* s, float attention_factor) {
   float angle = float(pos) * inv_freq;  // float32, as torch's position @ inv_freq
-  *c = float(std::cos(double(angle)));
-  *s = float(std::sin(double(angle)));
+  *c = float(std::cos(double(angle))) * attention_factor;  // emb.cos() * attention_scaling
+  *s = float(std::sin(double(angle))) * attention_factor;
 }
 
 static Result<std::vector<TypedShape>> rope_shape(std::span<const TypedShape> in,
@@ -107,9 +263,11 @@ static Result<std::vector<TypedShape>> rope_shape(std::span<const TypedShape> in
   if (!x[2].concrete()) return error("rope: head_dim must be concrete, got " + shape_str(x));
   auto d = resolve_rope_dim(attr_int(attrs, "rope_dim", 0), x[2].n);
   if (!d.ok()) return error("rope: " + d.error().message);
-  // Refuse an unsupported rope_scaling now rather than at the first call.
-  auto inv = rope_inv_freq(attr_float(attrs, "theta", 10000.0), *d, attr_json(attrs, "scaling"));
-  if (!inv.ok()) return error("rope: " + inv.error().message);
+  // Refuse an unsupported or incomplete rope_scaling now rather than at the
+  // first call.
+  auto freqs = rope_frequencies(attr_float(attrs, "theta", 10000.0), *d, attr_json(attrs, "scaling"),
+                                attr_int(attrs, "max_position_embeddings", 0));
+  if (!freqs.ok()) return error("rope: " + freqs.error().message);
   return one_output(x);
 }
 
@@ -126,13 +284,20 @@ static Status rope_kernel(KernelContext& ctx) {
   auto d_or = resolve_rope_dim(attr_int(ctx.attrs, "rope_dim", 0), D);
   if (!d_or.ok()) return kernel_error(ctx, "rope", d_or.error().message);
   const int64_t d = *d_or, half = d / 2;
-  auto inv_or = rope_inv_freq(attr_float(ctx.attrs, "theta", 10000.0), d, attr_json(ctx.attrs, "scaling"));
-  if (!inv_or.ok()) return kernel_error(ctx, "rope", inv_or.error().message);
-  const std::vector<float>& inv = *inv_or;
+  // The sequence length seen so far, as transformers' dynamic_rope_update
+  // takes it: max(position_ids) + 1 of this call. ("dynamic" only; rows
+  // already in the KV cache keep the rotation they were given.)
+  int64_t seq_len = 0;
+  for (int64_t t = 0; t < S; ++t) seq_len = std::max(seq_len, int64_t(P.i32()[t]) + 1);
+  auto freqs_or = rope_frequencies(attr_float(ctx.attrs, "theta", 10000.0), d, attr_json(ctx.attrs, "scaling"),
+                                   attr_int(ctx.attrs, "max_position_embeddings", 0), seq_len);
+  if (!freqs_or.ok()) return kernel_error(ctx, "rope", freqs_or.error().message);
+  const std::vector<float>& inv = freqs_or->inv_freq;
+  const float attention_factor = freqs_or->attention_factor;
   const bool interleaved = attr_bool(ctx.attrs, "interleaved", false);
   std::vector<float> c(half), s(half);
   for (int64_t t = 0; t < S; ++t) {
-    for (int64_t j = 0; j < half; ++j) rope_cos_sin(P.i32()[t], inv[j], &c[j], &s[j]);
+    for (int64_t j = 0; j < half; ++j) rope_cos_sin(P.i32()[t], inv[j], &c[j], &s[j], attention_factor);
     for (int64_t h = 0; h < H; ++h) {
       const float* x = X.f32() + (t * H + h) * D;
       float* y = ctx.outputs[0].f32() + (t * H + h) * D;
@@ -156,10 +321,13 @@ void define_rope(OpTable& t) {
                .attrs = {{"theta", AttrSpec::Float, nullptr},
                          {"rope_dim", AttrSpec::Int, 0},
                          {"scaling", AttrSpec::Json, nullptr},
+                         {"max_position_embeddings", AttrSpec::Int, 0},
                          {"interleaved", AttrSpec::Bool, false}},
                .shape = rope_shape,
                .tolerance = {1e-5, 1e-6},
-               .doc = "rope(x [seq, H, D], positions [seq] i32) -> [seq, H, D]: rotary embedding of the first rope_dim features (0: all)",
+               .doc = "rope(x [seq, H, D], positions [seq] i32) -> [seq, H, D]: rotary embedding of the first rope_dim features (0: all); "
+                      "scaling: the config's rope_scaling (default, linear, llama3, dynamic, yarn); "
+                      "max_position_embeddings: the config's (0: unknown), for dynamic and yarn",
            }),
            rope_kernel);
 }

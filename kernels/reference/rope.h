@@ -8,14 +8,36 @@
 
 namespace arch {
 
-// inv_freq[j] for j in [0, rope_dim/2), as transformers computes it in
-// float32: 1 / theta^(2j / rope_dim), then adjusted by the config's
-// rope_scaling object (null or "default": none; "linear": / factor;
-// "llama3": _compute_llama3_parameters). Any other type is an error naming it.
-Result<std::vector<float>> rope_inv_freq(double theta, int64_t rope_dim, const Attrs& scaling);
+// What rope rotates by: inv_freq[j] for j in [0, rope_dim/2), and the factor
+// that multiplies cos and sin (yarn's attention factor; 1 otherwise).
+struct RopeFrequencies {
+  std::vector<float> inv_freq;
+  float attention_factor = 1.0f;
+};
+
+// The frequencies as transformers 4.56 computes them in float32:
+// 1 / theta^(2j / rope_dim), adjusted by the config's rope_scaling object:
+//   null or "default": none;  "linear": / factor;
+//   "llama3": _compute_llama3_parameters;
+//   "dynamic": _compute_dynamic_ntk_parameters as the dynamic_rope_update
+//     decorator calls it: the unscaled frequencies while seq_len <=
+//     max_position_embeddings, else a base grown with seq_len;
+//   "yarn": _compute_yarn_parameters, with its attention factor.
+// max_position_embeddings is the config's (0 = unknown: "dynamic" and "yarn"
+// then use the object's original_max_position_embeddings, or fail).
+// seq_len is the sequence length seen so far, max(position) + 1 (0 = none,
+// as at model init); only "dynamic" reads it. Any other type is an error
+// naming it.
+Result<RopeFrequencies> rope_frequencies(double theta, int64_t rope_dim, const Attrs& scaling,
+                                         int64_t max_position_embeddings = 0, int64_t seq_len = 0);
+
+// The inverse frequencies alone (the attention factor dropped).
+Result<std::vector<float>> rope_inv_freq(double theta, int64_t rope_dim, const Attrs& scaling,
+                                         int64_t max_position_embeddings = 0, int64_t seq_len = 0);
 
 // cos and sin of the float32 angle pos * inv_freq, rounded to float32 from a
-// double evaluation (torch evaluates them in float32 to within an ulp).
-void rope_cos_sin(int32_t pos, float inv_freq, float* c, float* s);
+// double evaluation (torch evaluates them in float32 to within an ulp), then
+// each multiplied by attention_factor in float32 as transformers does.
+void rope_cos_sin(int32_t pos, float inv_freq, float* c, float* s, float attention_factor = 1.0f);
 
 }  // namespace arch

@@ -2,6 +2,8 @@
 
 #include "kernels/reference/rope.h"
 
+#include <algorithm>
+
 namespace arch::test {
 namespace {
 
@@ -135,12 +137,267 @@ TEST(Rope, Llama3ScalingInAllThreeRegimes) {
   }
 }
 
+// ---- dynamic NTK ------------------------------------------------------------
+// transformers' dynamic_rope_update: seq_len = max(position_ids) + 1; up to
+// the config's max_position_embeddings the model keeps the unscaled
+// frequencies, beyond it _compute_dynamic_ntk_parameters grows the base to
+// theta * (factor * seq_len / max_pos - (factor - 1)) ^ (d / (d - 2)).
+
+// HF's formula in double.
+std::vector<double> dynamic_inv_freq_double(double theta, int64_t d, double factor, double max_pos, double seq_len) {
+  double base = theta * std::pow(factor * seq_len / max_pos - (factor - 1), double(d) / double(d - 2));
+  std::vector<double> inv(d / 2);
+  for (int64_t j = 0; j < d / 2; ++j) inv[j] = 1.0 / std::pow(base, double(2 * j) / double(d));
+  return inv;
+}
+
+TEST(Rope, DynamicUpToTheOriginalLengthIsUnscaled) {
+  const int64_t d = 16, max_pos = 32;
+  const Attrs scaling = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  // The frequencies for every seq_len <= max_pos (0: none yet) are exactly the plain ones.
+  auto plain = rope_inv_freq(1e4, d, nullptr);
+  ASSERT_TRUE(plain.ok());
+  for (int64_t seq_len : {0, 1, 17, 32}) {
+    auto dyn = rope_frequencies(1e4, d, scaling, max_pos, seq_len);
+    ASSERT_TRUE(dyn.ok()) << dyn.error().message;
+    EXPECT_EQ(dyn->inv_freq, *plain) << seq_len;
+    EXPECT_EQ(dyn->attention_factor, 1.0f);
+  }
+  // Through the op: positions 0..31 (seq_len 32 = max_pos) rotate as no scaling.
+  std::vector<float> x = random_values(32 * 2 * d, 41);
+  std::vector<int32_t> pos(32);
+  for (int i = 0; i < 32; ++i) pos[i] = i;
+  Tensor dyn = run1("rope", {f32({32, 2, d}, x), i32({32}, pos)},
+                    {{"theta", 1e4}, {"scaling", scaling}, {"max_position_embeddings", max_pos}});
+  Tensor ref = run1("rope", {f32({32, 2, d}, x), i32({32}, pos)}, {{"theta", 1e4}});
+  EXPECT_EQ(values(dyn), values(ref));
+}
+
+TEST(Rope, DynamicBeyondTheOriginalLengthGrowsTheBase) {
+  const double theta = 1e4, factor = 2.0;
+  const int64_t d = 16, max_pos = 32;
+  const Attrs scaling = {{"rope_type", "dynamic"}, {"factor", factor}};
+  for (int64_t seq_len : {33, 40, 100, 1000}) {
+    auto got = rope_frequencies(theta, d, scaling, max_pos, seq_len);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->attention_factor, 1.0f);
+    std::vector<double> want = dynamic_inv_freq_double(theta, d, factor, max_pos, seq_len);
+    for (int64_t j = 0; j < d / 2; ++j)
+      EXPECT_NEAR(got->inv_freq[j], want[j], 1e-6 * want[j]) << "seq_len " << seq_len << " inv_freq[" << j << "]";
+    if (seq_len == 40) {
+      std::vector<float> plain = rope_inv_freq(theta, d, nullptr).value();
+      EXPECT_LT(got->inv_freq[d / 2 - 1], plain[d / 2 - 1]);  // slower: the base grew
+    }
+  }
+  // The op takes seq_len from its positions: a call reaching position 39
+  // rotates every row (position 5 too) with the seq_len 40 frequencies; a
+  // call whose last position is 5 rotates position 5 unscaled. (A KV cache
+  // keeps rows rotated as they were when computed, like Hugging Face's
+  // cached generate.)
+  auto inv40 = rope_inv_freq(theta, d, scaling, max_pos, 40);
+  ASSERT_TRUE(inv40.ok());
+  std::vector<float> x(2 * d, 0.0f);
+  for (int64_t j = 0; j < d / 2; ++j) x[j] = x[d + j] = 1.0f;  // unit x[j]: out = (cos, sin)
+  const Attrs attrs = {{"theta", theta}, {"scaling", scaling}, {"max_position_embeddings", max_pos}};
+  Tensor both = run1("rope", {f32({2, 1, d}, x), i32({2}, {5, 39})}, attrs);
+  for (int64_t row = 0; row < 2; ++row) {
+    const int32_t p = row == 0 ? 5 : 39;
+    for (int64_t j = 0; j < d / 2; ++j) {
+      double angle = double(float(p) * (*inv40)[j]);
+      EXPECT_NEAR(both.f32()[row * d + j], std::cos(angle), 1e-6) << p << " " << j;
+      EXPECT_NEAR(both.f32()[row * d + d / 2 + j], std::sin(angle), 1e-6) << p << " " << j;
+    }
+  }
+  Tensor alone = run1("rope", {f32({1, 1, d}, std::vector<float>(x.begin(), x.begin() + d)), i32({1}, {5})}, attrs);
+  Tensor plain = run1("rope", {f32({1, 1, d}, std::vector<float>(x.begin(), x.begin() + d)), i32({1}, {5})},
+                      {{"theta", theta}});
+  EXPECT_EQ(values(alone), values(plain));
+  EXPECT_NE(std::vector<float>(both.f32(), both.f32() + d), values(plain));
+}
+
+TEST(Rope, DynamicFallsBackToTheObjectsOriginalLengthOnlyWhenTheConfigsIsUnknown) {
+  // transformers reads config.max_position_embeddings for dynamic; the
+  // object's original_max_position_embeddings stands in only when the
+  // config gave none (rope attribute 0).
+  const int64_t d = 16;
+  const Attrs scaling = {{"rope_type", "dynamic"}, {"factor", 2.0}, {"original_max_position_embeddings", 64}};
+  auto known = rope_inv_freq(1e4, d, scaling, 32, 50);    // 50 > 32: grown
+  auto unknown = rope_inv_freq(1e4, d, scaling, 0, 50);   // 50 <= 64: plain
+  ASSERT_TRUE(known.ok() && unknown.ok());
+  EXPECT_EQ(*unknown, rope_inv_freq(1e4, d, nullptr).value());
+  std::vector<double> want = dynamic_inv_freq_double(1e4, d, 2.0, 32, 50);
+  for (int64_t j = 0; j < d / 2; ++j) EXPECT_NEAR((*known)[j], want[j], 1e-6 * want[j]) << j;
+}
+
+// ---- YaRN -------------------------------------------------------------------
+// _compute_yarn_parameters (transformers 4.56), in double.
+struct YarnDouble {
+  std::vector<double> inv_freq;
+  double attention_factor;
+  double low, high;
+};
+
+YarnDouble yarn_double(double theta, int64_t d, double factor, double orig, double attention_factor,
+                       bool truncate = true, double beta_fast = 32, double beta_slow = 1) {
+  auto corr = [&](double rot) { return d * std::log(orig / (rot * 2 * M_PI)) / (2 * std::log(theta)); };
+  YarnDouble y;
+  y.low = corr(beta_fast);
+  y.high = corr(beta_slow);
+  if (truncate) {
+    y.low = std::floor(y.low);
+    y.high = std::ceil(y.high);
+  }
+  y.low = std::max(y.low, 0.0);
+  y.high = std::min(y.high, double(d - 1));
+  for (int64_t j = 0; j < d / 2; ++j) {
+    double pos_freq = std::pow(theta, double(2 * j) / d);
+    double ramp = std::clamp((j - y.low) / (y.high - y.low), 0.0, 1.0);
+    double extrapolation_factor = 1 - ramp;
+    y.inv_freq.push_back(1 / (factor * pos_freq) * (1 - extrapolation_factor) + 1 / pos_freq * extrapolation_factor);
+  }
+  y.attention_factor = attention_factor;
+  return y;
+}
+
+void expect_yarn(const RopeFrequencies& got, const YarnDouble& want, const std::string& what) {
+  ASSERT_EQ(got.inv_freq.size(), want.inv_freq.size()) << what;
+  for (size_t j = 0; j < want.inv_freq.size(); ++j)
+    EXPECT_NEAR(got.inv_freq[j], want.inv_freq[j], 1e-6 * want.inv_freq[j]) << what << " inv_freq[" << j << "]";
+  EXPECT_NEAR(got.attention_factor, want.attention_factor, 1e-7) << what;
+}
+
+TEST(Rope, YarnMatchesTransformersForALongContextConfig) {
+  // Qwen2.5-style: theta 1e6, head_dim 64, factor 4 over an original 32768.
+  const double theta = 1e6, factor = 4;
+  const int64_t d = 64;
+  const Attrs scaling = {{"rope_type", "yarn"}, {"factor", factor}, {"original_max_position_embeddings", 32768}};
+  auto got = rope_frequencies(theta, d, scaling, 131072);
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  YarnDouble want = yarn_double(theta, d, factor, 32768, 0.1 * std::log(factor) + 1);
+  // The correction range is dims [11, 20]: extrapolated below, interpolated
+  // above, blended between.
+  EXPECT_EQ(want.low, 11);
+  EXPECT_EQ(want.high, 20);
+  expect_yarn(*got, want, "yarn");
+  EXPECT_NEAR(got->attention_factor, 1.1386294361119891, 1e-7);
+  EXPECT_EQ(got->inv_freq[0], 1.0f);                                          // pure extrapolation
+  EXPECT_NEAR(got->inv_freq[31], 1 / (factor * std::pow(theta, 62.0 / 64)), 1e-6 * got->inv_freq[31]);  // pure interpolation
+
+  // 4.56 uses the object's factor even where max_position_embeddings /
+  // original_max_position_embeddings says otherwise (Qwen3 ships 40960 with
+  // factor 4 over 32768: the ratio 1.25 is not used; earlier versions did).
+  auto qwen3 = rope_frequencies(theta, d, scaling, 40960);
+  ASSERT_TRUE(qwen3.ok());
+  EXPECT_EQ(qwen3->inv_freq, got->inv_freq);
+  EXPECT_EQ(qwen3->attention_factor, got->attention_factor);
+  // Without original_max_position_embeddings the config's length places the range.
+  const Attrs bare = {{"rope_type", "yarn"}, {"factor", factor}};
+  auto fallback = rope_frequencies(theta, d, bare, 32768);
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(fallback->inv_freq, got->inv_freq);
+  auto longer = rope_frequencies(theta, d, bare, 131072);
+  ASSERT_TRUE(longer.ok());
+  expect_yarn(*longer, yarn_double(theta, d, factor, 131072, 0.1 * std::log(factor) + 1), "yarn 131072");
+
+  // Through the op: cos and sin are both scaled by the attention factor.
+  std::vector<float> x(d, 0.0f);
+  for (int64_t j = 0; j < d / 2; ++j) x[j] = 1.0f;
+  Tensor out = run1("rope", {f32({1, 1, d}, x), i32({1}, {1000})},
+                    {{"theta", theta}, {"scaling", scaling}, {"max_position_embeddings", 131072}});
+  for (int64_t j = 0; j < d / 2; ++j) {
+    double angle = double(1000.0f * got->inv_freq[j]);
+    EXPECT_NEAR(out.f32()[j], want.attention_factor * std::cos(angle), 2e-6) << j;
+    EXPECT_NEAR(out.f32()[j + d / 2], want.attention_factor * std::sin(angle), 2e-6) << j;
+  }
+  // Position 0 is no longer the identity: x * attention_factor.
+  Tensor zero = run1("rope", {f32({1, 1, d}, x), i32({1}, {0})},
+                     {{"theta", theta}, {"scaling", scaling}, {"max_position_embeddings", 131072}});
+  EXPECT_EQ(zero.f32()[0], float(want.attention_factor));
+}
+
+TEST(Rope, YarnAttentionFactorChoices) {
+  const double theta = 1e6, factor = 4;
+  const int64_t d = 64;
+  const double orig = 32768;
+  auto with = [&](Attrs extra) {
+    Attrs s = {{"rope_type", "yarn"}, {"factor", factor}, {"original_max_position_embeddings", orig}};
+    s.update(extra);
+    auto f = rope_frequencies(theta, d, s, 131072);
+    EXPECT_TRUE(f.ok()) << f.error().message;
+    return f.ok() ? *f : RopeFrequencies{};
+  };
+  YarnDouble base = yarn_double(theta, d, factor, orig, 0);
+  // An explicit attention_factor wins, the frequencies unchanged.
+  RopeFrequencies explicit_af = with({{"attention_factor", 0.8}});
+  EXPECT_EQ(explicit_af.attention_factor, 0.8f);
+  base.attention_factor = 0.8;
+  expect_yarn(explicit_af, base, "attention_factor 0.8");
+  // mscale and mscale_all_dim (DeepSeek): a ratio of the two get_mscale values.
+  RopeFrequencies ms = with({{"mscale", 1.0}, {"mscale_all_dim", 0.5}});
+  EXPECT_NEAR(ms.attention_factor, (0.1 * 1.0 * std::log(factor) + 1) / (0.1 * 0.5 * std::log(factor) + 1), 1e-7);
+  RopeFrequencies equal = with({{"mscale", 0.707}, {"mscale_all_dim", 0.707}});
+  EXPECT_EQ(equal.attention_factor, 1.0f);
+  // Only one of them (or a zero): the default 0.1 ln(factor) + 1.
+  RopeFrequencies one = with({{"mscale", 1.0}, {"mscale_all_dim", 0}});
+  EXPECT_NEAR(one.attention_factor, 0.1 * std::log(factor) + 1, 1e-7);
+  // factor <= 1: get_mscale is 1.
+  auto unit = rope_frequencies(theta, d, {{"rope_type", "yarn"}, {"factor", 1.0}}, 4096);
+  ASSERT_TRUE(unit.ok());
+  EXPECT_EQ(unit->attention_factor, 1.0f);
+}
+
+TEST(Rope, YarnBetasAndTruncate) {
+  const double theta = 1e6, factor = 4, orig = 32768;
+  const int64_t d = 64;
+  const double la = 0.1 * std::log(factor) + 1;
+  Attrs s = {{"rope_type", "yarn"}, {"factor", factor}, {"original_max_position_embeddings", orig},
+             {"truncate", false}};
+  auto untruncated = rope_frequencies(theta, d, s, 0);
+  ASSERT_TRUE(untruncated.ok()) << untruncated.error().message;
+  YarnDouble want = yarn_double(theta, d, factor, orig, la, false);
+  EXPECT_NE(want.low, std::floor(want.low));  // the range really is fractional
+  expect_yarn(*untruncated, want, "truncate false");
+  s["truncate"] = true;
+  s["beta_fast"] = 16;
+  s["beta_slow"] = 2;
+  auto betas = rope_frequencies(theta, d, s, 0);
+  ASSERT_TRUE(betas.ok());
+  expect_yarn(*betas, yarn_double(theta, d, factor, orig, la, true, 16, 2), "betas 16, 2");
+  s["beta_fast"] = nullptr;  // None: the defaults 32 and 1
+  s["beta_slow"] = 0;
+  auto defaults = rope_frequencies(theta, d, s, 0);
+  ASSERT_TRUE(defaults.ok());
+  expect_yarn(*defaults, yarn_double(theta, d, factor, orig, la), "beta defaults");
+}
+
 TEST(Rope, Errors) {
   const std::vector<TypedShape> in = {{DType::F32, {Dim::seq(), Dim::of(4), Dim::of(8)}},
                                       {DType::I32, {Dim::seq()}}};
-  auto yarn = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}}});
-  ASSERT_FALSE(yarn.ok());
-  EXPECT_EQ(yarn.error().message, "rope: rope_scaling type 'yarn' is not supported yet");
+  auto longrope = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"rope_type", "longrope"}, {"factor", 4.0}}}});
+  ASSERT_FALSE(longrope.ok());
+  EXPECT_EQ(longrope.error().message, "rope: rope_scaling type 'longrope' is not supported yet");
+  auto unknown = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"type", "su"}, {"factor", 4.0}}}});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().message, "rope: rope_scaling type 'su' is not supported yet");
+  // dynamic and yarn need a length: the config's max_position_embeddings,
+  // or (0 = unknown) the object's original_max_position_embeddings.
+  for (const char* type : {"dynamic", "yarn"}) {
+    auto no_len = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"rope_type", type}, {"factor", 4.0}}}});
+    ASSERT_FALSE(no_len.ok()) << type;
+    EXPECT_NE(no_len.error().message.find("max_position_embeddings"), std::string::npos) << no_len.error().message;
+    auto with_len = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"rope_type", type}, {"factor", 4.0}}},
+                                       {"max_position_embeddings", 4096}});
+    EXPECT_TRUE(with_len.ok()) << type << ": " << with_len.error().message;
+    auto with_orig = infer("rope", in, {{"theta", 1e4},
+                                        {"scaling", {{"rope_type", type}, {"factor", 4.0},
+                                                     {"original_max_position_embeddings", 4096}}}});
+    EXPECT_TRUE(with_orig.ok()) << type << ": " << with_orig.error().message;
+    auto no_factor = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"rope_type", type}}},
+                                        {"max_position_embeddings", 4096}});
+    ASSERT_FALSE(no_factor.ok()) << type;
+    EXPECT_EQ(no_factor.error().message,
+              "rope: rope_scaling type '" + std::string(type) + "' needs a number 'factor'");
+  }
   auto odd = infer("rope", in, {{"theta", 1e4}, {"rope_dim", 3}});
   ASSERT_FALSE(odd.ok());
   EXPECT_EQ(odd.error().message, "rope: rope_dim 3 must be even, positive and <= the head size 8");
