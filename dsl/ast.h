@@ -11,6 +11,12 @@ namespace arch::dsl {
 struct Loc {
   int line = 0;
   int col = 0;
+  int file = 0;  // index into Template::files (imports bring more files)
+};
+
+struct SourceFile {
+  std::string path;                          // as given, for diagnostics
+  std::shared_ptr<const std::string> text;   // the parse tree pointed into it
 };
 
 struct Expr;
@@ -46,7 +52,8 @@ struct Stmt {
   enum Kind { Assign, Output, If, For, Return };
   Kind kind = Assign;
   Loc loc;
-  std::string name;       // Assign target, Output name, For variable
+  std::string name;       // Assign target (the first), Output name, For variable
+  std::vector<std::string> names;  // Assign: every target (a, b = ...)
   std::string scope;      // For: the name prefix of values made inside ("layers")
   ExprPtr index;          // Output name[index]
   ExprPtr value;          // Assign/Output/Return value; If condition; For start
@@ -106,8 +113,9 @@ struct GraphDef {
 };
 
 struct Template {
-  std::string path;                     // as given, for diagnostics
+  std::string path;                     // the template's own file, as given
   std::shared_ptr<const std::string> source;
+  std::vector<SourceFile> files;        // [0] is this file; then what it imports
   std::string family;
   Loc family_loc;
   std::vector<std::pair<std::string, Loc>> imports;
@@ -119,5 +127,6 @@ struct Template {
 };
 
 std::string path_str(const std::vector<PathSeg>& p);  // model.layers.{i}.mlp
+std::string file_of(const Template& t, Loc loc);      // the path a location is in
 
 }  // namespace arch::dsl

@@ -13,7 +13,7 @@ namespace {
 
 class Checker {
  public:
-  Checker(const Template& t, const OpTable& ops) : t_(t), ops_(ops), src_{t.path, t.source.get()} {}
+  Checker(const Template& t, const OpTable& ops) : t_(t), ops_(ops) {}
 
   std::vector<Error> run();
 
@@ -24,7 +24,7 @@ class Checker {
     bool in_block = false;
   };
 
-  void report(Loc loc, const std::string& msg) { errors_.push_back(diag(src_, loc, msg)); }
+  void report(Loc loc, const std::string& msg) { errors_.push_back(diag(t_, loc, msg)); }
   void literal_type(const ConfigField& f);
   void expr(const Expr& e, const Scope& s);
   void path(const Expr& e, const Scope& s);
@@ -36,10 +36,9 @@ class Checker {
 
   const Template& t_;
   const OpTable& ops_;
-  SourceRef src_;
   std::set<std::string> globals_;
   std::vector<Error> errors_;
-  bool prefix_ok_ = false;  // checking `L = path`: a prefix of a weight name will do
+  bool prefix_ok_ = false;  // `L = path`, a block's argument: a prefix of a weight name will do
 };
 
 std::vector<std::string> Checker::known(const Scope& s) const {
@@ -104,7 +103,11 @@ void Checker::call(const Expr& e, const Scope& s) {
     }
     return;
   }
+  // A block may take a weight prefix (decoder_layer(h, model.layers.{i}, i)).
+  bool saved = prefix_ok_;
+  prefix_ok_ = block;
   for (auto& a : e.args) expr(*a, s);
+  prefix_ok_ = saved;
   for (auto& [k, v] : e.kwargs) expr(*v, s);
   for (const auto& b : t_.blocks)
     if (b.name == e.text) {
@@ -122,12 +125,13 @@ void Checker::call(const Expr& e, const Scope& s) {
     report(e.loc, "unknown function '" + e.text + "'" + did_you_mean(e.text, names));
     return;
   }
+  bool variadic = !def->inputs.empty() && def->inputs.back().back() == '*';
   size_t required = 0;
   for (auto& in : def->inputs) required += in.back() != '?';
-  if (e.args.size() < required || e.args.size() > def->inputs.size())
+  if (e.args.size() < required || (!variadic && e.args.size() > def->inputs.size()))
     report(e.loc, e.text + "() takes " + std::to_string(required) +
-                      (required == def->inputs.size() ? "" : " to " + std::to_string(def->inputs.size())) +
-                      " tensor argument" + (def->inputs.size() == 1 ? "" : "s") + ", got " +
+                      (variadic ? " or more" : required == def->inputs.size() ? "" : " to " + std::to_string(def->inputs.size())) +
+                      " tensor argument" + (def->inputs.size() == 1 && !variadic ? "" : "s") + ", got " +
                       std::to_string(e.args.size()));
   for (size_t k = 0; k < e.kwargs.size(); ++k) {
     bool found = false;
@@ -170,7 +174,7 @@ void Checker::collect(const Body& b, Scope& s) {
           s.paths[st.name] = v.path;
         }
       }
-      s.names.insert(st.name);
+      s.names.insert(st.names.begin(), st.names.end());
     }
     if (st.kind == Stmt::For) s.names.insert(st.name);
     collect(st.body, s);
@@ -180,7 +184,7 @@ void Checker::collect(const Body& b, Scope& s) {
 
 void Checker::body(const Body& b, const Scope& s) {
   for (const auto& st : b) {
-    prefix_ok_ = st.kind == Stmt::Assign && st.value->kind == Expr::Path;
+    prefix_ok_ = st.kind == Stmt::Assign && (st.value->kind == Expr::Path || st.value->kind == Expr::Cond);
     if (st.value) expr(*st.value, s);
     prefix_ok_ = false;
     if (st.end) expr(*st.end, s);
@@ -220,10 +224,11 @@ void Checker::literal_type(const ConfigField& f) {
 std::vector<Error> Checker::run() {
   if (t_.family.empty()) report({1, 1}, "the template names no family");
   for (const auto& [file, loc] : t_.imports)
-    report(loc, "import \"" + file + "\": imports are not implemented yet; write the template in one file");
+    report(loc, "import \"" + file + "\": the import was not resolved (templates with imports are read with parse_template_file)");
   // Global names: config fields and flags in order (each may use the earlier ones).
   Scope none;
   std::set<std::string> seen;
+  for (const auto& f : t_.config) globals_.insert(f.name);  // defaults may name any field
   for (const auto& f : t_.config) {
     if (!seen.insert(f.name).second) report(f.loc, "config field '" + f.name + "' is declared twice");
     if (f.default_value) {
@@ -257,6 +262,8 @@ std::vector<Error> Checker::run() {
     Scope s;
     s.in_block = true;
     s.names.insert("seq");
+    for (const auto& g : t_.graphs)  // blocks see the graphs' inputs
+      for (const auto& in : g.inputs) s.names.insert(in.name);
     s.names.insert(b.params.begin(), b.params.end());
     collect(b.body, s);
     body(b.body, s);

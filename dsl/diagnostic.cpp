@@ -23,4 +23,14 @@ std::string format_diagnostic(const SourceRef& src, Loc loc, const std::string& 
   return out;
 }
 
+Error diag(const Template& t, Loc loc, const std::string& message) {
+  if (loc.file > 0 && size_t(loc.file) < t.files.size())
+    return diag(SourceRef{t.files[loc.file].path, t.files[loc.file].text.get()}, loc, message);
+  return diag(SourceRef{t.path, t.source.get()}, loc, message);
+}
+
+std::string file_of(const Template& t, Loc loc) {
+  return loc.file > 0 && size_t(loc.file) < t.files.size() ? t.files[loc.file].path : t.path;
+}
+
 }  // namespace arch::dsl

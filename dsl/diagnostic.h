@@ -23,4 +23,7 @@ inline Error diag(const SourceRef& src, Loc loc, const std::string& message) {
   return Error{format_diagnostic(src, loc, message)};
 }
 
+// A diagnostic in whichever of the template's files `loc` is in.
+Error diag(const Template& t, Loc loc, const std::string& message);
+
 }  // namespace arch::dsl

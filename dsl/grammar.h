@@ -135,7 +135,8 @@ struct required_expr : expr {};
 // Statements of a graph or block body.
 struct body;
 struct assign_eq : seq<one<'='>, not_at<one<'='>>> {};
-struct assign : seq<identifier, ws, assign_eq, ws, must<required_expr>> {};
+struct assign_targets : list<identifier, comma> {};  // a, b = kv_cache(k, v)
+struct assign : seq<assign_targets, ws, assign_eq, ws, must<required_expr>> {};
 struct output_eq : one<'='> {};
 struct output_stmt : seq<kw_output, ws, must<output_name>, opt<index>, ws, must<output_eq>, ws,
                          must<required_expr>> {};

@@ -28,17 +28,18 @@ std::string join(const std::string& prefix, const std::string& name) {
 class Instantiator {
  public:
   Instantiator(const Template& t, const InstantiateOptions& opt, const OpTable& ops)
-      : t_(t), opt_(opt), ops_(ops), src_{t.path, t.source.get()} {}
+      : t_(t), opt_(opt), ops_(ops) {}
 
   Result<Instance> run();
 
  private:
   using R = Result<Val>;
 
-  Error fail(Loc loc, const std::string& msg) const { return diag(src_, loc, msg); }
-  SourceLoc sloc(Loc loc) const { return {t_.path, loc.line, loc.col}; }
+  Error fail(Loc loc, const std::string& msg) const { return diag(t_, loc, msg); }
+  SourceLoc sloc(Loc loc) const { return {file_of(t_, loc), loc.line, loc.col}; }
 
   Status resolve_config();
+  Status resolve_field(const ConfigField& f);
   Status resolve_flags();
   Status run_graph(const GraphDef& gd);
   Status exec(const Body& body, Env& env, Val* returned);
@@ -62,7 +63,6 @@ class Instantiator {
   const Template& t_;
   const InstantiateOptions& opt_;
   const OpTable& ops_;
-  SourceRef src_;
 
   Env globals_;
   Instance out_;
@@ -70,7 +70,11 @@ class Instantiator {
   std::vector<std::string> provisional_;  // op name of each value until it is named
   std::set<std::string> used_names_;
   std::map<std::string, int> weight_ids_;  // tensor name → value id
-  std::string prefix_;
+  std::set<std::string> resolving_;  // config fields being resolved (cycle check)
+  bool config_done_ = false;
+  std::string prefix_;  // names of new values start with it (layers.3.mlp)
+  std::string scope_;   // the loop scopes alone (layers.3)
+  Env inputs_;          // the graph's inputs and seq, over the globals: what blocks see
   int block_depth_ = 0;
 };
 
@@ -103,29 +107,38 @@ Val coerce(const TypeRef& t, Val v) {
   return v;
 }
 
-Status Instantiator::resolve_config() {
-  for (const auto& f : t_.config) {
-    Val v;
-    auto it = opt_.config.find(f.name);
-    bool given = it != opt_.config.end() && !it->is_null();
-    if (given) {
-      v = val_from_json(*it);
-      if (!type_matches(f.type, v))
-        return fail(f.loc, "config.json gives '" + f.name + "' as " + v.describe() +
-                               ", the template declares " + f.type.str());
-    } else if (f.default_value) {
-      ARCH_TRY(v, eval(*f.default_value, globals_));
-      if (!(v.kind == Val::Null) && !type_matches(f.type, v))
-        return fail(f.default_value->loc, "the default of '" + f.name + "' is " + v.describe() +
-                                              ", the field is declared " + f.type.str());
-    } else {
-      return fail(f.loc, "config.json lacks '" + f.name + "', which this template requires (" +
-                             f.type.str() + ", no default)");
-    }
-    v = coerce(f.type, std::move(v));
-    globals_.vars[f.name] = v;
-    out_.config.emplace_back(f.name, v);
+// Config fields resolve on demand, so a default may name a field declared
+// after it (an importing template's fields come after the imported ones).
+Status Instantiator::resolve_field(const ConfigField& f) {
+  if (globals_.vars.count(f.name)) return {};
+  if (!resolving_.insert(f.name).second)
+    return fail(f.loc, "the default of '" + f.name + "' depends on itself");
+  Val v;
+  auto it = opt_.config.find(f.name);
+  bool given = it != opt_.config.end() && !it->is_null();
+  if (given) {
+    v = val_from_json(*it);
+    if (!type_matches(f.type, v))
+      return fail(f.loc, "config.json gives '" + f.name + "' as " + v.describe() +
+                             ", the template declares " + f.type.str());
+  } else if (f.default_value) {
+    ARCH_TRY(v, eval(*f.default_value, globals_));
+    if (!(v.kind == Val::Null) && !type_matches(f.type, v))
+      return fail(f.default_value->loc, "the default of '" + f.name + "' is " + v.describe() +
+                                            ", the field is declared " + f.type.str());
+  } else {
+    return fail(f.loc, "config.json lacks '" + f.name + "', which this template requires (" +
+                           f.type.str() + ", no default)");
   }
+  resolving_.erase(f.name);
+  globals_.vars[f.name] = coerce(f.type, std::move(v));
+  return {};
+}
+
+Status Instantiator::resolve_config() {
+  for (const auto& f : t_.config) ARCH_TRY_STATUS(resolve_field(f));
+  for (const auto& f : t_.config) out_.config.emplace_back(f.name, globals_.vars.at(f.name));
+  config_done_ = true;
   return {};
 }
 
@@ -233,6 +246,12 @@ Instantiator::R Instantiator::eval(const Expr& e, Env& env) {
 Instantiator::R Instantiator::eval_path(const Expr& e, Env& env) {
   const PathSeg& head = e.path[0];
   const Val* v = env.find(head.name);
+  if (!v && !config_done_)
+    for (const auto& f : t_.config)
+      if (f.name == head.name) {
+        ARCH_TRY_STATUS(resolve_field(f));
+        v = env.find(head.name);
+      }
   if (!v && e.path.size() == 1) {
     std::vector<std::string> known;
     for (const Env* s = &env; s; s = s->globals)
@@ -396,6 +415,16 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
     bool first = f == "min" ? a[0].num() <= a[1].num() : a[0].num() >= a[1].num();
     return first ? a[0] : a[1];
   }
+  if (f == "contains") {
+    // contains(list, x): is x an item of the list (mlp_only_layers, ...)
+    ARCH_TRY_STATUS(want(2));
+    if (a[0].kind == Val::Null) return Val::of_bool(false);
+    if (a[0].kind != Val::List) return fail(e.loc, "contains() looks in a list, not " + a[0].describe());
+    for (const auto& x : a[0].list)
+      if (x.to_json() == a[1].to_json() || (x.is_number() && a[1].is_number() && x.num() == a[1].num()))
+        return Val::of_bool(true);
+    return Val::of_bool(false);
+  }
   if (f == "error") {
     // error("...") stops instantiation with the template's own message
     ARCH_TRY_STATUS(want(1));
@@ -414,14 +443,15 @@ Instantiator::R Instantiator::call_block(const Expr& e, const BlockDef& b, std::
     return fail(e.loc, "block '" + b.name + "' takes " + std::to_string(b.params.size()) +
                            " arguments, got " + std::to_string(args.size()));
   if (++block_depth_ > 32) return fail(e.loc, "blocks nested too deeply (a block calls itself?)");
+  // A block sees its parameters, the graph's inputs (and seq), the config
+  // and the flags; not the caller's locals.
   Env env;
-  env.globals = &globals_;
-  Val seq;  // the run-time dim is known in blocks as in graphs
-  seq.kind = Val::Seq;
-  env.vars["seq"] = seq;
+  env.globals = &inputs_;
   for (size_t k = 0; k < args.size(); ++k) env.vars[b.params[k]] = args[k];
+  // Values made in a block are named scope.block.name (layers.3.mlp.gate),
+  // however deeply blocks call blocks.
   std::string saved = prefix_;
-  prefix_ = join(prefix_, b.name);
+  prefix_ = join(scope_, b.name);
   Val ret;
   Status st = exec(b.body, env, &ret);
   prefix_ = saved;
@@ -501,7 +531,7 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
     }
   }
   if (unmet)
-    return fail(loc, "weight " + joined(path) + " is declared (" + t_.path + ":" +
+    return fail(loc, "weight " + joined(path) + " is declared (" + file_of(t_, unmet->loc) + ":" +
                          std::to_string(unmet->loc.line) + ") only when its condition holds, and it does not here");
   return false;
 }
@@ -613,23 +643,34 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
                                       const std::vector<Loc>& kwarg_locs) {
   const OpDef* def = ops_.find(name);
   if (!def) return fail(loc, "no op '" + name + "' in this build");
-  size_t required = 0;
-  for (auto& in : def->inputs) required += in.back() != '?';
-  if (args.size() > def->inputs.size() || args.size() < required)
+  // A trailing '*' input takes the remaining arguments (a list argument is
+  // spread): stack(xs*), concat(xs*).
+  bool variadic = !def->inputs.empty() && def->inputs.back().back() == '*';
+  if (variadic && args.size() == def->inputs.size() && args.back().kind == Val::List) {
+    Val list = std::move(args.back());
+    args.pop_back();
+    args.insert(args.end(), list.list.begin(), list.list.end());
+  }
+  size_t fixed = def->inputs.size() - (variadic ? 1 : 0), required = 0;
+  for (size_t k = 0; k < fixed; ++k) required += def->inputs[k].back() != '?';
+  if (variadic) ++required;
+  if ((!variadic && args.size() > def->inputs.size()) || args.size() < required)
     return fail(loc, name + "() takes " +
-                         (required == def->inputs.size() ? std::to_string(required)
-                                                         : std::to_string(required) + " to " + std::to_string(def->inputs.size())) +
-                         " tensor argument" + (def->inputs.size() == 1 ? "" : "s") + ", got " +
+                         (variadic ? std::to_string(required) + " or more"
+                          : required == def->inputs.size() ? std::to_string(required)
+                                                           : std::to_string(required) + " to " + std::to_string(def->inputs.size())) +
+                         " tensor argument" + (def->inputs.size() == 1 && !variadic ? "" : "s") + ", got " +
                          std::to_string(args.size()));
   Node node;
   node.op = name;
   node.loc = sloc(loc);
+  size_t n_inputs = variadic ? args.size() : def->inputs.size();
   std::vector<TypedShape> in_types;
-  std::unique_ptr<bool[]> present(new bool[def->inputs.size()]);
-  for (size_t k = 0; k < def->inputs.size(); ++k) {
-    std::string in_name = def->inputs[k];
+  std::unique_ptr<bool[]> present(new bool[n_inputs]);
+  for (size_t k = 0; k < n_inputs; ++k) {
+    std::string in_name = def->inputs[std::min(k, def->inputs.size() - 1)];
     bool optional = in_name.back() == '?';
-    if (optional) in_name.pop_back();
+    if (optional || in_name.back() == '*') in_name.pop_back();
     int id = -1;
     if (k < args.size()) {
       ARCH_TRY(id, as_input(args[k], loc, name + "(): argument '" + in_name + "'", optional));
@@ -693,8 +734,11 @@ void Instantiator::finish_statement(size_t first_value, int result, const std::s
     return n;
   };
   std::string base = join(prefix_, target);
-  // A weight keeps its tensor name; only values this statement computed are named for it.
-  if (result >= int(first_value) && g().values[result].producer >= 0) g().values[result].name = unique(base);
+  // A weight keeps its tensor name; only values this statement computed are
+  // named for it; `return` names only what is still unnamed.
+  if (result >= int(first_value) && g().values[result].producer >= 0 &&
+      (!target.empty() || g().values[result].name.empty()))
+    g().values[result].name = unique(base);
   for (size_t id = first_value; id < g().values.size(); ++id)
     if (g().values[id].name.empty()) g().values[id].name = unique(base + "." + provisional_[id]);
 }
@@ -713,6 +757,17 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
     case Stmt::Assign: {
       size_t first = g().values.size();
       ARCH_TRY(Val v, eval(*s.value, env));
+      if (s.names.size() > 1) {
+        // a, b = kv_cache(k, v): one target per output (or list item).
+        if (v.kind != Val::List || v.list.size() != s.names.size())
+          return fail(s.loc, std::to_string(s.names.size()) + " names on the left, but the right is " + v.describe());
+        for (size_t k = 0; k < s.names.size(); ++k) {
+          const Val& item = v.list[k];
+          finish_statement(first, item.kind == Val::Tensor ? item.tensor : -1, s.names[k]);
+          env.vars[s.names[k]] = item;
+        }
+        return {};
+      }
       finish_statement(first, v.kind == Val::Tensor ? v.tensor : -1, s.name);
       env.vars[s.name] = v;
       return {};
@@ -733,13 +788,14 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
       g().outputs.push_back({s.name, index, id});
       return {};
     }
-    case Stmt::Return:
+    case Stmt::Return: {
       if (!returned || block_depth_ == 0) return fail(s.loc, "'return' belongs in a block");
-      {
-        ARCH_TRY(*returned, eval(*s.value, env));
-      }
+      size_t first = g().values.size();
+      ARCH_TRY(*returned, eval(*s.value, env));
+      finish_statement(first, returned->kind == Val::Tensor ? returned->tensor : -1, "");
       did_return = true;
       return {};
+    }
     case Stmt::If: {
       ARCH_TRY(Val c, eval(*s.value, env));
       if (c.kind != Val::Bool)
@@ -756,19 +812,20 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
       ARCH_TRY(Val hi, eval(*s.end, env));
       if (lo.kind != Val::Int || hi.kind != Val::Int)
         return fail(s.loc, "a loop range must be ints, not " + lo.describe() + " .. " + hi.describe());
-      std::string saved = prefix_;
+      std::string saved = prefix_, saved_scope = scope_;
+      auto restore = [&] { prefix_ = saved; scope_ = saved_scope; };
       for (long long i = lo.i; i < hi.i; ++i) {
         env.vars[s.name] = Val::of_int(i);
-        prefix_ = s.scope.empty() ? saved : join(saved, s.scope + "." + std::to_string(i));
+        if (!s.scope.empty()) prefix_ = scope_ = join(saved, s.scope + "." + std::to_string(i));
         for (const auto& inner : s.body) {
           Status st = exec_stmt(inner, env, returned, did_return);
           if (!st.ok() || did_return) {
-            prefix_ = saved;
+            restore();
             return st;
           }
         }
       }
-      prefix_ = saved;
+      restore();
       return {};
     }
   }
@@ -778,18 +835,17 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
 Status Instantiator::run_graph(const GraphDef& gd) {
   g().name = gd.name;
   g().family = t_.family;
-  Env env;
-  env.globals = &globals_;
+  inputs_.globals = &globals_;
   Val seq;
   seq.kind = Val::Seq;
-  env.vars["seq"] = seq;
+  inputs_.vars["seq"] = seq;
   for (const auto& in : gd.inputs) {
     static const std::map<std::string, DType> dtypes = {{"i32", DType::I32}, {"f32", DType::F32}, {"i64", DType::I64}};
     auto dt = dtypes.find(in.dtype);
     if (dt == dtypes.end()) return fail(in.loc, "unknown input type '" + in.dtype + "' (i32, i64 or f32)");
     Shape shape;
     for (auto& d : in.shape) {
-      ARCH_TRY(Val x, eval(*d, env));
+      ARCH_TRY(Val x, eval(*d, inputs_));
       if (x.kind == Val::Seq) shape.push_back(Dim::seq());
       else if (x.kind == Val::Int) shape.push_back(Dim::of(x.i));
       else return fail(d->loc, "an input dim must be an int or seq, not " + x.describe());
@@ -802,8 +858,10 @@ Status Instantiator::run_graph(const GraphDef& gd) {
     provisional_.push_back("");
     used_names_.insert(in.name);
     g().inputs.push_back(id);
-    env.vars[in.name] = Val::of_tensor(id);
+    inputs_.vars[in.name] = Val::of_tensor(id);
   }
+  Env env;
+  env.globals = &inputs_;
   ARCH_TRY_STATUS(exec(gd.body, env, nullptr));
   if (g().outputs.empty()) return fail(gd.loc, "graph " + gd.name + " sets no output");
   return {};
@@ -811,7 +869,7 @@ Status Instantiator::run_graph(const GraphDef& gd) {
 
 Result<Instance> Instantiator::run() {
   for (const auto& [file, loc] : t_.imports)
-    return fail(loc, "import \"" + file + "\": imports are not implemented yet; write the template in one file");
+    return fail(loc, "import \"" + file + "\": the import was not resolved (templates with imports are read with parse_template_file)");
   ARCH_TRY_STATUS(resolve_config());
   ARCH_TRY_STATUS(resolve_flags());
   const GraphDef* gd = nullptr;

@@ -1,5 +1,7 @@
 #include "dsl/parse.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -36,9 +38,13 @@ using selector = pt::selector<
 
 namespace {
 
+// The file being built, so every location records which one it is in (a
+// template and its imports share one list of files).
+thread_local int building_file = 0;
+
 Loc loc_of(const Node& n) {
   auto p = n.begin();
-  return {int(p.line), int(p.column)};
+  return {int(p.line), int(p.column), building_file};
 }
 
 template <typename R>
@@ -183,8 +189,9 @@ Stmt build_stmt(const Node& n) {
   s.loc = loc_of(n);
   if (is<g::assign>(n)) {
     s.kind = Stmt::Assign;
-    s.name = n.children.at(0)->string();
-    s.value = build_expr(*n.children.at(1));
+    for (size_t k = 0; k + 1 < n.children.size(); ++k) s.names.push_back(n.children[k]->string());
+    s.name = s.names.at(0);
+    s.value = build_expr(*n.children.back());
   } else if (is<g::output_stmt>(n)) {
     s.kind = Stmt::Output;
     for (auto& c : n.children) {
@@ -314,14 +321,17 @@ std::string path_str(const std::vector<PathSeg>& p) {
   return s;
 }
 
-Result<Template> parse_template(const std::string& path, std::string source) {
-  auto text = std::make_shared<const std::string>(std::move(source));
+namespace {
+
+Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::string> text, int file) {
   SourceRef src{path, text.get()};
   tao::pegtl::memory_input in(text->data(), text->size(), path);
   try {
     auto root = pt::parse<g::file, selector, tao::pegtl::nothing, grammar_control>(in);
     if (!root) return diag(src, {1, 1}, "not a template: a template starts with 'family NAME'");
+    building_file = file;
     Template t = build_template(*root);
+    building_file = 0;
     t.path = path;
     t.source = text;
     return t;
@@ -331,12 +341,77 @@ Result<Template> parse_template(const std::string& path, std::string source) {
   }
 }
 
+// `base` under `t`: what t defines by the same name replaces base's, in
+// base's place (config fields, flags, blocks, graphs); t's weight
+// declarations are matched before base's.
+template <class T>
+void merge_named(std::vector<T>& mine, const std::vector<T>& base) {
+  std::vector<T> out;
+  for (const auto& b : base) {
+    auto it = std::find_if(mine.begin(), mine.end(), [&](const T& m) { return m.name == b.name; });
+    out.push_back(it == mine.end() ? b : *it);
+  }
+  for (const auto& m : mine)
+    if (std::none_of(base.begin(), base.end(), [&](const T& b) { return b.name == m.name; })) out.push_back(m);
+  mine = std::move(out);
+}
+
+void merge(Template& t, const Template& base) {
+  merge_named(t.config, base.config);
+  merge_named(t.flags, base.flags);
+  merge_named(t.blocks, base.blocks);
+  merge_named(t.graphs, base.graphs);
+  t.weights.insert(t.weights.end(), base.weights.begin(), base.weights.end());
+}
+
+struct Loader {
+  std::vector<SourceFile> files;
+  std::vector<std::string> loading;  // canonical paths on the import stack
+
+  Result<Template> load(const std::string& path, const Template* importer, Loc from) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) {
+      if (importer) return diag(*importer, from, "cannot open the imported template " + path);
+      return error(path + ": error: cannot open the template file");
+    }
+    std::stringstream ss;
+    ss << f.rdbuf();
+    std::error_code ec;
+    std::string canonical = std::filesystem::weakly_canonical(path, ec).string();
+    if (std::find(loading.begin(), loading.end(), canonical) != loading.end())
+      return diag(*importer, from, "import cycle: " + path + " imports itself");
+    auto text = std::make_shared<const std::string>(ss.str());
+    int index = int(files.size());
+    files.push_back({path, text});
+    ARCH_TRY(Template t, parse_one(path, text, index));
+    t.files = files;  // so diagnostics in the imports below can name this file
+    loading.push_back(canonical);
+    auto imports = std::move(t.imports);
+    t.imports.clear();
+    for (const auto& [file, loc] : imports) {
+      std::string p = (std::filesystem::path(path).parent_path() / file).string();
+      ARCH_TRY(Template base, load(p, &t, loc));
+      merge(t, base);
+    }
+    loading.pop_back();
+    return t;
+  }
+};
+
+}  // namespace
+
+Result<Template> parse_template(const std::string& path, std::string source) {
+  auto text = std::make_shared<const std::string>(std::move(source));
+  ARCH_TRY(Template t, parse_one(path, text, 0));
+  t.files = {{path, text}};
+  return t;
+}
+
 Result<Template> parse_template_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return error(path + ": error: cannot open the template file");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_template(path, ss.str());
+  Loader loader;
+  ARCH_TRY(Template t, loader.load(path, nullptr, {}));
+  t.files = loader.files;
+  return t;
 }
 
 }  // namespace arch::dsl

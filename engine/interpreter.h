@@ -19,11 +19,15 @@ struct Program {
   std::vector<Tensor> weights;        // by value id; empty where the value is not a weight
   std::vector<const Kernel*> kernels; // by node
   std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
+  std::vector<char> folded;           // by node: computed once at load (reads only weights and constants)
   std::vector<int> last_use;          // by value: the last node reading it (-1: none)
   std::string backend = "reference";
 };
 
-// Chooses each node's kernel for `backend` and works out value lifetimes.
+// Chooses each node's kernel for `backend`, works out value lifetimes, and
+// folds what depends only on weights and constants (a template's `w + 1` on
+// a norm weight, a stack of expert weights) into weights, computed once here
+// rather than per call: load-time fix-ups are written in the template.
 Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Tensor> weights,
                              const std::string& backend = "reference");
 
@@ -34,9 +38,10 @@ struct RunState {
 };
 
 // Runs the graph once. `inputs` are by graph input value id; `seq` is the
-// run-time token count; the values named in `keep` are returned by id.
+// run-time token count and `ctx` the positions the KV caches hold after this
+// call (position + seq); the values named in `keep` are returned by id.
 Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
                                           const std::map<int, Tensor>& inputs, int64_t seq,
-                                          const std::vector<int>& keep);
+                                          int64_t ctx, const std::vector<int>& keep);
 
 }  // namespace arch

@@ -61,7 +61,8 @@ struct Tolerance {
 
 struct OpDef {
   std::string name;
-  std::vector<std::string> inputs;  // names; a trailing '?' marks an optional input
+  std::vector<std::string> inputs;  // names; a trailing '?' marks an optional input, a
+                                    // trailing '*' (last only) any number of them (stack)
   std::vector<AttrSpec> attrs;
   int num_outputs = 1;
   ShapeRule shape;

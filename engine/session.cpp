@@ -48,7 +48,7 @@ Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids
       }
     if (!found) return error("the graph has no output '" + name + "'");
   }
-  ARCH_TRY(auto vals, run_program(m_.program, state_, inputs, n, keep));
+  ARCH_TRY(auto vals, run_program(m_.program, state_, inputs, n, position_ + n, keep));
   position_ += n;
   std::map<std::string, Tensor> out;
   for (const auto& name : outputs) {

@@ -6,7 +6,7 @@ std::string shape_str(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {
     if (i) out += ", ";
-    out += s[i].concrete() ? std::to_string(s[i].n) : "seq";
+    out += s[i].concrete() ? std::to_string(s[i].n) : s[i].sym == 1 ? "seq" : "ctx";
   }
   return out + "]";
 }
@@ -17,9 +17,9 @@ Shape shape_of(const Dims& d) {
   return s;
 }
 
-Dims concretize(const Shape& s, int64_t seq) {
+Dims concretize(const Shape& s, int64_t seq, int64_t ctx) {
   Dims d;
-  for (const Dim& x : s) d.push_back(x.concrete() ? x.n : seq);
+  for (const Dim& x : s) d.push_back(x.concrete() ? x.n : x.sym == 1 ? seq : ctx < 0 ? seq : ctx);
   return d;
 }
 

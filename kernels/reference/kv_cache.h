@@ -1,5 +1,7 @@
-// The state a cached attention op keeps across the calls of one session:
-// every key and value row seen so far, in a buffer sized once.
+// The state the kv_cache op keeps across the calls of one session: every key
+// and value row seen so far, in buffers sized once to max_context. The op's
+// outputs are views of rows [0, len) of these buffers (their `owner` keeps
+// the buffers alive).
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,15 @@ void define_reference_ops(OpTable& t) {
   define_softmax(t);
   define_rope(t);
   define_attention(t);
+  define_kv_cache(t);
   define_reshape(t);
+  define_topk(t);
+  define_routed_matmul(t);
+  define_reduce(t);
+  define_stack(t);
+  define_concat(t);
+  define_slice(t);
+  define_select(t);
 }
 
 }  // namespace arch

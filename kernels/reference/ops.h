@@ -20,7 +20,15 @@ void define_rms_norm(OpTable& t);     // rms_norm
 void define_layer_norm(OpTable& t);   // layer_norm
 void define_softmax(OpTable& t);      // softmax
 void define_rope(OpTable& t);         // rope
-void define_attention(OpTable& t);    // attention (+ its KvCache, kv_cache.h)
+void define_attention(OpTable& t);    // attention
+void define_kv_cache(OpTable& t);     // kv_cache (its state: KvCache, kv_cache.h)
 void define_reshape(OpTable& t);      // reshape
+void define_topk(OpTable& t);         // topk
+void define_routed_matmul(OpTable& t);  // routed_matmul
+void define_reduce(OpTable& t);       // sum mean
+void define_stack(OpTable& t);        // stack
+void define_concat(OpTable& t);       // concat
+void define_slice(OpTable& t);        // slice
+void define_select(OpTable& t);       // select
 
 }  // namespace arch

@@ -100,12 +100,19 @@ OpDef checked(OpDef def) {
   def.shape = [name = def.name, inputs = def.inputs, specs = def.attrs, rule](
                   std::span<const TypedShape> in, std::span<const bool> present,
                   const Attrs& attrs) -> Result<std::vector<TypedShape>> {
-    if (in.size() != inputs.size())
-      return error(name + ": expects " + std::to_string(inputs.size()) + " input(s) (" +
-                   input_list(inputs) + "), got " + std::to_string(in.size()));
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!inputs[i].ends_with('?') && !is_present(present, i))
-        return error(name + ": input '" + inputs[i] + "' is required");
+    const bool variadic = !inputs.empty() && inputs.back().ends_with('*');
+    const size_t fixed = variadic ? inputs.size() - 1 : inputs.size();
+    if (variadic ? in.size() < fixed : in.size() != inputs.size())
+      return error(name + ": expects " + (variadic ? "at least " : "") + std::to_string(fixed) +
+                   " input(s) (" + input_list(inputs) + "), got " + std::to_string(in.size()));
+    for (size_t i = 0; i < in.size(); ++i) {
+      const std::string& input = inputs[std::min(i, inputs.size() - 1)];
+      if (input.ends_with('?') || is_present(present, i)) continue;
+      // A variadic input is named like "xs[2]".
+      std::string which = i < fixed ? input
+                                    : input.substr(0, input.size() - 1) + "[" + std::to_string(i - fixed) + "]";
+      return error(name + ": input '" + which + "' is required");
+    }
     if (!attrs.is_null() && !attrs.is_object())
       return error(name + ": attributes must be a JSON object, got " + attrs.dump());
     for (const AttrSpec& s : specs) {
@@ -175,13 +182,23 @@ ShapeRule same_as_input(std::string op, size_t i) {
   };
 }
 
+Result<size_t> normalize_axis(std::string_view op, int64_t axis, size_t rank, size_t extra) {
+  const int64_t n = int64_t(rank + extra);
+  if (n == 0) return error(std::string(op) + ": x has no dims to take axis " + std::to_string(axis) + " of");
+  if (axis < -n || axis >= n)
+    return error(std::string(op) + ": axis " + std::to_string(axis) + " is out of range for " +
+                 std::to_string(rank) + " dim(s)" + (extra ? " (a new axis: " : " (") +
+                 std::to_string(-n) + " .. " + std::to_string(n - 1) + ")");
+  return size_t(axis < 0 ? axis + n : axis);
+}
+
 // ---- kernels ----------------------------------------------------------------
 
 Error kernel_error(const KernelContext& ctx, std::string_view op, const std::string& message) {
   return error(ctx.where + ": " + std::string(op) + ": " + message);
 }
 
-static Status expect_dtype(const KernelContext& ctx, std::string_view op, size_t i, DType t) {
+Status expect_input(const KernelContext& ctx, std::string_view op, size_t i, DType t) {
   if (i >= ctx.inputs.size())
     return kernel_error(ctx, op, "input " + std::to_string(i) + " is missing");
   const Tensor& x = ctx.inputs[i];
@@ -195,18 +212,20 @@ static Status expect_dtype(const KernelContext& ctx, std::string_view op, size_t
 }
 
 Status expect_f32(const KernelContext& ctx, std::string_view op, size_t i) {
-  return expect_dtype(ctx, op, i, DType::F32);
+  return expect_input(ctx, op, i, DType::F32);
 }
 
 Status expect_i32(const KernelContext& ctx, std::string_view op, size_t i) {
-  return expect_dtype(ctx, op, i, DType::I32);
+  return expect_input(ctx, op, i, DType::I32);
 }
 
-Status expect_output(const KernelContext& ctx, std::string_view op, size_t i, const Dims& want) {
+Status expect_output(const KernelContext& ctx, std::string_view op, size_t i, const Dims& want,
+                     DType dtype) {
   if (i >= ctx.outputs.size()) return kernel_error(ctx, op, "output " + std::to_string(i) + " is missing");
   const Tensor& y = ctx.outputs[i];
-  if (y.dtype != DType::F32 || y.shape != want || (!y.data && numel(want) != 0))
-    return kernel_error(ctx, op, "output must be F32 " + dims_str(want) + ", got " +
+  if (y.dtype != dtype || y.shape != want || (!y.data && numel(want) != 0))
+    return kernel_error(ctx, op, (i ? "output " + std::to_string(i) : std::string("output")) +
+                                     " must be " + std::string(dtype_name(dtype)) + " " + dims_str(want) + ", got " +
                                      std::string(dtype_name(y.dtype)) + " " + dims_str(y.shape) +
                                      (y.data ? "" : " (unallocated)"));
   return {};

@@ -6,8 +6,9 @@
 //                          .shape = same_as_input("relu"), ...}), relu_kernel);
 //
 // `checked` wraps the op's own shape rule so that it only ever sees the
-// declared number of inputs, every required input present, and every
-// attribute present (or defaulted) with the declared kind.
+// declared number of inputs (at least the fixed ones when the last input is
+// variadic, "xs*"), every required input present, and every attribute present
+// (or defaulted) with the declared kind.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,15 @@ const Attrs& attr_json(const Attrs& a, std::string_view key);
 // attribute names. Errors read "rms_norm: attribute 'eps' is required".
 OpDef checked(OpDef def);
 
-// One dim as a message shows it: "64" or "seq".
-inline std::string dim_str(const Dim& d) { return d.concrete() ? std::to_string(d.n) : "seq"; }
+// One dim as a message shows it: "64", "seq" or "ctx".
+inline std::string dim_str(const Dim& d) {
+  return d.concrete() ? std::to_string(d.n) : d.sym == 1 ? "seq" : "ctx";
+}
+
+// An axis attribute (negative counts from the end) as an index into a shape of
+// `rank` dims, or an error naming the op. `extra` widens the range by that many
+// (stack inserts a new axis: -(rank + 1) .. rank).
+Result<size_t> normalize_axis(std::string_view op, int64_t axis, size_t rank, size_t extra = 0);
 
 // Whether optional input i is present (`present` may be shorter than `in`).
 inline bool is_present(std::span<const bool> present, size_t i) {
@@ -68,8 +76,11 @@ Error kernel_error(const KernelContext& ctx, std::string_view op, const std::str
 Status expect_f32(const KernelContext& ctx, std::string_view op, size_t i);
 // Input i is present and holds int32 (token ids, positions).
 Status expect_i32(const KernelContext& ctx, std::string_view op, size_t i);
-// Output i was preallocated as float32 with exactly `want` dims.
-Status expect_output(const KernelContext& ctx, std::string_view op, size_t i, const Dims& want);
+// Input i is present and holds `dtype` (the copying ops take any dtype).
+Status expect_input(const KernelContext& ctx, std::string_view op, size_t i, DType dtype);
+// Output i was preallocated as float32 (or `dtype`) with exactly `want` dims.
+Status expect_output(const KernelContext& ctx, std::string_view op, size_t i, const Dims& want,
+                     DType dtype = DType::F32);
 // Whether optional input i is present at run time.
 inline bool has_input(const KernelContext& ctx, size_t i) {
   return i < ctx.inputs.size() && ctx.inputs[i].data != nullptr;

@@ -725,10 +725,10 @@ TEST(InstantiateStatements, Errors) {
   EXPECT_EQ(r.error().message, "t.arch: error: the template has no graph 'prefill' (it has: step)");
 }
 
-TEST(InstantiateStatements, ImportsAreRefused) {
+TEST(InstantiateStatements, UnresolvedImportsAreRefused) {
   EXPECT_EQ(error_of("family T\nimport \"base.arch\"\ngraph step(x: f32[seq]) { output y = x }\n"),
-            "t.arch:2:8: error: import \"base.arch\": imports are not implemented yet; write the template "
-            "in one file");
+            "t.arch:2:8: error: import \"base.arch\": the import was not resolved (templates with imports "
+            "are read with parse_template_file)");
 }
 
 TEST(InstantiateStatements, ShapeRuleErrorsAtTheTemplateLine) {
@@ -784,7 +784,7 @@ TEST(InstantiateLlama, Qwen3GoldenCheckpoint) {
     ASSERT_NE(g.weight_of(w), nullptr);
     EXPECT_EQ(g.weight_of(w)->tensor, q_norm);
     EXPECT_EQ(type_of(g, w), "[32]");
-    const Node* n = producer(g, "layers." + std::to_string(i) + ".q#3");
+    const Node* n = producer(g, "layers." + std::to_string(i) + ".self_attention.q#3");
     ASSERT_NE(n, nullptr);
     EXPECT_EQ(n->op, "rms_norm");
     EXPECT_EQ(n->inputs[1], w);

@@ -421,6 +421,25 @@ TEST(Parse, MissingFileNamesIt) {
   EXPECT_EQ(t.error().message, "/nonexistent/dir/x.arch: error: cannot open the template file");
 }
 
+// A template that imports another: the importer's definitions replace the
+// imported ones by name, in place; its weights are matched first.
+TEST(Parse, ImportsMergeByName) {
+  auto t = parse_template_file(ARCHETYPE_SOURCE_DIR "/families/gemma.arch");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  EXPECT_EQ(t->family, "LlamaStylePlus");
+  ASSERT_EQ(t->files.size(), 2u);
+  EXPECT_EQ(t->files[1].path, ARCHETYPE_SOURCE_DIR "/families/llama.arch");
+  int norms = 0;
+  for (const auto& b : t->blocks)
+    if (b.name == "norm") {
+      ++norms;
+      EXPECT_EQ(b.loc.file, 0);  // gemma's, not llama's
+    }
+  EXPECT_EQ(norms, 1);
+  EXPECT_TRUE(t->imports.empty());
+  EXPECT_EQ(path_str(t->weights.front().pattern), "model.layers.{i}.pre_feedforward_layernorm.weight");
+}
+
 TEST(Parse, TheRealTemplateParses) {
   auto t = parse_template_file(ARCHETYPE_SOURCE_DIR "/families/llama.arch");
   ASSERT_TRUE(t.ok()) << t.error().message;
@@ -442,8 +461,11 @@ TEST(Parse, TheRealTemplateParses) {
   EXPECT_TRUE(alias.alias);
   EXPECT_EQ(path_str(alias.pattern), "lm_head.weight");
   EXPECT_EQ(path_str(alias.target), "model.embed_tokens.weight");
-  ASSERT_EQ(t->blocks.size(), 1u);
-  EXPECT_EQ(t->blocks[0].name, "activation");
+  std::vector<std::string> blocks;
+  for (const auto& b : t->blocks) blocks.push_back(b.name);
+  EXPECT_EQ(blocks, (std::vector<std::string>{"embed_tokens", "norm", "activation", "is_sliding", "rope_of",
+                                              "self_attention", "swiglu", "mlp", "decoder_layer",
+                                              "lm_head_logits"}));
   ASSERT_EQ(t->graphs.size(), 1u);
   EXPECT_EQ(t->graphs[0].name, "step");
   ASSERT_EQ(t->graphs[0].inputs.size(), 2u);

@@ -35,6 +35,10 @@ inline std::vector<float> values(const Tensor& t) {
   return std::vector<float>(t.f32(), t.f32() + t.numel());
 }
 
+inline std::vector<int32_t> ints(const Tensor& t) {
+  return std::vector<int32_t>(t.i32(), t.i32() + t.numel());
+}
+
 // Deterministic values in [-1, 1) (a 64-bit LCG), different per seed.
 inline std::vector<float> random_values(size_t n, uint64_t seed) {
   std::vector<float> v(n);
@@ -61,7 +65,8 @@ inline const OpDef& def_of(const std::string& op) {
   return *d;
 }
 
-// The shape rule on typed shapes (present[i] false for an absent input).
+// The shape rule on typed shapes (present[i] false for an absent input; a
+// variadic op takes all its inputs in `in`).
 inline Result<std::vector<TypedShape>> infer(const std::string& op, std::vector<TypedShape> in,
                                              Attrs attrs = Attrs::object(),
                                              std::vector<bool> present = {}) {
@@ -76,10 +81,13 @@ inline Result<std::vector<TypedShape>> infer(const std::string& op, std::vector<
 struct Runner {
   std::unique_ptr<OpState> state;
   int64_t max_context = 0;
+  int64_t ctx = -1;  // what a `ctx` dim of an output stands for (< 0: seq)
   std::string where = "layers.0.test";
 
   // Shape rule, then the kernel on zero-filled outputs of the inferred shapes
-  // (inputs concrete; `seq` stands for any seq dim the rule returns).
+  // (inputs concrete; `seq` stands for any seq dim the rule returns, `ctx` for
+  // the member above). A view op's outputs are not allocated: the kernel sets
+  // them. Every output is returned (multi-output ops: in order).
   Result<std::vector<Tensor>> run(const std::string& op, std::vector<Tensor> inputs,
                                   Attrs attrs = Attrs::object(), int64_t seq = 0) {
     const OpDef& d = def_of(op);
@@ -93,18 +101,21 @@ struct Runner {
     ARCH_TRY(std::vector<TypedShape> outs, infer(op, in, attrs, present));
     std::vector<Tensor> outputs;
     for (const TypedShape& o : outs) {
-      Dims dims = concretize(o.shape, seq);
+      Dims dims = concretize(o.shape, seq, ctx);
       outputs.push_back(d.view ? Tensor::view(o.dtype, dims, nullptr, nullptr) : Tensor::zeros(o.dtype, dims));
     }
     const Kernel* k = op_table().kernel(op, "reference");
     if (!k) return error("no kernel for " + op);
-    KernelContext ctx{attrs, inputs, outputs, state, max_context, where};
-    ARCH_TRY_STATUS((*k)(ctx));
+    KernelContext kctx{attrs, inputs, outputs, state, max_context, where};
+    ARCH_TRY_STATUS((*k)(kctx));
+    if (outputs.size() != size_t(d.num_outputs))
+      return error(op + ": " + std::to_string(outputs.size()) + " outputs, the op declares " +
+                   std::to_string(d.num_outputs));
     return outputs;
   }
 };
 
-// One op, one output, fresh state: the output or a test failure.
+// One op, first output, fresh state: the output or a test failure.
 inline Tensor run1(const std::string& op, std::vector<Tensor> inputs, Attrs attrs = Attrs::object()) {
   Runner r;
   auto out = r.run(op, std::move(inputs), std::move(attrs));
@@ -113,6 +124,18 @@ inline Tensor run1(const std::string& op, std::vector<Tensor> inputs, Attrs attr
     return Tensor::zeros(DType::F32, {0});
   }
   return out->at(0);
+}
+
+// One op, every output, fresh state: the outputs or a test failure (empty).
+inline std::vector<Tensor> run_all(const std::string& op, std::vector<Tensor> inputs,
+                                   Attrs attrs = Attrs::object()) {
+  Runner r;
+  auto out = r.run(op, std::move(inputs), std::move(attrs));
+  if (!out.ok()) {
+    ADD_FAILURE() << op << " failed: " << out.error().message;
+    return {};
+  }
+  return *out;
 }
 
 // The error message of a run that must fail ("" and a test failure if it succeeds).

@@ -1,5 +1,6 @@
 #include "tests/kernels/kernel_test_util.h"
 
+#include <map>
 #include <set>
 
 namespace arch::test {
@@ -20,7 +21,11 @@ TEST(OpTable, EveryOpHasAShapeRuleAKernelAndADoc) {
     EXPECT_EQ(d->doc.find('\n'), std::string::npos) << name << ": the doc is one line";
     EXPECT_GE(d->tolerance.rel, 0) << name;
     EXPECT_GE(d->tolerance.abs, 0) << name;
-    EXPECT_EQ(d->num_outputs, 1) << name;
+    EXPECT_GE(d->num_outputs, 1) << name;
+    for (size_t i = 0; i < d->inputs.size(); ++i)
+      if (d->inputs[i].ends_with('*')) {
+        EXPECT_EQ(i + 1, d->inputs.size()) << name << ": only the last input may be variadic";
+      }
     std::set<std::string> attr_names;
     for (const AttrSpec& a : d->attrs) EXPECT_TRUE(attr_names.insert(a.name).second) << name << "." << a.name;
   }
@@ -29,8 +34,93 @@ TEST(OpTable, EveryOpHasAShapeRuleAKernelAndADoc) {
 TEST(OpTable, HoldsTheReferenceVocabulary) {
   std::vector<std::string> want = {"embed", "matmul", "add", "sub", "mul", "div", "constant", "silu",
                                    "gelu", "gelu_tanh", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg",
-                                   "rms_norm", "layer_norm", "softmax", "rope", "attention", "reshape"};
+                                   "rms_norm", "layer_norm", "softmax", "rope", "attention", "reshape",
+                                   "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
+                                   "slice", "select"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
+  EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
+}
+
+// One valid call of every op, run the way the engine runs it: the shape rule
+// gives num_outputs outputs, and the kernel fills outputs of those shapes
+// (a view op sets them itself; `ctx` is the rows a fresh KV cache holds).
+struct Sample {
+  std::vector<Tensor> inputs;
+  Attrs attrs = Attrs::object();
+};
+
+std::map<std::string, Sample> sample_calls() {
+  auto x = [](Dims d, uint64_t seed = 1) { return f32(d, random_values(size_t(numel(d)), seed)); };
+  std::map<std::string, Sample> s;
+  s["embed"] = {{x({5, 4}), i32({3}, {0, 4, 2})}};
+  s["matmul"] = {{x({3, 4}), x({2, 4})}};
+  for (const char* op : {"add", "sub", "mul", "div"}) s[op] = {{x({3, 4}), x({4}, 2)}};
+  s["constant"] = {{}, {{"value", 1.5}}};
+  for (const char* op : {"silu", "gelu", "gelu_tanh", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg"})
+    s[op] = {{x({3, 4})}};
+  s["rms_norm"] = {{x({3, 4}), x({4})}, {{"eps", 1e-6}}};
+  s["layer_norm"] = {{x({3, 4}), x({4}), x({4})}};
+  s["softmax"] = {{x({3, 4})}};
+  s["rope"] = {{x({3, 2, 4}), i32({3}, {0, 1, 2})}, {{"theta", 10000.0}}};
+  s["attention"] = {{x({3, 4, 8}), x({5, 2, 8}), x({5, 2, 6})}};
+  s["reshape"] = {{x({3, 4})}, {{"shape", {3, 2, 2}}}};
+  s["kv_cache"] = {{x({3, 2, 8}), x({3, 2, 6})}};
+  s["topk"] = {{x({3, 6})}, {{"k", 2}}};
+  s["routed_matmul"] = {{x({3, 4}), x({5, 6, 4}), i32({3, 2}, {0, 4, 1, 1, 3, 2})}};
+  s["sum"] = {{x({3, 4})}, {{"axis", 1}}};
+  s["mean"] = {{x({3, 4})}, {{"axis", 0}, {"keepdim", true}}};
+  s["stack"] = {{x({3, 4}), x({3, 4}), x({3, 4})}, {{"axis", 1}}};
+  s["concat"] = {{x({3, 4}), x({3, 1})}, {{"axis", -1}}};
+  s["slice"] = {{x({3, 4})}, {{"axis", 1}, {"start", 1}, {"end", -1}}};
+  s["select"] = {{x({3, 4})}, {{"axis", 0}, {"index", -1}}};
+  return s;
+}
+
+TEST(OpTable, SampleCallsGiveTheDeclaredOutputs) {
+  const auto samples = sample_calls();
+  for (const std::string& name : op_table().names()) {
+    auto it = samples.find(name);
+    if (it == samples.end()) {
+      ADD_FAILURE() << name << " has no sample call";
+      continue;
+    }
+    const OpDef& d = def_of(name);
+    const Sample& sample = it->second;
+    std::vector<TypedShape> in;
+    for (const Tensor& t : sample.inputs) in.push_back({t.dtype, shape_of(t.shape)});
+    auto types = infer(name, in, sample.attrs);
+    ASSERT_TRUE(types.ok()) << name << ": " << types.error().message;
+    ASSERT_EQ(types->size(), size_t(d.num_outputs)) << name;
+    Runner r;
+    r.max_context = d.stateful ? 16 : 0;
+    r.ctx = sample.inputs.empty() ? -1 : sample.inputs[0].shape.empty() ? -1 : sample.inputs[0].shape[0];
+    auto outs = r.run(name, sample.inputs, sample.attrs);
+    ASSERT_TRUE(outs.ok()) << name << ": " << outs.error().message;
+    ASSERT_EQ(outs->size(), types->size()) << name;
+    for (size_t i = 0; i < outs->size(); ++i) {
+      EXPECT_EQ(outs->at(i).dtype, types->at(i).dtype) << name << " output " << i;
+      EXPECT_EQ(outs->at(i).shape, concretize(types->at(i).shape, 0, r.ctx)) << name << " output " << i;
+      EXPECT_TRUE(outs->at(i).data != nullptr || outs->at(i).numel() == 0) << name << " output " << i;
+    }
+    EXPECT_EQ(r.state != nullptr, d.stateful) << name << ": state kept iff stateful";
+  }
+}
+
+TEST(OpTable, VariadicInputs) {
+  // "xs*" takes any number of inputs; the shape rule sees them all.
+  auto x = TypedShape{DType::F32, {Dim::of(2)}};
+  for (size_t n : {1, 2, 7}) {
+    auto out = infer("stack", std::vector<TypedShape>(n, x));
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    EXPECT_EQ(shape_str(out->at(0).shape), "[" + std::to_string(n) + ", 2]");
+  }
+  auto absent = infer("stack", {x, x}, Attrs::object(), {true, false});
+  ASSERT_FALSE(absent.ok());
+  EXPECT_EQ(absent.error().message, "stack: input 'xs[1]' is required");
+  // Too many inputs for a fixed op still says how many it takes.
+  auto count = infer("softmax", {x, x});
+  ASSERT_FALSE(count.ok());
+  EXPECT_EQ(count.error().message, "softmax: expects 1 input(s) (x), got 2");
 }
 
 TEST(OpTable, MalformedCallsAreErrorsNotCrashes) {

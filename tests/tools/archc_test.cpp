@@ -24,18 +24,18 @@ TEST(Archc, FamiliesCheckClean) {
 TEST(Archc, MistakeReportedAtLineAndColumn) {
   std::ifstream in(ARCHETYPE_SOURCE_DIR "/families/llama.arch");
   std::string text((std::istreambuf_iterator<char>(in)), {});
-  std::string good = "attn_norm = rms_norm(h, L.input_layernorm.weight";
+  std::string good = "q = rope(q, positions, theta: theta";
   size_t at = text.find(good);
   ASSERT_NE(at, std::string::npos);
-  text.replace(at, good.size(), "attn_norm = rms_nrom(h, L.input_layernorm.weight");
+  text.replace(at, good.size(), "q = rope(q, positions, thetta: theta");
   int line = 1 + int(std::count(text.begin(), text.begin() + long(at), '\n'));
-  int col = int(at - text.rfind('\n', at)) + int(std::string("attn_norm = ").size());
+  int col = int(at - text.rfind('\n', at)) + int(std::string("q = rope(q, positions, ").size());
   fs::path bad = fs::temp_directory_path() / "archc_test_bad.arch";
   std::ofstream(bad) << text;
   auto r = run_tool(testing::archc() + " --check " + bad.string());
   EXPECT_EQ(r.exit_code, 1);
   std::string want = bad.string() + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                     ": error: unknown function 'rms_nrom' (did you mean 'rms_norm'?)";
+                     ": error: rope() has no attribute 'thetta' (did you mean 'theta'?)";
   EXPECT_NE(r.out.find(want), std::string::npos) << "want: " << want << "\ngot: " << r.out;
   fs::remove(bad);
 }
@@ -56,7 +56,7 @@ TEST(Archc, DumpPrintsNamedIr) {
   ARCH_REQUIRE_SHARED(cfg);
   auto r = run_tool(testing::archc() + " dump " ARCHETYPE_SOURCE_DIR "/families/llama.arch --config " + cfg);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("layers.1.attn_norm = rms_norm(layers.0.h#2, model.layers.1.input_layernorm.weight) "
+  EXPECT_NE(r.out.find("layers.1.norm = rms_norm(layers.0.h, model.layers.1.input_layernorm.weight) "
                        "{\"eps\":1e-05} : f32[seq, 64]"),
             std::string::npos)
       << r.out;

@@ -1,6 +1,7 @@
-// Every LlamaStyle golden through the library: logits, embeddings, every
-// layer's output, the final hidden state, the 16 greedy tokens and the
-// logits of each greedy step, against transformers' own outputs.
+// Every decoder golden through the library: logits, embeddings, every
+// layer's output, the final hidden state, MoE router logits, the 16 greedy
+// tokens and the logits of each greedy step, against transformers' own
+// outputs.
 #include <gtest/gtest.h>
 
 #include "engine/generate.h"
@@ -16,23 +17,33 @@ using testing::compare_f32;
 using testing::golden_dir;
 using testing::read_json;
 
-class LlamaStyleGolden : public ::testing::TestWithParam<std::string> {};
+struct Case {
+  const char* name;
+  const char* family;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class DecoderGolden : public ::testing::TestWithParam<Case> {};
 
 std::vector<int32_t> prompt_ids(const std::string& dir) {
   return read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int32_t>>();
 }
 
-TEST_P(LlamaStyleGolden, PromptTensorsMatchTransformers) {
-  std::string dir = golden_dir(GetParam());
+TEST_P(DecoderGolden, PromptTensorsMatchTransformers) {
+  std::string dir = golden_dir(GetParam().name);
   ARCH_REQUIRE_SHARED(dir);
   auto model = load_model(dir);
   ASSERT_TRUE(model.ok()) << model.error().message;
-  EXPECT_EQ((*model)->family, "LlamaStyle");
+  EXPECT_EQ((*model)->family, GetParam().family);
   auto expected = read_safetensors(dir + "/expected.safetensors");
   ASSERT_TRUE(expected.ok()) << expected.error().message;
   std::vector<int32_t> ids = prompt_ids(dir);
   Session s(**model, int64_t(ids.size()));
-  auto outs = s.step(ids, {"logits", "embeddings", "layer_outputs", "last_hidden_state"});
+  std::vector<std::string> names = {"logits", "embeddings", "layer_outputs", "last_hidden_state"};
+  bool moe = expected->tensors.count("router_logits") > 0;
+  if (moe) names.push_back("router_logits");
+  auto outs = s.step(ids, names);
   ASSERT_TRUE(outs.ok()) << outs.error().message;
 
   // Per layer first, so a wrong layer is named.
@@ -42,21 +53,22 @@ TEST_P(LlamaStyleGolden, PromptTensorsMatchTransformers) {
   int64_t per_layer = layers.numel() / layers.shape[0];
   for (int64_t l = 0; l < layers.shape[0]; ++l) {
     auto c = compare_f32(layers.f32() + l * per_layer, ref_layers.f32() + l * per_layer, per_layer);
-    EXPECT_TRUE(c.ok()) << GetParam() << ": layer " << l << " output differs by " << c.max_abs
+    EXPECT_TRUE(c.ok()) << GetParam().name << ": layer " << l << " output differs by " << c.max_abs
                         << " (allowed " << c.bound << ", worst element " << c.worst << ")";
   }
-  for (const char* name : {"embeddings", "last_hidden_state", "logits"}) {
+  for (const auto& name : names) {
+    if (name == "layer_outputs") continue;
     const Tensor& out = outs->at(name);
     const Tensor& ref = expected->tensors.at(name);
     ASSERT_EQ(out.shape, ref.shape) << name;
     auto c = compare_f32(out.f32(), ref.f32(), ref.numel());
-    EXPECT_TRUE(c.ok()) << GetParam() << ": " << name << " differs by " << c.max_abs << " (allowed "
+    EXPECT_TRUE(c.ok()) << GetParam().name << ": " << name << " differs by " << c.max_abs << " (allowed "
                         << c.bound << ")";
   }
 }
 
-TEST_P(LlamaStyleGolden, GreedyTokensAndStepLogitsMatchTransformers) {
-  std::string dir = golden_dir(GetParam());
+TEST_P(DecoderGolden, GreedyTokensAndStepLogitsMatchTransformers) {
+  std::string dir = golden_dir(GetParam().name);
   ARCH_REQUIRE_SHARED(dir);
   auto model = load_model(dir);
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -79,24 +91,30 @@ TEST_P(LlamaStyleGolden, GreedyTokensAndStepLogitsMatchTransformers) {
     const Tensor& logits = outs->at("logits");
     const float* last = logits.f32() + (logits.shape[0] - 1) * vocab;
     auto c = compare_f32(last, step_logits.f32() + int64_t(k) * vocab, vocab);
-    EXPECT_TRUE(c.ok()) << GetParam() << ": greedy step " << k << " logits differ by " << c.max_abs
+    EXPECT_TRUE(c.ok()) << GetParam().name << ": greedy step " << k << " logits differ by " << c.max_abs
                         << " (allowed " << c.bound << ")";
     got.push_back(argmax({last, size_t(vocab)}));
     next = {got.back()};
   }
-  EXPECT_EQ(got, want) << GetParam();
+  EXPECT_EQ(got, want) << GetParam().name;
 
   // The same through generate(), the path archrun takes.
   GenerateOptions opt;
   opt.max_new_tokens = int(want.size());
   auto r = generate(**model, ids, opt);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->tokens, want) << GetParam();
+  EXPECT_EQ(r->tokens, want) << GetParam().name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, LlamaStyleGolden,
-                         ::testing::Values("llama", "llama3_rope", "llama_bf16", "llama_tf447",
-                                           "mistral", "qwen2", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DecoderGolden,
+    ::testing::Values(Case{"llama", "LlamaStyle"}, Case{"llama3_rope", "LlamaStyle"},
+                      Case{"llama_bf16", "LlamaStyle"}, Case{"llama_tf447", "LlamaStyle"},
+                      Case{"mistral", "LlamaStyle"}, Case{"qwen2", "LlamaStyle"}, Case{"qwen3", "LlamaStyle"},
+                      Case{"gemma", "LlamaStylePlus"}, Case{"gemma2", "LlamaStylePlus"},
+                      Case{"gemma3_text", "LlamaStylePlus"}, Case{"mixtral", "MoEStyle"},
+                      Case{"qwen2_moe", "MoEStyle"}, Case{"qwen3_moe", "MoEStyle"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace arch

@@ -1,0 +1,85 @@
+// concat(xs*) attr axis -> the inputs joined along `axis` (negative counts from
+// the end): every input of one rank and dtype (any dtype), equal on every other
+// dim, and concrete on `axis` (a `seq` dim cannot be concatenated).
+#include <cstring>
+
+#include "kernels/reference/ops.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+static Result<std::vector<TypedShape>> concat_shape(std::span<const TypedShape> in, std::span<const bool>,
+                                                    const Attrs& attrs) {
+  if (in.empty()) return error("concat: needs at least one input");
+  const TypedShape& x = in[0];
+  if (x.shape.empty()) return error("concat: inputs must have at least one dim, got []");
+  ARCH_TRY(size_t axis, normalize_axis("concat", attr_int(attrs, "axis", 0), x.shape.size()));
+  Shape out = x.shape;
+  out[axis] = Dim::of(0);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Shape& s = in[i].shape;
+    bool agree = in[i].dtype == x.dtype && s.size() == x.shape.size();
+    for (size_t d = 0; agree && d < s.size(); ++d) agree = d == axis || s[d] == x.shape[d];
+    if (!agree)
+      return error("concat: input " + std::to_string(i) + " is " + std::string(dtype_name(in[i].dtype)) +
+                   shape_str(s) + ", input 0 is " + std::string(dtype_name(x.dtype)) + shape_str(x.shape) +
+                   " (all must agree except on axis " + std::to_string(axis) + ")");
+    if (!s[axis].concrete())
+      return error("concat: axis " + std::to_string(axis) + " of input " + std::to_string(i) + " " +
+                   shape_str(s) + " is " + dim_str(s[axis]) + ": only concrete dims can be concatenated");
+    out[axis].n += s[axis].n;
+  }
+  return one_output(out, x.dtype);
+}
+
+static Status concat_kernel(KernelContext& ctx) {
+  if (ctx.inputs.empty()) return kernel_error(ctx, "concat", "needs at least one input");
+  const Tensor& X = ctx.inputs[0];
+  if (X.shape.empty()) return kernel_error(ctx, "concat", "inputs must have at least one dim");
+  auto axis = normalize_axis("concat", attr_int(ctx.attrs, "axis", 0), X.shape.size());
+  if (!axis.ok()) return kernel_error(ctx, "concat", axis.error().message);
+  const size_t a = *axis;
+  Dims want = X.shape;
+  want[a] = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    ARCH_TRY_STATUS(expect_input(ctx, "concat", i, X.dtype));
+    const Dims& s = ctx.inputs[i].shape;
+    bool agree = s.size() == X.shape.size();
+    for (size_t d = 0; agree && d < s.size(); ++d) agree = d == a || s[d] == X.shape[d];
+    if (!agree)
+      return kernel_error(ctx, "concat", "input " + std::to_string(i) + " is " + dims_str(s) + ", input 0 is " +
+                                             dims_str(X.shape) + " (all must agree except on axis " +
+                                             std::to_string(a) + ")");
+    want[a] += s[a];
+  }
+  ARCH_TRY_STATUS(expect_output(ctx, "concat", 0, want, X.dtype));
+  // Each input viewed as [outer, rows_i]; out[o, offset_i : offset_i + rows_i] = xs[i][o, :]
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < a; ++d) outer *= X.shape[d];
+  for (size_t d = a + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const size_t esize = dtype_size(X.dtype);
+  const size_t out_row = size_t(want[a] * inner) * esize;  // bytes of one outer slice of out
+  auto* out = static_cast<char*>(ctx.outputs[0].data);
+  size_t offset = 0;
+  for (const Tensor& x : ctx.inputs) {
+    const size_t row = size_t(x.shape[a] * inner) * esize;
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(out + o * out_row + offset, static_cast<const char*>(x.data) + o * row, row);
+    offset += row;
+  }
+  return {};
+}
+
+void define_concat(OpTable& t) {
+  t.define(checked(OpDef{
+               .name = "concat",
+               .inputs = {"xs*"},
+               .attrs = {{"axis", AttrSpec::Int, nullptr}},
+               .shape = concat_shape,
+               .tolerance = {1e-6, 1e-6},
+               .doc = "concat(xs*) -> the inputs joined along an existing axis (concrete in every input; the other dims equal)",
+           }),
+           concat_kernel);
+}
+
+}  // namespace arch

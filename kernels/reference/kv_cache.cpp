@@ -1,0 +1,84 @@
+// kv_cache(k [seq, KH, D], v [seq, KH, Dv]) -> (k_all [ctx, KH, D], v_all [ctx, KH, Dv]):
+// appends this call's rows to a per-session cache (rows [len, len + seq)) and
+// returns views of every row held so far. Stateful (a KvCache, kv_cache.h,
+// sized once to max_context) and a view op (outputs alias the cache).
+#include <cstring>
+#include <memory>
+
+#include "kernels/reference/kv_cache.h"
+#include "kernels/reference/ops.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape> in, std::span<const bool>,
+                                                      const Attrs&) {
+  const Shape& k = in[0].shape;
+  const Shape& v = in[1].shape;
+  auto names = [&] { return "k " + shape_str(k) + ", v " + shape_str(v); };
+  if (k.size() != 3 || v.size() != 3)
+    return error("kv_cache: k and v must be [seq, kv_heads, head_dim], got " + names());
+  if (k[0] != v[0] || k[1] != v[1])
+    return error("kv_cache: k and v must agree in seq and kv heads, got " + names());
+  if (!k[1].concrete() || !k[2].concrete() || !v[2].concrete())
+    return error("kv_cache: kv heads and head dims must be concrete, got " + names());
+  return std::vector<TypedShape>{{DType::F32, {Dim::ctx(), k[1], k[2]}},
+                                 {DType::F32, {Dim::ctx(), v[1], v[2]}}};
+}
+
+static Status kv_cache_kernel(KernelContext& ctx) {
+  ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 0));
+  ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 1));
+  const Tensor& K = ctx.inputs[0];  // [S, KH, D]
+  const Tensor& V = ctx.inputs[1];  // [S, KH, Dv]
+  if (K.shape.size() != 3 || V.shape.size() != 3 || K.dim(0) != V.dim(0) || K.dim(1) != V.dim(1))
+    return kernel_error(ctx, "kv_cache", "bad shapes k " + dims_str(K.shape) + ", v " + dims_str(V.shape));
+  if (ctx.outputs.size() != 2)
+    return kernel_error(ctx, "kv_cache", "expects 2 outputs (k_all, v_all), got " +
+                                             std::to_string(ctx.outputs.size()));
+  const int64_t S = K.dim(0), KH = K.dim(1), D = K.dim(2), Dv = V.dim(2);
+  if (!ctx.state) {
+    if (ctx.max_context <= 0)
+      return kernel_error(ctx, "kv_cache", "needs max_context > 0 to size the KV cache, got " +
+                                               std::to_string(ctx.max_context));
+    auto c = std::make_unique<KvCache>();
+    c->k = Tensor::zeros(DType::F32, {ctx.max_context, KH, D});
+    c->v = Tensor::zeros(DType::F32, {ctx.max_context, KH, Dv});
+    ctx.state = std::move(c);
+  }
+  auto* c = dynamic_cast<KvCache*>(ctx.state.get());
+  if (!c) return kernel_error(ctx, "kv_cache", "this op's state is not a KV cache");
+  if (c->k.dim(1) != KH || c->k.dim(2) != D || c->v.dim(2) != Dv)
+    return kernel_error(ctx, "kv_cache", "k " + dims_str(K.shape) + " / v " + dims_str(V.shape) +
+                                             " do not match the KV cache rows " + dims_str(c->k.shape) +
+                                             " / " + dims_str(c->v.shape));
+  if (c->len + S > c->capacity())
+    return kernel_error(ctx, "kv_cache", "KV cache full: " + std::to_string(c->capacity()) +
+                                             " positions (holds " + std::to_string(c->len) +
+                                             ", this call adds " + std::to_string(S) + ")");
+  // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
+  std::memcpy(c->k.f32() + c->len * KH * D, K.f32(), size_t(S * KH * D) * sizeof(float));
+  std::memcpy(c->v.f32() + c->len * KH * Dv, V.f32(), size_t(S * KH * Dv) * sizeof(float));
+  c->len += S;
+  // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)
+  ctx.outputs[0] = Tensor::view(DType::F32, {c->len, KH, D}, c->k.data, c->k.owner);
+  ctx.outputs[1] = Tensor::view(DType::F32, {c->len, KH, Dv}, c->v.data, c->v.owner);
+  return {};
+}
+
+void define_kv_cache(OpTable& t) {
+  t.define(checked(OpDef{
+               .name = "kv_cache",
+               .inputs = {"k", "v"},
+               .attrs = {},
+               .num_outputs = 2,
+               .shape = kv_cache_shape,
+               .tolerance = {1e-6, 1e-6},
+               .stateful = true,
+               .view = true,
+               .doc = "kv_cache(k [seq, KH, D], v [seq, KH, Dv]) -> (k_all [ctx, KH, D], v_all [ctx, KH, Dv]): append this step's rows to the session's cache, return views of every row held",
+           }),
+           kv_cache_kernel);
+}
+
+}  // namespace arch

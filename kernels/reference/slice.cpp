@@ -1,0 +1,79 @@
+// slice(x) attrs axis, start, end -> x with `axis` cut to [start, end): a copy
+// of that range along a concrete axis (any dtype). start and end count from
+// the end when negative and are clamped to the axis, as Python slices are
+// (step 1; an empty range gives a zero-length dim).
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/reference/ops.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+namespace {
+
+// Python's x[start:end] bounds on a dim of n: the first index and the length.
+std::pair<int64_t, int64_t> python_range(int64_t start, int64_t end, int64_t n) {
+  auto clamp = [n](int64_t i) { return i < 0 ? std::max<int64_t>(0, i + n) : std::min(i, n); };
+  int64_t s = clamp(start), e = clamp(end);
+  return {s, std::max<int64_t>(0, e - s)};
+}
+
+Result<std::vector<TypedShape>> slice_shape(std::span<const TypedShape> in, std::span<const bool>,
+                                            const Attrs& attrs) {
+  const Shape& x = in[0].shape;
+  if (x.empty()) return error("slice: x must have at least one dim, got []");
+  ARCH_TRY(size_t axis, normalize_axis("slice", attr_int(attrs, "axis", 0), x.size()));
+  if (!x[axis].concrete())
+    return error("slice: axis " + std::to_string(axis) + " of x " + shape_str(x) + " is " + dim_str(x[axis]) +
+                 ": only a concrete axis can be sliced");
+  auto [start, len] = python_range(attr_int(attrs, "start", 0), attr_int(attrs, "end", 0), x[axis].n);
+  (void)start;
+  Shape out = x;
+  out[axis] = Dim::of(len);
+  return one_output(out, in[0].dtype);
+}
+
+Status slice_kernel(KernelContext& ctx) {
+  if (ctx.inputs.empty()) return kernel_error(ctx, "slice", "input 0 is missing");
+  const Tensor& X = ctx.inputs[0];
+  ARCH_TRY_STATUS(expect_input(ctx, "slice", 0, X.dtype));
+  if (X.shape.empty()) return kernel_error(ctx, "slice", "x must have at least one dim");
+  auto axis = normalize_axis("slice", attr_int(ctx.attrs, "axis", 0), X.shape.size());
+  if (!axis.ok()) return kernel_error(ctx, "slice", axis.error().message);
+  const size_t a = *axis;
+  const int64_t n = X.shape[a];
+  auto [start, len] = python_range(attr_int(ctx.attrs, "start", 0), attr_int(ctx.attrs, "end", 0), n);
+  Dims want = X.shape;
+  want[a] = len;
+  ARCH_TRY_STATUS(expect_output(ctx, "slice", 0, want, X.dtype));
+  // x viewed as [outer, n, inner]; out[o, :, :] = x[o, start : start + len, :]
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < a; ++d) outer *= X.shape[d];
+  for (size_t d = a + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const size_t esize = dtype_size(X.dtype);
+  const auto* x = static_cast<const char*>(X.data);
+  auto* out = static_cast<char*>(ctx.outputs[0].data);
+  const size_t row = size_t(len * inner) * esize;
+  for (int64_t o = 0; o < outer && row; ++o)
+    std::memcpy(out + o * row, x + size_t((o * n + start) * inner) * esize, row);
+  return {};
+}
+
+}  // namespace
+
+void define_slice(OpTable& t) {
+  t.define(checked(OpDef{
+               .name = "slice",
+               .inputs = {"x"},
+               .attrs = {{"axis", AttrSpec::Int, nullptr},
+                         {"start", AttrSpec::Int, nullptr},
+                         {"end", AttrSpec::Int, nullptr}},
+               .shape = slice_shape,
+               .tolerance = {1e-6, 1e-6},
+               .doc = "slice(x) -> x[..., start:end, ...] along a concrete axis: a copy, Python's negative indices and clamping",
+           }),
+           slice_kernel);
+}
+
+}  // namespace arch
