@@ -47,6 +47,30 @@ Result<Registry> load_registry(const std::string& dir) {
     toml::node_view<const toml::node> view(*t);
     f.model_types = strings(view["model_types"]);
     f.signature = strings(view["signature"]);
+    if (auto* wrappers = view["wrapper"].as_array()) {
+      for (auto& w : *wrappers) {
+        const toml::table* wt = w.as_table();
+        std::string mt = wt && wt->get("model_type") ? wt->get("model_type")->value_or(std::string()) : "";
+        if (mt.empty()) return error(reg.path + ": error: a [[family.wrapper]] of " + f.name + " needs 'model_type'");
+        Unwrap u;
+        u.config_key = wt->get("config") ? wt->get("config")->value_or(std::string()) : "";
+        if (auto* pairs = toml::node_view<const toml::node>(*wt)["tensor_prefixes"].as_array())
+          for (auto& pr : *pairs) {
+            auto* a = pr.as_array();
+            if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
+              return error(reg.path + ": error: tensor_prefixes of wrapper '" + mt + "' must be [\"from\", \"to\"] pairs");
+            u.prefixes.emplace_back(a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string()));
+          }
+        if (auto* d = toml::node_view<const toml::node>(*wt)["defaults"].as_table())
+          for (auto& [key, value] : *d) {
+            if (auto i = value.value<int64_t>(); value.is_integer()) u.defaults[std::string(key.str())] = *i;
+            else if (auto x = value.value<double>()) u.defaults[std::string(key.str())] = *x;
+            else if (auto b = value.value<bool>()) u.defaults[std::string(key.str())] = *b;
+            else if (auto str = value.value<std::string>()) u.defaults[std::string(key.str())] = *str;
+          }
+        f.wrappers[mt] = std::move(u);
+      }
+    }
     for (const auto& other : reg.families)
       for (const auto& mt : f.model_types)
         for (const auto& omt : other.model_types)
@@ -66,6 +90,14 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
       if (mt == model_type)
         return DispatchResult{&f, "model_type '" + model_type + "' is listed for " + f.name +
                                       " in " + reg.path};
+  for (const auto& f : reg.families) {
+    auto w = f.wrappers.find(model_type);
+    if (w != f.wrappers.end())
+      return DispatchResult{&f, "model_type '" + model_type + "' wraps a " + f.name + " text model (" +
+                                    (w->second.config_key.empty() ? std::string("its config") : w->second.config_key) +
+                                    ", per " + reg.path + ")",
+                            &w->second};
+  }
   std::vector<const FamilyEntry*> matches;
   for (const auto& f : reg.families) {
     bool all = !f.signature.empty();

@@ -2,12 +2,14 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/error.h"
+#include "importer/wrapped_model.h"
 
 namespace arch {
 
@@ -16,6 +18,9 @@ struct FamilyEntry {
   std::string template_path;             // absolute: <families>/llama.arch
   std::vector<std::string> model_types;
   std::vector<std::string> signature;    // tensors whose presence identifies it
+  // Wrapper model types whose inner text model is this family
+  // ([[family.wrapper]] model_type, config, tensor_prefixes).
+  std::map<std::string, Unwrap> wrappers;
 };
 
 struct Registry {
@@ -28,7 +33,8 @@ Result<Registry> load_registry(const std::string& families_dir);
 
 struct DispatchResult {
   const FamilyEntry* family = nullptr;
-  std::string reason;  // one line: how it was chosen
+  std::string reason;            // one line: how it was chosen
+  const Unwrap* unwrap = nullptr;  // set when the checkpoint wraps the family's model
 };
 
 // seeds/004's priority: model_type, then tensor presence, then refusal.

@@ -26,6 +26,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->family = d.family->name;
     m->template_path = d.family->template_path;
     m->reason = d.reason;
+    if (d.unwrap) ARCH_TRY_STATUS(unwrap(m->checkpoint, *d.unwrap));
   }
   ARCH_TRY(m->tmpl, dsl::parse_template_file(m->template_path));
   if (m->family.empty()) m->family = m->tmpl.family;
