@@ -47,6 +47,13 @@ Result<Registry> load_registry(const std::string& dir) {
     toml::node_view<const toml::node> view(*t);
     f.model_types = strings(view["model_types"]);
     f.signature = strings(view["signature"]);
+    if (auto* pairs = view["tensor_prefixes"].as_array())
+      for (auto& pr : *pairs) {
+        auto* a = pr.as_array();
+        if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
+          return error(reg.path + ": error: tensor_prefixes of " + f.name + " must be [\"from\", \"to\"] pairs");
+        f.tensor_names.prefixes.emplace_back(a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string()));
+      }
     if (auto* wrappers = view["wrapper"].as_array()) {
       for (auto& w : *wrappers) {
         const toml::table* wt = w.as_table();
@@ -99,9 +106,16 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
                             &w->second};
   }
   std::vector<const FamilyEntry*> matches;
+  // A signature tensor counts under the family's own tensor prefixes too.
+  auto present = [&](const FamilyEntry& f, const std::string& name) {
+    if (has_tensor(name)) return true;
+    for (const auto& [from, to] : f.tensor_names.prefixes)
+      if (name.compare(0, to.size(), to) == 0 && has_tensor(from + name.substr(to.size()))) return true;
+    return false;
+  };
   for (const auto& f : reg.families) {
     bool all = !f.signature.empty();
-    for (const auto& s : f.signature) all = all && has_tensor(s);
+    for (const auto& s : f.signature) all = all && present(f, s);
     if (all) matches.push_back(&f);
   }
   std::string names;

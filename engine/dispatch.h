@@ -21,6 +21,9 @@ struct FamilyEntry {
   // Wrapper model types whose inner text model is this family
   // ([[family.wrapper]] model_type, config, tensor_prefixes).
   std::map<std::string, Unwrap> wrappers;
+  // Tensor name prefixes every checkpoint of the family is read through
+  // (BertForMaskedLM's "bert." and BertModel's bare names alike).
+  Unwrap tensor_names;
 };
 
 struct Registry {

@@ -27,6 +27,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->template_path = d.family->template_path;
     m->reason = d.reason;
     if (d.unwrap) ARCH_TRY_STATUS(unwrap(m->checkpoint, *d.unwrap));
+    if (!d.family->tensor_names.prefixes.empty()) ARCH_TRY_STATUS(unwrap(m->checkpoint, d.family->tensor_names));
   }
   ARCH_TRY(m->tmpl, dsl::parse_template_file(m->template_path));
   if (m->family.empty()) m->family = m->tmpl.family;

@@ -1,7 +1,8 @@
 #include "engine/session.h"
 
-#include <algorithm>
 #include <cstring>
+
+#include "engine/forward.h"
 
 namespace arch {
 
@@ -10,13 +11,6 @@ Session::Session(const Model& m, int64_t max_context) : m_(m) { state_.max_conte
 void Session::reset() {
   state_.states.clear();
   position_ = 0;
-}
-
-std::vector<std::string> output_names(const Graph& g) {
-  std::vector<std::string> names;
-  for (const auto& o : g.outputs)
-    if (std::find(names.begin(), names.end(), o.name) == names.end()) names.push_back(o.name);
-  return names;
 }
 
 Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids,
@@ -38,38 +32,10 @@ Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids
     for (int64_t k = 0; k < n; ++k) pos.i32()[k] = int32_t(position_ + k);
     inputs[positions_id] = pos;
   }
-  std::vector<int> keep;
-  for (const auto& name : outputs) {
-    bool found = false;
-    for (const auto& o : g.outputs)
-      if (o.name == name) {
-        keep.push_back(o.value);
-        found = true;
-      }
-    if (!found) return error("the graph has no output '" + name + "'");
-  }
+  ARCH_TRY(std::vector<int> keep, output_values(g, outputs));
   ARCH_TRY(auto vals, run_program(m_.program, state_, inputs, n, position_ + n, keep));
   position_ += n;
-  std::map<std::string, Tensor> out;
-  for (const auto& name : outputs) {
-    std::vector<const GraphOutput*> parts;
-    for (const auto& o : g.outputs)
-      if (o.name == name) parts.push_back(&o);
-    if (parts.size() == 1 && parts[0]->index < 0) {
-      out[name] = vals.at(parts[0]->value);
-      continue;
-    }
-    std::sort(parts.begin(), parts.end(), [](auto* a, auto* b) { return a->index < b->index; });
-    const Tensor& first = vals.at(parts[0]->value);
-    Dims shape = first.shape;
-    shape.insert(shape.begin(), int64_t(parts.size()));
-    Tensor stacked = Tensor::zeros(first.dtype, shape);
-    size_t bytes = first.nbytes();
-    for (size_t k = 0; k < parts.size(); ++k)
-      std::memcpy(static_cast<char*>(stacked.data) + k * bytes, vals.at(parts[k]->value).data, bytes);
-    out[name] = stacked;
-  }
-  return out;
+  return collect_outputs(g, vals, outputs);
 }
 
 }  // namespace arch

@@ -33,7 +33,4 @@ class Session {
   int64_t position_ = 0;
 };
 
-// Every output name the graph declares (stacked ones once).
-std::vector<std::string> output_names(const Graph& g);
-
 }  // namespace arch

@@ -6,6 +6,7 @@
 // random-weight Llama the tool writes itself, needing no download.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <unistd.h>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/forward.h"
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/session.h"
@@ -145,37 +147,29 @@ struct ForwardArgs {
 int run_forward(const ForwardArgs& a) {
   auto in = read_safetensors(a.inputs);
   if (!in.ok()) return fail(in.error());
-  auto it = in->tensors.find("input_ids");
-  if (it == in->tensors.end()) return fail(error(a.inputs + ": no 'input_ids' tensor"));
-  const Tensor& t = it->second;
-  if (t.dtype != DType::I32 && t.dtype != DType::I64)
-    return fail(error(a.inputs + ": input_ids must be I32 or I64, not " + std::string(dtype_name(t.dtype))));
-  if (!(t.shape.size() == 2 && t.shape[0] == 1) && t.shape.size() != 1)
-    return fail(error(a.inputs + ": input_ids must be [1, seq], not " + dims_str(t.shape)));
-  std::vector<int32_t> ids;
-  for (int64_t k = 0; k < t.numel(); ++k) {
-    int64_t v = t.dtype == DType::I32 ? static_cast<const int32_t*>(t.data)[k] : static_cast<const int64_t*>(t.data)[k];
-    if (v < 0 || v > INT32_MAX) return fail(error(a.inputs + ": input_ids holds " + std::to_string(v)));
-    ids.push_back(int32_t(v));
-  }
+  // Batch 1 without padding: a mask of all ones is the same as none.
   if (auto mask = in->tensors.find("attention_mask"); mask != in->tensors.end()) {
-    Tensor m = mask->second;
-    bool all_ones = true;
+    const Tensor& m = mask->second;
     for (int64_t k = 0; k < m.numel(); ++k) {
       int64_t v = m.dtype == DType::I64 ? static_cast<const int64_t*>(m.data)[k]
                   : m.dtype == DType::I32 ? static_cast<const int32_t*>(m.data)[k] : 1;
-      all_ones = all_ones && v == 1;
+      if (v != 1) return fail(error(a.inputs + ": attention_mask with padding is not supported (batch 1, all ones)"));
     }
-    if (!all_ones) return fail(error(a.inputs + ": attention_mask with padding is not supported (batch 1, all ones)"));
+    in->tensors.erase(mask);
   }
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   std::vector<std::string> names = a.outputs;
   if (a.all_outputs) names = output_names((*m)->graph());
-  if (names.empty()) names = {"logits"};
-  Session s(**m, int64_t(ids.size()));
-  auto outs = s.step(ids, names);
-  if (!outs.ok()) return fail(outs.error());
+  if (names.empty()) {
+    // logits where the model has them, else last_hidden_state, else its last output
+    auto all = output_names((*m)->graph());
+    for (const char* pref : {"logits", "last_hidden_state"})
+      if (names.empty() && std::find(all.begin(), all.end(), pref) != all.end()) names = {pref};
+    if (names.empty()) names = {all.back()};
+  }
+  auto outs = forward(**m, in->tensors, names);
+  if (!outs.ok()) return fail(error(a.inputs + ": " + outs.error().message));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& n : names) {
     Tensor v = outs->at(n);
@@ -245,9 +239,11 @@ int main(int argc, char** argv) {
   ForwardArgs f;
   auto* fwd = app.add_subcommand("forward", "run one forward pass over input_ids; write the outputs");
   add_common(fwd, f.common);
-  fwd->add_option("--inputs", f.inputs, "safetensors with input_ids [1, seq] (int32 or int64)")->required();
-  fwd->add_option("--out", f.out, "safetensors to write (logits [1, seq, vocab] float32)")->required();
-  fwd->add_option("--outputs", f.outputs, "outputs to write (default: logits)")->delimiter(',');
+  fwd->add_option("--inputs", f.inputs,
+                  "safetensors with the model's inputs: input_ids [1, seq] (int32 or int64), token_type_ids, "
+                  "attention_mask, or pixel_values [1, C, H, W]")->required();
+  fwd->add_option("--out", f.out, "safetensors to write (float32, batch dim 1 kept)")->required();
+  fwd->add_option("--outputs", f.outputs, "outputs to write (default: logits, else last_hidden_state)")->delimiter(',');
   fwd->add_flag("--all-outputs", f.all_outputs, "write every output the template declares");
 
   Common ic;
