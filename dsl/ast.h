@@ -49,14 +49,15 @@ struct Stmt;
 using Body = std::vector<Stmt>;
 
 struct Stmt {
-  enum Kind { Assign, Output, If, For, Return };
+  enum Kind { Assign, Output, If, For, Return, Call };
   Kind kind = Assign;
   Loc loc;
   std::string name;       // Assign target (the first), Output name, For variable
   std::vector<std::string> names;  // Assign: every target (a, b = ...)
   std::string scope;      // For: the name prefix of values made inside ("layers")
   ExprPtr index;          // Output name[index]
-  ExprPtr value;          // Assign/Output/Return value; If condition; For start
+  ExprPtr suffix;         // Output name{suffix}: the value joins the name
+  ExprPtr value;          // Assign/Output/Return value; If condition; For start; Call
   ExprPtr end;            // For end (exclusive)
   Body body;              // If then-branch; For body
   Body else_body;         // If else-branch

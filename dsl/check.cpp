@@ -73,7 +73,9 @@ void Checker::path(const Expr& e, const Scope& s) {
   bool local = s.names.count(head) > 0;
   bool global = globals_.count(head) > 0;
   if (e.path.size() == 1) {
-    if (!local && !global) report(e.loc, "undefined name '" + head + "'" + did_you_mean(head, known(s)));
+    // A lone weight root (`layernorm`) is a prefix, fine where one is.
+    if (!local && !global && !(prefix_ok_ && weight_matches(e.path, true)))
+      report(e.loc, "undefined name '" + head + "'" + did_you_mean(head, known(s)));
     return;
   }
   std::vector<PathSeg> full;
@@ -189,6 +191,7 @@ void Checker::body(const Body& b, const Scope& s) {
     prefix_ok_ = false;
     if (st.end) expr(*st.end, s);
     if (st.index) expr(*st.index, s);
+    if (st.suffix) expr(*st.suffix, s);
     if (st.kind == Stmt::Return && !s.in_block) report(st.loc, "'return' belongs in a block");
     body(st.body, s);
     body(st.else_body, s);
@@ -261,7 +264,7 @@ std::vector<Error> Checker::run() {
   for (const auto& b : t_.blocks) {
     Scope s;
     s.in_block = true;
-    s.names.insert("seq");
+    s.names.insert({"seq", "_"});
     for (const auto& g : t_.graphs)  // blocks see the graphs' inputs
       for (const auto& in : g.inputs) s.names.insert(in.name);
     s.names.insert(b.params.begin(), b.params.end());
@@ -271,7 +274,7 @@ std::vector<Error> Checker::run() {
   if (t_.graphs.empty()) report(t_.family_loc, "the template defines no graph");
   for (const auto& g : t_.graphs) {
     Scope s;
-    s.names.insert("seq");
+    s.names.insert({"seq", "_"});
     for (auto& in : g.inputs) s.names.insert(in.name);
     collect(g.body, s);
     body(g.body, s);

@@ -138,8 +138,9 @@ struct assign_eq : seq<one<'='>, not_at<one<'='>>> {};
 struct assign_targets : list<identifier, comma> {};  // a, b = kv_cache(k, v)
 struct assign : seq<assign_targets, ws, assign_eq, ws, must<required_expr>> {};
 struct output_eq : one<'='> {};
-struct output_stmt : seq<kw_output, ws, must<output_name>, opt<index>, ws, must<output_eq>, ws,
-                         must<required_expr>> {};
+struct output_suffix : path_expr {};  // output hidden_state_{s + 1} = h
+struct output_stmt : seq<kw_output, ws, must<output_name>, opt<output_suffix>, opt<index>, ws,
+                         must<output_eq>, ws, must<required_expr>> {};
 struct return_stmt : seq<kw_return, ws, must<required_expr>> {};
 struct if_stmt;
 struct else_branch : sor<if_stmt, body> {};
@@ -150,7 +151,8 @@ struct for_in : kw_in {};
 struct for_scope : seq<kw_as, ws, must<scope_name>> {};
 struct for_stmt : seq<kw_for, ws, must<loop_var>, ws, must<for_in>, ws, must<required_expr>, ws,
                       must<range_dots>, ws, must<required_expr>, opt<ws, for_scope>, ws, must<body>> {};
-struct stmt : sor<if_stmt, for_stmt, output_stmt, return_stmt, assign> {};
+struct call_stmt : call {};  // error("...") on its own
+struct stmt : sor<if_stmt, for_stmt, output_stmt, return_stmt, assign, call_stmt> {};
 struct body_close : one<'}'> {};
 struct body : seq<one<'{'>, ws, star<stmt, ws, opt<one<';'>>, ws>, must<body_close>> {};
 

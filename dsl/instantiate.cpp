@@ -252,7 +252,9 @@ Instantiator::R Instantiator::eval_path(const Expr& e, Env& env) {
         ARCH_TRY_STATUS(resolve_field(f));
         v = env.find(head.name);
       }
-  if (!v && e.path.size() == 1) {
+  bool weight_root = false;  // `layernorm`: the first segment of declared weights
+  for (const auto& w : t_.weights) weight_root = weight_root || (!w.pattern.empty() && w.pattern[0].name == head.name);
+  if (!v && e.path.size() == 1 && !weight_root) {
     std::vector<std::string> known;
     for (const Env* s = &env; s; s = s->globals)
       for (auto& [n, x] : s->vars) known.push_back(n);
@@ -397,6 +399,7 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
     if (a[0].kind == Val::List) return Val::of_int((long long)a[0].list.size());
     if (a[0].kind == Val::Str) return Val::of_int((long long)a[0].s.size());
     if (a[0].kind == Val::Null) return Val::of_int(0);
+    if (a[0].kind == Val::Json) return Val::of_int((long long)a[0].json.size());
     return fail(e.loc, "len() of " + a[0].describe());
   }
   if (f == "sqrt" || f == "int" || f == "float") {
@@ -424,6 +427,14 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
       if (x.to_json() == a[1].to_json() || (x.is_number() && a[1].is_number() && x.num() == a[1].num()))
         return Val::of_bool(true);
     return Val::of_bool(false);
+  }
+  if (f == "str") {
+    // str(n): an int as its decimal string (a str stays itself), for json
+    // objects keyed by number: per_layer_config[str(i)]
+    ARCH_TRY_STATUS(want(1));
+    if (a[0].kind == Val::Int) return Val::of_str(std::to_string(a[0].i));
+    if (a[0].kind == Val::Str) return a[0];
+    return fail(e.loc, "str() takes an int or a str, not " + a[0].describe());
   }
   if (f == "error") {
     // error("...") stops instantiation with the template's own message
@@ -774,6 +785,13 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
     }
     case Stmt::Output: {
       size_t first = g().values.size();
+      std::string name = s.name;
+      if (s.suffix) {
+        ARCH_TRY(Val x, eval(*s.suffix, env));
+        if (x.kind == Val::Int) name += std::to_string(x.i);
+        else if (x.kind == Val::Str) name += x.s;
+        else return fail(s.suffix->loc, "an output name's {...} must be an int or a str, not " + x.describe());
+      }
       ARCH_TRY(Val v, eval(*s.value, env));
       int index = -1;
       if (s.index) {
@@ -781,11 +799,17 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
         if (ix.kind != Val::Int) return fail(s.index->loc, "an output index must be an int, not " + ix.describe());
         index = int(ix.i);
       }
-      ARCH_TRY(int id, as_input(v, s.value->loc, "output " + s.name, false));
-      finish_statement(first, id, index >= 0 ? s.name + "." + std::to_string(index) : s.name);
+      ARCH_TRY(int id, as_input(v, s.value->loc, "output " + name, false));
+      finish_statement(first, id, index >= 0 ? name + "." + std::to_string(index) : name);
       for (auto& o : g().outputs)
-        if (o.name == s.name && o.index == index) return fail(s.loc, "output " + s.name + " is set twice");
-      g().outputs.push_back({s.name, index, id});
+        if (o.name == name && o.index == index) return fail(s.loc, "output " + name + " is set twice");
+      g().outputs.push_back({name, index, id});
+      return {};
+    }
+    case Stmt::Call: {
+      size_t first = g().values.size();
+      ARCH_TRY(Val v, eval(*s.value, env));
+      finish_statement(first, v.kind == Val::Tensor ? v.tensor : -1, "");
       return {};
     }
     case Stmt::Return: {
@@ -838,7 +862,11 @@ Status Instantiator::run_graph(const GraphDef& gd) {
   inputs_.globals = &globals_;
   Val seq;
   seq.kind = Val::Seq;
+  seq.i = 1;
   inputs_.vars["seq"] = seq;
+  Val dyn = seq;  // `_`: a dim known only from a call's inputs (an image's height)
+  dyn.i = 3;
+  inputs_.vars["_"] = dyn;
   for (const auto& in : gd.inputs) {
     static const std::map<std::string, DType> dtypes = {{"i32", DType::I32}, {"f32", DType::F32}, {"i64", DType::I64}};
     auto dt = dtypes.find(in.dtype);
@@ -846,9 +874,9 @@ Status Instantiator::run_graph(const GraphDef& gd) {
     Shape shape;
     for (auto& d : in.shape) {
       ARCH_TRY(Val x, eval(*d, inputs_));
-      if (x.kind == Val::Seq) shape.push_back(Dim::seq());
+      if (x.kind == Val::Seq) shape.push_back(x.i == 3 ? Dim::dyn() : Dim::seq());
       else if (x.kind == Val::Int) shape.push_back(Dim::of(x.i));
-      else return fail(d->loc, "an input dim must be an int or seq, not " + x.describe());
+      else return fail(d->loc, "an input dim must be an int, seq or _, not " + x.describe());
     }
     Value v;
     v.name = in.name;
@@ -874,11 +902,11 @@ Result<Instance> Instantiator::run() {
   ARCH_TRY_STATUS(resolve_flags());
   const GraphDef* gd = nullptr;
   for (auto& x : t_.graphs)
-    if (x.name == opt_.graph) gd = &x;
+    if (x.name == opt_.graph || (opt_.graph.empty() && !gd)) gd = &x;
   if (!gd) {
     std::string names;
     for (auto& x : t_.graphs) names += (names.empty() ? "" : ", ") + x.name;
-    return error(t_.path + ": error: the template has no graph '" + opt_.graph + "' (it has: " + names + ")");
+    return error(t_.path + ": error: the template has no graph '" + opt_.graph + "' (it has: " + (names.empty() ? std::string("none") : names) + ")");
   }
   ARCH_TRY_STATUS(run_graph(*gd));
   return std::move(out_);

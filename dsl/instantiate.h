@@ -22,7 +22,7 @@ struct InstantiateOptions {
   // Answers exists(name) in flags and bodies; unset: nothing exists.
   std::function<bool(const std::string&)> tensor_exists;
   std::map<std::string, bool> flag_overrides;        // --flag name=true
-  std::string graph = "step";
+  std::string graph;                                  // empty: the template's first graph
 };
 
 struct Instance {

@@ -5,7 +5,7 @@
 namespace arch::dsl {
 
 const std::vector<std::string>& builtin_names() {
-  static const std::vector<std::string> names = {"exists", "len", "sqrt", "int", "float", "min", "max", "default", "error", "contains"};
+  static const std::vector<std::string> names = {"exists", "len", "sqrt", "int", "float", "min", "max", "default", "error", "contains", "str"};
   return names;
 }
 
@@ -32,6 +32,7 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
   std::string best;
   size_t best_d = std::max<size_t>(2, name.size() / 3) + 1;
   for (const auto& k : known) {
+    if (k == "_") continue;  // the run-time dim, never what a misspelling meant
     size_t d = edit_distance(name, k);
     if (d < best_d) {
       best_d = d;

@@ -34,7 +34,7 @@ using selector = pt::selector<
         g::path_expr, g::call, g::callee, g::kwarg, g::kwarg_name, g::transpose, g::negated,
         g::postfix, g::product, g::op_mul, g::sum, g::op_add, g::comparison, g::op_cmp,
         g::logical_not, g::and_expr, g::or_expr, g::conditional, g::kw_and, g::kw_or,
-        g::rhs_product, g::rhs_sum, g::rhs_not, g::rhs_and, g::elem_type, g::alias_pattern>>;
+        g::rhs_product, g::rhs_sum, g::rhs_not, g::rhs_and, g::elem_type, g::alias_pattern, g::call_stmt, g::output_suffix>>;
 
 namespace {
 
@@ -134,7 +134,7 @@ ExprPtr build_expr(const Node& n) {
     e->path = build_segments(n);
     return e;
   }
-  if (is<g::call>(n)) {
+  if (is<g::call>(n) || is<g::call_stmt>(n)) {
     auto e = make(Expr::Call, n);
     for (auto& c : n.children) {
       if (is<g::callee>(*c)) e->text = c->string();
@@ -196,9 +196,13 @@ Stmt build_stmt(const Node& n) {
     s.kind = Stmt::Output;
     for (auto& c : n.children) {
       if (is<g::output_name>(*c)) s.name = c->string();
+      else if (is<g::output_suffix>(*c)) s.suffix = build_expr(*c->children.at(0));
       else if (is<g::index>(*c)) s.index = build_expr(*c->children.at(0));
       else s.value = build_expr(*c);
     }
+  } else if (is<g::call_stmt>(n)) {
+    s.kind = Stmt::Call;
+    s.value = build_expr(n);
   } else if (is<g::return_stmt>(n)) {
     s.kind = Stmt::Return;
     s.value = build_expr(*n.children.at(0));

@@ -21,7 +21,7 @@ std::string Val::describe() const {
     case Json: return "a json object";
     case Tensor: return "a tensor";
     case Path: return "the weight path " + path_str();
-    case Seq: return "the run-time dim seq";
+    case Seq: return i == 3 ? "the run-time dim _" : "the run-time dim seq";
   }
   return "?";
 }

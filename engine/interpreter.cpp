@@ -1,5 +1,6 @@
 #include "engine/interpreter.h"
 
+#include <memory>
 #include <set>
 
 namespace arch {
@@ -19,6 +20,7 @@ Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Ten
     const OpDef* def = ops.find(node.op);
     if (!k || !def) return error("no kernel for op '" + node.op + "' (" + backend + ")");
     p.kernels.push_back(k);
+    p.defs.push_back(def);
     p.views.push_back(def->view);
     bool foldable = !def->stateful;
     for (int in : node.inputs) foldable = foldable && (in < 0 || p.weights[in].data);
@@ -68,12 +70,27 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       if (in < 0) in_buf.emplace_back();
       else in_buf.push_back(p.weights[in].data ? p.weights[in] : vals[in]);
     }
+    // Output shapes: from the IR, or where a dim is `_`, from the op's shape
+    // rule over this call's concrete inputs.
+    std::vector<TypedShape> types;
+    for (int o : node.outputs) types.push_back(g.values[o].type);
+    bool dynamic = false;
+    for (auto& t : types) dynamic = dynamic || has_dyn(t.shape);
+    if (dynamic) {
+      std::vector<TypedShape> in_types;
+      std::unique_ptr<bool[]> present(new bool[in_buf.size()]);
+      for (size_t i = 0; i < in_buf.size(); ++i) {
+        in_types.push_back({in_buf[i].dtype, shape_of(in_buf[i].shape)});
+        present[i] = in_buf[i].data != nullptr;
+      }
+      auto r = p.defs[n]->shape(in_types, std::span<const bool>(present.get(), in_buf.size()), node.attrs);
+      if (!r.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + r.error().message);
+      types = std::move(r.value());
+    }
     std::vector<Tensor> outs;
-    for (int o : node.outputs) {
-      const Value& v = g.values[o];
-      Dims dims = concretize(v.type.shape, seq, ctx);
-      outs.push_back(p.views[n] ? Tensor{v.type.dtype, dims, nullptr, nullptr}
-                                : Tensor::zeros(v.type.dtype, dims));
+    for (const auto& t : types) {
+      Dims dims = concretize(t.shape, seq, ctx);
+      outs.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : Tensor::zeros(t.dtype, dims));
     }
     KernelContext ctx{node.attrs, in_buf, outs, state.states[n], state.max_context,
                       g.values[node.outputs[0]].name};

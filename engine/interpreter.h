@@ -20,6 +20,7 @@ struct Program {
   std::vector<const Kernel*> kernels; // by node
   std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
   std::vector<char> folded;           // by node: computed once at load (reads only weights and constants)
+  std::vector<const OpDef*> defs;     // by node
   std::vector<int> last_use;          // by value: the last node reading it (-1: none)
   std::string backend = "reference";
 };

@@ -6,7 +6,7 @@ std::string shape_str(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {
     if (i) out += ", ";
-    out += s[i].concrete() ? std::to_string(s[i].n) : s[i].sym == 1 ? "seq" : "ctx";
+    out += s[i].concrete() ? std::to_string(s[i].n) : s[i].sym == 1 ? "seq" : s[i].sym == 2 ? "ctx" : "_";
   }
   return out + "]";
 }
@@ -27,6 +27,12 @@ bool is_concrete(const Shape& s) {
   for (const Dim& x : s)
     if (!x.concrete()) return false;
   return true;
+}
+
+bool has_dyn(const Shape& s) {
+  for (const Dim& x : s)
+    if (x.sym == 3) return true;
+  return false;
 }
 
 }  // namespace arch

@@ -51,6 +51,9 @@ void define_activations(OpTable& t) {
                  const float x3 = x * x * x;
                  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x3)));
                });
+  // quick_gelu(x) = x * sigmoid(1.702 x), CLIP's activation (transformers' QuickGELUActivation)
+  define_unary(t, "quick_gelu", "quick_gelu(x): x * sigmoid(1.702 x), CLIP's gelu approximation",
+               [](float x) { return x * sigmoid(1.702f * x); });
   define_unary(t, "relu", "relu(x): max(x, 0)", [](float x) { return x > 0.0f ? x : 0.0f; });
   define_unary(t, "sigmoid", "sigmoid(x): 1 / (1 + exp(-x))", [](float x) { return sigmoid(x); });
   define_unary(t, "tanh", "tanh(x)", [](float x) { return std::tanh(x); });

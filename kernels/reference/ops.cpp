@@ -22,6 +22,12 @@ void define_reference_ops(OpTable& t) {
   define_concat(t);
   define_slice(t);
   define_select(t);
+  define_transpose(t);
+  define_cast(t);
+  define_l2_normalize(t);
+  define_batch_norm(t);
+  define_conv2d(t);
+  define_pool(t);
 }
 
 }  // namespace arch

@@ -15,7 +15,7 @@ void define_embed(OpTable& t);        // embed
 void define_matmul(OpTable& t);       // matmul
 void define_binary(OpTable& t);       // add sub mul div
 void define_constant(OpTable& t);     // constant
-void define_activations(OpTable& t);  // silu gelu gelu_tanh relu sigmoid tanh exp sqrt neg
+void define_activations(OpTable& t);  // silu gelu gelu_tanh quick_gelu relu sigmoid tanh exp sqrt neg
 void define_rms_norm(OpTable& t);     // rms_norm
 void define_layer_norm(OpTable& t);   // layer_norm
 void define_softmax(OpTable& t);      // softmax
@@ -30,5 +30,11 @@ void define_stack(OpTable& t);        // stack
 void define_concat(OpTable& t);       // concat
 void define_slice(OpTable& t);        // slice
 void define_select(OpTable& t);       // select
+void define_transpose(OpTable& t);    // transpose
+void define_cast(OpTable& t);         // cast
+void define_l2_normalize(OpTable& t);  // l2_normalize
+void define_batch_norm(OpTable& t);   // batch_norm
+void define_conv2d(OpTable& t);       // conv2d
+void define_pool(OpTable& t);         // max_pool2d avg_pool2d
 
 }  // namespace arch

@@ -13,6 +13,15 @@
 
 namespace arch {
 
+// base^(2j / d) as torch computes `base ** (arange(0, d, 2).float() / d)`
+// with base a float32 (a Python float is rounded to float32 first): the
+// exponent float(2j) / float(d), the power rounded to float32 from a double
+// evaluation.
+float rope_power(float base, int64_t j, int64_t d) {
+  float e = float(2 * j) / float(d);
+  return float(std::pow(double(base), double(e)));
+}
+
 namespace {
 
 // A number field of the rope_scaling object, or an error naming it.
@@ -57,15 +66,6 @@ Result<int64_t> resolve_rope_dim(int64_t rope_dim, int64_t D) {
     return error("rope_dim " + std::to_string(rope_dim) + " must be even, positive and <= the head size " +
                  std::to_string(D));
   return d;
-}
-
-// base^(2j / d) as torch computes `base ** (arange(0, d, 2).float() / d)`
-// with base a float32 (a Python float is rounded to float32 first): the
-// exponent float(2j) / float(d), the power rounded to float32 from a double
-// evaluation.
-float rope_power(float base, int64_t j, int64_t d) {
-  float e = float(2 * j) / float(d);
-  return float(std::pow(double(base), double(e)));
 }
 
 // inv[j] = 1 / base^(2j / d): power and reciprocal in float32.
@@ -202,6 +202,7 @@ Result<RopeFrequencies> rope_frequencies(double theta, int64_t d, const Attrs& s
     return out;
   }
   if (type == "yarn") return yarn_frequencies(theta, d, scaling, type, max_pos);
+  if (type == "proportional") return proportional_rope_frequencies(theta, d, scaling);
   // inv[j] = 1 / theta^(2j / d): exponent, power and reciprocal in float32
   out.inv_freq = plain_inv_freq(float(theta), d);
   std::vector<float>& inv = out.inv_freq;
@@ -326,7 +327,7 @@ void define_rope(OpTable& t) {
                .shape = rope_shape,
                .tolerance = {1e-5, 1e-6},
                .doc = "rope(x [seq, H, D], positions [seq] i32) -> [seq, H, D]: rotary embedding of the first rope_dim features (0: all); "
-                      "scaling: the config's rope_scaling (default, linear, llama3, dynamic, yarn); "
+                      "scaling: the config's rope_scaling (default, linear, llama3, dynamic, yarn, proportional); "
                       "max_position_embeddings: the config's (0: unknown), for dynamic and yarn",
            }),
            rope_kernel);

@@ -23,6 +23,8 @@ struct RopeFrequencies {
 //     decorator calls it: the unscaled frequencies while seq_len <=
 //     max_position_embeddings, else a base grown with seq_len;
 //   "yarn": _compute_yarn_parameters, with its attention factor.
+//   "proportional": _compute_proportional_rope_parameters (transformers 5.x,
+//     Gemma 4), rope_proportional.cpp.
 // max_position_embeddings is the config's (0 = unknown: "dynamic" and "yarn"
 // then use the object's original_max_position_embeddings, or fail).
 // seq_len is the sequence length seen so far, max(position) + 1 (0 = none,
@@ -30,6 +32,16 @@ struct RopeFrequencies {
 // naming it.
 Result<RopeFrequencies> rope_frequencies(double theta, int64_t rope_dim, const Attrs& scaling,
                                          int64_t max_position_embeddings = 0, int64_t seq_len = 0);
+
+// "proportional" rope (transformers 5.x _compute_proportional_rope_parameters):
+// over the whole rope_dim d, the first int(partial_rotary_factor * d // 2)
+// pairs rotate with 1 / theta^(2j / d) (the exponent over d, not over the
+// rotated part), the other pairs get frequency 0 and pass through; all are
+// divided by the object's `factor` (default 1). Pairs stay (j, j + d/2).
+Result<RopeFrequencies> proportional_rope_frequencies(double theta, int64_t d, const Attrs& scaling);
+
+// base^(2j / d) in float32 as torch computes it (shared by the rope types).
+float rope_power(float base, int64_t j, int64_t d);
 
 // The inverse frequencies alone (the attention factor dropped).
 Result<std::vector<float>> rope_inv_freq(double theta, int64_t rope_dim, const Attrs& scaling,

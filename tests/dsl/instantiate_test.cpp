@@ -286,6 +286,33 @@ TEST(InstantiateConfig, BuiltinArgumentErrors) {
             "t.arch:3:14: error: division by zero");
 }
 
+TEST(InstantiateConfig, StrOfAnIntKeysAJsonObject) {
+  // transformers 5.x writes per-layer overrides keyed by the layer's number.
+  const char* src = R"(family T
+config {
+  per_layer_config: json = null
+  layer: int = 4
+  key: str = str(layer)
+  same: str = str("x")
+  neg: str = str(-12)
+  head_dim: int = default(per_layer_config[str(layer)]["head_dim"], 16)
+  other: int = default(per_layer_config[str(layer - 1)], 16)
+}
+graph step(x: f32[seq]) { output y = x }
+)";
+  auto r = run(src, {{"per_layer_config", {{"4", {{"head_dim", 32}}}}}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(cfg(*r, "key").s, "4");
+  EXPECT_EQ(cfg(*r, "same").s, "x");
+  EXPECT_EQ(cfg(*r, "neg").s, "-12");
+  EXPECT_EQ(cfg(*r, "head_dim").i, 32);
+  EXPECT_EQ(cfg(*r, "other").i, 16);
+  EXPECT_EQ(error_of("family T\nconfig {\n  s: str = str(1.5)\n}\ngraph step(x: f32[seq]) { output y = x }\n"),
+            "t.arch:3:12: error: str() takes an int or a str, not float 1.5");
+  EXPECT_EQ(error_of("family T\nconfig {\n  s: str = str(1, 2)\n}\ngraph step(x: f32[seq]) { output y = x }\n"),
+            "t.arch:3:12: error: str() takes 1 argument, got 2");
+}
+
 // ---- flags --------------------------------------------------------------------
 
 const char* kFlags = R"(family T

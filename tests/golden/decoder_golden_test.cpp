@@ -113,7 +113,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mistral", "LlamaStyle"}, Case{"qwen2", "LlamaStyle"}, Case{"qwen3", "LlamaStyle"},
                       Case{"gemma", "LlamaStylePlus"}, Case{"gemma2", "LlamaStylePlus"},
                       Case{"gemma3_text", "LlamaStylePlus"}, Case{"mixtral", "MoEStyle"},
-                      Case{"qwen2_moe", "MoEStyle"}, Case{"qwen3_moe", "MoEStyle"}),
+                      Case{"qwen2_moe", "MoEStyle"}, Case{"qwen3_moe", "MoEStyle"},
+                      Case{"gemma4_text", "LlamaStylePlus4"}, Case{"gemma4_moe", "LlamaStylePlus4"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -61,5 +61,21 @@ TEST(Activations, ExtremesStayFinite) {
   EXPECT_EQ(sg.f32()[1], 1.0f);
 }
 
+TEST(Activations, QuickGelu) {
+  // quick_gelu(x) = x * sigmoid(1.702 x): 1 -> 0.8457958, -1 -> -0.1542042, 2 -> 1.9356586
+  Tensor out = run1("quick_gelu", {f32({3}, {1.0f, -1.0f, 2.0f})});
+  EXPECT_NEAR(out.f32()[0], 0.8457958, 1e-6);
+  EXPECT_NEAR(out.f32()[1], -0.1542042, 1e-6);
+  EXPECT_NEAR(out.f32()[2], 1.9356586, 1e-6);
+  check("quick_gelu", [](double x) { return x * sigmoid(1.702 * x); });
+  // Far out it is relu: 0 (a signed zero) below, x above.
+  Tensor ext = run1("quick_gelu", {f32({2}, {-100.0f, 100.0f})});
+  EXPECT_EQ(ext.f32()[0], 0.0f);
+  EXPECT_EQ(ext.f32()[1], 100.0f);
+  auto s = infer("quick_gelu", {{DType::F32, {Dim::seq(), Dim::of(768)}}});
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(shape_str(s->at(0).shape), "[seq, 768]");
+}
+
 }  // namespace
 }  // namespace arch::test

@@ -1,5 +1,7 @@
 #include "tests/kernels/kernel_test_util.h"
 
+#include <limits>
+
 namespace arch::test {
 namespace {
 
@@ -65,6 +67,55 @@ TEST(Binary, ShapeErrors) {
   Runner r;
   std::string msg = run_error(r, "add", {f32({2}, {1, 2}), f32({3}, {1, 2, 3})});
   EXPECT_NE(msg.find("do not broadcast"), std::string::npos) << msg;
+}
+
+TEST(Binary, Int32AddAndSub) {
+  // Two int32 inputs give int32, broadcasting as floats do: positions + offset, ids - 1
+  Tensor pos = i32({2, 3}, {0, 1, 2, 3, 4, 5});
+  Tensor add = run1("add", {pos, i32({}, {2})});
+  EXPECT_EQ(add.dtype, DType::I32);
+  EXPECT_EQ(add.shape, (Dims{2, 3}));
+  EXPECT_EQ(ints(add), (std::vector<int32_t>{2, 3, 4, 5, 6, 7}));
+  Tensor sub = run1("sub", {pos, i32({2, 1}, {1, 10})});
+  EXPECT_EQ(sub.dtype, DType::I32);
+  EXPECT_EQ(ints(sub), (std::vector<int32_t>{-1, 0, 1, -7, -6, -5}));
+  // Exact past 2^24 (where a float would round), wrapping past int32's range as torch does
+  Tensor big = run1("add", {i32({2}, {16777217, 2147483647}), i32({2}, {2, 1})});
+  EXPECT_EQ(ints(big), (std::vector<int32_t>{16777219, std::numeric_limits<int32_t>::min()}));
+  Tensor under = run1("sub", {i32({1}, {std::numeric_limits<int32_t>::min()}), i32({1}, {1})});
+  EXPECT_EQ(ints(under), (std::vector<int32_t>{2147483647}));
+  auto sym = infer("add", {{DType::I32, {Dim::seq()}}, {DType::I32, {}}});
+  ASSERT_TRUE(sym.ok()) << sym.error().message;
+  EXPECT_EQ(sym->at(0).dtype, DType::I32);
+  EXPECT_EQ(shape_str(sym->at(0).shape), "[seq]");
+  // Float inputs still give float
+  auto f = infer("sub", {{DType::F32, {Dim::seq()}}, {DType::F32, {}}});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->at(0).dtype, DType::F32);
+}
+
+TEST(Binary, Int32Errors) {
+  // One int32 input with a float one (a template literal is a float constant): cast first
+  auto mixed = infer("add", {{DType::I32, {Dim::seq()}}, {DType::F32, {}}});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.error().message, "add: a is I32 and b is F32: int32 only combines with int32 (cast one of them)");
+  auto mixed2 = infer("mul", {{DType::F32, {Dim::of(2)}}, {DType::I32, {Dim::of(2)}}});
+  ASSERT_FALSE(mixed2.ok());
+  EXPECT_EQ(mixed2.error().message, "mul: a is F32 and b is I32: int32 only combines with int32 (cast one of them)");
+  for (const char* op : {"mul", "div"}) {
+    auto ints = infer(op, {{DType::I32, {Dim::of(2)}}, {DType::I32, {Dim::of(2)}}});
+    ASSERT_FALSE(ints.ok()) << op;
+    EXPECT_EQ(ints.error().message, std::string(op) + ": int32 inputs are taken only by add and sub (cast them to f32)");
+  }
+  // The kernel itself refuses a mixed pair (were the shape rule bypassed)
+  Attrs attrs = Attrs::object();
+  std::vector<Tensor> inputs = {i32({2}, {1, 2}), f32({2}, {1, 2})}, outputs = {Tensor::zeros(DType::I32, {2})};
+  std::unique_ptr<OpState> state;
+  std::string where = "w";
+  KernelContext ctx{attrs, inputs, outputs, state, 0, where};
+  Status st = (*op_table().kernel("add", "reference"))(ctx);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message, "w: add: input 0 must be F32, got I32");
 }
 
 }  // namespace

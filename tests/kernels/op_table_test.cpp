@@ -36,7 +36,8 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "gelu", "gelu_tanh", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg",
                                    "rms_norm", "layer_norm", "softmax", "rope", "attention", "reshape",
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
-                                   "slice", "select"};
+                                   "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
+                                   "batch_norm", "conv2d", "max_pool2d", "avg_pool2d"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -56,7 +57,7 @@ std::map<std::string, Sample> sample_calls() {
   s["matmul"] = {{x({3, 4}), x({2, 4})}};
   for (const char* op : {"add", "sub", "mul", "div"}) s[op] = {{x({3, 4}), x({4}, 2)}};
   s["constant"] = {{}, {{"value", 1.5}}};
-  for (const char* op : {"silu", "gelu", "gelu_tanh", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg"})
+  for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg"})
     s[op] = {{x({3, 4})}};
   s["rms_norm"] = {{x({3, 4}), x({4})}, {{"eps", 1e-6}}};
   s["layer_norm"] = {{x({3, 4}), x({4}), x({4})}};
@@ -73,6 +74,13 @@ std::map<std::string, Sample> sample_calls() {
   s["concat"] = {{x({3, 4}), x({3, 1})}, {{"axis", -1}}};
   s["slice"] = {{x({3, 4})}, {{"axis", 1}, {"start", 1}, {"end", -1}}};
   s["select"] = {{x({3, 4})}, {{"axis", 0}, {"index", -1}}};
+  s["transpose"] = {{x({3, 4, 2})}, {{"perm", {2, 0, 1}}}};
+  s["cast"] = {{i32({3}, {0, 1, 2})}, {{"dtype", "f32"}}};
+  s["l2_normalize"] = {{x({3, 4})}};
+  s["batch_norm"] = {{x({3, 4, 4}), x({3}, 2), x({3}, 3), x({3}, 4), f32({3}, {1, 2, 3})}};
+  s["conv2d"] = {{x({4, 6, 5}), x({6, 2, 3, 3}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
+  s["max_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 3}, {"stride", 2}, {"padding", 1}}};
+  s["avg_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 2}, {"ceil_mode", true}}};
   return s;
 }
 
