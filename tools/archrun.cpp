@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <unistd.h>
 #include <filesystem>
@@ -182,6 +183,46 @@ int run_forward(const ForwardArgs& a) {
   return 0;
 }
 
+// ---- embed ------------------------------------------------------------------
+
+struct EmbedArgs {
+  Common common;
+  std::string prompt, ids;
+  bool normalize = false, json = false;
+};
+
+int run_embed(const EmbedArgs& a) {
+  if (!a.prompt.empty())
+    return fail(error("-p TEXT needs a tokenizer, which archrun does not read yet; give token ids with --ids"));
+  if (a.ids.empty()) return fail(error("give the text as --ids 101,2023,102"));
+  auto ids = parse_ids(a.ids);
+  if (!ids.ok()) return fail(ids.error());
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  Tensor t = Tensor::zeros(DType::I32, {int64_t(ids->size())});
+  std::copy(ids->begin(), ids->end(), t.i32());
+  auto outs = forward(**m, {{"input_ids", t}}, {"mean_pooled"});
+  if (!outs.ok()) return fail(outs.error());
+  const Tensor& v = outs->at("mean_pooled");
+  std::vector<float> vec(v.f32(), v.f32() + v.numel());
+  if (a.normalize) {
+    double norm = 0;
+    for (float x : vec) norm += double(x) * x;
+    norm = std::max(std::sqrt(norm), 1e-12);  // as torch.nn.functional.normalize
+    for (float& x : vec) x = float(x / norm);
+  }
+  if (a.json) {
+    nlohmann::json j;
+    j["embedding"] = vec;
+    j["dim"] = vec.size();
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    for (size_t i = 0; i < vec.size(); ++i) std::printf("%s%.7g", i ? " " : "", vec[i]);
+    std::printf("\n");
+  }
+  return 0;
+}
+
 // ---- info --------------------------------------------------------------------
 
 int run_info(const Common& c, bool as_json) {
@@ -252,6 +293,14 @@ int main(int argc, char** argv) {
   add_common(info, ic);
   info->add_flag("--json", info_json, "machine-readable output");
 
+  EmbedArgs e;
+  auto* emb = app.add_subcommand("embed", "a sentence embedding: the mean of the encoder's last hidden states");
+  add_common(emb, e.common);
+  emb->add_option("-p,--prompt", e.prompt, "text (needs a tokenizer)");
+  emb->add_option("--ids", e.ids, "token ids, comma-separated");
+  emb->add_flag("--normalize", e.normalize, "L2-normalise the vector");
+  emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N}");
+
   std::string toy_dir;
   uint64_t toy_seed = 0;
   auto* toy = app.add_subcommand("toy", "write the embedded default checkpoint (tiny random-weight Llama)");
@@ -267,6 +316,7 @@ int main(int argc, char** argv) {
   }
   if (fwd->parsed()) return run_forward(f);
   if (info->parsed()) return run_info(ic, info_json);
+  if (emb->parsed()) return run_embed(e);
   if (toy->parsed()) {
     Status st = write_toy_checkpoint(toy_dir, toy_seed);
     if (!st.ok()) return fail(st.error());

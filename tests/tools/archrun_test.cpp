@@ -155,3 +155,85 @@ TEST(Archrun, ErrorsAreClearAndNonZero) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_tool;
+
+// Encoders and vision models through `archrun forward --all-outputs`: every
+// tensor transformers stored, with the batch dim of 1 it returns.
+class ArchrunEncoderGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
+  std::string dir = testing::golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  fs::path tmp = fs::temp_directory_path() / ("archrun_enc_" + GetParam() + "_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  auto j = testing::read_json(dir + "/inputs.json");
+  for (const char* key : {"input_ids", "token_type_ids"}) {
+    if (!j.contains(key) || !j[key].is_array()) continue;
+    auto ids = j[key].get<std::vector<int64_t>>();
+    Tensor t = Tensor::zeros(DType::I64, {1, int64_t(ids.size())});
+    std::copy(ids.begin(), ids.end(), static_cast<int64_t*>(t.data));
+    inputs.emplace_back(key, t);
+    if (std::string(key) == "input_ids") {
+      Tensor mask = Tensor::zeros(DType::I64, {1, int64_t(ids.size())});
+      std::fill_n(static_cast<int64_t*>(mask.data), ids.size(), 1);
+      inputs.emplace_back("attention_mask", mask);
+    }
+  }
+  std::string in_path = (tmp / "in.safetensors").string();
+  if (fs::exists(dir + "/inputs.safetensors")) in_path = dir + "/inputs.safetensors";
+  else ASSERT_TRUE(write_safetensors(in_path, inputs).ok());
+  auto r = run_tool(testing::archrun() + " forward " + dir + " --inputs " + in_path + " --out " +
+                    (tmp / "out.safetensors").string() + " --all-outputs");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto out = read_safetensors((tmp / "out.safetensors").string());
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  for (const auto& [name, ref] : expected->tensors) {
+    ASSERT_TRUE(out->tensors.count(name)) << GetParam() << ": archrun wrote no " << name;
+    const Tensor& got = out->tensors.at(name);
+    Dims want = ref.shape;
+    want.insert(want.begin(), 1);
+    ASSERT_EQ(got.shape, want) << name;
+    auto c = testing::compare_f32(got.f32(), ref.f32(), ref.numel());
+    EXPECT_TRUE(c.ok()) << GetParam() << ": " << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
+  }
+  fs::remove_all(tmp);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderGolden,
+                         ::testing::Values("bert", "bert_mlm", "roberta", "vit", "vit_model", "clip_vision",
+                                           "resnet", "resnet_bottleneck"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(Archrun, EmbedPrintsTheMeanPooledVector) {
+  std::string dir = testing::golden_dir("bert");
+  ARCH_REQUIRE_SHARED(dir);
+  auto ids = testing::read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int64_t>>();
+  std::string list;
+  for (auto id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  // Token types all zero here, so compare with forward() rather than the
+  // golden (which used two segments): the CLI must agree with the library.
+  auto r = run_tool(testing::archrun() + " embed " + dir + " --ids " + list + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto v = nlohmann::json::parse(r.out)["embedding"].get<std::vector<float>>();
+  EXPECT_EQ(v.size(), 64u);
+  auto n = run_tool(testing::archrun() + " embed " + dir + " --ids " + list + " --json --normalize");
+  auto u = nlohmann::json::parse(n.out)["embedding"].get<std::vector<float>>();
+  double norm = 0, dot = 0;
+  for (size_t i = 0; i < u.size(); ++i) {
+    norm += double(u[i]) * u[i];
+    dot += double(u[i]) * v[i];
+  }
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+  EXPECT_GT(dot, 0);
+}
+
+}  // namespace
+}  // namespace arch
