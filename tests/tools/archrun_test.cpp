@@ -18,12 +18,20 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_tool;
 
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("archrun_test_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+// A fresh directory of this test's own, removed however the test ends.
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("archrun_test_" + name + "_" + std::to_string(getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path operator/(const std::string& p) const { return path / p; }
+};
 
 class ArchrunGolden : public ::testing::TestWithParam<std::string> {};
 
@@ -31,7 +39,7 @@ TEST_P(ArchrunGolden, ForwardWritesTransformersLogits) {
   std::string dir = testing::golden_dir(GetParam());
   ARCH_REQUIRE_SHARED(dir);
   auto ids = testing::read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int64_t>>();
-  fs::path tmp = temp_dir(GetParam());
+  TempDir tmp(GetParam());
   // input_ids as transformers takes them: int64 [1, seq].
   Tensor in = Tensor::zeros(DType::I64, {1, int64_t(ids.size())});
   std::copy(ids.begin(), ids.end(), static_cast<int64_t*>(in.data));
@@ -49,7 +57,6 @@ TEST_P(ArchrunGolden, ForwardWritesTransformersLogits) {
   ASSERT_EQ(logits.shape, (Dims{1, ref.shape[0], ref.shape[1]}));
   auto c = testing::compare_f32(logits.f32(), ref.f32(), ref.numel());
   EXPECT_TRUE(c.ok()) << GetParam() << ": logits differ by " << c.max_abs << " (allowed " << c.bound << ")";
-  fs::remove_all(tmp);
 }
 
 TEST_P(ArchrunGolden, GenerateGivesTransformersGreedyTokens) {
@@ -105,7 +112,7 @@ TEST(Archrun, SeededSamplingIsReproducible) {
 }
 
 TEST(Archrun, ErrorsAreClearAndNonZero) {
-  fs::path tmp = temp_dir("errors");
+  TempDir tmp("errors");
   // A directory that is not there.
   auto r = run_tool(testing::archrun() + " info " + (tmp / "nope").string());
   EXPECT_EQ(r.exit_code, 1);
@@ -150,7 +157,6 @@ TEST(Archrun, ErrorsAreClearAndNonZero) {
   r = run_tool(testing::archrun() + " generate --ids 1,x -n 2");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("'x' is not a token id"), std::string::npos) << r.out;
-  fs::remove_all(tmp);
 }
 
 }  // namespace
@@ -169,8 +175,7 @@ class ArchrunEncoderGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
   std::string dir = testing::golden_dir(GetParam());
   ARCH_REQUIRE_SHARED(dir);
-  fs::path tmp = fs::temp_directory_path() / ("archrun_enc_" + GetParam() + "_" + std::to_string(getpid()));
-  fs::create_directories(tmp);
+  TempDir tmp("enc_" + GetParam());
   std::vector<std::pair<std::string, Tensor>> inputs;
   auto j = testing::read_json(dir + "/inputs.json");
   for (const char* key : {"input_ids", "token_type_ids"}) {
@@ -204,7 +209,6 @@ TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
     auto c = testing::compare_f32(got.f32(), ref.f32(), ref.numel());
     EXPECT_TRUE(c.ok()) << GetParam() << ": " << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
   }
-  fs::remove_all(tmp);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderGolden,
