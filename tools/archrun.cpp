@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/compare.h"
 #include "engine/forward.h"
 #include "engine/generate.h"
 #include "engine/model.h"
@@ -223,6 +224,44 @@ int run_embed(const EmbedArgs& a) {
   return 0;
 }
 
+// ---- compare ----------------------------------------------------------------
+
+int run_compare(const Common& c, const std::string& golden, bool as_json) {
+  auto m = open_model(c);
+  if (!m.ok()) return fail(m.error());
+  auto r = compare_with_golden(**m, golden);
+  if (!r.ok()) return fail(r.error());
+  const TensorDiff* first = r->first_failure();
+  size_t agree = 0;
+  while (agree < r->want_tokens.size() && agree < r->got_tokens.size() &&
+         r->want_tokens[agree] == r->got_tokens[agree])
+    ++agree;
+  if (as_json) {
+    nlohmann::json j;
+    for (const auto& t : r->tensors)
+      j["tensors"].push_back({{"name", t.name}, {"max_abs", t.max_abs}, {"ref_max", t.ref_max},
+                              {"bound", t.bound}, {"ok", t.ok()}});
+    j["missing"] = r->missing;
+    j["first_failure"] = first ? nlohmann::json(first->name) : nlohmann::json(nullptr);
+    if (!r->want_tokens.empty()) {
+      j["greedy_tokens"] = r->want_tokens.size();
+      j["greedy_tokens_agree"] = agree;
+    }
+    j["ok"] = r->ok();
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%-32s %12s %12s  %s\n", "tensor", "max abs err", "allowed", "");
+    for (const auto& t : r->tensors)
+      std::printf("%-32s %12.3g %12.3g  %s\n", t.name.c_str(), t.max_abs, t.bound, t.ok() ? "ok" : "DIFFERS");
+    for (const auto& n : r->missing) std::printf("%-32s %12s %12s  MISSING (the model has no such output)\n", n.c_str(), "-", "-");
+    if (!r->want_tokens.empty())
+      std::printf("greedy tokens: %zu of %zu agree\n", agree, r->want_tokens.size());
+    if (first) std::printf("first divergence: %s (max abs err %.3g > %.3g)\n", first->name.c_str(), first->max_abs, first->bound);
+    std::printf("%s\n", r->ok() ? "matches the golden" : "does NOT match the golden");
+  }
+  return r->ok() ? 0 : 1;
+}
+
 // ---- info --------------------------------------------------------------------
 
 int run_info(const Common& c, bool as_json) {
@@ -301,6 +340,14 @@ int main(int argc, char** argv) {
   emb->add_flag("--normalize", e.normalize, "L2-normalise the vector");
   emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N}");
 
+  Common cc;
+  std::string golden;
+  bool compare_json = false;
+  auto* cmp = app.add_subcommand("compare", "check a model against a golden directory (transformers' outputs): every tensor, per layer, greedy tokens");
+  add_common(cmp, cc);
+  cmp->add_option("golden", golden, "golden directory (expected.safetensors, inputs.json, expected.json)")->required();
+  cmp->add_flag("--json", compare_json, "machine-readable output");
+
   std::string toy_dir;
   uint64_t toy_seed = 0;
   auto* toy = app.add_subcommand("toy", "write the embedded default checkpoint (tiny random-weight Llama)");
@@ -317,6 +364,7 @@ int main(int argc, char** argv) {
   if (fwd->parsed()) return run_forward(f);
   if (info->parsed()) return run_info(ic, info_json);
   if (emb->parsed()) return run_embed(e);
+  if (cmp->parsed()) return run_compare(cc, golden, compare_json);
   if (toy->parsed()) {
     Status st = write_toy_checkpoint(toy_dir, toy_seed);
     if (!st.ok()) return fail(st.error());

@@ -241,3 +241,40 @@ TEST(Archrun, EmbedPrintsTheMeanPooledVector) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(Archrun, CompareMatchesAGolden) {
+  std::string dir = testing::golden_dir("qwen3");
+  ARCH_REQUIRE_SHARED(dir);
+  auto r = run_tool(testing::archrun() + " compare " + dir + " " + dir + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], true);
+  EXPECT_EQ(j["greedy_tokens_agree"], 16);
+  EXPECT_TRUE(j["first_failure"].is_null());
+}
+
+// A template wrong on one line (RoPE theta doubled) is caught at the first
+// layer, by name.
+TEST(Archrun, CompareNamesTheFirstDivergingLayerOfAWrongTemplate) {
+  std::string dir = testing::golden_dir("llama");
+  ARCH_REQUIRE_SHARED(dir);
+  std::ifstream in(ARCHETYPE_SOURCE_DIR "/families/llama.arch");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::string good = "q = rope(q, positions, theta: theta,";
+  size_t at = text.find(good);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, good.size(), "q = rope(q, positions, theta: theta * 2,");
+  TempDir tmp("wrong_template");
+  std::ofstream(tmp / "llama.arch") << text;
+  auto r = run_tool(testing::archrun() + " compare " + dir + " " + dir + " --template " +
+                    (tmp / "llama.arch").string());
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("first divergence: layer_outputs[0]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does NOT match"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace arch
