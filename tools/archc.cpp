@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -12,6 +13,7 @@
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
 #include "engine/graph.h"
+#include "engine/graph_dot.h"
 #include "importer/checkpoint.h"
 #include "importer/config.h"
 #include "kernels/kernels.h"
@@ -101,6 +103,33 @@ int dump(const std::string& tmpl_path, const ConfigSource& cs) {
   return 0;
 }
 
+int graph(const std::string& tmpl_path, const ConfigSource& cs, bool svg, const std::string& out_path) {
+  if (cs.config.empty() && cs.model.empty())
+    return std::fprintf(stderr, "archc: error: graph needs --config config.json or --model DIR\n"), 1;
+  auto t = dsl::parse_template_file(tmpl_path);
+  if (!t.ok()) return std::fprintf(stderr, "%s\n", t.error().message.c_str()), 1;
+  std::shared_ptr<Checkpoint> ckpt;
+  auto opt = instantiate_options(cs, ckpt);
+  if (!opt.ok()) return std::fprintf(stderr, "archc: error: %s\n", opt.error().message.c_str()), 1;
+  auto inst = dsl::instantiate(*t, *opt, op_table());
+  if (!inst.ok()) return std::fprintf(stderr, "%s\n", inst.error().message.c_str()), 1;
+  std::string dot = graph_to_dot(inst->graph);
+  if (!svg) {
+    if (out_path.empty()) std::fputs(dot.c_str(), stdout);
+    else if (!(std::ofstream(out_path) << dot)) return std::fprintf(stderr, "archc: error: cannot write %s\n", out_path.c_str()), 1;
+    return 0;
+  }
+  // SVG through Graphviz's dot, when it is installed.
+  std::string cmd = "dot -Tsvg" + (out_path.empty() ? std::string() : " -o '" + out_path + "'");
+  FILE* p = popen(cmd.c_str(), "w");
+  if (!p) return std::fprintf(stderr, "archc: error: cannot run Graphviz's dot\n"), 1;
+  std::fputs(dot.c_str(), p);
+  int rc = pclose(p);
+  if (rc != 0)
+    return std::fprintf(stderr, "archc: error: Graphviz's dot failed (is the graphviz package installed? --dot writes the source)\n"), 1;
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,8 +150,21 @@ int main(int argc, char** argv) {
   d->add_option("--model", cs.model, "checkpoint directory: its config, and tensor presence for flags");
   d->add_option("--flag", cs.flags, "override a flag: NAME=true|false")->take_all();
 
+  std::string gtmpl, gout;
+  ConfigSource gcs;
+  bool gdot = false, gsvg = false;
+  auto* gr = app.add_subcommand("graph", "draw the instantiated graph: Graphviz source (--dot) or SVG (--svg, needs Graphviz)");
+  gr->add_option("template", gtmpl, "the .arch file")->required();
+  gr->add_option("--config", gcs.config, "config.json to fill the template with");
+  gr->add_option("--model", gcs.model, "checkpoint directory: its config, and tensor presence for flags");
+  gr->add_option("--flag", gcs.flags, "override a flag: NAME=true|false")->take_all();
+  gr->add_flag("--dot", gdot, "Graphviz source (the default)");
+  gr->add_flag("--svg", gsvg, "SVG, rendered by Graphviz's dot");
+  gr->add_option("-o,--out", gout, "file to write (default: standard output)");
+
   CLI11_PARSE(app, argc, argv);
   if (d->parsed()) return dump(tmpl, cs);
+  if (gr->parsed()) return graph(gtmpl, gcs, gsvg && !gdot, gout);
   if (!check.empty()) return check_files(check, quiet, check_cs);
   std::fprintf(stderr, "%s", app.help().c_str());
   return 2;

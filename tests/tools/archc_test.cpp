@@ -65,3 +65,25 @@ TEST(Archc, DumpPrintsNamedIr) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(Archc, GraphDrawsOneClusterPerLayerWithCheckpointNames) {
+  std::string model = testing::golden_dir("qwen2");
+  ARCH_REQUIRE_SHARED(model);
+  auto r = testing::run_tool(testing::archc() + " graph " ARCHETYPE_SOURCE_DIR "/families/llama.arch --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("digraph \"LlamaStyle step\" {", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_NE(r.out.find("subgraph \"cluster_layers.0\""), std::string::npos);
+  EXPECT_NE(r.out.find("subgraph \"cluster_layers.1\""), std::string::npos);
+  EXPECT_EQ(r.out.find("subgraph \"cluster_layers.2\""), std::string::npos);
+  EXPECT_NE(r.out.find("label=\"model.layers.1.self_attn.q_proj.bias\""), std::string::npos);
+  EXPECT_NE(r.out.find("[label=\"logits\", shape=house]"), std::string::npos);
+  // Deterministic.
+  EXPECT_EQ(testing::run_tool(testing::archc() + " graph " ARCHETYPE_SOURCE_DIR "/families/llama.arch --model " + model).out,
+            r.out);
+}
+
+}  // namespace
+}  // namespace arch
