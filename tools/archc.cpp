@@ -5,6 +5,12 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include <cmath>
+#include <sstream>
+#include <map>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -13,6 +19,10 @@
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
 #include "engine/graph.h"
+#include "engine/model.h"
+#include "importer/safetensors.h"
+#include "engine/compare.h"
+#include "engine/diff.h"
 #include "engine/graph_dot.h"
 #include "importer/checkpoint.h"
 #include "importer/config.h"
@@ -130,6 +140,166 @@ int graph(const std::string& tmpl_path, const ConfigSource& cs, bool svg, const 
   return 0;
 }
 
+// A template named PATH or PATH@REV (a git revision: written beside PATH
+// so that its imports resolve, and removed afterwards).
+struct TemplateFile {
+  std::string path;
+  bool temporary = false;
+  ~TemplateFile() {
+    if (temporary) std::remove(path.c_str());
+  }
+};
+
+Result<std::unique_ptr<TemplateFile>> template_file(const std::string& spec) {
+  auto f = std::make_unique<TemplateFile>();
+  size_t at = spec.rfind('@');
+  if (at == std::string::npos) {
+    f->path = spec;
+    return f;
+  }
+  namespace fs = std::filesystem;
+  fs::path file = spec.substr(0, at);
+  std::string rev = spec.substr(at + 1);
+  fs::path dir = file.parent_path().empty() ? fs::path(".") : file.parent_path();
+  f->path = (dir / (".archc-diff-" + std::to_string(getpid()) + "-" + file.filename().string())).string();
+  f->temporary = true;
+  std::string cmd = "git -C '" + dir.string() + "' show '" + rev + ":./" + file.filename().string() + "' > '" +
+                    f->path + "' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0)
+    return error(spec + ": git has no " + file.filename().string() + " at revision " + rev);
+  return f;
+}
+
+Result<std::shared_ptr<Model>> model_with(const std::string& dir, const std::string& tmpl) {
+  LoadOptions opt;
+  opt.template_path = tmpl;
+  return load_model(dir, opt);
+}
+
+// A small self-contained page: the changes, and a bar per layer of the
+// largest relative difference (log scale).
+std::string diff_html(const std::string& old_spec, const std::string& new_spec,
+                      const std::vector<GraphChange>& changes, const NumericDiff& nd) {
+  std::map<std::string, double> by_layer;  // "layers.3" -> max rel
+  std::vector<std::string> order;
+  for (const auto& v : nd.values) {
+    size_t a = v.value.find('.'), b = a == std::string::npos ? a : v.value.find('.', a + 1);
+    std::string layer = b == std::string::npos ? "(top)" : v.value.substr(0, b);
+    if (!by_layer.count(layer)) order.push_back(layer);
+    by_layer[layer] = std::max(by_layer[layer], v.rel);
+  }
+  auto esc = [](const std::string& s) {
+    std::string o;
+    for (char c : s) o += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+    return o;
+  };
+  std::ostringstream h;
+  h << "<!doctype html><html><head><meta charset=\"utf-8\"><title>archc diff</title><style>"
+    << "body{font-family:sans-serif;margin:2em}td,th{padding:2px 8px;text-align:left}code{font-size:90%}"
+    << "</style></head><body><h1>" << esc(old_spec) << " &rarr; " << esc(new_spec) << "</h1>";
+  h << "<h2>Divergence by layer (largest relative difference)</h2>";
+  const int width = 640, bar = 18;
+  h << "<svg width=\"" << width + 220 << "\" height=\"" << bar * (order.size() + 1) << "\" xmlns=\"http://www.w3.org/2000/svg\">";
+  for (size_t i = 0; i < order.size(); ++i) {
+    double rel = by_layer[order[i]];
+    // log10 scale from 1e-8 (nothing) to 1 (everything changed)
+    double x = rel <= 1e-8 ? 0 : std::min(1.0, (std::log10(rel) + 8) / 8);
+    int y = int(i) * bar;
+    h << "<text x=\"0\" y=\"" << y + 13 << "\" font-size=\"12\">" << esc(order[i]) << "</text>"
+      << "<rect x=\"120\" y=\"" << y + 2 << "\" width=\"" << int(x * width) << "\" height=\"" << bar - 4
+      << "\" fill=\"" << (rel > 1e-4 ? "#c0392b" : "#2e86c1") << "\"/>"
+      << "<text x=\"" << 125 + int(x * width) << "\" y=\"" << y + 13 << "\" font-size=\"11\">" << rel << "</text>";
+  }
+  h << "</svg><h2>Structure</h2><table><tr><th></th><th>value</th><th>change</th></tr>";
+  for (const auto& c : changes)
+    h << "<tr><td>" << (c.kind == GraphChange::Added ? "+" : c.kind == GraphChange::Removed ? "&minus;" : "~")
+      << "</td><td><code>" << esc(c.value) << "</code></td><td>" << esc(c.detail) << "</td></tr>";
+  h << "</table><h2>Outputs</h2><table><tr><th>output</th><th>max abs</th><th>rel</th></tr>";
+  for (const auto& o : nd.outputs)
+    h << "<tr><td><code>" << esc(o.value) << "</code></td><td>" << o.max_abs << "</td><td>" << o.rel << "</td></tr>";
+  h << "</table>";
+  if (!nd.first_beyond.empty()) h << "<p>First value beyond its op's tolerance: <code>" << esc(nd.first_beyond) << "</code></p>";
+  if (nd.greedy_total) h << "<p>Greedy tokens agreeing: " << nd.greedy_agree << " of " << nd.greedy_total << "</p>";
+  h << "</body></html>\n";
+  return h.str();
+}
+
+int diff(const std::string& old_spec, const std::string& new_spec, const std::string& model_dir,
+         const std::string& ids_text, const std::string& inputs_path, bool as_json, const std::string& html) {
+  auto fail = [](const Error& e) { return std::fprintf(stderr, "archc: error: %s\n", e.message.c_str()), 1; };
+  auto fa = template_file(old_spec);
+  if (!fa.ok()) return fail(fa.error());
+  auto fb = template_file(new_spec);
+  if (!fb.ok()) return fail(fb.error());
+  auto ma = model_with(model_dir, (*fa)->path);
+  if (!ma.ok()) return fail(ma.error());
+  auto mb = model_with(model_dir, (*fb)->path);
+  if (!mb.ok()) return fail(mb.error());
+  auto changes = diff_graphs((*ma)->graph(), (*mb)->graph());
+  std::map<std::string, Tensor> inputs;
+  if (!inputs_path.empty()) {
+    auto f = read_safetensors(inputs_path);
+    if (!f.ok()) return fail(f.error());
+    inputs = f->tensors;
+  } else if (!ids_text.empty()) {
+    std::vector<int32_t> ids;
+    std::stringstream ss(ids_text);
+    for (std::string item; std::getline(ss, item, ',');) {
+      try {
+        ids.push_back(std::stoi(item));
+      } catch (const std::exception&) {
+        return fail(error("--ids: '" + item + "' is not a token id"));
+      }
+    }
+    Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
+    std::copy(ids.begin(), ids.end(), t.i32());
+    inputs["input_ids"] = t;
+  } else if (std::filesystem::exists(model_dir + "/inputs.json") || std::filesystem::exists(model_dir + "/inputs.safetensors")) {
+    auto g = golden_inputs(model_dir);  // a golden directory brings its own inputs
+    if (!g.ok()) return fail(g.error());
+    inputs = *g;
+  } else {
+    return fail(error("give the inputs: --ids 1,2,3 or --inputs IN.safetensors"));
+  }
+  for (auto& [name, t] : inputs)  // batch 1 as the tools take it
+    if (t.shape.size() > 1 && t.shape[0] == 1 && name != "pixel_values" && t.dtype != DType::F32)
+      t = t.reshaped(Dims(t.shape.begin() + 1, t.shape.end()));
+  auto nd = diff_runs(**ma, **mb, inputs);
+  if (!nd.ok()) return fail(nd.error());
+  if (!html.empty() && !(std::ofstream(html) << diff_html(old_spec, new_spec, changes, *nd)))
+    return fail(error("cannot write " + html));
+  if (as_json) {
+    nlohmann::json j;
+    j["structure"] = nlohmann::json::array();
+    for (const auto& c : changes)
+      j["structure"].push_back({{"kind", c.kind == GraphChange::Added ? "added" : c.kind == GraphChange::Removed ? "removed" : "changed"},
+                                {"value", c.value}, {"detail", c.detail}});
+    for (const auto& v : nd->values)
+      j["values"].push_back({{"value", v.value}, {"max_abs", v.max_abs}, {"rel", v.rel}, {"within_tolerance", v.within()}});
+    for (const auto& v : nd->outputs) j["outputs"].push_back({{"output", v.value}, {"max_abs", v.max_abs}, {"rel", v.rel}});
+    j["first_beyond_tolerance"] = nd->first_beyond.empty() ? nlohmann::json(nullptr) : nlohmann::json(nd->first_beyond);
+    if (nd->greedy_total) j["greedy"] = {{"tokens", nd->greedy_total}, {"agree", nd->greedy_agree}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  size_t added = 0, removed = 0, changed = 0;
+  for (const auto& c : changes) (c.kind == GraphChange::Added ? added : c.kind == GraphChange::Removed ? removed : changed)++;
+  std::printf("structure: %zu changed, %zu added, %zu removed\n", changed, added, removed);
+  for (const auto& c : changes)
+    std::printf("  %s %s: %s\n", c.kind == GraphChange::Added ? "+" : c.kind == GraphChange::Removed ? "-" : "~",
+                c.value.c_str(), c.detail.c_str());
+  std::printf("numbers:\n");
+  if (nd->first_beyond.empty()) std::printf("  every aligned value within its op's tolerance\n");
+  for (const auto& v : nd->values)
+    if (v.value == nd->first_beyond)
+      std::printf("  first value beyond its op's tolerance: %s (max abs %.3g > %.3g, rel %.3g)\n", v.value.c_str(),
+                  v.max_abs, v.bound, v.rel);
+  for (const auto& o : nd->outputs)
+    std::printf("  output %-24s max abs %.3g, rel %.3g\n", o.value.c_str(), o.max_abs, o.rel);
+  if (nd->greedy_total) std::printf("  greedy tokens: %d of %d agree\n", nd->greedy_agree, nd->greedy_total);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,7 +332,19 @@ int main(int argc, char** argv) {
   gr->add_flag("--svg", gsvg, "SVG, rendered by Graphviz's dot");
   gr->add_option("-o,--out", gout, "file to write (default: standard output)");
 
+  std::string dold, dnew, dmodel, dids, dinputs, dhtml;
+  bool djson = false;
+  auto* df = app.add_subcommand("diff", "two versions of a template on one checkpoint: what changed, and how far the numbers moved");
+  df->add_option("old", dold, "the old template (PATH or PATH@GIT_REVISION)")->required();
+  df->add_option("new", dnew, "the new template (PATH or PATH@GIT_REVISION)")->required();
+  df->add_option("--model", dmodel, "checkpoint directory both run on")->required();
+  df->add_option("--ids", dids, "input token ids, comma-separated");
+  df->add_option("--inputs", dinputs, "inputs safetensors, as archrun forward takes them");
+  df->add_flag("--json", djson, "machine-readable output");
+  df->add_option("--html", dhtml, "also write a self-contained HTML page with a plot of divergence by layer");
+
   CLI11_PARSE(app, argc, argv);
+  if (df->parsed()) return diff(dold, dnew, dmodel, dids, dinputs, djson, dhtml);
   if (d->parsed()) return dump(tmpl, cs);
   if (gr->parsed()) return graph(gtmpl, gcs, gsvg && !gdot, gout);
   if (!check.empty()) return check_files(check, quiet, check_cs);

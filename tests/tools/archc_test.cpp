@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/shared_data.h"
 #include "tests/tools/run_tool.h"
 
@@ -83,6 +85,54 @@ TEST(Archc, GraphDrawsOneClusterPerLayerWithCheckpointNames) {
   // Deterministic.
   EXPECT_EQ(testing::run_tool(testing::archc() + " graph " ARCHETYPE_SOURCE_DIR "/families/llama.arch --model " + model).out,
             r.out);
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// A norm offset changed on one line is found at the right value and layer.
+TEST(Archc, DiffFindsAOneLineChangeWhereItIs) {
+  std::string model = testing::golden_dir("gemma");
+  ARCH_REQUIRE_SHARED(model);
+  fs::path dir = fs::temp_directory_path() / ("archc_diff_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  fs::copy_file(ARCHETYPE_SOURCE_DIR "/families/llama.arch", dir / "llama.arch");
+  std::ifstream in(ARCHETYPE_SOURCE_DIR "/families/gemma.arch");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::ofstream(dir / "old.arch") << text;
+  std::string good = "{ w = w + 1 }";
+  size_t at = text.find(good);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, good.size(), "{ w = w + 1.5 }");
+  std::ofstream(dir / "new.arch") << text;
+  auto r = testing::run_tool(testing::archc() + " diff " + (dir / "old.arch").string() + " " +
+                             (dir / "new.arch").string() + " --model " + model + " --json --html " +
+                             (dir / "d.html").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  // The changed constant itself, in the first norm of layer 0.
+  EXPECT_EQ(j["first_beyond_tolerance"], "layers.0.norm.w.constant") << r.out.substr(0, 2000);
+  bool saw = false;
+  for (const auto& c : j["structure"]) saw = saw || c["detail"].get<std::string>().find("1.5") != std::string::npos;
+  EXPECT_TRUE(saw) << j["structure"].dump();
+  EXPECT_LT(j["greedy"]["agree"].get<int>(), 16);
+  EXPECT_TRUE(fs::file_size(dir / "d.html") > 500);
+  fs::remove_all(dir);
+}
+
+TEST(Archc, DiffOfATemplateWithItselfIsEmpty) {
+  std::string model = testing::golden_dir("qwen3");
+  ARCH_REQUIRE_SHARED(model);
+  auto r = testing::run_tool(testing::archc() + " diff " ARCHETYPE_SOURCE_DIR "/families/llama.arch " ARCHETYPE_SOURCE_DIR
+                             "/families/llama.arch --model " + model + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["structure"].empty());
+  EXPECT_TRUE(j["first_beyond_tolerance"].is_null());
+  EXPECT_EQ(j["greedy"]["agree"], 16);
 }
 
 }  // namespace
