@@ -18,6 +18,7 @@
 #include "dsl/check.h"
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
+#include "engine/checkpoint_check.h"
 #include "engine/graph.h"
 #include "engine/model.h"
 #include "importer/safetensors.h"
@@ -42,6 +43,7 @@ Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::
   dsl::InstantiateOptions opt;
   if (!c.model.empty()) {
     ARCH_TRY(Checkpoint loaded, load_checkpoint(c.model));
+    ARCH_TRY_STATUS(apply_family_view(loaded));  // nested text model, family tensor prefixes
     ckpt = std::make_shared<Checkpoint>(std::move(loaded));
     opt.config = ckpt->config;
     opt.tensor_exists = [ckpt](const std::string& n) { return ckpt->has(n); };
@@ -83,6 +85,12 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
       if (!inst.ok()) {
         std::fprintf(stderr, "%s\n", inst.error().message.c_str());
         ++problems;
+      } else if (ckpt) {
+        // With a checkpoint: every weight, shape, unread tensor and norm convention.
+        auto found = check_against_checkpoint(inst->graph, *ckpt);
+        for (const auto& e : found.errors) std::fprintf(stderr, "%s\n", e.c_str());
+        for (const auto& w : found.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+        problems += int(found.errors.size());
       }
     }
   }

@@ -137,3 +137,32 @@ TEST(Archc, DiffOfATemplateWithItselfIsEmpty) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(Archc, CheckAgainstACheckpointFindsConventionAndBindingProblems) {
+  std::string gemma = testing::golden_dir("gemma"), llama = testing::golden_dir("llama");
+  ARCH_REQUIRE_SHARED(llama);
+  ARCH_REQUIRE_SHARED(gemma);
+  // Its own family: clean.
+  auto ok = testing::run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/gemma.arch --model " + gemma);
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_EQ(ok.out.find("warning"), std::string::npos) << ok.out;
+  // Gemma's w - 1 norm weights read by LlamaStyle as w: a warning at the norm's line.
+  auto conv = testing::run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/llama.arch --model " + gemma);
+  EXPECT_NE(conv.out.find("families/llama.arch:"), std::string::npos) << conv.out;
+  EXPECT_NE(conv.out.find("warning: model.norm.weight averages"), std::string::npos) << conv.out;
+  EXPECT_NE(conv.out.find("is it stored as w - 1?"), std::string::npos) << conv.out;
+  // LlamaStyle on a Gemma 2 checkpoint: the norms it has that nothing reads.
+  auto extra = testing::run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/llama.arch --model " +
+                                 testing::golden_dir("gemma2"));
+  EXPECT_NE(extra.out.find("warning: checkpoint tensor model.layers.0.pre_feedforward_layernorm.weight is read by nothing"),
+            std::string::npos) << extra.out;
+  // A checkpoint lacking what the template reads: an error at the declaration.
+  auto lacks = testing::run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/bert.arch --model " + llama);
+  EXPECT_EQ(lacks.exit_code, 1) << lacks.out;
+}
+
+}  // namespace
+}  // namespace arch
