@@ -103,16 +103,25 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
   return 0;
 }
 
-int dump(const std::string& tmpl_path, const ConfigSource& cs) {
-  if (cs.config.empty() && cs.model.empty())
-    return std::fprintf(stderr, "archc: error: dump needs --config config.json or --model DIR\n"), 1;
+// The template instantiated for --config / --model, or the message printed.
+std::optional<dsl::Instance> instantiated(const char* command, const std::string& tmpl_path, const ConfigSource& cs) {
+  if (cs.config.empty() && cs.model.empty()) {
+    std::fprintf(stderr, "archc: error: %s needs --config config.json or --model DIR\n", command);
+    return std::nullopt;
+  }
   auto t = dsl::parse_template_file(tmpl_path);
-  if (!t.ok()) return std::fprintf(stderr, "%s\n", t.error().message.c_str()), 1;
+  if (!t.ok()) return std::fprintf(stderr, "%s\n", t.error().message.c_str()), std::nullopt;
   std::shared_ptr<Checkpoint> ckpt;
   auto opt = instantiate_options(cs, ckpt);
-  if (!opt.ok()) return std::fprintf(stderr, "archc: error: %s\n", opt.error().message.c_str()), 1;
+  if (!opt.ok()) return std::fprintf(stderr, "archc: error: %s\n", opt.error().message.c_str()), std::nullopt;
   auto inst = dsl::instantiate(*t, *opt, op_table());
-  if (!inst.ok()) return std::fprintf(stderr, "%s\n", inst.error().message.c_str()), 1;
+  if (!inst.ok()) return std::fprintf(stderr, "%s\n", inst.error().message.c_str()), std::nullopt;
+  return std::move(*inst);
+}
+
+int dump(const std::string& tmpl_path, const ConfigSource& cs) {
+  auto inst = instantiated("dump", tmpl_path, cs);
+  if (!inst) return 1;
   std::printf("# config\n");
   for (auto& [n, v] : inst->config) std::printf("#   %s = %s\n", n.c_str(), v.to_json().dump().c_str());
   std::printf("# flags\n");
@@ -122,15 +131,8 @@ int dump(const std::string& tmpl_path, const ConfigSource& cs) {
 }
 
 int graph(const std::string& tmpl_path, const ConfigSource& cs, bool svg, const std::string& out_path) {
-  if (cs.config.empty() && cs.model.empty())
-    return std::fprintf(stderr, "archc: error: graph needs --config config.json or --model DIR\n"), 1;
-  auto t = dsl::parse_template_file(tmpl_path);
-  if (!t.ok()) return std::fprintf(stderr, "%s\n", t.error().message.c_str()), 1;
-  std::shared_ptr<Checkpoint> ckpt;
-  auto opt = instantiate_options(cs, ckpt);
-  if (!opt.ok()) return std::fprintf(stderr, "archc: error: %s\n", opt.error().message.c_str()), 1;
-  auto inst = dsl::instantiate(*t, *opt, op_table());
-  if (!inst.ok()) return std::fprintf(stderr, "%s\n", inst.error().message.c_str()), 1;
+  auto inst = instantiated("graph", tmpl_path, cs);
+  if (!inst) return 1;
   std::string dot = graph_to_dot(inst->graph);
   if (!svg) {
     if (out_path.empty()) std::fputs(dot.c_str(), stdout);
