@@ -21,6 +21,8 @@
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "importer/image.h"
+#include "importer/image_preprocess.h"
 #include "importer/safetensors.h"
 #include "importer/toy_checkpoint.h"
 
@@ -224,6 +226,44 @@ int run_embed(const EmbedArgs& a) {
   return 0;
 }
 
+// ---- classify ---------------------------------------------------------------
+
+int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json) {
+  auto m = open_model(c);
+  if (!m.ok()) return fail(m.error());
+  const Model& model = **m;
+  auto rgb = load_image(image_path);
+  if (!rgb.ok()) return fail(rgb.error());
+  auto pre = read_preprocessor_config(c.model, model.checkpoint.config);
+  if (!pre.ok()) return fail(pre.error());
+  Tensor pixels = preprocess(*rgb, *pre);
+  auto outs = forward(model, {{"pixel_values", pixels}}, {"logits"});
+  if (!outs.ok()) return fail(error(image_path + ": " + outs.error().message));
+  const Tensor& logits = outs->at("logits");
+  // Softmax probabilities, best first.
+  std::vector<std::pair<double, int>> ranked;
+  double maxv = -INFINITY, total = 0;
+  for (int64_t i = 0; i < logits.numel(); ++i) maxv = std::max(maxv, double(logits.f32()[i]));
+  for (int64_t i = 0; i < logits.numel(); ++i) total += std::exp(double(logits.f32()[i]) - maxv);
+  for (int64_t i = 0; i < logits.numel(); ++i)
+    ranked.emplace_back(std::exp(double(logits.f32()[i]) - maxv) / total, int(i));
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  ranked.resize(std::min<size_t>(ranked.size(), size_t(std::max(top_k, 1))));
+  auto labels = model.checkpoint.config.value("id2label", nlohmann::json::object());
+  auto label = [&](int id) {
+    auto it = labels.find(std::to_string(id));
+    return it != labels.end() && it->is_string() ? it->get<std::string>() : "LABEL_" + std::to_string(id);
+  };
+  if (as_json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (auto& [p, id] : ranked) j.push_back({{"id", id}, {"label", label(id)}, {"probability", p}});
+    std::printf("%s\n", nlohmann::json{{"top", j}}.dump().c_str());
+  } else {
+    for (auto& [p, id] : ranked) std::printf("%6.2f%%  %s (%d)\n", 100 * p, label(id).c_str(), id);
+  }
+  return 0;
+}
+
 // ---- compare ----------------------------------------------------------------
 
 int run_compare(const Common& c, const std::string& golden, bool as_json) {
@@ -340,6 +380,16 @@ int main(int argc, char** argv) {
   emb->add_flag("--normalize", e.normalize, "L2-normalise the vector");
   emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N}");
 
+  Common kc;
+  std::string image;
+  int top_k = 5;
+  bool classify_json = false;
+  auto* cls = app.add_subcommand("classify", "classify an image (PNG, JPEG, BMP, GIF) with an image classifier");
+  add_common(cls, kc);
+  cls->add_option("image", image, "the image file")->required();
+  cls->add_option("-k,--top-k", top_k, "how many labels to print")->check(CLI::Range(1, 1000));
+  cls->add_flag("--json", classify_json, "print {\"top\": [{\"id\", \"label\", \"probability\"}, ...]}");
+
   Common cc;
   std::string golden;
   bool compare_json = false;
@@ -365,6 +415,7 @@ int main(int argc, char** argv) {
   if (info->parsed()) return run_info(ic, info_json);
   if (emb->parsed()) return run_embed(e);
   if (cmp->parsed()) return run_compare(cc, golden, compare_json);
+  if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
   if (toy->parsed()) {
     Status st = write_toy_checkpoint(toy_dir, toy_seed);
     if (!st.ok()) return fail(st.error());

@@ -278,3 +278,49 @@ TEST(Archrun, CompareNamesTheFirstDivergingLayerOfAWrongTemplate) {
 
 }  // namespace
 }  // namespace arch
+
+#include <stb/stb_image_write.h>
+
+namespace arch {
+namespace {
+
+TEST(Archrun, ClassifyAnImage) {
+  std::string dir = testing::golden_dir("vit");
+  ARCH_REQUIRE_SHARED(dir);
+  TempDir tmp("classify");
+  std::vector<unsigned char> rgb(48 * 40 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 37) % 251);
+  std::string png = (tmp / "image.png").string();
+  ASSERT_NE(stbi_write_png(png.c_str(), 48, 40, 3, rgb.data(), 48 * 3), 0);
+  auto r = run_tool(testing::archrun() + " classify " + dir + " " + png + " --top-k 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto top = nlohmann::json::parse(r.out)["top"];
+  ASSERT_EQ(top.size(), 3u);
+  double total = 0, last = 1;
+  for (const auto& t : top) {
+    double p = t["probability"].get<double>();
+    EXPECT_LE(p, last);
+    last = p;
+    total += p;
+    EXPECT_FALSE(t["label"].get<std::string>().empty());
+  }
+  EXPECT_LE(total, 1.0 + 1e-9);
+  // Deterministic.
+  EXPECT_EQ(run_tool(testing::archrun() + " classify " + dir + " " + png + " --top-k 3 --json").out, r.out);
+
+  // Not an image: a clear error naming the file.
+  std::ofstream(tmp / "fake.png") << "this is not a PNG";
+  auto bad = run_tool(testing::archrun() + " classify " + dir + " " + (tmp / "fake.png").string());
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.out.find("fake.png"), std::string::npos) << bad.out;
+  // A truncated PNG, too.
+  std::ifstream whole(png, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(whole)), {});
+  std::ofstream(tmp / "cut.png", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  auto cut = run_tool(testing::archrun() + " classify " + dir + " " + (tmp / "cut.png").string());
+  EXPECT_EQ(cut.exit_code, 1);
+  EXPECT_NE(cut.out.find("cut.png"), std::string::npos) << cut.out;
+}
+
+}  // namespace
+}  // namespace arch
