@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include "engine/session.h"
 
@@ -9,12 +11,21 @@ namespace arch {
 
 std::vector<int32_t> eos_ids(const Model& m) {
   std::vector<int32_t> out;
-  auto it = m.checkpoint.config.find("eos_token_id");
-  if (it == m.checkpoint.config.end()) return out;
-  if (it->is_number_integer()) out.push_back(it->get<int32_t>());
-  if (it->is_array())
-    for (auto& x : *it)
-      if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  auto add = [&](const nlohmann::json& v) {
+    if (v.is_number_integer()) out.push_back(v.get<int32_t>());
+    if (v.is_array())
+      for (auto& x : v)
+        if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  };
+  if (auto it = m.checkpoint.config.find("eos_token_id"); it != m.checkpoint.config.end()) add(*it);
+  // generation_config.json may name more (chat models list their end-of-turn token).
+  std::ifstream f(std::filesystem::path(m.checkpoint.dir) / "generation_config.json");
+  if (f) {
+    auto g = nlohmann::json::parse(f, nullptr, false);
+    if (g.is_object() && g.contains("eos_token_id")) add(g["eos_token_id"]);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
