@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <unistd.h>
 #include <filesystem>
+#include <optional>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -21,9 +23,12 @@
 #include "engine/generate.h"
 #include "engine/model.h"
 #include "engine/session.h"
+#include "importer/chat_template/load.h"
 #include "importer/image.h"
 #include "importer/image_preprocess.h"
 #include "importer/safetensors.h"
+#include "importer/text_stream.h"
+#include "importer/tokenizer/tokenizer.h"
 #include "importer/toy_checkpoint.h"
 
 namespace fs = std::filesystem;
@@ -102,12 +107,26 @@ struct GenerateArgs {
   uint64_t seed = 0;
 };
 
+// The checkpoint's tokenizer (MODEL may hold only tokenizer files).
+Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model) {
+  if (model == "toy") return error("the embedded default model has no tokenizer: give token ids with --ids");
+  return load_tokenizer(model);
+}
+
 int run_generate(const GenerateArgs& a) {
-  if (!a.prompt.empty())
-    return fail(error("-p TEXT needs a tokenizer, which archrun does not read yet; give token ids with --ids"));
-  if (a.ids.empty()) return fail(error("give the prompt as --ids 1,2,3"));
-  auto ids = parse_ids(a.ids);
-  if (!ids.ok()) return fail(ids.error());
+  if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 1,2,3 (one of them)"));
+  std::shared_ptr<const Tokenizer> tok;
+  std::vector<int32_t> prompt;
+  if (!a.prompt.empty()) {
+    auto t = open_tokenizer(a.common.model);
+    if (!t.ok()) return fail(t.error());
+    tok = *t;
+    prompt = tok->encode(a.prompt, true);
+  } else {
+    auto ids = parse_ids(a.ids);
+    if (!ids.ok()) return fail(ids.error());
+    prompt = *ids;
+  }
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   GenerateOptions opt;
@@ -117,23 +136,37 @@ int run_generate(const GenerateArgs& a) {
   opt.sampling.top_k = a.top_k;
   opt.sampling.top_p = a.top_p;
   opt.sampling.seed = a.seed;
-  if (!a.ignore_eos) opt.stop_ids = eos_ids(**m);
+  if (!a.ignore_eos) {
+    opt.stop_ids = eos_ids(**m);
+    if (tok && tok->eos_id()) opt.stop_ids.push_back(*tok->eos_id());
+  }
+  // Text streams as it is generated; ids print as they come.
+  std::optional<TextStream> stream;
+  if (tok) stream.emplace(tok, true);
   if (!a.json)
-    opt.on_token = [](int32_t t) {
-      std::printf("%d ", t);
+    opt.on_token = [&](int32_t t) {
+      if (stream) std::fputs(stream->push(t).c_str(), stdout);
+      else std::printf("%d ", t);
       std::fflush(stdout);
     };
-  auto r = generate(**m, *ids, opt);
+  else if (stream)
+    opt.on_token = [&](int32_t t) { stream->push(t); };
+  auto r = generate(**m, prompt, opt);
   if (!r.ok()) return fail(r.error());
   if (a.json) {
     nlohmann::json j;
     j["tokens"] = r->tokens;
+    if (tok) {
+      j["prompt_tokens"] = prompt;
+      j["text"] = tok->decode(r->tokens, true);
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
+    if (stream) std::fputs(stream->finish().c_str(), stdout);
     std::printf("\n");
     double tps = r->decode_seconds > 0 ? double(r->tokens.size() - 1) / r->decode_seconds : 0;
     std::fprintf(stderr, "%s (%s): %zu prompt tokens in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
-                 (*m)->family.c_str(), (*m)->template_path.c_str(), ids->size(), r->prompt_seconds,
+                 (*m)->family.c_str(), (*m)->template_path.c_str(), prompt.size(), r->prompt_seconds,
                  r->tokens.size(), tps, r->stop_reason.c_str());
   }
   return 0;
@@ -264,6 +297,116 @@ int run_classify(const Common& c, const std::string& image_path, int top_k, bool
   return 0;
 }
 
+// ---- text: tokenize, detokenize, template, chat ----------------------------------
+
+int run_tokenize(const std::string& model, std::string text, const std::string& file, bool no_special, bool as_json) {
+  auto tok = open_tokenizer(model);
+  if (!tok.ok()) return fail(tok.error());
+  if (!file.empty()) {
+    std::ifstream f(file, std::ios::binary);
+    if (!f) return fail(error(file + ": cannot read"));
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto ids = (*tok)->encode(text, !no_special);
+  if (as_json) {
+    std::printf("%s\n", nlohmann::json{{"ids", ids}}.dump().c_str());
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int run_detokenize(const std::string& model, const std::string& ids_text, bool skip_special, bool as_json) {
+  auto tok = open_tokenizer(model);
+  if (!tok.ok()) return fail(tok.error());
+  auto ids = parse_ids(ids_text);
+  if (!ids.ok()) return fail(ids.error());
+  std::string text = (*tok)->decode(*ids, skip_special);
+  if (as_json) std::printf("%s\n", nlohmann::json{{"text", text}}.dump().c_str());
+  else std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+Result<nlohmann::ordered_json> read_messages(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(path + ": cannot read");
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded()) return error(path + ": not valid JSON");
+  if (j.is_object() && j.contains("messages")) j = j["messages"];
+  if (!j.is_array()) return error(path + ": expected a list of messages ([{\"role\": ..., \"content\": ...}, ...])");
+  return j;
+}
+
+int run_template(const std::string& model, const std::string& messages_path, bool add_generation_prompt, bool as_json) {
+  auto info = load_chat_template(model);
+  if (!info.ok()) return fail(info.error());
+  auto tok = open_tokenizer(model);
+  if (!tok.ok()) return fail(tok.error());
+  auto messages = read_messages(messages_path);
+  if (!messages.ok()) return fail(messages.error());
+  auto rendered = info->chat_template.render(info->context(*messages, add_generation_prompt));
+  if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message));
+  // The template writes the special tokens itself: encode without adding more.
+  auto ids = (*tok)->encode(*rendered, false);
+  if (as_json) std::printf("%s\n", nlohmann::json{{"rendered", *rendered}, {"ids", ids}}.dump().c_str());
+  else std::fputs(rendered->c_str(), stdout);
+  return 0;
+}
+
+struct ChatArgs {
+  Common common;
+  std::string system;
+  int n = 512;
+  float temperature = 0.0f;
+  uint64_t seed = 0;
+};
+
+// Turns come from standard input, one line each (a pipe or a terminal); each
+// reply streams to standard output as it is generated.
+int run_chat(const ChatArgs& a) {
+  auto tok = open_tokenizer(a.common.model);
+  if (!tok.ok()) return fail(tok.error());
+  auto info = load_chat_template(a.common.model);
+  if (!info.ok()) return fail(info.error());
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
+  std::vector<int32_t> stop = eos_ids(**m);
+  if ((*tok)->eos_id()) stop.push_back(*(*tok)->eos_id());
+  bool interactive = isatty(0);
+  for (std::string line;;) {
+    if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    auto rendered = info->chat_template.render(info->context(messages, true));
+    if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message));
+    GenerateOptions opt;
+    opt.max_new_tokens = a.n;
+    opt.sampling.greedy = a.temperature <= 0;
+    opt.sampling.temperature = a.temperature;
+    opt.sampling.seed = a.seed;
+    opt.stop_ids = stop;
+    TextStream stream(*tok, true);
+    opt.on_token = [&](int32_t t) {
+      std::fputs(stream.push(t).c_str(), stdout);
+      std::fflush(stdout);
+    };
+    auto r = generate(**m, (*tok)->encode(*rendered, false), opt);
+    if (!r.ok()) return fail(r.error());
+    std::fputs(stream.finish().c_str(), stdout);
+    std::printf("\n");
+    std::fflush(stdout);
+    std::vector<int32_t> reply = r->tokens;
+    if (!reply.empty() && r->stop_reason == "eos") reply.pop_back();
+    messages.push_back({{"role", "assistant"}, {"content", (*tok)->decode(reply, true)}});
+  }
+  return 0;
+}
+
 // ---- compare ----------------------------------------------------------------
 
 int run_compare(const Common& c, const std::string& golden, bool as_json) {
@@ -380,6 +523,39 @@ int main(int argc, char** argv) {
   emb->add_flag("--normalize", e.normalize, "L2-normalise the vector");
   emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N}");
 
+  std::string tk_model, tk_text, tk_file;
+  bool tk_no_special = false, tk_json = false;
+  auto* tkz = app.add_subcommand("tokenize", "text to token ids, as Hugging Face's tokenizer gives them");
+  tkz->add_option("model", tk_model, "checkpoint directory (or one with only tokenizer files)")->required();
+  tkz->add_option("text", tk_text, "the text");
+  tkz->add_option("--file", tk_file, "read the text from a file");
+  tkz->add_flag("--no-special", tk_no_special, "do not add special tokens (BOS, [CLS] ...)");
+  tkz->add_flag("--json", tk_json, "print {\"ids\": [...]}");
+
+  std::string dt_model, dt_ids;
+  bool dt_skip = false, dt_json = false;
+  auto* dtk = app.add_subcommand("detokenize", "token ids to text");
+  dtk->add_option("model", dt_model, "checkpoint directory (or one with only tokenizer files)")->required();
+  dtk->add_option("--ids", dt_ids, "token ids, comma-separated")->required();
+  dtk->add_flag("--skip-special", dt_skip, "leave special tokens out");
+  dtk->add_flag("--json", dt_json, "print {\"text\": ...}");
+
+  std::string tp_model, tp_messages;
+  bool tp_gen = false, tp_json = false;
+  auto* tpl = app.add_subcommand("template", "render the checkpoint's chat template for a conversation");
+  tpl->add_option("model", tp_model, "checkpoint directory (tokenizer_config.json with a chat_template)")->required();
+  tpl->add_option("--messages", tp_messages, "JSON file: [{\"role\": ..., \"content\": ...}, ...]")->required();
+  tpl->add_flag("--add-generation-prompt", tp_gen, "end with the assistant's turn opening");
+  tpl->add_flag("--json", tp_json, "print {\"rendered\": ..., \"ids\": [...]}");
+
+  ChatArgs ch;
+  auto* cht = app.add_subcommand("chat", "chat with a model: one user turn per line of standard input");
+  add_common(cht, ch.common);
+  cht->add_option("--system", ch.system, "a system message first");
+  cht->add_option("-n,--max-new-tokens", ch.n, "most tokens per reply")->check(CLI::Range(1, 1 << 20));
+  cht->add_option("--temperature", ch.temperature, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0));
+  cht->add_option("--seed", ch.seed, "sampling seed");
+
   Common kc;
   std::string image;
   int top_k = 5;
@@ -416,6 +592,13 @@ int main(int argc, char** argv) {
   if (emb->parsed()) return run_embed(e);
   if (cmp->parsed()) return run_compare(cc, golden, compare_json);
   if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
+  if (tkz->parsed()) {
+    if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
+    return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);
+  }
+  if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
+  if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
+  if (cht->parsed()) return run_chat(ch);
   if (toy->parsed()) {
     Status st = write_toy_checkpoint(toy_dir, toy_seed);
     if (!st.ok()) return fail(st.error());

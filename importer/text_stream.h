@@ -1,0 +1,35 @@
+// Streaming detokenisation: text handed out as tokens arrive, never splitting
+// a UTF-8 character, and whose pieces concatenate to exactly what decoding the
+// whole sequence gives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "importer/tokenizer/tokenizer.h"
+
+namespace arch {
+
+class TextStream {
+ public:
+  explicit TextStream(std::shared_ptr<const Tokenizer> tok, bool skip_special_tokens = false)
+      : tok_(std::move(tok)), skip_special_(skip_special_tokens) {}
+
+  // The text this token completes (often "", when it ends mid-character or
+  // the decoder would still change what came before).
+  std::string push(int32_t id);
+  // Whatever is still held back, at the end of the sequence.
+  std::string finish();
+
+  const std::vector<int32_t>& ids() const { return ids_; }
+
+ private:
+  std::shared_ptr<const Tokenizer> tok_;
+  bool skip_special_;
+  std::vector<int32_t> ids_;
+  std::string sent_;  // what push() has handed out so far
+};
+
+}  // namespace arch

@@ -1,0 +1,109 @@
+// The text commands from the command line: tokenize, detokenize, template
+// over every shared chat conversation, generate -p with streaming text.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/shared_data.h"
+#include "tests/tools/run_tool.h"
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_tool;
+
+std::string quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<nlohmann::json> jsonl(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);)
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+TEST(ArchrunText, TokenizeAndDetokenizeGiveTheReferenceIds) {
+  std::string dir = testing::shared_dir() + "/tokenizers/llama3";
+  ARCH_REQUIRE_SHARED(dir);
+  int checked = 0;
+  for (const auto& c : jsonl(dir + "/cases.jsonl")) {
+    std::string text = c["text"];
+    if (text.find('\0') != std::string::npos || text.empty() || text[0] == '-') continue;  // argv cannot carry these
+    if (++checked > 12) break;  // the library tests cover every case; here, the CLI's plumbing
+    auto r = run_tool(testing::archrun() + " tokenize " + dir + " " + quote(text) + " --json" +
+                      (c["add_special_tokens"].get<bool>() ? "" : " --no-special"));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["ids"], c["ids"]) << c["tag"];
+  }
+  EXPECT_GT(checked, 5);
+  auto d = run_tool(testing::archrun() + " detokenize " + dir + " --ids 128000,9906,1917 --json");
+  ASSERT_EQ(d.exit_code, 0) << d.out;
+  EXPECT_EQ(nlohmann::json::parse(d.out)["text"], "<|begin_of_text|>Hello world");
+}
+
+TEST(ArchrunText, TemplateRendersEverySharedConversation) {
+  std::string root = testing::shared_dir() + "/tokenizers";
+  ARCH_REQUIRE_SHARED(root);
+  fs::path tmp = fs::temp_directory_path() / ("archrun_template_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  int n = 0;
+  for (const char* name : {"llama3", "qwen3", "gemma3"}) {
+    for (const auto& c : jsonl(root + "/" + name + "/chat.jsonl")) {
+      std::ofstream(tmp / "messages.json") << c["messages"].dump();
+      auto r = run_tool(testing::archrun() + " template " + root + "/" + name + " --messages " +
+                        (tmp / "messages.json").string() + " --json" +
+                        (c["add_generation_prompt"].get<bool>() ? " --add-generation-prompt" : ""));
+      ASSERT_EQ(r.exit_code, 0) << name << " " << c["tag"] << ": " << r.out;
+      auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["rendered"], c["rendered"]) << name << " " << c["tag"];
+      EXPECT_EQ(j["ids"], c["ids"]) << name << " " << c["tag"];
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 18);
+  fs::remove_all(tmp);
+}
+
+TEST(ArchrunText, GenerateFromTextStreamsTheContinuation) {
+  std::string dir = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(dir);
+  auto j = run_tool(testing::archrun() + " generate " + dir + " -p 'Once upon a time' -n 24 --json");
+  ASSERT_EQ(j.exit_code, 0) << j.out;
+  auto r = nlohmann::json::parse(j.out);
+  EXPECT_EQ(r["prompt_tokens"], nlohmann::json({1, 403, 407, 261, 378}));
+  EXPECT_EQ(r["tokens"].size(), 24u);
+  // The streamed text (stdout without --json) is the decode of those tokens.
+  auto s = run_tool("(" + testing::archrun() + " generate " + dir + " -p 'Once upon a time' -n 24 2>/dev/null)");
+  ASSERT_EQ(s.exit_code, 0) << s.out;
+  EXPECT_EQ(s.out, r["text"].get<std::string>() + "\n");
+  EXPECT_EQ(r["text"].get<std::string>().rfind(", there was a little girl named Lily.", 0), 0u) << r["text"];
+}
+
+TEST(ArchrunText, ChatNeedsATemplateAndSaysSo) {
+  std::string dir = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(dir);
+  auto r = run_tool("echo hi | " + testing::archrun() + " chat " + dir);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("no chat template"), std::string::npos) << r.out;
+}
+
+TEST(ArchrunText, ABrokenTokenizerFileIsAClearError) {
+  fs::path tmp = fs::temp_directory_path() / ("archrun_badtok_" + std::to_string(getpid()));
+  fs::create_directories(tmp);
+  std::ofstream(tmp / "tokenizer.json") << "{\"model\": {\"type\": \"Martian\"}}";
+  auto r = run_tool(testing::archrun() + " tokenize " + tmp.string() + " hello");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("tokenizer.json"), std::string::npos) << r.out;
+  fs::remove_all(tmp);
+}
+
+}  // namespace
+}  // namespace arch
