@@ -106,7 +106,7 @@ Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::stri
     for (size_t d = 0; d < want.size(); ++d) {
       if (want[d].concrete() && t.shape[d] != want[d].n)
         return error("input '" + it->first + "' is " + dims_str(t.shape) + ", the model takes " + shape_str(want));
-      if (!want[d].concrete()) {
+      if (want[d].sym == 1) {  // seq; a `_` dim (an image's H, W) takes any size
         if (seq >= 0 && seq != t.shape[d])
           return error("input '" + it->first + "' has " + std::to_string(t.shape[d]) + " positions, another input " +
                        std::to_string(seq));

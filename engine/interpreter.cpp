@@ -53,6 +53,8 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
   std::vector<Tensor> vals(g.values.size());
   for (auto& [id, t] : inputs) {
     Dims want = concretize(g.values[id].type.shape, seq, ctx);
+    for (size_t d = 0; d < want.size() && d < t.shape.size(); ++d)
+      if (g.values[id].type.shape[d].sym == 3) want[d] = t.shape[d];  // `_`: whatever this call brings
     if (t.shape != want || t.dtype != g.values[id].type.dtype)
       return error("input '" + g.values[id].name + "' is " + std::string(dtype_name(t.dtype)) +
                    dims_str(t.shape) + ", the graph takes " +

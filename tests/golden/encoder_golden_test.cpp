@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/compare.h"
+#include "engine/forward.h"
 #include "engine/model.h"
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"
@@ -41,6 +42,26 @@ INSTANTIATE_TEST_SUITE_P(Cases, EncoderGolden,
                                            Case{"vit_model", "ViTStyle"}, Case{"clip_vision", "ViTStyle"},
                                            Case{"resnet", "CNNStyle"}, Case{"resnet_bottleneck", "CNNStyle"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// `_` dims take whatever the call brings: a non-square image through ResNet.
+TEST(EncoderShapes, ANonSquareImageThroughACnn) {
+  std::string dir = testing::golden_dir("resnet");
+  ARCH_REQUIRE_SHARED(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  Tensor pixels = Tensor::zeros(DType::F32, {1, 3, 64, 48});
+  for (int64_t i = 0; i < pixels.numel(); ++i) pixels.f32()[i] = float((i * 7) % 13) / 13.0f - 0.5f;
+  auto out = forward(**model, {{"pixel_values", pixels}}, {"hidden_state_3", "logits"});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->at("hidden_state_3").shape, (Dims{48, 4, 3}));
+  EXPECT_EQ(out->at("logits").shape, (Dims{10}));
+}
 
 }  // namespace
 }  // namespace arch
