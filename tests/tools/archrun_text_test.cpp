@@ -107,3 +107,31 @@ TEST(ArchrunText, ABrokenTokenizerFileIsAClearError) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// A conversation through a pipe: stories260K with a minimal chat template
+// added (its own files have none).
+TEST(ArchrunText, ChatReadsTurnsFromAPipe) {
+  std::string src = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(src);
+  fs::path dir = fs::temp_directory_path() / ("archrun_chat_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"})
+    fs::create_symlink(fs::path(src) / f, dir / f);
+  auto cfg = nlohmann::json::parse(std::ifstream(src + "/tokenizer_config.json"));
+  cfg["chat_template"] = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+  auto r = run_tool("(printf 'Once upon a time\\nThe cat\\n' | " + testing::archrun() + " chat " + dir.string() +
+                    " -n 12 2>/dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // Two turns, two replies, each on its own line; the first continues the story.
+  auto first = r.out.substr(0, r.out.find('\n'));
+  EXPECT_EQ(first.rfind(", there was a little girl", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 2) << r.out;
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace arch
