@@ -228,10 +228,15 @@ struct EmbedArgs {
 };
 
 int run_embed(const EmbedArgs& a) {
-  if (!a.prompt.empty())
-    return fail(error("-p TEXT needs a tokenizer, which archrun does not read yet; give token ids with --ids"));
-  if (a.ids.empty()) return fail(error("give the text as --ids 101,2023,102"));
-  auto ids = parse_ids(a.ids);
+  if (a.prompt.empty() == a.ids.empty()) return fail(error("give the text as -p TEXT or as --ids 101,2023,102 (one of them)"));
+  Result<std::vector<int32_t>> ids = std::vector<int32_t>{};
+  if (!a.prompt.empty()) {
+    auto tok = open_tokenizer(a.common.model);
+    if (!tok.ok()) return fail(tok.error());
+    ids = (*tok)->encode(a.prompt, true);  // [CLS] ... [SEP], as the encoder was trained
+  } else {
+    ids = parse_ids(a.ids);
+  }
   if (!ids.ok()) return fail(ids.error());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
@@ -518,7 +523,7 @@ int main(int argc, char** argv) {
   EmbedArgs e;
   auto* emb = app.add_subcommand("embed", "a sentence embedding: the mean of the encoder's last hidden states");
   add_common(emb, e.common);
-  emb->add_option("-p,--prompt", e.prompt, "text (needs a tokenizer)");
+  emb->add_option("-p,--prompt", e.prompt, "the text (tokenized with the checkpoint's tokenizer)");
   emb->add_option("--ids", e.ids, "token ids, comma-separated");
   emb->add_flag("--normalize", e.normalize, "L2-normalise the vector");
   emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N}");

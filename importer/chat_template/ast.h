@@ -44,6 +44,7 @@ struct Expr {
   std::vector<ExprPtr> args;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
   ExprPtr dyn_args, dyn_kwargs;
+  int depth = 1;  // height of this subtree (the parser bounds it)
 
   Expr(Kind k, Pos p) : kind(k), pos(p) {}
 };

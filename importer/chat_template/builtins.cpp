@@ -1,5 +1,6 @@
 #include "importer/chat_template/builtins.h"
 
+#include <algorithm>
 #include <ctime>
 #include <memory>
 
@@ -15,6 +16,11 @@ std::optional<Value> Namespace::get_attr(const std::string& name) const {
 }
 
 bool Namespace::set_attr(const std::string& name, Value value) {
+  if (value.is_object() && &value.object() == this) {
+    depth_ = std::max(depth_, 2);
+  } else {
+    depth_ = std::max(depth_, 1 + value_depth(value));
+  }
   for (auto& [k, v] : attrs_) {
     if (k == name) {
       v = std::move(value);
@@ -25,11 +31,11 @@ bool Namespace::set_attr(const std::string& name, Value value) {
   return true;
 }
 
-std::string Namespace::repr() const {
+std::string Namespace::repr(int level) const {
   std::string out = "<Namespace {";
   for (size_t i = 0; i < attrs_.size(); ++i) {
     if (i) out += ", ";
-    out += py_repr_string(attrs_[i].first) + ": " + jinja::repr(attrs_[i].second);
+    out += py_repr_string(attrs_[i].first) + ": " + repr_at(attrs_[i].second, level + 1);
   }
   return out + "}>";
 }

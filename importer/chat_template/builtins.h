@@ -23,10 +23,12 @@ class Namespace : public Object {
   std::string type_name() const override { return "Namespace"; }
   std::optional<Value> get_attr(const std::string& name) const override;
   bool set_attr(const std::string& name, Value value) override;
-  std::string repr() const override;
+  std::string repr(int level) const override;
+  int depth() const override { return depth_; }
 
  private:
   std::vector<std::pair<std::string, Value>> attrs_;
+  int depth_ = 1;  // an upper bound: it only grows
 };
 
 }  // namespace arch::jinja

@@ -28,7 +28,8 @@ Result<std::string> render_json(const jinja::Body& body, const J& context,
     return error(std::string("chat_template: the context must be a JSON object, not ") + context.type_name());
   jinja::RenderOptions options;
   options.now = now;
-  return jinja::render_body(body, jinja::from_json(context), options);
+  ARCH_TRY(jinja::Value ctx, jinja::from_json(context));
+  return jinja::render_body(body, ctx, options);
 }
 
 }  // namespace

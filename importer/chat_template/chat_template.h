@@ -25,8 +25,13 @@
 // block/extends/include/import/from/call/autoescape, recursive for loops,
 // the filters groupby, pprint, random, striptags, truncate, urlencode, urlize,
 // wordwrap, xmlattr, filesizeformat, and a few Python str methods (encode,
-// translate, ...). Case mapping outside Latin, Greek, Cyrillic and Armenian
-// leaves characters unchanged.
+// translate, ...). Known differences from jinja2, none of which real chat
+// templates rely on: integers are 64-bit (overflow is an error, not a big
+// int); `safe`/`escape` give plain strings (no Markup escaping on `+`);
+// iterators, functions and range slices print differently from Python's
+// reprs; jinja2's constant folding of literal-only expressions is not
+// reproduced; case mapping outside Latin, Greek, Cyrillic and Armenian leaves
+// characters unchanged. See importer/chat_template/README.md.
 #pragma once
 
 #include <chrono>

@@ -14,7 +14,10 @@ namespace arch::jinja {
 
 namespace {
 
-constexpr int kMaxCallDepth = 200;
+constexpr int kMaxCallDepth = 100;
+// Nested evaluations (expressions inside statements inside macro calls...)
+// allowed at once: a bound on the interpreter's stack use.
+constexpr int kMaxNesting = 1500;
 constexpr size_t kMaxOutput = size_t{1} << 30;
 
 struct Scope {
@@ -47,7 +50,7 @@ class LoopContext : public Object {
  public:
   LoopContext(std::shared_ptr<LoopState> state, size_t index) : state_(std::move(state)), i_(index) {}
   std::string type_name() const override { return "LoopContext"; }
-  std::string repr() const override {
+  std::string repr(int) const override {
     return "<LoopContext " + std::to_string(i_ + 1) + "/" + std::to_string(n()) + ">";
   }
   std::optional<Value> get_attr(const std::string& name) const override {
@@ -162,9 +165,12 @@ class Interpreter {
   }
 
   Result<Flow> exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
+    Nesting guard(nesting_);
+    if (nesting_ > kMaxNesting) return error(located(s.pos, "template evaluation nested too deeply"));
     switch (s.kind) {
       case Stmt::Kind::Text:
         out += s.text;
+        if (out.size() > kMaxOutput) return error(located(s.pos, "rendered text is too large"));
         break;
       case Stmt::Kind::Print:
         for (const auto& e : s.exprs) {
@@ -251,6 +257,8 @@ class Interpreter {
   }
 
   Status assign(const Target& t, const Value& v, const ScopePtr& scope) {
+    if (value_depth(v) > kMaxValueDepth)
+      return at(t.pos, error("value nested more than " + std::to_string(kMaxValueDepth) + " levels deep"));
     switch (t.kind) {
       case Target::Kind::Name:
         scope->vars[t.names[0]] = v;
@@ -377,7 +385,19 @@ class Interpreter {
     return r;
   }
 
+  struct Nesting {
+    int& n;
+    explicit Nesting(int& depth) : n(++depth) {}
+    ~Nesting() { --n; }
+  };
+
   Result<Value> eval(const Expr& e, const ScopePtr& scope) {
+    Nesting guard(nesting_);
+    if (nesting_ > kMaxNesting) return error(located(e.pos, "template evaluation nested too deeply"));
+    return eval_node(e, scope);
+  }
+
+  Result<Value> eval_node(const Expr& e, const ScopePtr& scope) {
     switch (e.kind) {
       case Expr::Kind::Literal: return e.literal;
       case Expr::Kind::Name: {
@@ -509,7 +529,8 @@ class Interpreter {
   }
 
   const RenderOptions& options_;
-  int depth_ = 0;
+  int depth_ = 0;    // macro calls
+  int nesting_ = 0;  // eval/exec frames
 };
 
 }  // namespace

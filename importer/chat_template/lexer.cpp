@@ -69,7 +69,19 @@ class Lexer {
     }
     Pos p;
     p.line = static_cast<int>(lo) + 1;
-    p.col = static_cast<int>(char_count(src_.substr(line_starts_[lo], offset - line_starts_[lo]))) + 1;
+    // Columns count characters; continue from the last position asked for
+    // when it is earlier on the same line (tokens come in order), so a
+    // template that is one long line does not cost quadratic time.
+    size_t from = line_starts_[lo];
+    int col = 1;
+    if (memo_line_ == p.line && memo_offset_ <= offset) {
+      from = memo_offset_;
+      col = memo_col_;
+    }
+    p.col = col + static_cast<int>(char_count(src_.substr(from, offset - from)));
+    memo_line_ = p.line;
+    memo_offset_ = offset;
+    memo_col_ = p.col;
     return p;
   }
 
@@ -454,6 +466,8 @@ class Lexer {
   }
 
   std::string_view src_;
+  mutable int memo_line_ = 0, memo_col_ = 1;
+  mutable size_t memo_offset_ = 0;
   size_t pos_ = 0;
   bool line_starting_ = true;
   std::vector<size_t> line_starts_;

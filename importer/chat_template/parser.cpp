@@ -20,6 +20,9 @@ const std::set<std::string> kInnerTags = {
     "endwith", "endblock",   "endcall", "endraw", "endgeneration", "endautoescape"};
 
 constexpr int kMaxDepth = 200;
+// Expression trees deeper than this are refused while they are built, so
+// evaluating and freeing them cannot exhaust the stack ("1 + 1 + ... + 1").
+constexpr int kMaxExprDepth = 400;
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
@@ -420,7 +423,21 @@ class Parser {
     }
     auto e = std::make_unique<Expr>(Expr::Kind::Tuple, p);
     e->args = std::move(items);
+    ARCH_TRY_STATUS(seal(*e));
     return e;
+  }
+
+  // Records the height of a freshly built node; too deep is an error.
+  Status seal(Expr& e) {
+    int d = 0;
+    for (const auto& a : e.args)
+      if (a) d = std::max(d, a->depth);
+    for (const auto& [k, a] : e.kwargs) d = std::max(d, a->depth);
+    if (e.dyn_args) d = std::max(d, e.dyn_args->depth);
+    if (e.dyn_kwargs) d = std::max(d, e.dyn_kwargs->depth);
+    e.depth = d + 1;
+    if (e.depth > kMaxExprDepth) return fail_at(e.pos, "expression nested too deeply");
+    return {};
   }
 
   struct DepthGuard {
@@ -445,17 +462,19 @@ class Parser {
       c->args.push_back(std::move(e));
       c->args.push_back(std::move(cond));
       c->args.push_back(std::move(otherwise));
+      ARCH_TRY_STATUS(seal(*c));
       e = std::move(c);
     }
     return e;
   }
 
-  ExprPtr binary(const std::string& op, Pos p, ExprPtr a, ExprPtr b) {
+  Result<ExprPtr> binary(const std::string& op, Pos p, ExprPtr a, ExprPtr b) {
     auto e = std::make_unique<Expr>(Expr::Kind::Binary, p);
     e->name = op;
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
+    ARCH_TRY_STATUS(seal(*e));
+    return ExprPtr(std::move(e));
   }
 
   Result<ExprPtr> parse_or() {
@@ -464,7 +483,7 @@ class Parser {
       Pos p = cur().pos;
       next();
       ARCH_TRY(ExprPtr right, parse_and());
-      left = binary("or", p, std::move(left), std::move(right));
+      ARCH_TRY(left, binary("or", p, std::move(left), std::move(right)));
     }
     return left;
   }
@@ -475,7 +494,7 @@ class Parser {
       Pos p = cur().pos;
       next();
       ARCH_TRY(ExprPtr right, parse_not());
-      left = binary("and", p, std::move(left), std::move(right));
+      ARCH_TRY(left, binary("and", p, std::move(left), std::move(right)));
     }
     return left;
   }
@@ -488,13 +507,13 @@ class Parser {
       next();
       ARCH_TRY(ExprPtr operand, parse_not());
       e->args.push_back(std::move(operand));
+      ARCH_TRY_STATUS(seal(*e));
       return e;
     }
     return parse_compare();
   }
 
   Result<ExprPtr> parse_compare() {
-    Pos p = cur().pos;
     ARCH_TRY(ExprPtr first, parse_math1());
     std::unique_ptr<Expr> cmp;
     while (true) {
@@ -522,8 +541,10 @@ class Parser {
       cmp->ops.push_back(op);
       cmp->args.push_back(std::move(operand));
     }
-    (void)p;
-    if (cmp) return ExprPtr(std::move(cmp));
+    if (cmp) {
+      ARCH_TRY_STATUS(seal(*cmp));
+      return ExprPtr(std::move(cmp));
+    }
     return first;
   }
 
@@ -534,7 +555,7 @@ class Parser {
       Pos p = cur().pos;
       next();
       ARCH_TRY(ExprPtr right, parse_concat());
-      left = binary(op, p, std::move(left), std::move(right));
+      ARCH_TRY(left, binary(op, p, std::move(left), std::move(right)));
     }
     return left;
   }
@@ -545,7 +566,7 @@ class Parser {
       Pos p = cur().pos;
       next();
       ARCH_TRY(ExprPtr right, parse_math2());
-      left = binary("~", p, std::move(left), std::move(right));
+      ARCH_TRY(left, binary("~", p, std::move(left), std::move(right)));
     }
     return left;
   }
@@ -557,7 +578,7 @@ class Parser {
       Pos p = cur().pos;
       next();
       ARCH_TRY(ExprPtr right, parse_pow());
-      left = binary(op, p, std::move(left), std::move(right));
+      ARCH_TRY(left, binary(op, p, std::move(left), std::move(right)));
     }
     return left;
   }
@@ -568,7 +589,7 @@ class Parser {
       Pos p = cur().pos;
       next();
       ARCH_TRY(ExprPtr right, parse_unary(true));
-      left = binary("**", p, std::move(left), std::move(right));
+      ARCH_TRY(left, binary("**", p, std::move(left), std::move(right)));
     }
     return left;
   }
@@ -582,6 +603,7 @@ class Parser {
       next();
       ARCH_TRY(ExprPtr operand, parse_unary(false));
       e->args.push_back(std::move(operand));
+      ARCH_TRY_STATUS(seal(*e));
       node = std::move(e);
     } else {
       ARCH_TRY(node, parse_primary());
@@ -652,6 +674,7 @@ class Parser {
       e->args.push_back(std::move(item));
     }
     next();
+    ARCH_TRY_STATUS(seal(*e));
     return ExprPtr(std::move(e));
   }
 
@@ -668,6 +691,7 @@ class Parser {
       e->args.push_back(std::move(value));
     }
     next();
+    ARCH_TRY_STATUS(seal(*e));
     return ExprPtr(std::move(e));
   }
 
@@ -680,6 +704,7 @@ class Parser {
           auto e = std::make_unique<Expr>(Expr::Kind::GetAttr, a.pos);
           e->name = a.text;
           e->args.push_back(std::move(node));
+          ARCH_TRY_STATUS(seal(*e));
           node = std::move(e);
         } else if (a.kind == Tok::Int) {
           auto e = std::make_unique<Expr>(Expr::Kind::GetItem, a.pos);
@@ -687,6 +712,7 @@ class Parser {
           idx->literal = Value::integer(a.ival);
           e->args.push_back(std::move(node));
           e->args.push_back(std::move(idx));
+          ARCH_TRY_STATUS(seal(*e));
           node = std::move(e);
         } else {
           return fail(a, "expected a name or number after '.', got " + describe(a));
@@ -708,6 +734,7 @@ class Parser {
           e->args.push_back(std::move(subs[0].start));
           e->args.push_back(std::move(subs[0].stop));
           e->args.push_back(std::move(subs[0].step));
+          ARCH_TRY_STATUS(seal(*e));
           node = std::move(e);
         } else {
           auto e = std::make_unique<Expr>(Expr::Kind::GetItem, p);
@@ -720,8 +747,10 @@ class Parser {
               if (s.is_slice) return fail_at(p, "slices inside a tuple subscript are not supported");
               tuple->args.push_back(std::move(s.index));
             }
+            ARCH_TRY_STATUS(seal(*tuple));
             e->args.push_back(std::move(tuple));
           }
+          ARCH_TRY_STATUS(seal(*e));
           node = std::move(e);
         }
       } else if (is_op("(")) {
@@ -796,9 +825,10 @@ class Parser {
   }
 
   Result<ExprPtr> parse_call(ExprPtr callee) {
-    auto e = std::make_unique<Expr>(Expr::Kind::Call, cur().pos);
+    auto e = std::make_unique<Expr>(Expr::Kind::Call, callee->pos);  // errors point at the callee
     e->args.push_back(std::move(callee));
     ARCH_TRY_STATUS(parse_call_args(*e));
+    ARCH_TRY_STATUS(seal(*e));
     return ExprPtr(std::move(e));
   }
 
@@ -834,6 +864,7 @@ class Parser {
     ARCH_TRY(e->name, dotted_name("for a filter"));
     e->args.push_back(std::move(operand));
     if (is_op("(")) ARCH_TRY_STATUS(parse_call_args(*e));
+    ARCH_TRY_STATUS(seal(*e));
     return ExprPtr(std::move(e));
   }
 
@@ -857,9 +888,11 @@ class Parser {
         e->args.push_back(std::move(arg));
       }
     }
+    ARCH_TRY_STATUS(seal(*e));
     if (!negated) return ExprPtr(std::move(e));
     auto n = std::make_unique<Expr>(Expr::Kind::Not, is_pos);
     n->args.push_back(std::move(e));
+    ARCH_TRY_STATUS(seal(*n));
     return ExprPtr(std::move(n));
   }
 

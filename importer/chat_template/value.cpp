@@ -1,5 +1,6 @@
 #include "importer/chat_template/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -14,6 +15,7 @@ const Value* DictData::find(const Value& key) const {
 }
 
 void DictData::set(Value key, Value value) {
+  depth = std::max(depth, 1 + std::max(value_depth(key), value_depth(value)));
   for (auto& [k, v] : items) {
     if (equals(k, key)) {
       v = std::move(value);
@@ -25,8 +27,28 @@ void DictData::set(Value key, Value value) {
 
 bool Object::set_attr(const std::string&, Value) { return false; }
 
+int value_depth(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::List: return v.list().depth;
+    case Value::Kind::Dict: return v.dict().depth;
+    case Value::Kind::Object: return v.object().depth();
+    default: return 0;
+  }
+}
+
+namespace {
+
+int items_depth(const std::vector<Value>& items) {
+  int d = 0;
+  for (const Value& v : items) d = std::max(d, value_depth(v));
+  return d + 1;
+}
+
+}  // namespace
+
 Value Value::list(std::vector<Value> items, bool tuple) {
   auto d = std::make_shared<ListData>();
+  d->depth = items_depth(items);
   d->items = std::move(items);
   d->is_tuple = tuple;
   return make<std::shared_ptr<ListData>>(std::move(d));
@@ -34,6 +56,7 @@ Value Value::list(std::vector<Value> items, bool tuple) {
 
 Value Value::view(std::vector<Value> items, std::string view_name) {
   auto d = std::make_shared<ListData>();
+  d->depth = items_depth(items);
   d->items = std::move(items);
   d->view = std::move(view_name);
   return make<std::shared_ptr<ListData>>(std::move(d));
@@ -108,7 +131,12 @@ std::string address(const void* p) {
 
 }  // namespace
 
-std::string repr(const Value& v) {
+std::string repr(const Value& v) { return repr_at(v, 0); }
+
+std::string repr_at(const Value& v, int level) {
+  // Namespaces can hold themselves: stop where Python would print "...".
+  if (level > kMaxValueDepth + 10) return "...";
+  auto repr = [level](const Value& x) { return repr_at(x, level + 1); };
   switch (v.kind()) {
     case Value::Kind::Undefined: return "Undefined";
     case Value::Kind::None: return "None";
@@ -141,7 +169,7 @@ std::string repr(const Value& v) {
     }
     case Value::Kind::Iterator:
       return "<" + v.iter().type_name + " object at " + address(v.identity()) + ">";
-    case Value::Kind::Object: return v.object().repr();
+    case Value::Kind::Object: return v.object().repr(level);
     case Value::Kind::Function: return "<function " + v.function().name + ">";
   }
   return "";
@@ -295,7 +323,8 @@ Error undefined_error(const Value& v) { return error(v.undefined_hint()); }
 namespace {
 
 template <class J>
-Value json_to_value(const J& j) {
+Result<Value> json_to_value(const J& j, int level) {
+  if (level > kMaxValueDepth) return error("the context is nested more than " + std::to_string(kMaxValueDepth) + " levels deep");
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value::none();
     case nlohmann::json::value_t::boolean: return Value::boolean(j.template get<bool>());
@@ -310,14 +339,20 @@ Value json_to_value(const J& j) {
     case nlohmann::json::value_t::array: {
       std::vector<Value> items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(json_to_value(e));
+      for (const auto& e : j) {
+        ARCH_TRY(Value v, json_to_value(e, level + 1));
+        items.push_back(std::move(v));
+      }
       return Value::list(std::move(items));
     }
     case nlohmann::json::value_t::object: {
       auto d = std::make_shared<DictData>();
       d->items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it)
-        d->items.emplace_back(Value::string(it.key()), json_to_value(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        ARCH_TRY(Value v, json_to_value(it.value(), level + 1));
+        d->depth = std::max(d->depth, 1 + value_depth(v));
+        d->items.emplace_back(Value::string(it.key()), std::move(v));
+      }
       return Value::dict(std::move(d));
     }
     case nlohmann::json::value_t::binary: {
@@ -331,7 +366,7 @@ Value json_to_value(const J& j) {
 
 }  // namespace
 
-Value from_json(const nlohmann::json& j) { return json_to_value(j); }
-Value from_json(const nlohmann::ordered_json& j) { return json_to_value(j); }
+Result<Value> from_json(const nlohmann::json& j) { return json_to_value(j, 0); }
+Result<Value> from_json(const nlohmann::ordered_json& j) { return json_to_value(j, 0); }
 
 }  // namespace arch::jinja

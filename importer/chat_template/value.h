@@ -40,10 +40,12 @@ struct ListData {
   // (not indexable) and "range" (prints as range(<range_args>)).
   std::string view;
   std::string range_args;
+  int depth = 1;  // nesting of lists and dicts inside, this one included
 };
 
 struct DictData {
   std::vector<std::pair<Value, Value>> items;
+  int depth = 1;
   const Value* find(const Value& key) const;
   void set(Value key, Value value);  // replaces an equal key in place
 };
@@ -66,7 +68,9 @@ class Object {
   // nullopt: no such attribute.
   virtual std::optional<Value> get_attr(const std::string& name) const = 0;
   virtual bool set_attr(const std::string& name, Value value);  // false: read-only
-  virtual std::string repr() const = 0;
+  // `level`: how deep inside other values this one is printed (see repr_at).
+  virtual std::string repr(int level) const = 0;
+  virtual int depth() const { return 1; }
 };
 
 struct Function {
@@ -145,12 +149,21 @@ class Value {
   Data v_;
 };
 
+// How deeply lists, dicts and namespaces nest in v (0 for scalars). The
+// interpreter refuses to store values nested deeper than kMaxValueDepth, so
+// printing, comparing and freeing them cannot exhaust the stack.
+int value_depth(const Value& v);
+constexpr int kMaxValueDepth = 400;
+
 // Python truthiness; undefined is false, iterators and objects are true.
 bool truthy(const Value& v);
 // str(v): what {{ v }} prints.
 std::string to_str(const Value& v);
 // repr(v): how values print inside lists and dicts.
 std::string repr(const Value& v);
+// repr of a value printed `level` containers deep; past kMaxValueDepth it is
+// "..." (a namespace may contain itself).
+std::string repr_at(const Value& v, int level);
 // Python's type name: "str", "int", "NoneType", "list", "dict", ...
 std::string type_name(const Value& v);
 // jinja2's object_type_repr, quoted: "'dict object'", "'None'".
@@ -171,8 +184,9 @@ Result<int64_t> length(const Value& v);
 // The error jinja2 raises when an undefined value is used.
 Error undefined_error(const Value& v);
 
-// JSON to values; ordered_json keeps key order (Python dicts do).
-Value from_json(const nlohmann::json& j);
-Value from_json(const nlohmann::ordered_json& j);
+// JSON to values; ordered_json keeps key order (Python dicts do). Nesting
+// deeper than kMaxValueDepth is an error.
+Result<Value> from_json(const nlohmann::json& j);
+Result<Value> from_json(const nlohmann::ordered_json& j);
 
 }  // namespace arch::jinja
