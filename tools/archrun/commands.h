@@ -1,0 +1,71 @@
+// The archrun commands, one file each (tools/archrun/*.cpp), without the
+// command line: tools/archrun.cpp parses it (CLI11 stays in that one file).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/error.h"
+#include "engine/model.h"
+#include "importer/tokenizer/tokenizer.h"
+
+namespace arch::cli {
+
+struct Common {
+  std::string model = "toy";
+  std::string families;
+  std::string template_path;
+  std::vector<std::string> flags;
+};
+
+struct GenerateArgs {
+  Common common;
+  std::string prompt, ids;
+  int n = 16;
+  bool greedy = false, json = false, ignore_eos = false;
+  float temperature = 1.0f, top_p = 1.0f;
+  int top_k = 0;
+  uint64_t seed = 0;
+};
+
+struct ForwardArgs {
+  Common common;
+  std::string inputs, out;
+  std::vector<std::string> outputs;
+  bool all_outputs = false;
+};
+
+struct EmbedArgs {
+  Common common;
+  std::string prompt, ids;
+  bool normalize = false, json = false;
+};
+
+struct ChatArgs {
+  Common common;
+  std::string system;
+  int n = 512;
+  float temperature = 0.0f;
+  uint64_t seed = 0;
+};
+
+// MODEL: a checkpoint directory, or "toy" for the embedded default.
+Result<std::shared_ptr<Model>> open_model(const Common& c);
+Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
+Result<std::vector<int32_t>> parse_ids(const std::string& text);
+int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
+
+int run_generate(const GenerateArgs& a);
+int run_forward(const ForwardArgs& a);
+int run_embed(const EmbedArgs& a);
+int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json);
+int run_tokenize(const std::string& model, std::string text, const std::string& file, bool no_special, bool as_json);
+int run_detokenize(const std::string& model, const std::string& ids_text, bool skip_special, bool as_json);
+int run_template(const std::string& model, const std::string& messages_path, bool add_generation_prompt, bool as_json);
+int run_chat(const ChatArgs& a);
+int run_compare(const Common& c, const std::string& golden, bool as_json);
+int run_info(const Common& c, bool as_json);
+
+}  // namespace arch::cli

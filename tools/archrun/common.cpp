@@ -1,0 +1,66 @@
+// What every archrun command shares: opening a model or tokenizer, ids, errors.
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "importer/toy_checkpoint.h"
+#include "tools/archrun/commands.h"
+
+namespace fs = std::filesystem;
+
+namespace arch::cli {
+
+Result<std::shared_ptr<Model>> open_model(const Common& c) {
+  LoadOptions opt;
+  opt.families = c.families;
+  opt.template_path = c.template_path;
+  for (const auto& f : c.flags) {
+    auto eq = f.find('=');
+    std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
+    if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
+    opt.flags[f.substr(0, eq)] = v == "true";
+  }
+  if (c.model != "toy") return load_model(c.model, opt);
+  // The embedded default: written fresh (it is tiny) to a directory of this
+  // process's own, loaded, and removed; the mapping outlives the files.
+  fs::path dir = fs::temp_directory_path() / ("archetype-toy-" + std::to_string(getpid()));
+  ARCH_TRY_STATUS(write_toy_checkpoint(dir.string(), 0));
+  auto m = load_model(dir.string(), opt);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (m.ok()) (*m)->checkpoint.dir = "toy (the embedded default, seed 0)";
+  return m;
+}
+
+Result<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+      ids.push_back(int32_t(v));
+    } catch (const std::exception&) {
+      return error("--ids: '" + item + "' is not a token id (expected e.g. --ids 1,2,3)");
+    }
+  }
+  if (ids.empty()) return error("--ids: no token ids given");
+  return ids;
+}
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "archrun: error: %s\n", e.message.c_str());
+  return 1;
+}
+
+// The checkpoint's tokenizer (MODEL may hold only tokenizer files).
+Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model) {
+  if (model == "toy") return error("the embedded default model has no tokenizer: give token ids with --ids");
+  return load_tokenizer(model);
+}
+
+}  // namespace arch::cli

@@ -1,0 +1,72 @@
+// archrun generate: a prompt (-p TEXT or --ids) continued, text streamed as it comes.
+#include <cstdio>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generate.h"
+#include "importer/text_stream.h"
+#include "tools/archrun/commands.h"
+
+namespace arch::cli {
+
+int run_generate(const GenerateArgs& a) {
+  if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 1,2,3 (one of them)"));
+  std::shared_ptr<const Tokenizer> tok;
+  std::vector<int32_t> prompt;
+  if (!a.prompt.empty()) {
+    auto t = open_tokenizer(a.common.model);
+    if (!t.ok()) return fail(t.error());
+    tok = *t;
+    prompt = tok->encode(a.prompt, true);
+  } else {
+    auto ids = parse_ids(a.ids);
+    if (!ids.ok()) return fail(ids.error());
+    prompt = *ids;
+  }
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  GenerateOptions opt;
+  opt.max_new_tokens = a.n;
+  opt.sampling.greedy = a.greedy;
+  opt.sampling.temperature = a.temperature;
+  opt.sampling.top_k = a.top_k;
+  opt.sampling.top_p = a.top_p;
+  opt.sampling.seed = a.seed;
+  if (!a.ignore_eos) {
+    opt.stop_ids = eos_ids(**m);
+    if (tok && tok->eos_id()) opt.stop_ids.push_back(*tok->eos_id());
+  }
+  // Text streams as it is generated; ids print as they come.
+  std::optional<TextStream> stream;
+  if (tok) stream.emplace(tok, true);
+  if (!a.json)
+    opt.on_token = [&](int32_t t) {
+      if (stream) std::fputs(stream->push(t).c_str(), stdout);
+      else std::printf("%d ", t);
+      std::fflush(stdout);
+    };
+  else if (stream)
+    opt.on_token = [&](int32_t t) { stream->push(t); };
+  auto r = generate(**m, prompt, opt);
+  if (!r.ok()) return fail(r.error());
+  if (a.json) {
+    nlohmann::json j;
+    j["tokens"] = r->tokens;
+    if (tok) {
+      j["prompt_tokens"] = prompt;
+      j["text"] = tok->decode(r->tokens, true);
+    }
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    if (stream) std::fputs(stream->finish().c_str(), stdout);
+    std::printf("\n");
+    double tps = r->decode_seconds > 0 ? double(r->tokens.size() - 1) / r->decode_seconds : 0;
+    std::fprintf(stderr, "%s (%s): %zu prompt tokens in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
+                 (*m)->family.c_str(), (*m)->template_path.c_str(), prompt.size(), r->prompt_seconds,
+                 r->tokens.size(), tps, r->stop_reason.c_str());
+  }
+  return 0;
+}
+
+}  // namespace arch::cli

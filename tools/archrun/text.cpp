@@ -1,0 +1,117 @@
+// archrun tokenize / detokenize / template / chat: text in, text out.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/generate.h"
+#include "importer/chat_template/load.h"
+#include "importer/text_stream.h"
+#include "tools/archrun/commands.h"
+
+namespace arch::cli {
+
+int run_tokenize(const std::string& model, std::string text, const std::string& file, bool no_special, bool as_json) {
+  auto tok = open_tokenizer(model);
+  if (!tok.ok()) return fail(tok.error());
+  if (!file.empty()) {
+    std::ifstream f(file, std::ios::binary);
+    if (!f) return fail(error(file + ": cannot read"));
+    text.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  auto ids = (*tok)->encode(text, !no_special);
+  if (as_json) {
+    std::printf("%s\n", nlohmann::json{{"ids", ids}}.dump().c_str());
+  } else {
+    for (size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? " " : "", ids[i]);
+    std::printf("\n");
+  }
+  return 0;
+}
+
+int run_detokenize(const std::string& model, const std::string& ids_text, bool skip_special, bool as_json) {
+  auto tok = open_tokenizer(model);
+  if (!tok.ok()) return fail(tok.error());
+  auto ids = parse_ids(ids_text);
+  if (!ids.ok()) return fail(ids.error());
+  std::string text = (*tok)->decode(*ids, skip_special);
+  if (as_json) std::printf("%s\n", nlohmann::json{{"text", text}}.dump().c_str());
+  else std::printf("%s\n", text.c_str());
+  return 0;
+}
+
+Result<nlohmann::ordered_json> read_messages(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error(path + ": cannot read");
+  std::string text((std::istreambuf_iterator<char>(f)), {});
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded()) return error(path + ": not valid JSON");
+  if (j.is_object() && j.contains("messages")) j = j["messages"];
+  if (!j.is_array()) return error(path + ": expected a list of messages ([{\"role\": ..., \"content\": ...}, ...])");
+  return j;
+}
+
+int run_template(const std::string& model, const std::string& messages_path, bool add_generation_prompt, bool as_json) {
+  auto info = load_chat_template(model);
+  if (!info.ok()) return fail(info.error());
+  auto tok = open_tokenizer(model);
+  if (!tok.ok()) return fail(tok.error());
+  auto messages = read_messages(messages_path);
+  if (!messages.ok()) return fail(messages.error());
+  auto rendered = info->chat_template.render(info->context(*messages, add_generation_prompt));
+  if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message));
+  // The template writes the special tokens itself: encode without adding more.
+  auto ids = (*tok)->encode(*rendered, false);
+  if (as_json) std::printf("%s\n", nlohmann::json{{"rendered", *rendered}, {"ids", ids}}.dump().c_str());
+  else std::fputs(rendered->c_str(), stdout);
+  return 0;
+}
+
+// Turns come from standard input, one line each (a pipe or a terminal); each
+// reply streams to standard output as it is generated.
+int run_chat(const ChatArgs& a) {
+  auto tok = open_tokenizer(a.common.model);
+  if (!tok.ok()) return fail(tok.error());
+  auto info = load_chat_template(a.common.model);
+  if (!info.ok()) return fail(info.error());
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
+  std::vector<int32_t> stop = eos_ids(**m);
+  if ((*tok)->eos_id()) stop.push_back(*(*tok)->eos_id());
+  bool interactive = isatty(0);
+  for (std::string line;;) {
+    if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line.empty()) continue;
+    messages.push_back({{"role", "user"}, {"content", line}});
+    auto rendered = info->chat_template.render(info->context(messages, true));
+    if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message));
+    GenerateOptions opt;
+    opt.max_new_tokens = a.n;
+    opt.sampling.greedy = a.temperature <= 0;
+    opt.sampling.temperature = a.temperature;
+    opt.sampling.seed = a.seed;
+    opt.stop_ids = stop;
+    TextStream stream(*tok, true);
+    opt.on_token = [&](int32_t t) {
+      std::fputs(stream.push(t).c_str(), stdout);
+      std::fflush(stdout);
+    };
+    auto r = generate(**m, (*tok)->encode(*rendered, false), opt);
+    if (!r.ok()) return fail(r.error());
+    std::fputs(stream.finish().c_str(), stdout);
+    std::printf("\n");
+    std::fflush(stdout);
+    std::vector<int32_t> reply = r->tokens;
+    if (!reply.empty() && r->stop_reason == "eos") reply.pop_back();
+    messages.push_back({{"role", "assistant"}, {"content", (*tok)->decode(reply, true)}});
+  }
+  return 0;
+}
+
+}  // namespace arch::cli
