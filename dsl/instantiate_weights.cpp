@@ -1,0 +1,133 @@
+// Weight paths matched to the template's declarations (aliases first) and bound to values.
+#include "dsl/instantiator.h"
+
+namespace arch::dsl::detail {
+
+namespace {
+
+// Does `path` match `decl`'s pattern? Binds the pattern variables ({i}).
+bool match_pattern(const std::vector<PathSeg>& pat, const std::vector<std::string>& path,
+                   std::map<std::string, long long>& vars) {
+  if (pat.size() != path.size()) return false;
+  for (size_t k = 0; k < pat.size(); ++k) {
+    const PathSeg& s = pat[k];
+    if (s.kind == PathSeg::Name && s.name != path[k]) return false;
+    if (s.kind == PathSeg::Index && std::to_string(s.index) != path[k]) return false;
+    if (s.kind == PathSeg::Interp) {
+      const std::string& p = path[k];
+      if (p.empty() || p.find_first_not_of("0123456789") != std::string::npos) return false;
+      long long x = std::stoll(p);
+      auto it = vars.find(s.name);
+      if (it != vars.end() && it->second != x) return false;
+      vars[s.name] = x;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+std::vector<std::string> expand_pattern(const std::vector<PathSeg>& pat,
+                                        const std::map<std::string, long long>& vars) {
+  std::vector<std::string> out;
+  for (auto& s : pat) {
+    if (s.kind == PathSeg::Name) out.push_back(s.name);
+    else if (s.kind == PathSeg::Index) out.push_back(std::to_string(s.index));
+    else {
+      auto it = vars.find(s.name);
+      out.push_back(it == vars.end() ? "{" + s.name + "}" : std::to_string(it->second));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string joined(const std::vector<std::string>& p) {
+  std::string s;
+  for (size_t k = 0; k < p.size(); ++k) s += (k ? "." : "") + p[k];
+  return s;
+}
+
+Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path, Loc loc,
+                                           const WeightDecl** decl,
+                                           std::map<std::string, long long>& vars) {
+  // Aliases first: `alias lm_head.weight = model.embed_tokens.weight if tied`.
+  // A declaration whose condition fails gives way to a later one of the same
+  // name (`w: [8] if big` / `w: [4] if not big`); only if none holds is it an error.
+  const WeightDecl* unmet = nullptr;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& w : t_.weights) {
+      if (w.alias != (pass == 0)) continue;
+      std::map<std::string, long long> v;
+      if (!match_pattern(w.pattern, path, v)) continue;
+      if (w.condition) {
+        Env env;
+        env.globals = &globals_;
+        for (auto& [k, x] : v) env.vars[k] = Val::of_int(x);
+        ARCH_TRY(Val c, eval(*w.condition, env));
+        if (c.kind != Val::Bool) return fail(w.condition->loc, "a weight's condition must be true or false, not " + c.describe());
+        if (!c.b) {
+          if (pass == 1 && !unmet) unmet = &w;
+          continue;
+        }
+      }
+      *decl = &w;
+      vars = v;
+      return true;
+    }
+  }
+  if (unmet)
+    return fail(loc, "weight " + joined(path) + " is declared (" + file_of(t_, unmet->loc) + ":" +
+                         std::to_string(unmet->loc.line) + ") only when its condition holds, and it does not here");
+  return false;
+}
+
+Result<int> Instantiator::bind_weight(const std::vector<std::string>& path, Loc loc) {
+  const WeightDecl* decl = nullptr;
+  std::map<std::string, long long> vars;
+  ARCH_TRY(bool found, weight_declared(path, loc, &decl, vars));
+  if (!found)
+    return fail(loc, "weight " + joined(path) + " is not declared in the template's weights { }");
+  std::string declared = joined(path);
+  std::vector<std::string> tensor_path = path;
+  if (decl->alias) {
+    tensor_path = expand_pattern(decl->target, vars);
+    const WeightDecl* target = nullptr;
+    std::map<std::string, long long> tv;
+    ARCH_TRY(bool ok, weight_declared(tensor_path, decl->loc, &target, tv));
+    if (!ok || target->alias)
+      return fail(decl->loc, "alias target " + joined(tensor_path) + " is not a declared weight");
+    decl = target;
+    vars = tv;
+  }
+  std::string tensor = joined(tensor_path);
+  if (decl->optional && !(opt_.tensor_exists && opt_.tensor_exists(tensor))) return -1;
+  auto it = weight_ids_.find(tensor);
+  if (it != weight_ids_.end()) return it->second;
+  // The declared shape, in config terms, with the pattern variables bound.
+  Env env;
+  env.globals = &globals_;
+  for (auto& [k, x] : vars) env.vars[k] = Val::of_int(x);
+  Shape shape;
+  for (auto& d : decl->shape) {
+    ARCH_TRY(Val x, eval(*d, env));
+    if (x.kind != Val::Int || x.i < 0)
+      return fail(d->loc, "a weight's dim must be a non-negative int, not " + x.describe());
+    shape.push_back(Dim::of(x.i));
+  }
+  Value v;
+  v.name = tensor;
+  v.type = {DType::F32, shape};
+  v.loc = sloc(decl->loc);
+  int id = g().add_value(v);
+  provisional_.push_back("");
+  used_names_.insert(tensor);
+  g().weights.push_back({id, tensor, tensor == declared ? "" : declared, sloc(decl->loc)});
+  weight_ids_[tensor] = id;
+  return id;
+}
+
+}  // namespace arch::dsl::detail

@@ -1,0 +1,91 @@
+// The instantiator's state and steps, shared by the files that implement
+// them (not part of the dsl's interface: see instantiate.h):
+//   instantiate_config.cpp      config fields and flags
+//   instantiate_expr.cpp        expressions, builtins, block calls
+//   instantiate_weights.cpp     weight paths matched to declarations, bound
+//   instantiate_ops.cpp         op calls: arguments, attributes, shape rules
+//   instantiate.cpp             statements, the graph, the entry point
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dsl/diagnostic.h"
+#include "dsl/instantiate.h"
+
+namespace arch::dsl::detail {
+
+struct Env {
+  std::map<std::string, Val> vars;
+  const Env* globals = nullptr;
+
+  const Val* find(const std::string& n) const {
+    auto it = vars.find(n);
+    if (it != vars.end()) return &it->second;
+    return globals ? globals->find(n) : nullptr;
+  }
+};
+
+inline std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : name.empty() ? prefix : prefix + "." + name;
+}
+
+class Instantiator {
+ public:
+  Instantiator(const Template& t, const InstantiateOptions& opt, const OpTable& ops)
+      : t_(t), opt_(opt), ops_(ops) {}
+
+  Result<Instance> run();
+
+ private:
+  using R = Result<Val>;
+
+  Error fail(Loc loc, const std::string& msg) const { return diag(t_, loc, msg); }
+  SourceLoc sloc(Loc loc) const { return {file_of(t_, loc), loc.line, loc.col}; }
+
+  Status resolve_config();
+  Status resolve_field(const ConfigField& f);
+  Status resolve_flags();
+  Status run_graph(const GraphDef& gd);
+  Status exec(const Body& body, Env& env, Val* returned);
+  Status exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did_return);
+
+  R eval(const Expr& e, Env& env);
+  R eval_path(const Expr& e, Env& env);
+  R eval_binary(const Expr& e, const Val& a, const Val& b);
+  R eval_call(const Expr& e, Env& env);
+  R call_builtin(const Expr& e, std::vector<Val>& args);
+  R call_block(const Expr& e, const BlockDef& b, std::vector<Val>& args);
+  R call_op(const std::string& op, Loc loc, std::vector<Val> args,
+            const std::vector<std::pair<std::string, Val>>& kwargs,
+            const std::vector<Loc>& kwarg_locs);
+  Result<int> as_input(const Val& v, Loc loc, const std::string& what, bool optional);
+  Result<int> bind_weight(const std::vector<std::string>& path, Loc loc);
+  Result<bool> weight_declared(const std::vector<std::string>& path, Loc loc,
+                               const WeightDecl** decl, std::map<std::string, long long>& vars);
+  void finish_statement(size_t first_value, int result, const std::string& target);
+
+  const Template& t_;
+  const InstantiateOptions& opt_;
+  const OpTable& ops_;
+
+  Env globals_;
+  Instance out_;
+  Graph& g() { return out_.graph; }
+  std::vector<std::string> provisional_;  // op name of each value until it is named
+  std::set<std::string> used_names_;
+  std::map<std::string, int> weight_ids_;  // tensor name → value id
+  std::set<std::string> resolving_;  // config fields being resolved (cycle check)
+  bool config_done_ = false;
+  std::string prefix_;  // names of new values start with it (layers.3.mlp)
+  std::string scope_;   // the loop scopes alone (layers.3)
+  Env inputs_;          // the graph's inputs and seq, over the globals: what blocks see
+  int block_depth_ = 0;
+};
+
+// "model.layers.3" from its segments.
+std::string joined(const std::vector<std::string>& p);
+
+}  // namespace arch::dsl::detail
