@@ -17,6 +17,8 @@
 
 namespace arch::dsl::detail {
 
+// The names in scope: a graph's or a block's own, over the ones it sees
+// (the graph's inputs, the config and the flags).
 struct Env {
   std::map<std::string, Val> vars;
   const Env* globals = nullptr;
@@ -28,6 +30,7 @@ struct Env {
   }
 };
 
+// "layers.3" + "mlp" -> "layers.3.mlp" (either may be empty).
 inline std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : name.empty() ? prefix : prefix + "." + name;
 }
