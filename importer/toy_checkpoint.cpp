@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -19,37 +20,29 @@ namespace arch {
 
 namespace {
 
-// The toy's shape; names as in config.json.
-constexpr int64_t vocab_size = 256;
-constexpr int64_t hidden_size = 64;
-constexpr int64_t num_hidden_layers = 2;
-constexpr int64_t num_attention_heads = 4;
-constexpr int64_t num_key_value_heads = 2;
-constexpr int64_t head_dim = 16;
-constexpr int64_t intermediate_size = 128;
-
-nlohmann::ordered_json toy_config() {
-  return {
-      {"architectures", nlohmann::ordered_json::array({"LlamaForCausalLM"})},
-      {"model_type", "llama"},
-      {"vocab_size", vocab_size},
-      {"hidden_size", hidden_size},
-      {"num_hidden_layers", num_hidden_layers},
-      {"num_attention_heads", num_attention_heads},
-      {"num_key_value_heads", num_key_value_heads},
-      {"head_dim", head_dim},
-      {"intermediate_size", intermediate_size},
-      {"max_position_embeddings", 256},
+nlohmann::ordered_json config_of(const LlamaShape& m) {
+  nlohmann::ordered_json c = {
+      {"architectures", nlohmann::ordered_json::array({m.model_type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"})},
+      {"model_type", m.model_type},
+      {"vocab_size", m.vocab_size},
+      {"hidden_size", m.hidden_size},
+      {"num_hidden_layers", m.num_hidden_layers},
+      {"num_attention_heads", m.num_attention_heads},
+      {"num_key_value_heads", m.num_key_value_heads},
+      {"head_dim", m.head_dim},
+      {"intermediate_size", m.intermediate_size},
+      {"max_position_embeddings", m.max_position_embeddings},
       {"rms_norm_eps", 1e-5},
-      {"rope_theta", 10000.0},
+      {"rope_theta", m.rope_theta},
       {"hidden_act", "silu"},
-      {"tie_word_embeddings", false},
+      {"tie_word_embeddings", m.tied},
       {"attention_bias", false},
       {"mlp_bias", false},
       {"bos_token_id", 1},
       {"eos_token_id", 2},
-      {"dtype", "float32"},
+      {"dtype", m.bf16 ? "bfloat16" : "float32"},
   };
+  return c;
 }
 
 // Standard normal draws from mt19937_64 (whose output the C++ standard fixes)
@@ -81,43 +74,46 @@ class NormalSource {
   bool has_spare_ = false;
 };
 
-// An F32 tensor of `base + std * N(0, 1)` draws.
-Tensor draw(NormalSource& normal, Dims shape, double base, double std) {
-  Tensor t = Tensor::zeros(DType::F32, std::move(shape));
-  float* w = t.f32();
-  for (int64_t i = 0; i < t.numel(); ++i) w[i] = float(base + std * normal.next());
+// A tensor of `base + std * N(0, 1)` draws, F32 or rounded to BF16.
+Tensor draw(NormalSource& normal, Dims shape, double base, double std, bool bf16) {
+  Tensor t = Tensor::zeros(bf16 ? DType::BF16 : DType::F32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    float v = float(base + std * normal.next());
+    if (bf16) static_cast<uint16_t*>(t.data)[i] = f32_to_bf16(v);
+    else t.f32()[i] = v;
+  }
   return t;
 }
 
-// A linear layer's weight [out, in], scaled so activations keep unit size.
-Tensor linear(NormalSource& normal, int64_t out, int64_t in) {
-  return draw(normal, {out, in}, 0.0, 1.0 / std::sqrt(double(in)));
-}
-
-Tensor norm(NormalSource& normal, int64_t n) { return draw(normal, {n}, 1.0, 0.1); }
-
-// Every tensor LlamaForCausalLM's save_pretrained writes for the toy config,
-// in module order.
-std::vector<std::pair<std::string, Tensor>> toy_tensors(uint64_t seed) {
+// Every tensor save_pretrained writes for such a model, in module order;
+// linear weights [out, in] scaled so activations keep unit size, norms near 1.
+std::vector<std::pair<std::string, Tensor>> tensors_of(const LlamaShape& m, uint64_t seed) {
   NormalSource normal(seed);
-  const int64_t q_out = num_attention_heads * head_dim;   // 64
-  const int64_t kv_out = num_key_value_heads * head_dim;  // 32
+  auto linear = [&](int64_t out, int64_t in) { return draw(normal, {out, in}, 0.0, 1.0 / std::sqrt(double(in)), m.bf16); };
+  auto norm = [&](int64_t n) { return draw(normal, {n}, 1.0, 0.1, m.bf16); };
+  const int64_t q_out = m.num_attention_heads * m.head_dim;
+  const int64_t kv_out = m.num_key_value_heads * m.head_dim;
   std::vector<std::pair<std::string, Tensor>> t;
-  t.emplace_back("model.embed_tokens.weight", draw(normal, {vocab_size, hidden_size}, 0.0, 1.0));
-  for (int64_t i = 0; i < num_hidden_layers; ++i) {
+  t.emplace_back("model.embed_tokens.weight", draw(normal, {m.vocab_size, m.hidden_size}, 0.0, 1.0, m.bf16));
+  for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
     std::string L = "model.layers." + std::to_string(i) + ".";
-    t.emplace_back(L + "input_layernorm.weight", norm(normal, hidden_size));
-    t.emplace_back(L + "self_attn.q_proj.weight", linear(normal, q_out, hidden_size));
-    t.emplace_back(L + "self_attn.k_proj.weight", linear(normal, kv_out, hidden_size));
-    t.emplace_back(L + "self_attn.v_proj.weight", linear(normal, kv_out, hidden_size));
-    t.emplace_back(L + "self_attn.o_proj.weight", linear(normal, hidden_size, q_out));
-    t.emplace_back(L + "post_attention_layernorm.weight", norm(normal, hidden_size));
-    t.emplace_back(L + "mlp.gate_proj.weight", linear(normal, intermediate_size, hidden_size));
-    t.emplace_back(L + "mlp.up_proj.weight", linear(normal, intermediate_size, hidden_size));
-    t.emplace_back(L + "mlp.down_proj.weight", linear(normal, hidden_size, intermediate_size));
+    t.emplace_back(L + "input_layernorm.weight", norm(m.hidden_size));
+    t.emplace_back(L + "self_attn.q_proj.weight", linear(q_out, m.hidden_size));
+    t.emplace_back(L + "self_attn.k_proj.weight", linear(kv_out, m.hidden_size));
+    t.emplace_back(L + "self_attn.v_proj.weight", linear(kv_out, m.hidden_size));
+    if (m.qkv_bias) {  // Qwen2
+      t.emplace_back(L + "self_attn.q_proj.bias", draw(normal, {q_out}, 0.0, 0.1, m.bf16));
+      t.emplace_back(L + "self_attn.k_proj.bias", draw(normal, {kv_out}, 0.0, 0.1, m.bf16));
+      t.emplace_back(L + "self_attn.v_proj.bias", draw(normal, {kv_out}, 0.0, 0.1, m.bf16));
+    }
+    t.emplace_back(L + "self_attn.o_proj.weight", linear(m.hidden_size, q_out));
+    t.emplace_back(L + "post_attention_layernorm.weight", norm(m.hidden_size));
+    t.emplace_back(L + "mlp.gate_proj.weight", linear(m.intermediate_size, m.hidden_size));
+    t.emplace_back(L + "mlp.up_proj.weight", linear(m.intermediate_size, m.hidden_size));
+    t.emplace_back(L + "mlp.down_proj.weight", linear(m.hidden_size, m.intermediate_size));
   }
-  t.emplace_back("model.norm.weight", norm(normal, hidden_size));
-  t.emplace_back("lm_head.weight", linear(normal, vocab_size, hidden_size));
+  t.emplace_back("model.norm.weight", norm(m.hidden_size));
+  if (!m.tied) t.emplace_back("lm_head.weight", linear(m.vocab_size, m.hidden_size));
   return t;
 }
 
@@ -133,14 +129,37 @@ Status write_text(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-Status write_toy_checkpoint(const std::string& dir, uint64_t seed) {
+std::optional<LlamaShape> llama_shape(const std::string& name) {
+  LlamaShape m;
+  if (name == "toy") return m;
+  if (name == "qwen2.5-0.5b") {
+    m.model_type = "qwen2";
+    m.vocab_size = 151936, m.hidden_size = 896, m.num_hidden_layers = 24, m.num_attention_heads = 14;
+    m.num_key_value_heads = 2, m.head_dim = 64, m.intermediate_size = 4864, m.rope_theta = 1e6;
+    m.max_position_embeddings = 32768, m.tied = true, m.qkv_bias = true;
+    return m;
+  }
+  if (name == "llama-3.2-1b") {
+    m.vocab_size = 128256, m.hidden_size = 2048, m.num_hidden_layers = 16, m.num_attention_heads = 32;
+    m.num_key_value_heads = 8, m.head_dim = 64, m.intermediate_size = 8192, m.rope_theta = 500000.0;
+    m.max_position_embeddings = 131072, m.tied = true;
+    return m;
+  }
+  return std::nullopt;
+}
+
+Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return error(dir + ": cannot create directory: " + ec.message());
-  ARCH_TRY_STATUS(write_text((fs::path(dir) / "config.json").string(), toy_config().dump(2) + "\n"));
-  return write_safetensors((fs::path(dir) / "model.safetensors").string(), toy_tensors(seed),
+  ARCH_TRY_STATUS(write_text((fs::path(dir) / "config.json").string(), config_of(shape).dump(2) + "\n"));
+  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors_of(shape, seed),
                            {{"format", "pt"}});
+}
+
+Status write_toy_checkpoint(const std::string& dir, uint64_t seed) {
+  return write_random_checkpoint(dir, LlamaShape{}, seed);
 }
 
 }  // namespace arch

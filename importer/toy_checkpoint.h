@@ -7,11 +7,30 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/error.h"
 
 namespace arch {
+
+// A LlamaStyle model's shape, as config.json spells it. The defaults are the
+// toy's.
+struct LlamaShape {
+  std::string model_type = "llama";
+  int64_t vocab_size = 256, hidden_size = 64, num_hidden_layers = 2, num_attention_heads = 4;
+  int64_t num_key_value_heads = 2, head_dim = 16, intermediate_size = 128, max_position_embeddings = 256;
+  double rope_theta = 10000.0;
+  bool tied = false, qkv_bias = false;
+  bool bf16 = false;  // weights stored as BF16 (else F32)
+};
+
+// Named shapes of real models, for benchmarks anyone can reproduce:
+// "toy", "qwen2.5-0.5b", "llama-3.2-1b".
+std::optional<LlamaShape> llama_shape(const std::string& name);
+
+// Random weights of a real model's shape (the same draws as the toy's).
+Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed = 0);
 
 // Creates `dir` if needed and writes config.json and model.safetensors there.
 // Weights are drawn from `seed` by a generator of our own over

@@ -117,11 +117,23 @@ int main(int argc, char** argv) {
   cmp->add_option("golden", golden, "golden directory (expected.safetensors, inputs.json, expected.json)")->required();
   cmp->add_flag("--json", compare_json, "machine-readable output");
 
-  std::string toy_dir;
+  Common bc;
+  int bench_p = 512, bench_n = 128;
+  bool bench_json = false;
+  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS");
+  add_common(bench, bc);
+  bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
+  bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
+  bench->add_flag("--json", bench_json, "one JSON object as the last line");
+
+  std::string toy_dir, toy_shape = "toy", toy_dtype = "f32";
   uint64_t toy_seed = 0;
-  auto* toy = app.add_subcommand("toy", "write the embedded default checkpoint (tiny random-weight Llama)");
+  auto* toy = app.add_subcommand("toy", "write a random-weight LlamaStyle checkpoint: the embedded default, or a real model's shape");
   toy->add_option("-o,--out", toy_dir, "directory to write")->required();
   toy->add_option("--seed", toy_seed, "weight seed");
+  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b or llama-3.2-1b")
+      ->check(CLI::IsMember({"toy", "qwen2.5-0.5b", "llama-3.2-1b"}));
+  toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
 
   CLI11_PARSE(app, argc, argv);
   if (gen->parsed()) {
@@ -142,8 +154,11 @@ int main(int argc, char** argv) {
   if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
   if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
   if (cht->parsed()) return run_chat(ch);
+  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json);
   if (toy->parsed()) {
-    Status st = write_toy_checkpoint(toy_dir, toy_seed);
+    LlamaShape shape = *llama_shape(toy_shape);
+    shape.bf16 = toy_dtype == "bf16";
+    Status st = write_random_checkpoint(toy_dir, shape, toy_seed);
     if (!st.ok()) return fail(st.error());
     std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());
   }

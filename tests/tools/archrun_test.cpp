@@ -324,3 +324,31 @@ TEST(Archrun, ClassifyAnImage) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(Archrun, BenchPrintsItsFiguresAsOneJsonObject) {
+  auto r = run_tool(testing::archrun() + " bench -p 16 -n 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::string last = r.out.substr(r.out.rfind('{'));
+  auto j = nlohmann::json::parse(last);
+  for (const char* k : {"prompt_tok_s", "decode_tok_s", "ttft_ms", "load_ms", "peak_rss_mb"})
+    EXPECT_GT(j[k].get<double>(), 0) << k;
+}
+
+TEST(Archrun, ToyWritesBf16WeightsThatRunLikeTheF32Ones) {
+  TempDir tmp("toy_bf16");
+  ASSERT_EQ(run_tool(testing::archrun() + " toy -o " + (tmp / "bf16").string() + " --dtype bf16").exit_code, 0);
+  auto f = read_safetensors((tmp / "bf16" / "model.safetensors").string());
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->tensors.at("model.embed_tokens.weight").dtype, DType::BF16);
+  auto r = run_tool(testing::archrun() + " generate " + (tmp / "bf16").string() + " --ids 1,2,3 -n 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 4u);
+  auto bad = run_tool(testing::archrun() + " toy -o " + (tmp / "x").string() + " --shape gpt-5");
+  EXPECT_NE(bad.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace arch
