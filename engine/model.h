@@ -18,7 +18,7 @@ struct LoadOptions {
   std::string families;                 // families directory (default: families_dir())
   std::string template_path;            // run this template, skipping dispatch
   std::map<std::string, bool> flags;    // override flags
-  std::string backend = "reference";
+  std::string backend = "cpu";          // fast kernels where there are some; "reference": plain ones only
 };
 
 struct Model {

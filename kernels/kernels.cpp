@@ -1,5 +1,6 @@
 #include "kernels/kernels.h"
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/ops.h"
 
 namespace arch {
@@ -8,6 +9,7 @@ const OpTable& op_table() {
   static const OpTable table = [] {
     OpTable t;
     define_reference_ops(t);
+    register_cpu_kernels(t);
     return t;
   }();
   return table;

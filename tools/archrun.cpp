@@ -20,6 +20,8 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--families", c.families, "directory of family templates and registry.toml");
   cmd->add_option("--template", c.template_path, "run this .arch template instead of dispatching");
   cmd->add_option("--flag", c.flags, "override a template flag: NAME=true|false")->take_all();
+  cmd->add_option("--path", c.path, "cpu: fast kernels where there are some (default); reference: the plain kernels only")
+      ->check(CLI::IsMember({"cpu", "reference"}));
 }
 
 }  // namespace

@@ -33,37 +33,43 @@ std::vector<int32_t> prompt_ids(const std::string& dir) {
 TEST_P(DecoderGolden, PromptTensorsMatchTransformers) {
   std::string dir = golden_dir(GetParam().name);
   ARCH_REQUIRE_SHARED(dir);
-  auto model = load_model(dir);
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  EXPECT_EQ((*model)->family, GetParam().family);
-  auto expected = read_safetensors(dir + "/expected.safetensors");
-  ASSERT_TRUE(expected.ok()) << expected.error().message;
-  std::vector<int32_t> ids = prompt_ids(dir);
-  Session s(**model, int64_t(ids.size()));
-  std::vector<std::string> names = {"logits", "embeddings", "layer_outputs", "last_hidden_state"};
-  bool moe = expected->tensors.count("router_logits") > 0;
-  if (moe) names.push_back("router_logits");
-  auto outs = s.step(ids, names);
-  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  // Both paths: the fast cpu kernels (the default) and the plain reference ones.
+  for (const char* backend : {"cpu", "reference"}) {
+    SCOPED_TRACE(backend);
+    LoadOptions lo;
+    lo.backend = backend;
+    auto model = load_model(dir, lo);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ((*model)->family, GetParam().family);
+    auto expected = read_safetensors(dir + "/expected.safetensors");
+    ASSERT_TRUE(expected.ok()) << expected.error().message;
+    std::vector<int32_t> ids = prompt_ids(dir);
+    Session s(**model, int64_t(ids.size()));
+    std::vector<std::string> names = {"logits", "embeddings", "layer_outputs", "last_hidden_state"};
+    bool moe = expected->tensors.count("router_logits") > 0;
+    if (moe) names.push_back("router_logits");
+    auto outs = s.step(ids, names);
+    ASSERT_TRUE(outs.ok()) << outs.error().message;
 
-  // Per layer first, so a wrong layer is named.
-  const Tensor& layers = outs->at("layer_outputs");
-  const Tensor& ref_layers = expected->tensors.at("layer_outputs");
-  ASSERT_EQ(layers.shape, ref_layers.shape);
-  int64_t per_layer = layers.numel() / layers.shape[0];
-  for (int64_t l = 0; l < layers.shape[0]; ++l) {
-    auto c = compare_f32(layers.f32() + l * per_layer, ref_layers.f32() + l * per_layer, per_layer);
-    EXPECT_TRUE(c.ok()) << GetParam().name << ": layer " << l << " output differs by " << c.max_abs
-                        << " (allowed " << c.bound << ", worst element " << c.worst << ")";
-  }
-  for (const auto& name : names) {
-    if (name == "layer_outputs") continue;
-    const Tensor& out = outs->at(name);
-    const Tensor& ref = expected->tensors.at(name);
-    ASSERT_EQ(out.shape, ref.shape) << name;
-    auto c = compare_f32(out.f32(), ref.f32(), ref.numel());
-    EXPECT_TRUE(c.ok()) << GetParam().name << ": " << name << " differs by " << c.max_abs << " (allowed "
-                        << c.bound << ")";
+    // Per layer first, so a wrong layer is named.
+    const Tensor& layers = outs->at("layer_outputs");
+    const Tensor& ref_layers = expected->tensors.at("layer_outputs");
+    ASSERT_EQ(layers.shape, ref_layers.shape);
+    int64_t per_layer = layers.numel() / layers.shape[0];
+    for (int64_t l = 0; l < layers.shape[0]; ++l) {
+      auto c = compare_f32(layers.f32() + l * per_layer, ref_layers.f32() + l * per_layer, per_layer);
+      EXPECT_TRUE(c.ok()) << GetParam().name << ": layer " << l << " output differs by " << c.max_abs
+                          << " (allowed " << c.bound << ", worst element " << c.worst << ")";
+    }
+    for (const auto& name : names) {
+      if (name == "layer_outputs") continue;
+      const Tensor& out = outs->at(name);
+      const Tensor& ref = expected->tensors.at(name);
+      ASSERT_EQ(out.shape, ref.shape) << name;
+      auto c = compare_f32(out.f32(), ref.f32(), ref.numel());
+      EXPECT_TRUE(c.ok()) << GetParam().name << ": " << name << " differs by " << c.max_abs << " (allowed "
+                          << c.bound << ")";
+    }
   }
 }
 

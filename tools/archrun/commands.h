@@ -15,6 +15,7 @@ namespace arch::cli {
 
 struct Common {
   std::string model = "toy";
+  std::string path = "cpu";  // --path: cpu (fast kernels) or reference (the plain ones, the truth)
   std::string families;
   std::string template_path;
   std::vector<std::string> flags;

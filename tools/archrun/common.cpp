@@ -16,6 +16,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   LoadOptions opt;
   opt.families = c.families;
   opt.template_path = c.template_path;
+  opt.backend = c.path;
   for (const auto& f : c.flags) {
     auto eq = f.find('=');
     std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
