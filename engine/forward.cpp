@@ -1,5 +1,7 @@
 #include "engine/forward.h"
 
+#include "kernels/kernels.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -83,7 +85,7 @@ Result<Tensor> conform(const std::string& name, Tensor t, const Value& want) {
 }  // namespace
 
 Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::string, Tensor> inputs,
-                                              const std::vector<std::string>& outputs) {
+                                              const std::vector<std::string>& outputs, CheckStats* check) {
   const Graph& g = m.graph();
   if (inputs.count("input_ids") && g.find_input("input_ids") < 0 && g.find_input("tokens") >= 0) {
     inputs["tokens"] = inputs["input_ids"];
@@ -130,6 +132,8 @@ Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::stri
   ARCH_TRY(std::vector<int> keep, output_values(g, outputs));
   RunState state;
   state.max_context = std::max<int64_t>(seq, 1);
+  state.check = check;
+  state.ops = &op_table();
   ARCH_TRY(auto vals, run_program(m.program, state, feed, std::max<int64_t>(seq, 0), std::max<int64_t>(seq, 0), keep));
   return collect_outputs(g, vals, outputs);
 }

@@ -17,7 +17,7 @@ namespace arch {
 // narrowed to I32. Absent inputs: `positions` is 0..seq-1, other integer
 // inputs of shape [seq] are zeros (token_type_ids); anything else is an error.
 Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::string, Tensor> inputs,
-                                              const std::vector<std::string>& outputs);
+                                              const std::vector<std::string>& outputs, CheckStats* check = nullptr);
 
 // Every output name the graph declares (stacked ones once).
 std::vector<std::string> output_names(const Graph& g);

@@ -36,6 +36,7 @@ Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prom
   r.stop_reason = "length";
   if (prompt.empty()) return error("the prompt is empty: give at least one token id");
   Session s(m, int64_t(prompt.size()) + opt.max_new_tokens);
+  if (opt.check) s.check_with(opt.check);
   Sampler sampler(opt.sampling);
   auto t0 = clock::now();
   std::vector<int32_t> next = prompt;

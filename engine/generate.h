@@ -16,6 +16,7 @@ struct GenerateOptions {
   SamplingOptions sampling;
   std::vector<int32_t> stop_ids;                    // stop after drawing one of these
   std::function<void(int32_t)> on_token;           // streaming: called per new token
+  CheckStats* check = nullptr;                      // --check: compare fast steps with the reference
 };
 
 struct GenerateResult {

@@ -1,5 +1,7 @@
 #include "engine/interpreter.h"
 
+#include <cmath>
+#include <cstdio>
 #include <memory>
 #include <set>
 
@@ -44,6 +46,51 @@ Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Ten
     for (size_t i = 0; i < outs.size(); ++i) p.weights[node.outputs[i]] = std::move(outs[i]);
   }
   return p;
+}
+
+// Re-runs step n with its op's reference kernel and compares every output
+// within the op's tolerance: max|fast - ref| <= rel * max|ref| + abs.
+static Status check_step(const Program& p, RunState& state, size_t n, const std::vector<Tensor>& in,
+                         const std::vector<Tensor>& fast, const std::vector<TypedShape>& types, int64_t seq,
+                         int64_t max_context) {
+  const Graph& g = *p.graph;
+  const Node& node = g.nodes[n];
+  const Kernel* reference = state.ops ? state.ops->kernel(node.op, "reference") : nullptr;
+  if (!reference || reference == p.kernels[n]) {
+    ++state.check->skipped;
+    return {};
+  }
+  if (p.defs[n]->stateful) {
+    ++state.check->stateful;
+    return {};
+  }
+  std::vector<Tensor> ref;
+  for (const auto& t : types) {
+    Dims dims = concretize(t.shape, seq);
+    ref.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : Tensor::zeros(t.dtype, dims));
+  }
+  std::unique_ptr<OpState> none;
+  KernelContext ctx{node.attrs, in, ref, none, max_context, g.values[node.outputs[0]].name};
+  ARCH_TRY_STATUS((*reference)(ctx));
+  const Tolerance tol = p.defs[n]->tolerance;
+  for (size_t k = 0; k < ref.size(); ++k) {
+    if (fast[k].dtype != DType::F32 || ref[k].dtype != DType::F32 || fast[k].numel() != ref[k].numel()) continue;
+    double max_ref = 0, max_err = 0;
+    for (int64_t i = 0; i < ref[k].numel(); ++i) {
+      max_ref = std::max(max_ref, double(std::abs(ref[k].f32()[i])));
+      double e = std::abs(double(fast[k].f32()[i]) - double(ref[k].f32()[i]));
+      if (!(e <= max_err)) max_err = std::isnan(e) ? INFINITY : e;
+    }
+    double bound = tol.rel * max_ref + tol.abs;
+    if (!(max_err <= bound)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ": max abs err %.3g > tol %.3g (%s, %s kernel vs reference)", max_err, bound,
+                    node.op.c_str(), p.backend.c_str());
+      return error(g.values[node.outputs[k]].name + buf);
+    }
+  }
+  ++state.check->checked;
+  return {};
 }
 
 Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
@@ -98,6 +145,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
                       g.values[node.outputs[0]].name};
     Status st = (*p.kernels[n])(ctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + st.error().message);
+    if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, in_buf, outs, types, seq, ctx.max_context));
     for (size_t k = 0; k < node.outputs.size(); ++k) vals[node.outputs[k]] = std::move(outs[k]);
     // Free what no later node reads.
     for (int in : node.inputs)

@@ -33,9 +33,19 @@ Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Ten
                              const std::string& backend = "reference");
 
 // One session's per-op state (KV caches), sized once.
+// What --check saw (seeds/002's check=True): each step that ran a fast
+// kernel, compared with its op's reference kernel on the same inputs.
+struct CheckStats {
+  int64_t checked = 0;   // steps compared, within tolerance
+  int64_t skipped = 0;   // steps that ran the reference kernel itself: nothing to compare
+  int64_t stateful = 0;  // fast steps of stateful ops: not re-run (it would change their state)
+};
+
 struct RunState {
   std::vector<std::unique_ptr<OpState>> states;  // by node
   int64_t max_context = 0;
+  CheckStats* check = nullptr;  // set: check every fast step, stop at the first miss
+  const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
 };
 
 // Runs the graph once. `inputs` are by graph input value id; `seq` is the

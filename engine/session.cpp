@@ -3,10 +3,16 @@
 #include <cstring>
 
 #include "engine/forward.h"
+#include "kernels/kernels.h"
 
 namespace arch {
 
 Session::Session(const Model& m, int64_t max_context) : m_(m) { state_.max_context = max_context; }
+
+void Session::check_with(CheckStats* stats) {
+  state_.check = stats;
+  state_.ops = &op_table();
+}
 
 void Session::reset() {
   state_.states.clear();

@@ -23,6 +23,9 @@ class Session {
   Result<std::map<std::string, Tensor>> step(std::span<const int32_t> ids,
                                              const std::vector<std::string>& outputs = {"logits"});
 
+  // --check: every fast step compared with its op's reference kernel.
+  void check_with(CheckStats* stats);
+
   int64_t position() const { return position_; }
   int64_t max_context() const { return state_.max_context; }
   void reset();

@@ -22,6 +22,7 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--flag", c.flags, "override a template flag: NAME=true|false")->take_all();
   cmd->add_option("--path", c.path, "cpu: fast kernels where there are some (default); reference: the plain kernels only")
       ->check(CLI::IsMember({"cpu", "reference"}));
+  cmd->add_flag("--check", c.check, "compare every fast step with its op's reference kernel; stop at the first that misses");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/error.h"
+#include "engine/interpreter.h"
 #include "engine/model.h"
 #include "importer/tokenizer/tokenizer.h"
 
@@ -16,6 +17,7 @@ namespace arch::cli {
 struct Common {
   std::string model = "toy";
   std::string path = "cpu";  // --path: cpu (fast kernels) or reference (the plain ones, the truth)
+  bool check = false;        // --check: every fast step against its op's reference kernel
   std::string families;
   std::string template_path;
   std::vector<std::string> flags;
@@ -57,6 +59,8 @@ Result<std::shared_ptr<Model>> open_model(const Common& c);
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
 int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
+// The --check summary line (on stderr), `failed` when a step missed.
+void report_check(const CheckStats& stats, bool failed);
 
 int run_generate(const GenerateArgs& a);
 int run_forward(const ForwardArgs& a);

@@ -64,4 +64,9 @@ Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model
   return load_tokenizer(model);
 }
 
+void report_check(const CheckStats& s, bool failed) {
+  std::fprintf(stderr, "check: %lld steps checked against their reference kernels, %lld skipped (they ran the reference kernel itself), %lld stateful steps not re-run; %d failed\n",
+               (long long)s.checked, (long long)s.skipped, (long long)s.stateful, failed ? 1 : 0);
+}
+
 }  // namespace arch::cli

@@ -31,7 +31,9 @@ int run_forward(const ForwardArgs& a) {
       if (names.empty() && std::find(all.begin(), all.end(), pref) != all.end()) names = {pref};
     if (names.empty()) names = {all.back()};
   }
-  auto outs = forward(**m, in->tensors, names);
+  CheckStats check;
+  auto outs = forward(**m, in->tensors, names, a.common.check ? &check : nullptr);
+  if (a.common.check) report_check(check, !outs.ok());
   if (!outs.ok()) return fail(error(a.inputs + ": " + outs.error().message));
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& n : names) {

@@ -48,7 +48,10 @@ int run_generate(const GenerateArgs& a) {
     };
   else if (stream)
     opt.on_token = [&](int32_t t) { stream->push(t); };
+  CheckStats check;
+  if (a.common.check) opt.check = &check;
   auto r = generate(**m, prompt, opt);
+  if (a.common.check) report_check(check, !r.ok());
   if (!r.ok()) return fail(r.error());
   if (a.json) {
     nlohmann::json j;
