@@ -92,32 +92,11 @@ ValueChange compare_values(const std::string& name, const Tensor& x, const Tenso
   return c;
 }
 
-// Every value of one run, by id (inputs filled as forward() fills them).
+// Every value of one run, by id.
 Result<std::map<int, Tensor>> run_all(const Model& m, const std::map<std::string, Tensor>& inputs) {
-  const Graph& g = m.graph();
-  std::vector<int> keep;  // every value, not only the outputs
-  for (size_t i = 0; i < g.values.size(); ++i) keep.push_back(int(i));
-  std::map<int, Tensor> feed;
-  int64_t seq = -1;
-  for (int v : g.inputs) {
-    auto it = inputs.find(g.values[v].name);
-    if (it == inputs.end() && g.values[v].name == "tokens") it = inputs.find("input_ids");
-    if (it == inputs.end()) continue;
-    feed[v] = it->second;
-    for (size_t d = 0; d < g.values[v].type.shape.size(); ++d)
-      if (g.values[v].type.shape[d].sym == 1) seq = it->second.shape[d];
-  }
-  for (int v : g.inputs) {
-    if (feed.count(v)) continue;
-    if (g.values[v].type.dtype != DType::I32 || seq < 0) return error("input '" + g.values[v].name + "' is missing");
-    Tensor t = Tensor::zeros(DType::I32, {seq});
-    if (g.values[v].name == "positions")
-      for (int64_t i = 0; i < seq; ++i) t.i32()[i] = int32_t(i);
-    feed[v] = t;
-  }
-  RunState state;
-  state.max_context = std::max<int64_t>(seq, 1);
-  return run_program(m.program, state, feed, std::max<int64_t>(seq, 0), std::max<int64_t>(seq, 0), keep);
+  std::vector<int> keep;
+  for (size_t i = 0; i < m.graph().values.size(); ++i) keep.push_back(int(i));
+  return run_with_inputs(m, inputs, keep);
 }
 
 }  // namespace
@@ -152,7 +131,10 @@ Result<NumericDiff> diff_runs(const Model& ma, const Model& mb, const std::map<s
   // Decoders: do the greedy continuations agree?
   auto ids = inputs.find("input_ids");
   if (greedy_tokens > 0 && ids != inputs.end() && a.find_input("tokens") >= 0 && b.find_input("tokens") >= 0) {
-    std::vector<int32_t> prompt(ids->second.i32(), ids->second.i32() + ids->second.numel());
+    const Tensor& t = ids->second;  // I32 or I64, with or without a batch dim of 1
+    std::vector<int32_t> prompt;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      prompt.push_back(t.dtype == DType::I64 ? int32_t(static_cast<const int64_t*>(t.data)[i]) : t.i32()[i]);
     GenerateOptions opt;
     opt.max_new_tokens = greedy_tokens;
     ARCH_TRY(auto ga, generate(ma, prompt, opt));

@@ -84,8 +84,8 @@ Result<Tensor> conform(const std::string& name, Tensor t, const Value& want) {
 
 }  // namespace
 
-Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::string, Tensor> inputs,
-                                              const std::vector<std::string>& outputs, CheckStats* check) {
+Result<std::map<int, Tensor>> run_with_inputs(const Model& m, std::map<std::string, Tensor> inputs,
+                                              const std::vector<int>& keep, CheckStats* check) {
   const Graph& g = m.graph();
   if (inputs.count("input_ids") && g.find_input("input_ids") < 0 && g.find_input("tokens") >= 0) {
     inputs["tokens"] = inputs["input_ids"];
@@ -129,13 +129,18 @@ Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::stri
       for (int64_t i = 0; i < seq; ++i) t.i32()[i] = int32_t(i);
     feed[v] = t;
   }
-  ARCH_TRY(std::vector<int> keep, output_values(g, outputs));
   RunState state;
   state.max_context = std::max<int64_t>(seq, 1);
   state.check = check;
   state.ops = &op_table();
-  ARCH_TRY(auto vals, run_program(m.program, state, feed, std::max<int64_t>(seq, 0), std::max<int64_t>(seq, 0), keep));
-  return collect_outputs(g, vals, outputs);
+  return run_program(m.program, state, feed, std::max<int64_t>(seq, 0), std::max<int64_t>(seq, 0), keep);
+}
+
+Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::string, Tensor> inputs,
+                                              const std::vector<std::string>& outputs, CheckStats* check) {
+  ARCH_TRY(std::vector<int> keep, output_values(m.graph(), outputs));
+  ARCH_TRY(auto vals, run_with_inputs(m, std::move(inputs), keep, check));
+  return collect_outputs(m.graph(), vals, outputs);
 }
 
 }  // namespace arch

@@ -19,6 +19,11 @@ namespace arch {
 Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::string, Tensor> inputs,
                                               const std::vector<std::string>& outputs, CheckStats* check = nullptr);
 
+// The same pass, returning the values `keep` names by id (every value, for
+// archc diff), inputs filled as forward() fills them.
+Result<std::map<int, Tensor>> run_with_inputs(const Model& m, std::map<std::string, Tensor> inputs,
+                                              const std::vector<int>& keep, CheckStats* check = nullptr);
+
 // Every output name the graph declares (stacked ones once).
 std::vector<std::string> output_names(const Graph& g);
 

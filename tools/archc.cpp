@@ -271,9 +271,6 @@ int diff(const std::string& old_spec, const std::string& new_spec, const std::st
   } else {
     return fail(error("give the inputs: --ids 1,2,3 or --inputs IN.safetensors"));
   }
-  for (auto& [name, t] : inputs)  // batch 1 as the tools take it
-    if (t.shape.size() > 1 && t.shape[0] == 1 && name != "pixel_values" && t.dtype != DType::F32)
-      t = t.reshaped(Dims(t.shape.begin() + 1, t.shape.end()));
   auto nd = diff_runs(**ma, **mb, inputs);
   if (!nd.ok()) return fail(nd.error());
   if (!html.empty() && !(std::ofstream(html) << diff_html(old_spec, new_spec, changes, *nd)))
