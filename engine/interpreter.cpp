@@ -24,6 +24,9 @@ Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Ten
     p.kernels.push_back(k);
     p.defs.push_back(def);
     p.views.push_back(def->view);
+    bool dynamic = false;
+    for (int o : node.outputs) dynamic = dynamic || has_dyn(g.values[o].type.shape);
+    p.dynamic.push_back(dynamic);
     bool foldable = !def->stateful;
     for (int in : node.inputs) foldable = foldable && (in < 0 || p.weights[in].data);
     for (int o : node.outputs) foldable = foldable && is_concrete(g.values[o].type.shape);
@@ -123,9 +126,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     // rule over this call's concrete inputs.
     std::vector<TypedShape> types;
     for (int o : node.outputs) types.push_back(g.values[o].type);
-    bool dynamic = false;
-    for (auto& t : types) dynamic = dynamic || has_dyn(t.shape);
-    if (dynamic) {
+    if (p.dynamic[n]) {
       std::vector<TypedShape> in_types;
       std::unique_ptr<bool[]> present(new bool[in_buf.size()]);
       for (size_t i = 0; i < in_buf.size(); ++i) {

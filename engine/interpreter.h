@@ -21,6 +21,7 @@ struct Program {
   std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
   std::vector<char> folded;           // by node: computed once at load (reads only weights and constants)
   std::vector<const OpDef*> defs;     // by node
+  std::vector<char> dynamic;          // by node: an output has a `_` dim, its shape is worked out per call
   std::vector<int> last_use;          // by value: the last node reading it (-1: none)
   std::string backend = "reference";
 };
