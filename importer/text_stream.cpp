@@ -20,23 +20,28 @@ bool ends_unfinished(const std::string& s) {
 
 }  // namespace
 
+std::string TextStream::window(size_t from, size_t to) const {
+  return tok_->decode(std::span<const int32_t>(ids_.data() + from, to - from), skip_special_);
+}
+
 std::string TextStream::push(int32_t id) {
   ids_.push_back(id);
-  // Decoding the whole sequence each time keeps the pieces equal to the
-  // whole decode, whatever the decoder does with spaces or byte tokens.
-  std::string all = tok_->decode(ids_, skip_special_);
-  if (ends_unfinished(all) || all.size() < sent_.size() || all.compare(0, sent_.size(), sent_) != 0) return "";
-  std::string piece = all.substr(sent_.size());
-  sent_ = std::move(all);
-  return piece;
+  // Decoding a short window, not the whole sequence, keeps each token's cost
+  // constant; the piece is what the new tokens add to the window's text.
+  std::string before = window(prefix_, read_);
+  std::string now = window(prefix_, ids_.size());
+  if (ends_unfinished(now) || now.size() < before.size() || now.compare(0, before.size(), before) != 0) return "";
+  prefix_ = read_;
+  read_ = ids_.size();
+  return now.substr(before.size());
 }
 
 std::string TextStream::finish() {
-  std::string all = tok_->decode(ids_, skip_special_);
-  if (all.size() < sent_.size() || all.compare(0, sent_.size(), sent_) != 0) return "";
-  std::string piece = all.substr(sent_.size());
-  sent_ = std::move(all);
-  return piece;
+  std::string before = window(prefix_, read_);
+  std::string now = window(prefix_, ids_.size());
+  prefix_ = read_ = ids_.size();
+  if (now.size() < before.size() || now.compare(0, before.size(), before) != 0) return "";
+  return now.substr(before.size());
 }
 
 }  // namespace arch

@@ -29,7 +29,11 @@ class TextStream {
   std::shared_ptr<const Tokenizer> tok_;
   bool skip_special_;
   std::vector<int32_t> ids_;
-  std::string sent_;  // what push() has handed out so far
+  // Each push decodes only a window: ids_[prefix_, read_) is text already
+  // handed out, decoded again so the decoder sees the same context (a
+  // leading space, a byte sequence) as it does in the whole sequence.
+  size_t prefix_ = 0, read_ = 0;
+  std::string window(size_t from, size_t to) const;
 };
 
 }  // namespace arch

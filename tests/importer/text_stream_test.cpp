@@ -52,3 +52,15 @@ TEST(TextStream, ByteLevelBpe) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(TextStream, SentencePieceStyleWithAPrependedSpace) {
+  std::string dir = testing::shared_dir() + "/tokenizers/mistral";
+  ARCH_REQUIRE_SHARED(dir);
+  check_stream(dir, "  Two leading spaces, then ▁ literal, 🙂 and ß; end.\nNew line.");
+}
+
+}  // namespace
+}  // namespace arch
