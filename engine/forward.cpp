@@ -91,8 +91,20 @@ Result<std::map<int, Tensor>> run_with_inputs(const Model& m, std::map<std::stri
     inputs["tokens"] = inputs["input_ids"];
     inputs.erase("input_ids");
   }
+  // Batch 1 without padding: an all-ones attention mask is the same as none;
+  // anything else would be silently wrong, so it is refused.
+  if (auto mask = inputs.find("attention_mask"); mask != inputs.end() && g.find_input("attention_mask") < 0) {
+    const Tensor& m = mask->second;
+    for (int64_t k = 0; k < m.numel(); ++k) {
+      int64_t v = m.dtype == DType::I64 ? static_cast<const int64_t*>(m.data)[k]
+                  : m.dtype == DType::I32 ? static_cast<const int32_t*>(m.data)[k]
+                  : m.dtype == DType::F32 ? int64_t(m.f32()[k]) : 0;
+      if (v != 1) return error("attention_mask with padding is not supported (batch 1, all ones)");
+    }
+    inputs.erase(mask);
+  }
   for (const auto& [name, t] : inputs)
-    if (g.find_input(name) < 0 && name != "attention_mask") {
+    if (g.find_input(name) < 0) {
       std::string takes;
       for (int v : g.inputs) takes += (takes.empty() ? "" : ", ") + g.values[v].name;
       return error("the model takes no input '" + name + "' (it takes: " + takes + ")");

@@ -14,7 +14,8 @@ namespace arch {
 
 // `inputs` by the graph's input names; "input_ids" also answers a graph
 // input named "tokens". A leading batch dim of 1 is dropped; I64 ids are
-// narrowed to I32. Absent inputs: `positions` is 0..seq-1, other integer
+// narrowed to I32; an all-ones attention_mask is accepted (anything else is
+// refused: no padding yet). Absent inputs: `positions` is 0..seq-1, other integer
 // inputs of shape [seq] are zeros (token_type_ids); anything else is an error.
 Result<std::map<std::string, Tensor>> forward(const Model& m, std::map<std::string, Tensor> inputs,
                                               const std::vector<std::string>& outputs, CheckStats* check = nullptr);

@@ -358,3 +358,21 @@ TEST(Archrun, ToyWritesBf16WeightsThatRunLikeTheF32Ones) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(Archrun, ForwardRefusesAPaddedAttentionMask) {
+  TempDir tmp("mask");
+  Tensor ids = Tensor::zeros(DType::I64, {1, 3}), mask = Tensor::zeros(DType::I64, {1, 3});
+  for (int i = 0; i < 3; ++i) static_cast<int64_t*>(ids.data)[i] = i + 1, static_cast<int64_t*>(mask.data)[i] = i < 2;
+  ASSERT_TRUE(write_safetensors((tmp / "in.safetensors").string(), {{"input_ids", ids}, {"attention_mask", mask}}).ok());
+  auto r = run_tool(testing::archrun() + " forward --inputs " + (tmp / "in.safetensors").string() + " --out " +
+                    (tmp / "out.safetensors").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("attention_mask with padding is not supported"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(tmp / "out.safetensors"));
+}
+
+}  // namespace
+}  // namespace arch

@@ -10,16 +10,6 @@ namespace arch::cli {
 int run_forward(const ForwardArgs& a) {
   auto in = read_safetensors(a.inputs);
   if (!in.ok()) return fail(in.error());
-  // Batch 1 without padding: a mask of all ones is the same as none.
-  if (auto mask = in->tensors.find("attention_mask"); mask != in->tensors.end()) {
-    const Tensor& m = mask->second;
-    for (int64_t k = 0; k < m.numel(); ++k) {
-      int64_t v = m.dtype == DType::I64 ? static_cast<const int64_t*>(m.data)[k]
-                  : m.dtype == DType::I32 ? static_cast<const int32_t*>(m.data)[k] : 1;
-      if (v != 1) return fail(error(a.inputs + ": attention_mask with padding is not supported (batch 1, all ones)"));
-    }
-    in->tensors.erase(mask);
-  }
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   std::vector<std::string> names = a.outputs;
