@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "engine/quant.h"
+
 namespace arch {
 
 namespace {
@@ -27,10 +29,10 @@ Result<BoundWeights> bind_weights(const Graph& g, const Checkpoint& ckpt) {
       return error(file + ": " + what + " has shape " + dims_str(t->shape) + ", but the config gives " +
                    dims_str(want) + " (declared at " + where(w.loc) + ")");
     }
-    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16)
+    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_quantized(t->dtype))
       return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +
-                   "; weights must be F32, F16 or BF16");
-    out.by_value[w.value] = t->dtype == DType::F32 ? *t : to_f32(*t);
+                   "; weights must be F32, F16, BF16, Q8_0 or Q4_0");
+    out.by_value[w.value] = *t;  // as stored: the program widens what its kernels can't read
     used.insert(w.tensor);
   }
   for (const auto& [name, t] : ckpt.tensors)

@@ -16,8 +16,8 @@ struct BoundWeights {
   std::vector<std::string> unused;          // checkpoint tensors nothing reads
 };
 
-// The reference path computes in float32: F16/BF16 tensors are widened once
-// here, F32 ones are used in place (mapped, not copied).
+// Tensors are bound as stored (mapped, not copied); make_program widens to
+// F32 those its kernels can't read in their stored type.
 Result<BoundWeights> bind_weights(const Graph& g, const Checkpoint& ckpt);
 
 }  // namespace arch

@@ -12,9 +12,11 @@ namespace arch {
 
 // Append-only: the numeric values are not persisted, but keep order stable
 // so dumps and logs stay comparable.
-enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL };
+// Q8_0 and Q4_0 are block-quantized matrices (engine/quant.h): a tensor of
+// them has its logical [N, K] shape and quant_row_bytes per row.
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL, Q8_0, Q4_0 };
 
-size_t dtype_size(DType t);
+size_t dtype_size(DType t);  // per element; 1 for the block-quantized types (see storage_bytes)
 std::string_view dtype_name(DType t);                 // "F32", "BF16", ...
 std::optional<DType> dtype_from_name(std::string_view name);  // safetensors spelling
 

@@ -1,5 +1,7 @@
 #include "engine/generate.h"
 
+#include "importer/canonical.h"
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -19,9 +21,9 @@ std::vector<int32_t> eos_ids(const Model& m) {
   };
   if (auto it = m.checkpoint.config.find("eos_token_id"); it != m.checkpoint.config.end()) add(*it);
   // generation_config.json may name more (chat models list their end-of-turn token).
-  std::ifstream f(std::filesystem::path(m.checkpoint.dir) / "generation_config.json");
-  if (f) {
-    auto g = nlohmann::json::parse(f, nullptr, false);
+  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
+  if (text.ok() && text->has_value()) {
+    auto g = nlohmann::json::parse(**text, nullptr, false);
     if (g.is_object() && g.contains("eos_token_id")) add(g["eos_token_id"]);
   }
   std::sort(out.begin(), out.end());

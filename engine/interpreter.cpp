@@ -1,5 +1,9 @@
 #include "engine/interpreter.h"
 
+#include "engine/planner.h"
+#include "engine/quant.h"
+
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -7,14 +11,49 @@
 
 namespace arch {
 
-Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Tensor> weights,
+Result<Program> make_program(const Graph& source, const OpTable& ops, std::vector<Tensor> weights,
                              const std::string& backend) {
   Program p;
-  p.graph = &g;
+  p.graph = &source;
+  if (backend != "reference") {  // the reference path runs the template's graph as written
+    Plan plan = plan_graph(source, std::move(weights), ops, backend);
+    p.owned_graph = std::move(plan.graph);
+    p.graph = p.owned_graph.get();
+    p.plan = plan.stats;
+    weights = std::move(plan.weights);
+  }
+  const Graph& g = *p.graph;
   p.backend = backend;
   p.weights = std::move(weights);
   p.weights.resize(g.values.size());
   p.last_use.assign(g.values.size(), -1);
+  // Weights stay as stored (mapped, not copied) where every reader's kernel
+  // reads that type; the rest are widened to F32 once, here.
+  std::vector<char> widen(g.values.size(), 0);
+  for (const Node& node : g.nodes)
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      int in = node.inputs[i];
+      if (in >= 0 && p.weights[in].data && !ops.takes_stored(node.op, backend, node.attrs, i, p.weights[in].dtype))
+        widen[in] = 1;
+    }
+  // A weight nothing reads any more (the planner concatenated it into
+  // another; or it is widened just below) gives its mapped pages back, so
+  // peak memory is the weights once, not twice.
+  std::vector<char> read(g.values.size(), 0);
+  for (const Node& node : g.nodes)
+    for (int in : node.inputs)
+      if (in >= 0) read[size_t(in)] = 1;
+  for (const GraphOutput& o : g.outputs) read[size_t(o.value)] = 1;
+  for (size_t v = 0; v < widen.size(); ++v) {
+    if (widen[v]) {
+      Tensor stored = p.weights[v];
+      p.weights[v] = to_f32(stored);
+      release_pages(stored);
+    } else if (!read[v] && p.weights[v].data) {
+      release_pages(p.weights[v]);
+      p.weights[v] = Tensor{};
+    }
+  }
   std::vector<std::unique_ptr<OpState>> no_state(1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -67,13 +106,17 @@ static Status check_step(const Program& p, RunState& state, size_t n, const std:
     ++state.check->stateful;
     return {};
   }
+  // The reference kernels read F32: widen what the fast one read as stored.
+  std::vector<Tensor> ref_in;
+  for (const Tensor& t : in)
+    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_quantized(t.dtype)) ? to_f32(t) : t);
   std::vector<Tensor> ref;
   for (const auto& t : types) {
     Dims dims = concretize(t.shape, seq);
     ref.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : Tensor::zeros(t.dtype, dims));
   }
   std::unique_ptr<OpState> none;
-  KernelContext ctx{node.attrs, in, ref, none, max_context, g.values[node.outputs[0]].name};
+  KernelContext ctx{node.attrs, ref_in, ref, none, max_context, g.values[node.outputs[0]].name};
   ARCH_TRY_STATUS((*reference)(ctx));
   const Tolerance tol = p.defs[n]->tolerance;
   for (size_t k = 0; k < ref.size(); ++k) {
@@ -130,7 +173,10 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       std::vector<TypedShape> in_types;
       std::unique_ptr<bool[]> present(new bool[in_buf.size()]);
       for (size_t i = 0; i < in_buf.size(); ++i) {
-        in_types.push_back({in_buf[i].dtype, shape_of(in_buf[i].shape)});
+        // A weight kept as stored (BF16, Q8_0) still has its declared type.
+        int v = node.inputs[i];
+        DType dt = v >= 0 && p.weights[v].data ? g.values[v].type.dtype : in_buf[i].dtype;
+        in_types.push_back({dt, shape_of(in_buf[i].shape)});
         present[i] = in_buf[i].data != nullptr;
       }
       auto r = p.defs[n]->shape(in_types, std::span<const bool>(present.get(), in_buf.size()), node.attrs);
@@ -144,8 +190,14 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     }
     KernelContext ctx{node.attrs, in_buf, outs, state.states[n], state.max_context,
                       g.values[node.outputs[0]].name};
+    auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st = (*p.kernels[n])(ctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + st.error().message);
+    if (state.profile) {
+      auto& e = state.profile->by_op[node.op];
+      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      ++e.calls;
+    }
     if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, in_buf, outs, types, seq, ctx.max_context));
     for (size_t k = 0; k < node.outputs.size(); ++k) vals[node.outputs[k]] = std::move(outs[k]);
     // Free what no later node reads.

@@ -10,12 +10,15 @@
 
 #include "engine/graph.h"
 #include "engine/op.h"
+#include "engine/planner.h"
 
 namespace arch {
 
 // A graph with its weights bound and kernels chosen, ready to run.
 struct Program {
-  const Graph* graph = nullptr;
+  const Graph* graph = nullptr;       // the template's, or the planner's rewrite of it (owned_graph)
+  std::shared_ptr<const Graph> owned_graph;
+  PlanStats plan;
   std::vector<Tensor> weights;        // by value id; empty where the value is not a weight
   std::vector<const Kernel*> kernels; // by node
   std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
@@ -42,11 +45,21 @@ struct CheckStats {
   int64_t stateful = 0;  // fast steps of stateful ops: not re-run (it would change their state)
 };
 
+// Where the time went, per op (archrun bench --profile).
+struct OpProfile {
+  struct Entry {
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  std::map<std::string, Entry> by_op;
+};
+
 struct RunState {
   std::vector<std::unique_ptr<OpState>> states;  // by node
   int64_t max_context = 0;
   CheckStats* check = nullptr;  // set: check every fast step, stop at the first miss
   const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
+  OpProfile* profile = nullptr; // set: time every kernel call
 };
 
 // Runs the graph once. `inputs` are by graph input value id; `seq` is the

@@ -11,9 +11,19 @@ void OpTable::define(OpDef def, Kernel reference) {
   kernels_[name]["reference"] = std::move(reference);
 }
 
-void OpTable::add_kernel(const std::string& op, const std::string& backend, Kernel k) {
+void OpTable::add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes) {
   if (!defs_.count(op)) throw std::logic_error("kernel for an undefined op: " + op);
   kernels_[op][backend] = std::move(k);
+  if (takes) takes_[op][backend] = std::move(takes);
+}
+
+bool OpTable::takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
+                           DType stored) const {
+  if (stored == DType::F32) return true;
+  auto it = takes_.find(op);
+  if (it == takes_.end()) return false;
+  auto t = it->second.find(backend);
+  return t != it->second.end() && t->second(attrs, input, stored);
 }
 
 const OpDef* OpTable::find(const std::string& name) const {

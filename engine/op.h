@@ -42,6 +42,11 @@ struct KernelContext {
 };
 
 using Kernel = std::function<Status(KernelContext&)>;
+// Which stored element types a fast kernel reads directly at input `i`: a
+// weight read only by such kernels stays as the checkpoint stores it
+// (memory-mapped BF16, a quantized block format) instead of being widened to
+// F32 at load.
+using TakesStored = std::function<bool(const Attrs& attrs, size_t input, DType stored)>;
 // Shape rule: output types from input types (an absent optional input has an
 // empty shape and `present[i] == false`) and attributes.
 using ShapeRule =
@@ -75,16 +80,20 @@ struct OpDef {
 class OpTable {
  public:
   void define(OpDef def, Kernel reference);
-  void add_kernel(const std::string& op, const std::string& backend, Kernel k);
+  void add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes = nullptr);
 
   const OpDef* find(const std::string& name) const;
   // The kernel for `backend`, else the reference one.
   const Kernel* kernel(const std::string& op, const std::string& backend) const;
   std::vector<std::string> names() const;
+  // F32 always; else what the backend's own kernel declared.
+  bool takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
+                    DType stored) const;
 
  private:
   std::map<std::string, OpDef> defs_;
   std::map<std::string, std::map<std::string, Kernel>> kernels_;
+  std::map<std::string, std::map<std::string, TakesStored>> takes_;
 };
 
 }  // namespace arch

@@ -25,6 +25,8 @@ class Session {
 
   // --check: every fast step compared with its op's reference kernel.
   void check_with(CheckStats* stats);
+  // Time every kernel call into `profile` (null: stop).
+  void profile_with(OpProfile* profile) { state_.profile = profile; }
 
   int64_t position() const { return position_; }
   int64_t max_context() const { return state_.max_context; }

@@ -1,5 +1,10 @@
 #include "engine/tensor.h"
 
+#include "engine/quant.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -47,10 +52,30 @@ Tensor Tensor::reshaped(Dims new_shape) const {
   return t;
 }
 
+void release_pages(const Tensor& t) {
+  if (!t.mapped || !t.data) return;
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(t.data) + page - 1) / page * page;
+  uintptr_t end = (reinterpret_cast<uintptr_t>(t.data) + t.nbytes()) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+size_t Tensor::nbytes() const {
+  if (is_quantized(dtype) && !shape.empty()) return size_t(numel() / shape.back()) * quant_row_bytes(dtype, shape.back());
+  return size_t(numel()) * dtype_size(dtype);
+}
+
 Tensor to_f32(const Tensor& t) {
   Tensor out = Tensor::zeros(DType::F32, t.shape);
   int64_t n = t.numel();
   float* dst = out.f32();
+  if (is_quantized(t.dtype)) {
+    int64_t k = t.shape.back();
+    size_t row_bytes = quant_row_bytes(t.dtype, k);
+    for (int64_t r = 0; r < n / k; ++r)
+      dequantize_row(t.dtype, static_cast<const uint8_t*>(t.data) + size_t(r) * row_bytes, k, dst + r * k);
+    return out;
+  }
   const auto* src16 = static_cast<const uint16_t*>(t.data);
   switch (t.dtype) {
     case DType::F32: std::memcpy(dst, t.data, size_t(n) * 4); break;

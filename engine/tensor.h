@@ -21,9 +21,12 @@ struct Tensor {
   Dims shape;
   void* data = nullptr;
   std::shared_ptr<const void> owner;  // keeps `data` alive
+  // `data` lies in a read-only file mapping: its pages can be handed back to
+  // the system and are read from the file again if touched (release_pages).
+  bool mapped = false;
 
   int64_t numel() const { return arch::numel(shape); }
-  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype); }
+  size_t nbytes() const;  // storage, block-quantized rows included
   int64_t dim(int i) const { return shape[i < 0 ? shape.size() + i : i]; }
 
   float* f32() { return static_cast<float*>(data); }
@@ -39,8 +42,13 @@ struct Tensor {
   Tensor reshaped(Dims new_shape) const;
 };
 
-// A float32 copy of a float tensor stored as F32, F16 or BF16 (the reference
-// path computes in float32 whatever the checkpoint stores).
+// Drops a mapped tensor's pages from this process's resident memory (they
+// come back from the file if read again); does nothing to other tensors.
+void release_pages(const Tensor& t);
+
+// A float32 copy of a float tensor stored as F32, F16, BF16 or a
+// block-quantized type (the reference path computes in float32 whatever the
+// checkpoint stores).
 Tensor to_f32(const Tensor& t);
 
 }  // namespace arch

@@ -6,6 +6,7 @@
 #include <system_error>
 #include <vector>
 
+#include "importer/canonical.h"
 #include "importer/config.h"
 #include "importer/json_text.h"
 #include "importer/mapped_file.h"
@@ -125,7 +126,9 @@ Result<Checkpoint> load_checkpoint(const std::string& dir) {
   fs::file_status st = fs::status(dir, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) return error(dir + ": cannot read: " + ec.message());
   if (!fs::exists(st)) return error(dir + ": checkpoint directory does not exist");
-  if (!fs::is_directory(st)) return error(dir + ": not a directory (a checkpoint is a directory)");
+  if (auto canonical = canonical_file_of(dir)) return load_canonical(*canonical);
+  if (!fs::is_directory(st))
+    return error(dir + ": not a directory (a checkpoint is a directory, or a canonical model written by archrun import)");
 
   Checkpoint ckpt;
   ckpt.dir = dir;

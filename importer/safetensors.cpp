@@ -1,5 +1,7 @@
 #include "importer/safetensors.h"
 
+#include "engine/quant.h"
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -41,7 +43,7 @@ Result<DType> parse_dtype(const std::string& where, const json& v) {
     return error(where + ": field 'dtype' is " + json_type_name(v) + ", expected a string");
   auto name = v.get<std::string>();
   auto dtype = dtype_from_name(name);
-  if (!dtype)
+  if (!dtype || is_quantized(*dtype))  // block types live in U8 tensors (importer/canonical.h)
     return error(where + ": unknown dtype '" + name + "' (supported: " + kSupportedDTypes + ")");
   return *dtype;
 }
@@ -140,8 +142,11 @@ Result<std::map<std::string, std::string>> parse_metadata(const std::string& pat
 // may load its elements with the alignment their type needs.
 Tensor tensor_at(const std::shared_ptr<const MappedFile>& file, const std::byte* data_section, const Entry& e) {
   std::byte* p = const_cast<std::byte*>(data_section) + e.begin;
-  if (reinterpret_cast<uintptr_t>(p) % dtype_size(e.dtype) == 0)
-    return Tensor::view(e.dtype, e.shape, p, file);
+  if (reinterpret_cast<uintptr_t>(p) % dtype_size(e.dtype) == 0) {
+    Tensor t = Tensor::view(e.dtype, e.shape, p, file);
+    t.mapped = true;
+    return t;
+  }
   Tensor copy = Tensor::zeros(e.dtype, e.shape);
   std::memcpy(copy.data, p, e.end - e.begin);
   return copy;

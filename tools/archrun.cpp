@@ -122,12 +122,22 @@ int main(int argc, char** argv) {
 
   Common bc;
   int bench_p = 512, bench_n = 128;
-  bool bench_json = false;
+  bool bench_json = false, bench_profile = false;
   auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS");
   add_common(bench, bc);
   bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
   bench->add_flag("--json", bench_json, "one JSON object as the last line");
+  bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding");
+
+  std::string imp_dir, imp_out, imp_dtype = "bf16";
+  bool imp_json = false;
+  auto* imp = app.add_subcommand("import", "write a canonical model: one .safetensors with the config and tokenizer inside, weights as bf16, q8 or q4");
+  imp->add_option("dir", imp_dir, "checkpoint directory (config.json + *.safetensors)")->required();
+  imp->add_option("-o,--out", imp_out, "file to write (a directory gets model.safetensors)")->required();
+  imp->add_option("--dtype", imp_dtype, "bf16 (default), q8, q4, f32, or stored (as the checkpoint has them)")
+      ->check(CLI::IsMember({"bf16", "q8", "q4", "f32", "stored"}));
+  imp->add_flag("--json", imp_json, "a summary object as the last line");
 
   std::string toy_dir, toy_shape = "toy", toy_dtype = "f32";
   uint64_t toy_seed = 0;
@@ -157,7 +167,8 @@ int main(int argc, char** argv) {
   if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
   if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
   if (cht->parsed()) return run_chat(ch);
-  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json);
+  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile);
+  if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
   if (toy->parsed()) {
     LlamaShape shape = *llama_shape(toy_shape);
     shape.bf16 = toy_dtype == "bf16";

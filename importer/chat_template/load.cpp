@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "importer/canonical.h"
 #include "importer/json_text.h"
 #include "importer/mapped_file.h"
 
@@ -49,10 +50,12 @@ Result<ChatTemplateInfo> load_chat_template(const std::string& dir) {
   ChatTemplateInfo info;
   std::string config_path = dir + "/tokenizer_config.json";
   json config = json::object();
-  bool have_config = fs::exists(config_path);
+  // From the directory, or from a canonical model's metadata.
+  ARCH_TRY(auto config_text, read_side_file(dir, "tokenizer_config.json"));
+  ARCH_TRY(auto jinja_text, read_side_file(dir, "chat_template.jinja"));
+  bool have_config = config_text.has_value();
   if (have_config) {
-    ARCH_TRY(std::string text, read_text(config_path));
-    ARCH_TRY(config, parse_json(text, config_path));
+    ARCH_TRY(config, parse_json(*config_text, config_path));
     if (!config.is_object())
       return error(config_path + ": expected a JSON object at the top level, found " + json_type_name(config));
     static const char* kTokens[] = {"bos_token", "eos_token", "unk_token", "sep_token",
@@ -91,9 +94,9 @@ Result<ChatTemplateInfo> load_chat_template(const std::string& dir) {
   std::string jinja_path = dir + "/chat_template.jinja";
   std::string processor_path = dir + "/chat_template.json";
   auto in_config = config.find("chat_template");
-  if (fs::exists(jinja_path)) {
+  if (jinja_text) {
     info.path = jinja_path;
-    ARCH_TRY(info.source, read_text(jinja_path));
+    info.source = *jinja_text;
     info.name = "default";
   } else if (in_config != config.end() && !in_config->is_null()) {
     info.path = config_path;

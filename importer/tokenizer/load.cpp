@@ -1,6 +1,7 @@
 // Finding and reading a checkpoint's tokenizer files.
 #include <filesystem>
 
+#include "importer/canonical.h"
 #include "importer/json_text.h"
 #include "importer/mapped_file.h"
 #include "importer/tokenizer/backend.h"
@@ -35,6 +36,16 @@ Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const std::string& dir) 
   fs::path p(dir);
   std::error_code ec;
   if (!fs::exists(p, ec)) return error(dir + ": no such file or directory");
+  if (auto canonical = canonical_file_of(dir)) {
+    ARCH_TRY(auto json_text, read_side_file(dir, "tokenizer.json"));
+    ARCH_TRY(auto config_text, read_side_file(dir, "tokenizer_config.json"));
+    if (!json_text) return error(*canonical + ": this canonical model carries no tokenizer.json");
+    nlohmann::json config;
+    if (config_text) {
+      ARCH_TRY(config, parse_json(*config_text, *canonical + " (metadata file:tokenizer_config.json)"));
+    }
+    return tokenizer_from_json(*json_text, *canonical + " (metadata file:tokenizer.json)", config);
+  }
   fs::path folder = fs::is_directory(p, ec) ? p : p.parent_path();
   fs::path config_path = folder / "tokenizer_config.json";
   ARCH_TRY(nlohmann::json config, read_config(config_path));

@@ -1,11 +1,21 @@
 // The cpu backend: fast kernels registered against the reference ops (the
 // interpreter falls back to the reference kernel for any op without one).
+// Threads: every kernel parallelises with OpenMP, the same libgomp pool
+// oneDNN runs on, so the two never oversubscribe the cores.
 #pragma once
 
 #include "engine/op.h"
 
 namespace arch {
 
-void register_cpu_kernels(OpTable& t);
+void register_cpu_kernels(OpTable& t);  // all of the below
+
+void register_cpu_matmul(OpTable& t);      // matmul_cpu.cpp: oneDNN, gemv, quantized dot
+void register_cpu_embed(OpTable& t);       // embed_cpu.cpp: rows of BF16/F16/quantized tables
+void register_cpu_norms(OpTable& t);       // norms_hwy.cpp: rms_norm, layer_norm
+void register_cpu_activations(OpTable& t); // activations_hwy.cpp: silu, gelu, gelu_tanh, ...
+void register_cpu_softmax(OpTable& t);     // softmax_hwy.cpp
+void register_cpu_rope(OpTable& t);        // rope_hwy.cpp
+void register_cpu_attention(OpTable& t);   // attention_hwy.cpp: over the KV cache, online softmax
 
 }  // namespace arch

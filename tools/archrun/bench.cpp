@@ -1,5 +1,8 @@
 // archrun bench: how fast a model loads, reads a prompt and decodes, on
 // seeded random token ids; --json prints one object as the last line.
+#include <omp.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -24,9 +27,27 @@ double peak_rss_mb() {
   return 0;
 }
 
+// Per-op seconds, largest first, as a share of the phase.
+nlohmann::json profile_json(const OpProfile& p) {
+  std::vector<std::pair<std::string, OpProfile::Entry>> ops(p.by_op.begin(), p.by_op.end());
+  std::sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
+  nlohmann::json j = nlohmann::json::array();
+  for (auto& [op, e] : ops) j.push_back({{"op", op}, {"ms", 1000 * e.seconds}, {"calls", e.calls}});
+  return j;
+}
+
+void print_profile(const char* phase, const nlohmann::json& ops) {
+  double total = 0;
+  for (auto& o : ops) total += o["ms"].get<double>();
+  std::printf("  %s: %.1f ms in kernels\n", phase, total);
+  for (auto& o : ops)
+    std::printf("    %-16s %10.2f ms %5.1f%% %8lld calls\n", o["op"].get<std::string>().c_str(), o["ms"].get<double>(),
+                total > 0 ? 100 * o["ms"].get<double>() / total : 0.0, (long long)o["calls"].get<int64_t>());
+}
+
 }  // namespace
 
-int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json) {
+int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile) {
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = clock::now();
@@ -39,11 +60,14 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json) 
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
   for (auto& id : prompt) id = int32_t(rng() % uint32_t(vocab));
   Session s(**m, prompt_tokens + new_tokens);
+  OpProfile prompt_profile, decode_profile;
+  if (profile) s.profile_with(&prompt_profile);
   auto out = s.step(prompt);
   if (!out.ok()) return fail(out.error());
   const Tensor& logits = out->at("logits");
   int32_t next = argmax({logits.f32() + (logits.numel() - vocab), size_t(vocab)});
   auto t2 = clock::now();  // the first token is known: time to first token
+  if (profile) s.profile_with(&decode_profile);
   for (int k = 1; k < new_tokens; ++k) {
     auto o = s.step(std::vector<int32_t>{next});
     if (!o.ok()) return fail(o.error());
@@ -60,17 +84,25 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json) 
                       {"ttft_ms", 1000 * seconds(t1, t2)},
                       {"prompt_tok_s", prompt_tokens / seconds(t1, t2)},
                       {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / seconds(t2, t3) : 0.0},
-                      {"peak_rss_mb", peak_rss_mb()}};
+                      {"peak_rss_mb", peak_rss_mb()},
+                      {"fused_matmuls", (*m)->program.plan.merged_nodes},
+                      {"threads", omp_get_max_threads()}};
+  if (profile) j["profile"] = {{"prompt", profile_json(prompt_profile)}, {"decode", profile_json(decode_profile)}};
   if (as_json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s (%s, %s backend)\n", j["model"].get<std::string>().c_str(), j["family"].get<std::string>().c_str(),
-                j["backend"].get<std::string>().c_str());
+    std::printf("%s (%s, %s backend, %d threads; %d matmuls fused into %d)\n", j["model"].get<std::string>().c_str(),
+                j["family"].get<std::string>().c_str(), j["backend"].get<std::string>().c_str(), omp_get_max_threads(),
+                (*m)->program.plan.merged_nodes, (*m)->program.plan.merged_groups);
     std::printf("  load            %10.1f ms\n", j["load_ms"].get<double>());
     std::printf("  prompt %5d    %10.1f tok/s (time to first token %.1f ms)\n", prompt_tokens,
                 j["prompt_tok_s"].get<double>(), j["ttft_ms"].get<double>());
     std::printf("  decode %5d    %10.1f tok/s\n", new_tokens, j["decode_tok_s"].get<double>());
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+    if (profile) {
+      print_profile("prompt", j["profile"]["prompt"]);
+      print_profile("decode", j["profile"]["decode"]);
+    }
   }
   return 0;
 }

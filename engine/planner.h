@@ -1,0 +1,38 @@
+// The planner: rewrites a template's graph for a fast backend, on the IR
+// alone (never on a family by name), before the program is made.
+//
+// Sibling projections: matmuls that read the same activations with weights
+// of one stored type and width (Q, K and V; gate and up) become one matmul
+// over their weights concatenated at load, followed by a slice per original
+// output. One pass over the activations and one thread fork instead of
+// three, and a wider N for oneDNN's blocking; the slices' outputs keep the
+// original value ids, so everything downstream (outputs, --check, names)
+// is unchanged.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/graph.h"
+#include "engine/op.h"
+#include "engine/tensor.h"
+
+namespace arch {
+
+struct PlanStats {
+  int merged_groups = 0;  // groups of sibling matmuls fused into one
+  int merged_nodes = 0;   // matmuls those groups replaced
+};
+
+// `weights` by value id (as bound); returns the rewritten graph, its weights
+// (the concatenated ones appended) and what was done.
+struct Plan {
+  std::shared_ptr<Graph> graph;
+  std::vector<Tensor> weights;
+  PlanStats stats;
+};
+
+Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops, const std::string& backend);
+
+}  // namespace arch

@@ -1,0 +1,187 @@
+#include "importer/canonical.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/quant.h"
+#include "importer/config.h"
+#include "importer/json_text.h"
+#include "importer/safetensors.h"
+
+namespace arch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* const kSideFiles[] = {"config.json",           "tokenizer.json",          "tokenizer_config.json",
+                                  "generation_config.json", "special_tokens_map.json", "chat_template.jinja"};
+
+Result<std::string> read_file_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) return error(p.string() + ": cannot read");
+  std::ostringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The type a tensor is written as. Matrices whose rows split into whole
+// blocks are quantized; vectors (norms, biases) and anything else keep
+// their precision in F32 (BF16 under bf16), since they are a rounding
+// error in size and not in accuracy.
+DType target_type(const Tensor& t, ImportType type) {
+  const bool is_float = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16;
+  if (!is_float || type == ImportType::AsStored) return t.dtype;
+  if (type == ImportType::F32) return DType::F32;
+  const bool matrix = t.shape.size() == 2 && t.numel() >= 4096;
+  if (type == ImportType::BF16) return matrix ? DType::BF16 : DType::F32;
+  if (!matrix) return DType::F32;
+  const int64_t k = t.shape.back();
+  if (type == ImportType::Q4 && quantizable(DType::Q4_0, k)) return DType::Q4_0;
+  if (quantizable(DType::Q8_0, k)) return DType::Q8_0;
+  return DType::BF16;
+}
+
+Tensor convert(const Tensor& t, DType to) {
+  if (to == t.dtype) return t;
+  Tensor f = to_f32(t);
+  if (to == DType::F32) return f;
+  if (is_quantized(to)) {
+    const int64_t k = t.shape.back(), rows = t.numel() / k;
+    const size_t row_bytes = quant_row_bytes(to, k);
+    Tensor out = Tensor::zeros(DType::U8, {rows, int64_t(row_bytes)});
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(to, f.f32() + r * k, k, static_cast<uint8_t*>(out.data) + size_t(r) * row_bytes);
+    return out;
+  }
+  Tensor out = Tensor::zeros(to, t.shape);
+  auto* d = static_cast<uint16_t*>(out.data);
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = to == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
+  return out;
+}
+
+// Widest element first, so every tensor's offset stays a multiple of its
+// element size (the reader then maps rather than copies it).
+int alignment_rank(DType t) { return -int(dtype_size(t)); }
+
+}  // namespace
+
+std::optional<ImportType> import_type_from_name(const std::string& name) {
+  if (name == "stored") return ImportType::AsStored;
+  if (name == "f32") return ImportType::F32;
+  if (name == "bf16") return ImportType::BF16;
+  if (name == "q8" || name == "q8_0") return ImportType::Q8;
+  if (name == "q4" || name == "q4_0") return ImportType::Q4;
+  return std::nullopt;
+}
+
+Result<ImportReport> import_checkpoint(const std::string& dir, const std::string& out, ImportType type,
+                                       const ImportProgress& progress) {
+  if (canonical_file_of(dir)) return error(dir + ": already a canonical model; import reads a checkpoint directory");
+  ARCH_TRY(Checkpoint ckpt, load_checkpoint(dir));
+  std::map<std::string, std::string> meta;
+  meta["format"] = "archetype";
+  static const char* kTypeNames[] = {"stored", "f32", "bf16", "q8", "q4"};
+  meta["archetype.dtype"] = kTypeNames[int(type)];
+  meta["file:config.json"] = ckpt.config.dump();
+  for (const char* side : kSideFiles) {
+    if (std::string(side) == "config.json") continue;
+    fs::path p = fs::path(dir) / side;
+    if (fs::exists(p)) {
+      ARCH_TRY(meta[std::string("file:") + side], read_file_text(p));
+    }
+  }
+  ImportReport report;
+  nlohmann::json quantized = nlohmann::json::object();
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  const int64_t total = int64_t(ckpt.tensors.size());
+  for (const auto& [name, t] : ckpt.tensors) {
+    DType to = target_type(t, type);
+    Tensor c = convert(t, to);
+    report.bytes_in += t.nbytes();
+    report.bytes_out += c.nbytes();
+    if (is_quantized(to)) {
+      quantized[name] = {{"dtype", std::string(dtype_name(to))}, {"shape", t.shape}};
+      ++report.quantized;
+    } else if (to != t.dtype) {
+      ++report.converted;
+    }
+    tensors.emplace_back(name, std::move(c));
+    ++report.tensors;
+    if (progress) progress(report.tensors, total, name);
+  }
+  meta["archetype.quantized"] = quantized.dump();
+  std::stable_sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
+    return alignment_rank(a.second.dtype) < alignment_rank(b.second.dtype);
+  });
+  std::error_code ec;
+  report.path = fs::is_directory(out, ec) ? (fs::path(out) / "model.safetensors").string() : out;
+  ARCH_TRY_STATUS(write_safetensors(report.path, tensors, meta));
+  return report;
+}
+
+bool is_canonical_file(const std::string& path) {
+  auto f = read_safetensors(path);
+  return f.ok() && f->metadata.count("format") && f->metadata.at("format") == "archetype";
+}
+
+std::optional<std::string> canonical_file_of(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return fs::path(path).extension() == ".safetensors" && is_canonical_file(path)
+                                                ? std::optional<std::string>(path)
+                                                : std::nullopt;
+  fs::path inside = fs::path(path) / "model.safetensors";
+  if (fs::is_directory(path, ec) && !fs::exists(fs::path(path) / "config.json", ec) && fs::is_regular_file(inside, ec) &&
+      is_canonical_file(inside.string()))
+    return inside.string();
+  return std::nullopt;
+}
+
+Result<std::optional<std::string>> read_side_file(const std::string& model, const std::string& name) {
+  std::error_code ec;
+  if (fs::is_directory(model, ec) && fs::exists(fs::path(model) / name, ec)) {
+    ARCH_TRY(std::string text, read_file_text(fs::path(model) / name));
+    return std::optional<std::string>(std::move(text));
+  }
+  auto file = canonical_file_of(model);
+  if (!file) return std::optional<std::string>();
+  ARCH_TRY(SafetensorsFile f, read_safetensors(*file));
+  auto it = f.metadata.find("file:" + name);
+  if (it == f.metadata.end()) return std::optional<std::string>();
+  return std::optional<std::string>(it->second);
+}
+
+Result<Checkpoint> load_canonical(const std::string& file) {
+  ARCH_TRY(SafetensorsFile f, read_safetensors(file));
+  Checkpoint ckpt;
+  ckpt.dir = file;
+  auto config = f.metadata.find("file:config.json");
+  if (config == f.metadata.end()) return error(file + ": a canonical model without 'file:config.json' in its metadata");
+  ARCH_TRY(ckpt.config, parse_json(config->second, file + " (metadata file:config.json)"));
+  if (!ckpt.config.is_object()) return error(file + ": metadata file:config.json is not a JSON object");
+  normalize_config(ckpt.config);
+  nlohmann::json quantized = nlohmann::json::object();
+  if (auto q = f.metadata.find("archetype.quantized"); q != f.metadata.end()) {
+    ARCH_TRY(quantized, parse_json(q->second, file + " (metadata archetype.quantized)"));
+  }
+  for (auto& [name, t] : f.tensors) {
+    auto q = quantized.find(name);
+    if (q != quantized.end()) {
+      auto dtype = dtype_from_name(q->value("dtype", ""));
+      Dims shape = q->value("shape", Dims{});
+      if (!dtype || !is_quantized(*dtype) || shape.size() != 2 || !quantizable(*dtype, shape[1]) ||
+          t.dtype != DType::U8 || t.nbytes() != size_t(shape[0]) * quant_row_bytes(*dtype, shape[1]))
+        return error(file + ": tensor '" + name + "': its quantization entry " + q->dump() +
+                     " does not fit the stored " + std::string(dtype_name(t.dtype)) + dims_str(t.shape));
+      t.dtype = *dtype;
+      t.shape = shape;
+    }
+    ckpt.tensor_file[name] = file;
+    ckpt.tensors.emplace(name, std::move(t));
+  }
+  return ckpt;
+}
+
+}  // namespace arch

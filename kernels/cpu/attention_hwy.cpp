@@ -1,0 +1,271 @@
+// The cpu backend's attention: an online-softmax (flash-style) kernel.
+// Each task takes one kv head's group of query heads (or a slice of it) and
+// a block of query rows, and streams the keys it can see in blocks: scores
+// q.k * scale (softcapped), a running max and sum per query, and the output
+// accumulated from V rescaled as the max grows. K and V are read in place
+// (GQA: query head h reads kv head h / (H / KH), shared by the group's
+// queries in one task, never copied). Masking is the reference's, as a
+// range of keys per query: causal j <= i; with a window, i - window < j
+// (causal) or |i - j| < window (not causal), i the query's absolute
+// position T - S + r. A query seeing no key gives zeros, as in the
+// reference. Highway for the dot products, exp / tanh and the V sums;
+// OpenMP over tasks.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include <omp.h>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/reference/shape_rules.h"
+
+// What a task reads, passed across the dispatch boundary. Guarded:
+// foreach_target includes this file once per target.
+#ifndef ARCH_KERNELS_CPU_ATTENTION_PARAMS
+#define ARCH_KERNELS_CPU_ATTENTION_PARAMS
+namespace arch::cpu_attention {
+struct Params {
+  const float* q;  // [S, H, D]
+  const float* k;  // [T, KH, D]
+  const float* v;  // [T, KH, Dv]
+  float* out;      // [S, H, Dv]
+  int64_t S, H, D, T, KH, Dv;
+  int64_t past;    // absolute position of query row 0: T - S
+  int64_t window;  // 0: none
+  bool causal;
+  float scale, softcap;  // softcap 0: none
+};
+// Keys per block: its scores stay in L1, its K and V rows in L2.
+constexpr int64_t kKeyBlock = 128;
+// The visible keys of the query at absolute position i: [lo, hi).
+inline void key_range(const Params& p, int64_t i, int64_t* lo, int64_t* hi) {
+  *lo = p.window > 0 ? std::max<int64_t>(0, i - p.window + 1) : 0;
+  if (p.causal)
+    *hi = std::min(p.T, i + 1);
+  else
+    *hi = p.window > 0 ? std::min(p.T, i + p.window) : p.T;
+}
+}  // namespace arch::cpu_attention
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/attention_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace arch {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+using cpu_attention::kKeyBlock;
+using cpu_attention::Params;
+
+// Floats of scratch a task of M queries needs.
+size_t ScratchFloats(int64_t M, int64_t Dv) {
+  const hn::ScalableTag<float> d;
+  return size_t(M * (Dv + 2)) + size_t(kKeyBlock) + hn::Lanes(d);
+}
+
+HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), s1);
+  }
+  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Query heads [h0, h0 + nh) (all reading kv head g) for query rows
+// [r0, r0 + nr): out = softmax(masked scores) v, online over key blocks.
+void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
+                float* HWY_RESTRICT scratch) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t M = nh * nr, Dv = p.Dv;
+  // Per query m (head h0 + m / nr, row r0 + m % nr): output accumulator,
+  // running max, running sum; then one block's scores.
+  float* acc = scratch;
+  float* run_max = acc + M * Dv;
+  float* run_sum = run_max + M;
+  float* sc = run_sum + M;
+  std::fill(acc, acc + M * Dv, 0.0f);
+  std::fill(run_max, run_max + M, -INFINITY);
+  std::fill(run_sum, run_sum + M, 0.0f);
+
+  // The keys any of the rows sees (ranges move forward with the row).
+  int64_t lo_all, hi_all, unused;
+  cpu_attention::key_range(p, p.past + r0, &lo_all, &unused);
+  cpu_attention::key_range(p, p.past + r0 + nr - 1, &unused, &hi_all);
+  const auto neg_inf = hn::Set(d, -INFINITY);
+
+  for (int64_t kb = lo_all; kb < hi_all; kb += kKeyBlock) {
+    const int64_t kend = std::min(hi_all, kb + kKeyBlock);
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t h = h0 + m / nr, r = r0 + m % nr;
+      int64_t lo, hi;
+      cpu_attention::key_range(p, p.past + r, &lo, &hi);
+      lo = std::max(lo, kb);
+      hi = std::min(hi, kend);
+      if (lo >= hi) continue;  // nothing visible in this block
+      const int64_t n = hi - lo, padded = (n + N - 1) / N * N;
+
+      // s_j = softcap(scale * q . k_j)
+      const float* q = p.q + (r * p.H + h) * p.D;
+      for (int64_t j = lo; j < hi; ++j) sc[j - lo] = Dot(q, p.k + (j * p.KH + g) * p.D, p.D) * p.scale;
+      if (p.softcap > 0.0f) {
+        const auto cap = hn::Set(d, p.softcap);
+        for (int64_t i = 0; i < padded; i += N)
+          hn::StoreU(hn::Mul(hn::Tanh(d, hn::Div(hn::LoadU(d, sc + i), cap)), cap), d, sc + i);
+      }
+      for (int64_t i = n; i < padded; ++i) sc[i] = -INFINITY;  // padding: exp gives 0
+
+      // The running max grows to cover this block; what was summed so far
+      // is rescaled by exp(old max - new max).
+      auto vmax = neg_inf;
+      for (int64_t i = 0; i < padded; i += N) vmax = hn::Max(vmax, hn::LoadU(d, sc + i));
+      const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
+      const float corr = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
+      run_max[m] = new_max;
+
+      // p_j = exp(s_j - max), summed
+      const auto vnew = hn::Set(d, new_max);
+      auto vsum = hn::Zero(d);
+      for (int64_t i = 0; i < padded; i += N) {
+        const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, sc + i), vnew));
+        hn::StoreU(e, d, sc + i);
+        vsum = hn::Add(vsum, e);
+      }
+      run_sum[m] = run_sum[m] * corr + hn::GetLane(hn::SumOfLanes(d, vsum));
+
+      // acc = acc * corr + sum_j p_j v_j, a vector of Dv at a time over the keys
+      float* o = acc + m * Dv;
+      const float* vrow = p.v + (lo * p.KH + g) * Dv;
+      const int64_t vstride = p.KH * Dv;
+      const auto vcorr = hn::Set(d, corr);
+      int64_t e = 0;
+      for (; e + N <= Dv; e += N) {
+        auto a = hn::Mul(hn::LoadU(d, o + e), vcorr);
+        const float* vp = vrow + e;
+        for (int64_t j = 0; j < n; ++j, vp += vstride) a = hn::MulAdd(hn::Set(d, sc[j]), hn::LoadU(d, vp), a);
+        hn::StoreU(a, d, o + e);
+      }
+      for (; e < Dv; ++e) {
+        float a = o[e] * corr;
+        for (int64_t j = 0; j < n; ++j) a += sc[j] * vrow[j * vstride + e];
+        o[e] = a;
+      }
+    }
+  }
+
+  // out = acc / sum; a query that saw no key stays zeros.
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t h = h0 + m / nr, r = r0 + m % nr;
+    float* out = p.out + (r * p.H + h) * Dv;
+    const float* o = acc + m * Dv;
+    if (run_max[m] == -INFINITY && run_sum[m] == 0.0f) {
+      std::fill(out, out + Dv, 0.0f);
+      continue;
+    }
+    const auto vs = hn::Set(d, run_sum[m]);
+    int64_t e = 0;
+    for (; e + N <= Dv; e += N) hn::StoreU(hn::Div(hn::LoadU(d, o + e), vs), d, out + e);
+    for (; e < Dv; ++e) out[e] = o[e] / run_sum[m];
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace arch
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace arch {
+
+HWY_EXPORT(ScratchFloats);
+HWY_EXPORT(AttendTask);
+
+namespace {
+
+using cpu_attention::Params;
+
+// Query rows per task: enough queries to reuse each K / V block, few
+// enough that a long prompt splits into many tasks.
+constexpr int64_t kQueryBlock = 16;
+
+Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
+  // The fast case is every case the reference computes with F32 inputs;
+  // the rest (wrong types or shapes, a causal call with fewer keys than
+  // queries) goes to the reference for its error message.
+  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1) return reference(ctx);
+  for (size_t i = 0; i < 3; ++i)
+    if (!ctx.inputs[i].data || ctx.inputs[i].dtype != DType::F32 || ctx.inputs[i].shape.size() != 3)
+      return reference(ctx);
+  const Tensor& Q = ctx.inputs[0];
+  const Tensor& K = ctx.inputs[1];
+  const Tensor& V = ctx.inputs[2];
+  const bool causal = attr_bool(ctx.attrs, "causal", true);
+  if (K.dim(0) != V.dim(0) || K.dim(1) != V.dim(1) || Q.dim(2) != K.dim(2) || K.dim(1) <= 0 ||
+      Q.dim(1) % K.dim(1) != 0)
+    return reference(ctx);
+  Params p;
+  p.S = Q.dim(0), p.H = Q.dim(1), p.D = Q.dim(2), p.T = K.dim(0), p.KH = K.dim(1), p.Dv = V.dim(2);
+  if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || ctx.outputs[0].shape != Dims{p.S, p.H, p.Dv})
+    return reference(ctx);
+  p.q = Q.f32(), p.k = K.f32(), p.v = V.f32(), p.out = ctx.outputs[0].f32();
+  p.past = p.T - p.S;
+  p.window = attr_int(ctx.attrs, "window", 0);
+  p.causal = causal;
+  const double scale_attr = attr_float(ctx.attrs, "scale", 0.0);
+  p.scale = float(scale_attr != 0.0 ? scale_attr : 1.0 / std::sqrt(double(p.D)));
+  p.softcap = float(attr_float(ctx.attrs, "softcap", 0.0));
+  if (p.S == 0 || p.H == 0) return {};
+
+  // Tasks: (kv head, slice of its query heads, block of rows). A group's
+  // heads share a task, reading each K / V row once, unless that leaves
+  // threads idle (a decode step), when the group is split.
+  const int64_t group = p.H / p.KH;
+  const int64_t row_blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
+  const int64_t threads = omp_get_max_threads();
+  const int64_t slices = std::min(group, std::max<int64_t>(1, (threads + p.KH * row_blocks - 1) / (p.KH * row_blocks)));
+  const int64_t per_slice = (group + slices - 1) / slices;
+  const int64_t tasks = p.KH * slices * row_blocks;
+  const int64_t rows_per = std::min(p.S, kQueryBlock);
+  const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(per_slice * rows_per, p.Dv);
+  // Under about a million multiply-adds (a decode step over a short cache)
+  // one thread beats waking the pool.
+  const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 20);
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> scratch(scratch_floats);  // per thread
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      // Later row blocks see more keys (causal): they go first.
+      const int64_t rb = row_blocks - 1 - t % row_blocks;
+      const int64_t slice = (t / row_blocks) % slices, g = t / (row_blocks * slices);
+      const int64_t h0 = g * group + slice * per_slice, nh = std::min(per_slice, group - slice * per_slice);
+      const int64_t r0 = rb * kQueryBlock, nr = std::min(kQueryBlock, p.S - r0);
+      if (nh > 0) HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, h0, nh, r0, nr, scratch.data());
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void register_cpu_attention(OpTable& t) {
+  const Kernel* ref = t.kernel("attention", "reference");
+  if (!ref) throw std::logic_error("cpu kernels: no reference kernel for attention");
+  t.add_kernel("attention", "cpu", [reference = *ref](KernelContext& ctx) { return attention_cpu(ctx, reference); });
+}
+
+}  // namespace arch
+#endif  // HWY_ONCE

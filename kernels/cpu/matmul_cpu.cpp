@@ -1,0 +1,216 @@
+// The cpu backend's matmul, by the weight's stored type and the number of
+// activation rows M:
+//   - F32 or BF16 weights, many rows: oneDNN (2.6's v2 API: desc, then
+//     primitive_desc(desc, attr, engine)), one primitive cached per shape;
+//     BF16 through a two-term split of the activations (matmul_onednn_bf16);
+//   - a few rows (decode), or F16 weights: gemv_hwy.cpp, widening the
+//     weights in registers, rows of the weight split across threads;
+//   - Q8_0 / Q4_0 weights: the activations quantized per block and integer
+//     dot products (quant_dot.cpp).
+// Checked against the reference kernel by the goldens on this path.
+#include <omp.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include <dnnl.hpp>
+
+#include "engine/quant.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/quant_dot.h"
+#include "kernels/reference/shape_rules.h"
+
+namespace arch {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+// Rows of activations up to which a weight row loaded once serves them all
+// (the decode path); beyond it F32 weights go to oneDNN.
+constexpr int64_t kGemvRows = 4;
+
+// C [M, N] = A [M, K] @ B, B stored [N, K] (transpose_b) or [K, N].
+struct MatmulPrimitive {
+  dnnl::memory::desc a, b, c;
+  dnnl::matmul prim;
+};
+
+// (M, K, N, transpose_b, operand type, accumulate into C, C's row stride)
+using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t, bool, dt, bool, int64_t>;
+
+struct OneDnn {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex lock;
+  std::map<PrimitiveKey, MatmulPrimitive> primitives;
+
+  MatmulPrimitive& primitive(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, int64_t ldc) {
+    auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc);
+    auto it = primitives.find(key);
+    if (it != primitives.end()) return it->second;
+    MatmulPrimitive p;
+    p.a = dnnl::memory::desc({M, K}, type, {K, 1});
+    p.b = dnnl::memory::desc({K, N}, type, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+    p.c = dnnl::memory::desc({M, N}, dt::f32, {ldc, 1});
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      attr.set_post_ops(ops);
+    }
+    p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine));
+    return primitives.emplace(key, std::move(p)).first->second;
+  }
+
+  void run(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, const void* a, const void* b, void* c,
+           int64_t ldc = 0) {
+    MatmulPrimitive& p = primitive(M, K, N, tb, type, accumulate, ldc ? ldc : N);
+    dnnl::stream stream(engine);
+    dnnl::memory am(p.a, engine, const_cast<void*>(a)), bm(p.b, engine, const_cast<void*>(b)), cm(p.c, engine, c);
+    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  }
+};
+
+OneDnn& onednn() {
+  static OneDnn d;
+  return d;
+}
+
+Status matmul_onednn(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool tb) {
+  OneDnn& d = onednn();
+  try {
+    std::lock_guard<std::mutex> guard(d.lock);
+    d.run(M, K, N, tb, dt::f32, false, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data);
+  } catch (const dnnl::error& e) {
+    return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
+  }
+  return {};
+}
+
+// BF16 weights, many rows: oneDNN's bf16 dot products (f32 accumulation)
+// need bf16 activations, and rounding them would cost the goldens'
+// accuracy. So each activation is split a = hi + lo, both bf16 (hi its
+// rounding, lo the rounding of the rest), and C = hi B + lo B: the products
+// are exact in f32 and what is lost is below 2^-16 of |a|, f32-grade.
+Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  thread_local std::vector<uint16_t> hi_buffer, lo_buffer;  // reused: no allocation per call
+  hi_buffer.resize(size_t(M * K));
+  lo_buffer.resize(size_t(M * K));
+  uint16_t* hi = hi_buffer.data();  // plain pointers: the worker threads must see these buffers
+  uint16_t* lo = lo_buffer.data();
+  const float* a = ctx.inputs[0].f32();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < M * K; ++i) {
+    uint16_t h = f32_to_bf16(a[i]);
+    hi[i] = h;
+    lo[i] = f32_to_bf16(a[i] - bf16_to_f32(h));
+  }
+  OneDnn& d = onednn();
+  try {
+    std::lock_guard<std::mutex> guard(d.lock);
+    d.run(M, K, N, true, dt::bf16, false, hi, ctx.inputs[1].data, ctx.outputs[0].data);
+    d.run(M, K, N, true, dt::bf16, true, lo, ctx.inputs[1].data, ctx.outputs[0].data);
+  } catch (const dnnl::error& e) {
+    return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
+  }
+  return {};
+}
+
+// Splits the N weight rows across threads: equal contiguous shares when
+// decoding (each thread streams its own part of the weight), cache-sized
+// chunks handed out dynamically for many rows of activations.
+template <typename F>
+void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run) {
+  const int threads = omp_get_max_threads();
+  if (threads == 1 || N * K < (1 << 15)) {
+    run(0, N);
+    return;
+  }
+  int64_t chunk = M <= kGemvRows ? (N + threads * 4 - 1) / (threads * 4) : 32;
+  chunk = std::max<int64_t>(4, (chunk + 3) / 4 * 4);
+  const int64_t chunks = (N + chunk - 1) / chunk;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) run(c * chunk, std::min(N, (c + 1) * chunk));
+}
+
+// Block-quantized weights, many rows: compute-bound, so the weights are
+// dequantized a slab of rows at a time into bf16 and multiplied by oneDNN's
+// bf16 kernels (the activations rounded to bf16: no worse than the int8
+// activations the decode path uses). The slab stays cache-sized and is
+// reused, so nothing is allocated per call after the first.
+Status matmul_quantized_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  const Tensor& B = ctx.inputs[1];
+  const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 21) / K));
+  thread_local std::vector<uint16_t> a_buffer, w_buffer;
+  a_buffer.resize(size_t(M * K));
+  w_buffer.resize(size_t(slab * K));
+  uint16_t* a16 = a_buffer.data();
+  uint16_t* w16 = w_buffer.data();
+  const float* a = ctx.inputs[0].f32();
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < M * K; ++i) a16[i] = f32_to_bf16(a[i]);
+  const size_t row_bytes = quant_row_bytes(B.dtype, K);
+  const auto* wq = static_cast<const uint8_t*>(B.data);
+  float* out = ctx.outputs[0].f32();
+  OneDnn& d = onednn();
+  for (int64_t n0 = 0; n0 < N; n0 += slab) {
+    const int64_t rows = std::min(slab, N - n0);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) dequantize_row_bf16(B.dtype, wq + size_t(n0 + r) * row_bytes, K, w16 + r * K);
+    try {
+      std::lock_guard<std::mutex> guard(d.lock);
+      d.run(M, K, rows, true, dt::bf16, false, a16, w16, out + n0, N);
+    } catch (const dnnl::error& e) {
+      return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
+    }
+  }
+  return {};
+}
+
+Status matmul_cpu(KernelContext& ctx) {
+  const Tensor& A = ctx.inputs[0];
+  const Tensor& B = ctx.inputs[1];
+  Tensor& C = ctx.outputs[0];
+  const bool tb = attr_bool(ctx.attrs, "transpose_b", true);
+  if (A.dtype != DType::F32 || B.shape.size() != 2 || A.shape.empty() || C.dtype != DType::F32 ||
+      (B.dtype != DType::F32 && !tb))
+    return kernel_error(ctx, "matmul", "the cpu matmul takes F32 a [..., K] and a 2-d b (stored [N, K] unless F32)");
+  const int64_t K = A.dim(-1), M = A.numel() / std::max<int64_t>(K, 1);
+  const int64_t N = tb ? B.dim(0) : B.dim(1);
+  if ((tb ? B.dim(1) : B.dim(0)) != K || C.numel() != M * N)
+    return kernel_error(ctx, "matmul", "shapes a " + dims_str(A.shape) + ", b " + dims_str(B.shape) + " disagree");
+  if (M == 0 || N == 0) return {};
+  if (is_quantized(B.dtype) && M > kGemvRows) return matmul_quantized_slabs(ctx, M, K, N);
+  if (is_quantized(B.dtype)) {
+    // Reused across calls (no allocation per token); a plain reference so
+    // the worker threads read this thread's buffer, not their own.
+    thread_local QuantizedActs buffer;
+    QuantizedActs& acts = buffer;
+    quantize_acts(A.f32(), M, K, K, acts);
+    for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
+      quant_gemv(acts, static_cast<const uint8_t*>(B.data), B.dtype, n0, n1, C.f32(), N);
+    });
+    return {};
+  }
+  if (B.dtype == DType::F32 && (M > kGemvRows || !tb)) return matmul_onednn(ctx, M, K, N, tb);
+  if (B.dtype == DType::BF16 && M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N);
+  for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
+    gemv(GemvArgs{A.f32(), M, K, B.data, B.dtype, K, n0, n1, C.f32(), N});
+  });
+  return {};
+}
+
+bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
+  if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
+  return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored);
+}
+
+}  // namespace
+
+void register_cpu_matmul(OpTable& t) { t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes); }
+
+}  // namespace arch

@@ -1,0 +1,194 @@
+#include "kernels/cpu/quant_dot.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "engine/quant.h"
+
+namespace arch {
+
+namespace {
+
+constexpr int64_t B = kQuantBlock;
+
+float scale_at(const uint8_t* row, DType wt, int64_t K, int64_t b) {
+  uint16_t bits;
+  std::memcpy(&bits, row + quant_scales_offset(wt, K) + 2 * b, 2);
+  return f16_to_f32(bits);
+}
+
+int offset_of(DType wt) { return wt == DType::Q8_0 ? 128 : 8; }
+
+// Σ_b dw_b * dx_b * sum(q_b): the weights' offset times this is subtracted.
+float offset_term(const uint8_t* row, DType wt, const float* scale_sum, int64_t K) {
+  float s = 0;
+  for (int64_t b = 0; b < K / B; ++b) s += scale_at(row, wt, K, b) * scale_sum[b];
+  return s * float(offset_of(wt));
+}
+
+uint8_t weight_at(const uint8_t* row, DType wt, int64_t k) {
+  if (wt == DType::Q8_0) return row[k];
+  uint8_t byte = row[(k / 64) * 32 + k % 32];
+  return k % 64 < 32 ? byte & 0x0F : byte >> 4;
+}
+
+void rows_plain(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  const int64_t K = a.K;
+  const size_t row_bytes = quant_row_bytes(wt, K);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t* row = w + size_t(n) * row_bytes;
+    for (int64_t m = 0; m < a.M; ++m) {
+      const int8_t* q = a.q.data() + m * K;
+      float total = 0;
+      for (int64_t b = 0; b < K / B; ++b) {
+        int32_t dot = 0;
+        for (int64_t i = b * B; i < (b + 1) * B; ++i) dot += int32_t(weight_at(row, wt, i)) * q[i];
+        total += scale_at(row, wt, K, b) * a.scale8[size_t(m * (K / B) + b) * 8] * float(dot);
+      }
+      y[m * ldy + n] = total - offset_term(row, wt, a.scale_sum.data() + m * (K / B), K);
+    }
+  }
+}
+
+#define ARCH_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+
+// 64 weight values (two blocks) as unsigned bytes.
+ARCH_VNNI inline __m512i load_weights(const uint8_t* row, DType wt, int64_t k, int64_t K) {
+  if (wt == DType::Q8_0) {
+    if (k + 64 <= K) return _mm512_loadu_si512(row + k);
+    return _mm512_maskz_loadu_epi8(0xFFFFFFFFull, row + k);  // one block left
+  }
+  __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k / 2));
+  __m256i lo = _mm256_and_si256(packed, _mm256_set1_epi8(0x0F));
+  __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), _mm256_set1_epi8(0x0F));
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// MR rows of activations against one weight row.
+template <int MR>
+ARCH_VNNI void row_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* row, DType wt, float* y, int64_t ldy) {
+  const int64_t K = a.K, blocks = K / B;
+  const uint16_t* scales = reinterpret_cast<const uint16_t*>(row + quant_scales_offset(wt, K));
+  __m512 acc[MR], off[MR];
+  for (int m = 0; m < MR; ++m) acc[m] = off[m] = _mm512_setzero_ps();
+  // Lane j of a dot product belongs to block j / 8 of the pair.
+  const __m512i pair_lane = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int64_t b16 = 0; b16 < blocks; b16 += 16) {
+    const int64_t n_scales = std::min<int64_t>(16, blocks - b16);
+    const __mmask16 live = __mmask16((1u << n_scales) - 1);
+    const __m512 dw16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(live, scales + b16));
+    for (int m = 0; m < MR; ++m)
+      off[m] = _mm512_fmadd_ps(dw16, _mm512_maskz_loadu_ps(live, a.scale_sum.data() + (m0 + m) * blocks + b16), off[m]);
+    for (int64_t b = b16; b < b16 + n_scales; b += 2) {
+      const int64_t k = b * B;
+      const __m512i u = load_weights(row, wt, k, K);
+      const __m512 dw = _mm512_permutexvar_ps(_mm512_add_epi32(pair_lane, _mm512_set1_epi32(int(b - b16))), dw16);
+      for (int m = 0; m < MR; ++m) {
+        const int8_t* q = a.q.data() + (m0 + m) * K + k;
+        const __m512i qv = k + 64 <= K ? _mm512_loadu_si512(q) : _mm512_maskz_loadu_epi8(0xFFFFFFFFull, q);
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, qv);
+        const __m512 dx = _mm512_loadu_ps(a.scale8.data() + size_t((m0 + m) * blocks + b) * 8);
+        acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), dx), dw, acc[m]);
+      }
+    }
+  }
+  const float offset = float(offset_of(wt));
+  for (int m = 0; m < MR; ++m) y[(m0 + m) * ldy] = _mm512_reduce_add_ps(acc[m]) - offset * _mm512_reduce_add_ps(off[m]);
+}
+
+ARCH_VNNI void rows_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                         int64_t ldy) {
+  const size_t row_bytes = quant_row_bytes(wt, a.K);
+  for (int64_t m = 0; m < a.M; m += 4) {
+    const int64_t mr = std::min<int64_t>(4, a.M - m);
+    for (int64_t n = n0; n < n1; ++n) {
+      const uint8_t* row = w + size_t(n) * row_bytes;
+      switch (mr) {
+        case 4: row_vnni<4>(a, m, row, wt, y + n, ldy); break;
+        case 3: row_vnni<3>(a, m, row, wt, y + n, ldy); break;
+        case 2: row_vnni<2>(a, m, row, wt, y + n, ldy); break;
+        default: row_vnni<1>(a, m, row, wt, y + n, ldy); break;
+      }
+    }
+  }
+}
+
+#define ARCH_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
+
+ARCH_BF16 void row_to_bf16_avx512(DType wt, const uint8_t* row, int64_t K, uint16_t* out) {
+  const uint16_t* scales = reinterpret_cast<const uint16_t*>(row + quant_scales_offset(wt, K));
+  const __m512i offset = _mm512_set1_epi32(wt == DType::Q8_0 ? 128 : 8);
+  for (int64_t k = 0; k < K; k += 16) {
+    __m128i bytes;
+    if (wt == DType::Q8_0) {
+      bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + k));
+    } else {  // 16 nibbles: low ones for the first half of a 64-group, high ones for the second
+      const int64_t group = k / 64, in_group = k % 64;
+      __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + group * 32 + in_group % 32));
+      bytes = in_group < 32 ? _mm_and_si128(packed, _mm_set1_epi8(0x0F))
+                            : _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0F));
+    }
+    uint16_t bits;
+    std::memcpy(&bits, scales + k / B, 2);
+    const __m512 d = _mm512_set1_ps(f16_to_f32(bits));
+    const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), offset)), d);
+    __m256bh h = _mm512_cvtneps_pbh(v);
+    std::memcpy(out + k, &h, 32);
+  }
+}
+
+bool has_avx512_bf16() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return yes;
+}
+
+bool has_vnni() {
+  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return yes;
+}
+
+}  // namespace
+
+void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out) {
+  const int64_t blocks = K / B;
+  out.M = M;
+  out.K = K;
+  out.q.resize(size_t(M * K));
+  out.scale8.resize(size_t(M * blocks * 8));
+  out.scale_sum.resize(size_t(M * blocks));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* v = x + m * ldx + b * B;
+      float amax = 0;
+      for (int64_t i = 0; i < B; ++i) amax = std::max(amax, std::abs(v[i]));
+      const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < B; ++i) {
+        int8_t q = int8_t(std::lround(v[i] * inv));
+        out.q[size_t(m * K + b * B + i)] = q;
+        sum += q;
+      }
+      std::fill_n(out.scale8.begin() + (m * blocks + b) * 8, 8, d);
+      out.scale_sum[size_t(m * blocks + b)] = d * float(sum);
+    }
+}
+
+void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out) {
+  if (has_avx512_bf16()) return row_to_bf16_avx512(wt, row, K, out);
+  thread_local std::vector<float> f;
+  f.resize(size_t(K));
+  dequantize_row(wt, row, K, f.data());
+  for (int64_t k = 0; k < K; ++k) out[k] = f32_to_bf16(f[size_t(k)]);
+}
+
+void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  if (has_vnni()) rows_vnni(a, w, wt, n0, n1, y, ldy);
+  else rows_plain(a, w, wt, n0, n1, y, ldy);
+}
+
+}  // namespace arch

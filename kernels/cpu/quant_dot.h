@@ -1,0 +1,34 @@
+// Integer dot products for block-quantized weights (engine/quant.h): the
+// activations are quantized per block of 32 to int8 with an f32 scale (as
+// llama.cpp's q8_0 does), each block's dot product is exact in int32, and
+// the two scales are applied per block. On AVX-512 VNNI one vpdpbusd takes
+// 64 unsigned weight bytes times 64 signed activation bytes; elsewhere a
+// plain loop computes the same sums.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/dtype.h"
+
+namespace arch {
+
+// x quantized: q per value, and per block the scale replicated across the 8
+// int32 lanes a block's dot product lands in, and scale * sum(q) for the
+// weights' offset (q8 stores q + 128, q4 q + 8).
+struct QuantizedActs {
+  int64_t M = 0, K = 0;
+  std::vector<int8_t> q;        // [M, K]
+  std::vector<float> scale8;    // [M, K / 32 * 8]
+  std::vector<float> scale_sum; // [M, K / 32]
+};
+
+void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out);
+
+// y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1); w rows in `wt`'s layout.
+void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy);
+
+// One row of w as bf16 (the prompt path feeds slabs of these to oneDNN).
+void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out);
+
+}  // namespace arch

@@ -1,0 +1,110 @@
+// The cpu backend's softmax over the last dim: per row a vector max, one
+// pass writing exp(x - max) and summing it (float32 lanes; the reference
+// sums in double, well within the 1e-5 tolerance), then the division.
+// Highway's Exp (1 ulp) stands for std::exp. OpenMP over rows.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/reference/shape_rules.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/softmax_hwy.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace arch {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Rows of x [rows, D] (D > 0): y = exp(x - max) / sum(exp(x - max)).
+void SoftmaxRows(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t rows, size_t D) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  for (size_t r = 0; r < rows; ++r, x += D, y += D) {
+    // max(x): the vector part, then the tail.
+    float mx = x[0];
+    size_t i = 0;
+    if (D >= N) {
+      auto vm = hn::LoadU(d, x);
+      for (i = N; i + N <= D; i += N) vm = hn::Max(vm, hn::LoadU(d, x + i));
+      mx = hn::GetLane(hn::MaxOfLanes(d, vm));
+    }
+    for (; i < D; ++i) mx = std::max(mx, x[i]);
+    // y = exp(x - max), summed; the tail through a padded buffer (padding
+    // lanes are -inf, whose exp is 0) so it sees the same vector code.
+    const auto vmx = hn::Set(d, mx);
+    auto vsum = hn::Zero(d);
+    for (i = 0; i + N <= D; i += N) {
+      const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vmx));
+      hn::StoreU(e, d, y + i);
+      vsum = hn::Add(vsum, e);
+    }
+    if (i < D) {
+      HWY_ALIGN float buf[HWY_MAX_BYTES / sizeof(float)];
+      std::fill(buf, buf + N, -INFINITY);
+      std::memcpy(buf, x + i, (D - i) * sizeof(float));
+      const auto e = hn::Exp(d, hn::Sub(hn::Load(d, buf), vmx));
+      vsum = hn::Add(vsum, e);
+      hn::Store(e, d, buf);
+      std::memcpy(y + i, buf, (D - i) * sizeof(float));
+    }
+    const float total = hn::GetLane(hn::SumOfLanes(d, vsum));
+    // y = y / total
+    const auto vt = hn::Set(d, total);
+    for (i = 0; i + N <= D; i += N) hn::StoreU(hn::Div(hn::LoadU(d, y + i), vt), d, y + i);
+    for (; i < D; ++i) y[i] = y[i] / total;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace arch
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace arch {
+
+HWY_EXPORT(SoftmaxRows);
+
+namespace {
+
+// Rows per OpenMP chunk: about 16K elements; under kParallelMin elements
+// (a decode step's rows) one thread, waking the pool costing as much.
+constexpr int64_t kChunkElems = 1 << 14;
+constexpr int64_t kParallelMin = 1 << 16;
+
+}  // namespace
+
+void register_cpu_softmax(OpTable& t) {
+  const Kernel* ref = t.kernel("softmax", "reference");
+  if (!ref) throw std::logic_error("cpu kernels: no reference kernel for softmax");
+  t.add_kernel("softmax", "cpu", [reference = *ref](KernelContext& ctx) -> Status {
+    // Anything but F32 x [..., D] and an F32 output of its shape: the
+    // reference kernel, for its error message.
+    if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1 || !ctx.inputs[0].data ||
+        ctx.inputs[0].dtype != DType::F32 || ctx.inputs[0].shape.empty() ||
+        ctx.outputs[0].dtype != DType::F32 || ctx.outputs[0].shape != ctx.inputs[0].shape)
+      return reference(ctx);
+    const Tensor& X = ctx.inputs[0];
+    const int64_t D = X.dim(-1), rows = D ? X.numel() / D : 0;
+    const float* x = X.f32();
+    float* y = ctx.outputs[0].f32();
+    const int64_t per = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(D, 1));
+    const int64_t chunks = (rows + per - 1) / per;
+#pragma omp parallel for schedule(static) if (chunks > 1 && rows * D >= kParallelMin)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t r0 = c * per, n = std::min(per, rows - r0);
+      HWY_DYNAMIC_DISPATCH(SoftmaxRows)(x + r0 * D, y + r0 * D, size_t(n), size_t(D));
+    }
+    return {};
+  });
+}
+
+}  // namespace arch
+#endif  // HWY_ONCE

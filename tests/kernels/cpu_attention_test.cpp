@@ -1,0 +1,104 @@
+// The cpu backend's attention (attention_hwy.cpp) against the reference
+// kernel, within the op's tolerance: GQA, prompt and decode shapes, key
+// counts across several key blocks, causal and not, windows, softcap, scale.
+#include "tests/kernels/cpu_test_util.h"
+
+namespace arch::test {
+namespace {
+
+struct Case {
+  int64_t S, T, H, KH, D, Dv;
+};
+
+std::string name(const Case& c, const Attrs& a) {
+  return "S=" + std::to_string(c.S) + " T=" + std::to_string(c.T) + " H=" + std::to_string(c.H) +
+         " KH=" + std::to_string(c.KH) + " D=" + std::to_string(c.D) + " Dv=" + std::to_string(c.Dv) + " " + a.dump();
+}
+
+// q scaled up so the scores spread (a near-uniform softmax would hide errors).
+void check(const Case& c, const Attrs& attrs, uint64_t seed, float q_scale = 3.0f) {
+  Tensor q = f32({c.S, c.H, c.D}, scaled_values(size_t(c.S * c.H * c.D), seed, q_scale));
+  Tensor k = f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), seed + 1, 1.0f));
+  Tensor v = f32({c.T, c.KH, c.Dv}, scaled_values(size_t(c.T * c.KH * c.Dv), seed + 2, 1.0f));
+  double mx = expect_cpu_matches_reference("attention", {q, k, v}, attrs, name(c, attrs));
+  if (c.T > 0 && c.Dv > 0) EXPECT_GT(mx, 0.01) << name(c, attrs);
+}
+
+const Case kCases[] = {
+    {1, 1, 1, 1, 4, 4},        {1, 9, 2, 1, 8, 8},       {5, 5, 4, 2, 16, 16},    {7, 7, 6, 3, 33, 33},
+    {64, 64, 14, 2, 64, 64},   {1, 300, 14, 2, 64, 64},  {3, 260, 4, 4, 17, 17},  {16, 16, 2, 1, 5, 7},
+    {20, 150, 8, 2, 40, 24},   {33, 200, 3, 1, 128, 128}, {2, 129, 16, 16, 64, 64}, {40, 40, 1, 1, 1, 3},
+};
+
+TEST(CpuAttention, CausalMatchesReference) {
+  uint64_t seed = 1;
+  for (const Case& c : kCases) check(c, {{"causal", true}}, seed += 3);
+}
+
+TEST(CpuAttention, WindowsMatchReference) {
+  uint64_t seed = 100;
+  for (const Case& c : kCases)
+    for (int64_t window : {1, 3, 16, 130}) check(c, {{"causal", true}, {"window", window}}, seed += 3);
+}
+
+TEST(CpuAttention, NonCausalMatchesReference) {
+  // Cross-attention shapes too: fewer keys than queries (queries past the
+  // keys see none under a window, and give zeros).
+  const Case extra[] = {{10, 3, 2, 1, 8, 8}, {50, 7, 4, 2, 16, 12}, {17, 0, 2, 2, 8, 8}};
+  uint64_t seed = 200;
+  for (const Case& c : kCases)
+    for (int64_t window : {0, 2, 20}) check(c, {{"causal", false}, {"window", window}}, seed += 3);
+  for (const Case& c : extra)
+    for (int64_t window : {0, 2, 6}) {
+      Attrs a = {{"causal", false}, {"window", window}};
+      Tensor q = f32({c.S, c.H, c.D}, scaled_values(size_t(c.S * c.H * c.D), seed, 3.0f));
+      Tensor k = f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), seed + 1, 1.0f));
+      Tensor v = f32({c.T, c.KH, c.Dv}, scaled_values(size_t(c.T * c.KH * c.Dv), seed + 2, 1.0f));
+      seed += 3;
+      expect_cpu_matches_reference("attention", {q, k, v}, a, name(c, a));
+    }
+}
+
+TEST(CpuAttention, SoftcapAndScale) {
+  uint64_t seed = 300;
+  for (const Case& c : kCases) {
+    check(c, {{"causal", true}, {"softcap", 50.0}, {"scale", 0.0625}}, seed += 3, 20.0f);
+    check(c, {{"causal", true}, {"softcap", 5.0}, {"window", 4}}, seed += 3, 4.0f);
+    check(c, {{"causal", false}, {"softcap", 30.0}, {"scale", 0.5}}, seed += 3);
+  }
+}
+
+// A query that sees no key gives zeros (the reference's rule), not NaN.
+TEST(CpuAttention, QueriesSeeingNothingAreZero) {
+  const int64_t S = 6, T = 2, H = 1, D = 4;
+  Tensor q = f32({S, H, D}, scaled_values(S * D, 1, 1.0f));
+  Tensor k = f32({T, H, D}, scaled_values(T * D, 2, 1.0f));
+  Tensor v = f32({T, H, D}, scaled_values(T * D, 3, 1.0f));
+  // Not causal, window 2: query rows sit at positions -4..1; row r sees keys
+  // j with |r - 4 - j| < 2, so rows 0..2 see none.
+  auto out = run_on("cpu", "attention", {q, k, v}, {{"causal", false}, {"window", 2}});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  for (int64_t r = 0; r < 3; ++r)
+    for (int64_t e = 0; e < D; ++e) EXPECT_EQ((*out)[0].f32()[r * D + e], 0.0f);
+  // Row 5 (position 1) sees keys 0 and 1: not zeros.
+  double s = 0;
+  for (int64_t e = 0; e < D; ++e) s += std::fabs((*out)[0].f32()[5 * D + e]);
+  EXPECT_GT(s, 0.0);
+}
+
+TEST(CpuAttention, ErrorsAreTheReferences) {
+  // Causal with fewer keys than queries, and an int32 q, past the shape rule.
+  std::vector<Tensor> out{Tensor::zeros(DType::F32, {3, 2, 4})};
+  Tensor q = f32({3, 2, 4}, scaled_values(24, 1, 1.0f));
+  Tensor kv = f32({2, 1, 4}, scaled_values(8, 2, 1.0f));
+  std::string ref = kernel_message("reference", "attention", {q, kv, kv}, out, {{"causal", true}});
+  EXPECT_NE(ref.find("at least as many keys"), std::string::npos) << ref;
+  EXPECT_EQ(kernel_message("cpu", "attention", {q, kv, kv}, out, {{"causal", true}}), ref);
+  Tensor qi = i32({3, 2, 4}, std::vector<int32_t>(24, 1));
+  ref = kernel_message("reference", "attention", {qi, kv, kv}, out, {{"causal", false}});
+  EXPECT_FALSE(ref.empty());
+  EXPECT_EQ(kernel_message("cpu", "attention", {qi, kv, kv}, out, {{"causal", false}}), ref);
+}
+
+}  // namespace
+}  // namespace arch::test

@@ -1,0 +1,100 @@
+// Helpers for the cpu-backend tests: run one op through a chosen backend's
+// kernel the way the engine does (defaults, shape rule, zero-filled
+// outputs), and check the cpu kernel against the reference kernel within
+// the op's tolerance (OpDef::tolerance).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/kernels/kernel_test_util.h"
+
+namespace arch::test {
+
+// The op's outputs from `backend`'s kernel, or an error (shape rule or kernel).
+inline Result<std::vector<Tensor>> run_on(const std::string& backend, const std::string& op,
+                                          std::vector<Tensor> inputs, Attrs attrs = Attrs::object()) {
+  const OpDef& d = def_of(op);
+  attrs = with_defaults(d, std::move(attrs));
+  std::vector<TypedShape> in;
+  std::vector<bool> present;
+  for (const Tensor& t : inputs) {
+    present.push_back(t.data != nullptr);
+    in.push_back(TypedShape{t.dtype, t.data ? shape_of(t.shape) : Shape{}});
+  }
+  ARCH_TRY(std::vector<TypedShape> outs, infer(op, in, attrs, present));
+  std::vector<Tensor> outputs;
+  for (const TypedShape& o : outs) outputs.push_back(Tensor::zeros(o.dtype, concretize(o.shape, 0)));
+  const Kernel* k = op_table().kernel(op, backend);
+  if (!k) return error("no kernel for " + op);
+  std::unique_ptr<OpState> state;
+  std::string where = "layers.0.test";
+  KernelContext ctx{attrs, inputs, outputs, state, 0, where};
+  ARCH_TRY_STATUS((*k)(ctx));
+  return outputs;
+}
+
+// The kernel's error message on hand-made outputs (skipping the shape rule,
+// which would refuse first), "" if it succeeds.
+inline std::string kernel_message(const std::string& backend, const std::string& op, std::vector<Tensor> inputs,
+                                  std::vector<Tensor> outputs, Attrs attrs = Attrs::object()) {
+  attrs = with_defaults(def_of(op), std::move(attrs));
+  std::unique_ptr<OpState> state;
+  std::string where = "layers.0.test";
+  KernelContext ctx{attrs, inputs, outputs, state, 0, where};
+  Status st = (*op_table().kernel(op, backend))(ctx);
+  return st.ok() ? std::string() : st.error().message;
+}
+
+// The cpu backend registers its own kernel for op (not the reference fallback).
+inline bool has_cpu_kernel(const std::string& op) {
+  return op_table().kernel(op, "cpu") != op_table().kernel(op, "reference");
+}
+
+// Runs op on both backends and expects every output element within the
+// op's tolerance: |cpu - ref| <= rel * max|ref| + abs. Returns max|ref| so
+// a caller can assert the case computed something.
+inline double expect_cpu_matches_reference(const std::string& op, const std::vector<Tensor>& inputs,
+                                           Attrs attrs = Attrs::object(), const std::string& what = "") {
+  EXPECT_TRUE(has_cpu_kernel(op)) << op << " has no cpu kernel";
+  auto ref = run_on("reference", op, inputs, attrs);
+  auto cpu = run_on("cpu", op, inputs, attrs);
+  EXPECT_TRUE(ref.ok()) << what << ": " << (ref.ok() ? "" : ref.error().message);
+  EXPECT_TRUE(cpu.ok()) << what << ": " << (cpu.ok() ? "" : cpu.error().message);
+  if (!ref.ok() || !cpu.ok()) return 0;
+  const Tolerance tol = def_of(op).tolerance;
+  double max_ref = 0;
+  for (size_t o = 0; o < ref->size(); ++o) {
+    const Tensor& r = (*ref)[o];
+    const Tensor& c = (*cpu)[o];
+    EXPECT_EQ(r.shape, c.shape) << what;
+    EXPECT_EQ(r.dtype, c.dtype) << what;
+    if (r.shape != c.shape || r.dtype != DType::F32 || c.dtype != DType::F32) continue;
+    double mx = 0;
+    for (int64_t i = 0; i < r.numel(); ++i) mx = std::max(mx, double(std::fabs(r.f32()[i])));
+    max_ref = std::max(max_ref, mx);
+    const double bound = tol.rel * mx + tol.abs;
+    int reported = 0;
+    for (int64_t i = 0; i < r.numel(); ++i) {
+      const double want = r.f32()[i], got = c.f32()[i];
+      const bool ok = std::isnan(want) ? std::isnan(got) : (want == got || std::fabs(got - want) <= bound);
+      if (!ok && reported++ < 5)
+        ADD_FAILURE() << what << ": " << op << " output " << o << " element " << i << ": cpu " << got
+                      << ", reference " << want << " (bound " << bound << ")";
+    }
+  }
+  return max_ref;
+}
+
+// Random values in [-scale, scale).
+inline std::vector<float> scaled_values(size_t n, uint64_t seed, float scale) {
+  std::vector<float> v = random_values(n, seed);
+  for (float& x : v) x *= scale;
+  return v;
+}
+
+}  // namespace arch::test

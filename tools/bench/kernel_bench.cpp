@@ -1,0 +1,107 @@
+// The kernels' own benchmark (Google Benchmark): the machine's memory
+// bandwidth and GEMM peak as the yardsticks, then the cpu matmul at decode
+// and prompt shapes for each weight type, as GB/s of weight read and
+// GFLOP/s. `build/bench_kernels --benchmark_filter=Gemv` runs a part.
+//
+// Shapes are Qwen2.5-0.5B's (hidden 896, FFN 4864, vocab 151936) and
+// Llama-3.2-1B's (hidden 2048, FFN 8192).
+#include <omp.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "engine/quant.h"
+#include "kernels/kernels.h"
+
+namespace arch {
+namespace {
+
+// Reads a buffer far larger than the caches, all threads, as decode reads
+// its weights: the bound any memory-bound kernel is measured against.
+void BM_MemoryRead(benchmark::State& state) {
+  const size_t n = size_t(1) << 30;
+  std::vector<uint64_t> buf(n / 8, 1);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    uint64_t total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+    for (size_t i = 0; i < buf.size(); i += 8)
+      total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3] + buf[i + 4] + buf[i + 5] + buf[i + 6] + buf[i + 7];
+    sink += total;
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n));
+}
+BENCHMARK(BM_MemoryRead)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+Tensor random_weight(DType dtype, int64_t N, int64_t K) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  Tensor f = Tensor::zeros(DType::F32, {N, K});
+  for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = dist(rng);
+  if (dtype == DType::F32) return f;
+  Tensor out = Tensor::zeros(dtype, {N, K});
+  auto* dst = static_cast<uint8_t*>(out.data);
+  if (is_quantized(dtype)) {
+    for (int64_t r = 0; r < N; ++r) quantize_row(dtype, f.f32() + r * K, K, dst + size_t(r) * quant_row_bytes(dtype, K));
+  } else {
+    auto* d16 = static_cast<uint16_t*>(out.data);
+    for (int64_t i = 0; i < N * K; ++i) d16[i] = dtype == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
+  }
+  return out;
+}
+
+// The cpu backend's matmul kernel on [M, K] x [N, K]^T.
+void run_matmul(benchmark::State& state, DType dtype, int64_t M, int64_t N, int64_t K) {
+  Tensor a = Tensor::zeros(DType::F32, {M, K});
+  for (int64_t i = 0; i < M * K; ++i) a.f32()[i] = float((i * 37) % 101) / 101.0f - 0.5f;
+  Tensor b = random_weight(dtype, N, K);
+  std::vector<Tensor> inputs{a, b}, outputs{Tensor::zeros(DType::F32, {M, N})};
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"transpose_b", true}};
+  std::string where = "bench";
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+  const Kernel& k = *op_table().kernel("matmul", "cpu");
+  for (auto _ : state) {
+    Status st = k(ctx);
+    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(b.nbytes()));
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+
+void BM_Gemv(benchmark::State& state, DType dtype) {
+  run_matmul(state, dtype, 1, state.range(0), state.range(1));
+}
+void BM_Gemm(benchmark::State& state, DType dtype) {
+  run_matmul(state, dtype, state.range(0), state.range(1), state.range(2));
+}
+
+void decode_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({4864, 896})->Args({896, 4864})->Args({151936, 896})->Args({8192, 2048})->Args({2048, 8192});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+void prompt_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({512, 4864, 896})->Args({512, 896, 4864})->Args({512, 8192, 2048})->Args({1024, 1024, 1024});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK_CAPTURE(BM_Gemv, f32, DType::F32)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::BF16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q4, DType::Q4_0)->Apply(decode_shapes);
+// f32 at 1024^3 on oneDNN is the machine's GEMM peak as this project sees it.
+BENCHMARK_CAPTURE(BM_Gemm, f32, DType::F32)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0)->Apply(prompt_shapes);
+
+}  // namespace
+}  // namespace arch
+
+BENCHMARK_MAIN();
