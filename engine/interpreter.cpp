@@ -12,10 +12,10 @@
 namespace arch {
 
 Result<Program> make_program(const Graph& source, const OpTable& ops, std::vector<Tensor> weights,
-                             const std::string& backend) {
+                             const std::string& backend, bool plan) {
   Program p;
   p.graph = &source;
-  if (backend != "reference") {  // the reference path runs the template's graph as written
+  if (plan && backend != "reference") {  // the reference path runs the template's graph as written
     Plan plan = plan_graph(source, std::move(weights), ops, backend);
     p.owned_graph = std::move(plan.graph);
     p.graph = p.owned_graph.get();
@@ -186,7 +186,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     std::vector<Tensor> outs;
     for (const auto& t : types) {
       Dims dims = concretize(t.shape, seq, ctx);
-      outs.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : Tensor::zeros(t.dtype, dims));
+      outs.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : state.buffers->zeros(t.dtype, dims));
     }
     KernelContext ctx{node.attrs, in_buf, outs, state.states[n], state.max_context,
                       g.values[node.outputs[0]].name};

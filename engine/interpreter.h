@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/buffer_pool.h"
 #include "engine/graph.h"
 #include "engine/op.h"
 #include "engine/planner.h"
@@ -33,8 +34,10 @@ struct Program {
 // folds what depends only on weights and constants (a template's `w + 1` on
 // a norm weight, a stack of expert weights) into weights, computed once here
 // rather than per call: load-time fix-ups are written in the template.
+// `plan`: on a backend other than reference, first let the planner rewrite
+// the graph (engine/planner.h).
 Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Tensor> weights,
-                             const std::string& backend = "reference");
+                             const std::string& backend = "reference", bool plan = true);
 
 // One session's per-op state (KV caches), sized once.
 // What --check saw (seeds/002's check=True): each step that ran a fast
@@ -60,6 +63,7 @@ struct RunState {
   CheckStats* check = nullptr;  // set: check every fast step, stop at the first miss
   const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
   OpProfile* profile = nullptr; // set: time every kernel call
+  std::shared_ptr<BufferPool> buffers = BufferPool::make();  // outputs recycled across nodes and steps
 };
 
 // Runs the graph once. `inputs` are by graph input value id; `seq` is the

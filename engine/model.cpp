@@ -38,7 +38,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   ARCH_TRY(m->instance, dsl::instantiate(m->tmpl, io, op_table()));
   ARCH_TRY(BoundWeights w, bind_weights(m->instance.graph, m->checkpoint));
   m->unused_tensors = std::move(w.unused);
-  ARCH_TRY(m->program, make_program(m->instance.graph, op_table(), std::move(w.by_value), opt.backend));
+  ARCH_TRY(m->program, make_program(m->instance.graph, op_table(), std::move(w.by_value), opt.backend, opt.plan));
   return m;
 }
 

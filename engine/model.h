@@ -19,6 +19,7 @@ struct LoadOptions {
   std::string template_path;            // run this template, skipping dispatch
   std::map<std::string, bool> flags;    // override flags
   std::string backend = "cpu";          // fast kernels where there are some; "reference": plain ones only
+  bool plan = true;                     // the planner's rewrites (engine/planner.h) on a fast backend
 };
 
 struct Model {

@@ -29,6 +29,7 @@ class Session {
   void profile_with(OpProfile* profile) { state_.profile = profile; }
 
   int64_t position() const { return position_; }
+  const BufferPool& buffers() const { return *state_.buffers; }
   int64_t max_context() const { return state_.max_context; }
   void reset();
 

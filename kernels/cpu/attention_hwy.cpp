@@ -240,17 +240,17 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   const int64_t tasks = p.KH * slices * row_blocks;
   const int64_t rows_per = std::min(p.S, kQueryBlock);
   const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(per_slice * rows_per, p.Dv);
-  // Under about a million multiply-adds (a decode step over a short cache)
-  // one thread beats waking the pool.
-  const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 20);
+  // Under about 250K multiply-adds (a decode step over a short cache: some
+  // tens of microseconds) one thread beats waking the pool.
+  const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 18);
 #pragma omp parallel if (parallel)
   {
     std::vector<float> scratch(scratch_floats);  // per thread
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
-      // Later row blocks see more keys (causal): they go first.
-      const int64_t rb = row_blocks - 1 - t % row_blocks;
-      const int64_t slice = (t / row_blocks) % slices, g = t / (row_blocks * slices);
+      // Later row blocks see more keys (causal): all of them go first.
+      const int64_t rb = row_blocks - 1 - t / (p.KH * slices);
+      const int64_t slice = t % slices, g = (t / slices) % p.KH;
       const int64_t h0 = g * group + slice * per_slice, nh = std::min(per_slice, group - slice * per_slice);
       const int64_t r0 = rb * kQueryBlock, nr = std::min(kQueryBlock, p.S - r0);
       if (nh > 0) HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, h0, nh, r0, nr, scratch.data());

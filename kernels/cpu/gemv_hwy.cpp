@@ -65,9 +65,9 @@ HWY_INLINE void Tile(const float* x, int64_t ldx, const TW* w, int64_t K, float*
 template <int MR, typename TW>
 HWY_INLINE void Rows(const float* x, int64_t ldx, const TW* w, int64_t K, int64_t n0, int64_t n1, float* y,
                      int64_t ldy) {
-  int64_t n = n0;
-  for (; n + 4 <= n1; n += 4) Tile<MR, 4>(x, ldx, w + n * K, K, y + n, ldy);
-  for (; n < n1; ++n) Tile<MR, 1>(x, ldx, w + n * K, K, y + n, ldy);
+  // One weight row at a time: a single sequential stream per thread is what
+  // the hardware prefetchers follow best.
+  for (int64_t n = n0; n < n1; ++n) Tile<MR, 1>(x, ldx, w + n * K, K, y + n, ldy);
 }
 
 template <typename TW>

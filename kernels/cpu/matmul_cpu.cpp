@@ -130,7 +130,7 @@ void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run) {
     run(0, N);
     return;
   }
-  int64_t chunk = M <= kGemvRows ? (N + threads * 4 - 1) / (threads * 4) : 32;
+  int64_t chunk = M <= kGemvRows ? (N + threads * 16 - 1) / (threads * 16) : 32;
   chunk = std::max<int64_t>(4, (chunk + 3) / 4 * 4);
   const int64_t chunks = (N + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -198,6 +198,18 @@ Status matmul_cpu(KernelContext& ctx) {
   }
   if (B.dtype == DType::F32 && (M > kGemvRows || !tb)) return matmul_onednn(ctx, M, K, N, tb);
   if (B.dtype == DType::BF16 && M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N);
+  if (B.dtype == DType::BF16 && has_avx512_bf16_dot()) {
+    thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
+    hi_buffer.resize(size_t(M * K));
+    lo_buffer.resize(size_t(M * K));
+    uint16_t* hi = hi_buffer.data();  // plain pointers for the worker threads
+    uint16_t* lo = lo_buffer.data();
+    split_bf16(A.f32(), M * K, hi, lo);
+    for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
+      gemv_bf16_split(hi, lo, M, K, static_cast<const uint16_t*>(B.data), K, n0, n1, C.f32(), N);
+    });
+    return {};
+  }
   for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
     gemv(GemvArgs{A.f32(), M, K, B.data, B.dtype, K, n0, n1, C.f32(), N});
   });

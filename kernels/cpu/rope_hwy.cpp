@@ -111,8 +111,13 @@ void fill_cos_sin(const RopeFrequencies& f, int32_t pos, float* c, float* s) {
 }
 
 // The table for f covering at least [0, want) (want <= kMaxCachedPositions),
-// built or grown (doubling) under the lock.
-std::shared_ptr<const CosSinTable> cos_sin_table(const RopeFrequencies& f, int64_t want) {
+// built or grown (doubling) under the lock, for a call rotating `rows`
+// positions. Frequencies not seen before whose table would cost far more
+// than the call itself (a decode step at a late position; "dynamic"
+// scaling, whose frequencies change with every length) give null, the
+// caller computing its own positions: only a stub is kept, which the next
+// call with the same frequencies fills.
+std::shared_ptr<const CosSinTable> cos_sin_table(const RopeFrequencies& f, int64_t want, int64_t rows) {
   static std::mutex lock;
   static std::vector<std::shared_ptr<const CosSinTable>> tables;  // most recently used last
   std::lock_guard<std::mutex> guard(lock);
@@ -121,6 +126,14 @@ std::shared_ptr<const CosSinTable> cos_sin_table(const RopeFrequencies& f, int64
   if (it != tables.end()) {
     found = *it;
     tables.erase(it);
+  }
+  if (!found && want > 4 * rows + 64) {
+    auto stub = std::make_shared<CosSinTable>();
+    stub->inv_freq = f.inv_freq;
+    stub->attention_factor = f.attention_factor;
+    tables.push_back(std::move(stub));
+    if (tables.size() > kMaxTables) tables.erase(tables.begin());
+    return nullptr;
   }
   if (!found || found->positions < want) {
     auto grown = std::make_shared<CosSinTable>();
@@ -175,7 +188,7 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
   const bool interleaved = attr_bool(ctx.attrs, "interleaved", false);
   if (S == 0 || H == 0) return {};
   std::shared_ptr<const CosSinTable> table;
-  if (min_pos >= 0) table = cos_sin_table(*freqs, std::min(seq_len, kMaxCachedPositions));
+  if (min_pos >= 0) table = cos_sin_table(*freqs, std::min(seq_len, kMaxCachedPositions), S);
 
   const float* x = X.f32();
   float* y = ctx.outputs[0].f32();

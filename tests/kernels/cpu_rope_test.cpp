@@ -60,7 +60,8 @@ TEST(CpuRope, ScalingTypes) {
 TEST(CpuRope, PositionsInAndOutOfTheCache) {
   const int64_t H = 2, D = 20;
   const std::vector<std::vector<int32_t>> calls = {
-      {0, 1, 2}, {3}, {500, 7, 7, 2}, {-5, 0, 3}, {70000, 65535, 65536, 1}, {2000000000}, {4}};
+      {0, 1, 2}, {3}, {500, 7, 7, 2}, {-5, 0, 3}, {70000, 65535, 65536, 1}, {2000000000}, {4},
+      {3000}, {3001}, {3002}};  // a late start: computed, then cached from the second call
   uint64_t seed = 300;
   for (bool interleaved : {false, true})
     for (const auto& p : calls) {
@@ -70,6 +71,20 @@ TEST(CpuRope, PositionsInAndOutOfTheCache) {
       EXPECT_GT(expect_cpu_matches_reference("rope", {x, i32({S}, p)}, attrs, "positions from " + std::to_string(p[0])),
                 0.1);
     }
+}
+
+// Decode steps past max_position_embeddings under "dynamic" scaling: new
+// frequencies every step (each from its own seq_len).
+TEST(CpuRope, DynamicScalingDecodeSteps) {
+  const int64_t H = 3, D = 16;
+  const Attrs attrs = {{"theta", 10000.0},
+                       {"scaling", {{"rope_type", "dynamic"}, {"factor", 2.0}}},
+                       {"max_position_embeddings", 32}};
+  uint64_t seed = 400;
+  for (int32_t p = 28; p < 60; ++p) {
+    Tensor x = f32({1, H, D}, scaled_values(size_t(H * D), seed++, 1.0f));
+    EXPECT_GT(expect_cpu_matches_reference("rope", {x, i32({1}, {p})}, attrs, "dynamic at " + std::to_string(p)), 0.1);
+  }
 }
 
 TEST(CpuRope, ErrorsAreTheReferences) {

@@ -18,6 +18,8 @@ struct Common {
   std::string model = "toy";
   std::string path = "cpu";  // --path: cpu (fast kernels) or reference (the plain ones, the truth)
   bool check = false;        // --check: every fast step against its op's reference kernel
+  int threads = 0;           // --threads: 0 = one per core
+  bool no_plan = false;      // --no-plan: the template's graph as written, no fusions
   std::string families;
   std::string template_path;
   std::vector<std::string> flags;

@@ -8,6 +8,8 @@
 #include "importer/toy_checkpoint.h"
 #include "tools/archrun/commands.h"
 
+#include <omp.h>
+
 namespace fs = std::filesystem;
 
 namespace arch::cli {
@@ -17,6 +19,8 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   opt.families = c.families;
   opt.template_path = c.template_path;
   opt.backend = c.path;
+  opt.plan = !c.no_plan;
+  if (c.threads > 0) omp_set_num_threads(c.threads);
   for (const auto& f : c.flags) {
     auto eq = f.find('=');
     std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
