@@ -43,7 +43,7 @@ Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prom
   auto t0 = clock::now();
   std::vector<int32_t> next = prompt;
   for (int k = 0; k < opt.max_new_tokens; ++k) {
-    ARCH_TRY(auto outs, s.step(next, {"logits"}));
+    ARCH_TRY(auto outs, s.step(next, {"logits"}, /*last_only=*/true));
     const Tensor& logits = outs.at("logits");
     int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
     int32_t tok = sampler.next({logits.f32() + (rows - 1) * vocab, size_t(vocab)});

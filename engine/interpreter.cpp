@@ -66,6 +66,13 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     bool dynamic = false;
     for (int o : node.outputs) dynamic = dynamic || has_dyn(g.values[o].type.shape);
     p.dynamic.push_back(dynamic);
+    p.state_of.push_back(int(n));
+    bool already = !node.outputs.empty();  // folded by the program this one derives from
+    for (int o : node.outputs) already = already && p.weights[o].data;
+    if (already) {
+      p.folded.push_back(true);
+      continue;
+    }
     bool foldable = !def->stateful;
     for (int in : node.inputs) foldable = foldable && (in < 0 || p.weights[in].data);
     for (int o : node.outputs) foldable = foldable && is_concrete(g.values[o].type.shape);
@@ -155,7 +162,8 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     vals[id] = t;
   }
   std::set<int> kept(keep.begin(), keep.end());
-  if (state.states.size() < g.nodes.size()) state.states.resize(g.nodes.size());
+  for (int slot : p.state_of)
+    if (state.states.size() <= size_t(slot)) state.states.resize(size_t(slot) + 1);
   std::vector<Tensor> in_buf;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (p.folded[n]) continue;
@@ -188,7 +196,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       Dims dims = concretize(t.shape, seq, ctx);
       outs.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : state.buffers->zeros(t.dtype, dims));
     }
-    KernelContext ctx{node.attrs, in_buf, outs, state.states[n], state.max_context,
+    KernelContext ctx{node.attrs, in_buf, outs, state.states[size_t(p.state_of[n])], state.max_context,
                       g.values[node.outputs[0]].name};
     auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st = (*p.kernels[n])(ctx);

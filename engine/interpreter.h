@@ -27,6 +27,8 @@ struct Program {
   std::vector<const OpDef*> defs;     // by node
   std::vector<char> dynamic;          // by node: an output has a `_` dim, its shape is worked out per call
   std::vector<int> last_use;          // by value: the last node reading it (-1: none)
+  std::vector<int> state_of;          // by node: its slot in RunState::states (its own index unless
+                                      // the program was derived from another whose state it shares)
   std::string backend = "reference";
 };
 

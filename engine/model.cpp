@@ -39,6 +39,15 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   ARCH_TRY(BoundWeights w, bind_weights(m->instance.graph, m->checkpoint));
   m->unused_tensors = std::move(w.unused);
   ARCH_TRY(m->program, make_program(m->instance.graph, op_table(), std::move(w.by_value), opt.backend, opt.plan));
+  std::vector<int> origin;
+  if (auto g = last_row_graph(*m->program.graph, m->program.weights, "logits", origin)) {
+    ARCH_TRY(m->last_logits, make_program(*g, op_table(), m->program.weights, opt.backend, false));
+    m->last_logits.owned_graph = g;
+    m->last_logits.plan = m->program.plan;
+    const int base = int(m->program.graph->nodes.size());
+    for (size_t n = 0; n < origin.size(); ++n)
+      m->last_logits.state_of[n] = origin[n] >= 0 ? m->program.state_of[size_t(origin[n])] : base + int(n);
+  }
   return m;
 }
 

@@ -31,6 +31,10 @@ struct Model {
   dsl::Instance instance;               // config, flags, graph
   std::vector<std::string> unused_tensors;
   Program program;                      // points into instance.graph: Model is not moved
+  // The same program with `logits` for the last position only (generation
+  // asks for nothing else), sharing its weights and KV-cache slots; absent
+  // (no graph) when the template's logits are not reached row by row.
+  Program last_logits;
 
   const Graph& graph() const { return instance.graph; }
   int64_t config_int(const std::string& name, int64_t fallback) const;

@@ -1,5 +1,7 @@
 #include "engine/planner.h"
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 #include <map>
 
@@ -97,6 +99,88 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
   plan.graph = std::move(out);
   plan.weights = std::move(weights);
   return plan;
+}
+
+namespace {
+
+bool has_seq(const Shape& s) {
+  for (const Dim& d : s)
+    if (d.sym == 1) return true;
+  return false;
+}
+
+// The input a row-local node carries the rows through, or -1 when the node
+// mixes rows or reads a second row-dependent value.
+int row_input(const Graph& g, const Node& n, const std::vector<Tensor>& weights) {
+  static const char* const kUnary[] = {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh",
+                                       "exp",  "sqrt", "neg",       "rms_norm",   "layer_norm", "matmul",
+                                       "add",  "sub",  "mul",       "div",        "cast"};
+  if (std::find(std::begin(kUnary), std::end(kUnary), n.op) == std::end(kUnary) || n.outputs.size() != 1) return -1;
+  int row = -1;
+  for (int in : n.inputs) {
+    if (in < 0 || weights[size_t(in)].data || !has_seq(g.values[size_t(in)].type.shape)) continue;
+    if (row >= 0) return -1;  // two row-dependent operands
+    row = in;
+  }
+  if (row < 0) return -1;
+  const Shape& s = g.values[size_t(row)].type.shape;
+  if (s.empty() || s[0].sym != 1) return -1;  // rows are the first dim
+  if (n.op == "matmul" && n.inputs[0] != row) return -1;
+  return row;
+}
+
+}  // namespace
+
+std::shared_ptr<Graph> last_row_graph(const Graph& g, const std::vector<Tensor>& weights, const std::string& output,
+                                      std::vector<int>& origin) {
+  int out_value = -1;
+  for (const GraphOutput& o : g.outputs)
+    if (o.name == output && o.index < 0) out_value = o.value;
+  if (out_value < 0) return nullptr;
+  std::vector<int> readers(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (int in : n.inputs)
+      if (in >= 0) ++readers[size_t(in)];
+  for (const GraphOutput& o : g.outputs) ++readers[size_t(o.value)];
+  // Walk back while the chain is private to this output.
+  std::vector<int> chain;  // nodes, output first
+  int v = out_value;
+  while (true) {
+    const int producer = g.values[size_t(v)].producer;
+    if (producer < 0) break;
+    const int row = row_input(g, g.nodes[size_t(producer)], weights);
+    if (row < 0) break;
+    chain.push_back(producer);
+    v = row;
+    if (readers[size_t(v)] != 1) break;  // shared beyond the chain: cut here
+  }
+  if (chain.empty()) return nullptr;
+  const int cut = v;                            // the value sliced to its last row
+  const size_t first = size_t(chain.back());    // the chain's first node reads `cut`
+  auto out = std::make_shared<Graph>(g);
+  out->nodes.clear();
+  origin.clear();
+  TypedShape last = g.values[size_t(cut)].type;
+  last.shape[0] = Dim::of(1);
+  const int sliced = out->add_value(Value{g.values[size_t(cut)].name + ".last", last, -1, g.values[size_t(cut)].loc});
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (i == first) {
+      Attrs attrs = {{"axis", 0}, {"start", -1}, {"end", INT64_MAX}};
+      out->nodes.push_back(Node{"slice", {cut}, {sliced}, attrs, g.nodes[i].loc});
+      origin.push_back(-1);
+    }
+    Node n = g.nodes[i];
+    if (std::find(chain.begin(), chain.end(), int(i)) != chain.end()) {
+      for (int& in : n.inputs)
+        if (in == cut) in = sliced;
+      for (int o : n.outputs) out->values[size_t(o)].type.shape[0] = Dim::of(1);
+    }
+    out->nodes.push_back(std::move(n));
+    origin.push_back(int(i));
+  }
+  for (size_t i = 0; i < out->nodes.size(); ++i)
+    for (int o : out->nodes[i].outputs) out->values[size_t(o)].producer = int(i);
+  return out;
 }
 
 }  // namespace arch

@@ -35,4 +35,15 @@ struct Plan {
 
 Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops, const std::string& backend);
 
+// Only the last position of graph output `output` (generation needs the
+// next token's logits, not every prompt position's): walks back from the
+// output through ops that work row by row (a matmul by a weight, norms,
+// activations, arithmetic with weights or constants) to where the value is
+// also used elsewhere, and slices the last row there. The rest of the
+// graph is unchanged. `origin[n]` is the node of `g` each node of the result
+// copies (-1 for the slice), so per-node state (KV caches) lines up.
+// Null when the output is not reached through such ops.
+std::shared_ptr<Graph> last_row_graph(const Graph& g, const std::vector<Tensor>& weights, const std::string& output,
+                                      std::vector<int>& origin);
+
 }  // namespace arch

@@ -20,7 +20,7 @@ void Session::reset() {
 }
 
 Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids,
-                                                    const std::vector<std::string>& outputs) {
+                                                    const std::vector<std::string>& outputs, bool last_only) {
   const Graph& g = m_.graph();
   int64_t n = int64_t(ids.size());
   if (n == 0) return error("a step needs at least one token");
@@ -39,7 +39,8 @@ Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids
     inputs[positions_id] = pos;
   }
   ARCH_TRY(std::vector<int> keep, output_values(g, outputs));
-  ARCH_TRY(auto vals, run_program(m_.program, state_, inputs, n, position_ + n, keep));
+  const Program& program = last_only && m_.last_logits.graph ? m_.last_logits : m_.program;
+  ARCH_TRY(auto vals, run_program(program, state_, inputs, n, position_ + n, keep));
   position_ += n;
   return collect_outputs(g, vals, outputs);
 }

@@ -20,8 +20,11 @@ class Session {
   // Runs `ids` at the current position (a prompt chunk, or one token for a
   // decode step) and returns the graph outputs named in `outputs`
   // (stacked ones such as layer_outputs assembled along a new first axis).
+  // `last_only`: `logits` for the last position only (all generation needs;
+  // skips the output projection of every other prompt position).
   Result<std::map<std::string, Tensor>> step(std::span<const int32_t> ids,
-                                             const std::vector<std::string>& outputs = {"logits"});
+                                             const std::vector<std::string>& outputs = {"logits"},
+                                             bool last_only = false);
 
   // --check: every fast step compared with its op's reference kernel.
   void check_with(CheckStats* stats);

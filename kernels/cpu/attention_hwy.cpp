@@ -147,17 +147,27 @@ void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, 
       }
       run_sum[m] = run_sum[m] * corr + hn::GetLane(hn::SumOfLanes(d, vsum));
 
-      // acc = acc * corr + sum_j p_j v_j, a vector of Dv at a time over the keys
+      // acc = acc * corr + sum_j p_j v_j, a vector of Dv at a time over the
+      // keys, in four independent chains (one would wait on each
+      // multiply-add's latency).
       float* o = acc + m * Dv;
       const float* vrow = p.v + (lo * p.KH + g) * Dv;
       const int64_t vstride = p.KH * Dv;
       const auto vcorr = hn::Set(d, corr);
       int64_t e = 0;
       for (; e + N <= Dv; e += N) {
-        auto a = hn::Mul(hn::LoadU(d, o + e), vcorr);
+        auto a0 = hn::Mul(hn::LoadU(d, o + e), vcorr);
+        auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
         const float* vp = vrow + e;
-        for (int64_t j = 0; j < n; ++j, vp += vstride) a = hn::MulAdd(hn::Set(d, sc[j]), hn::LoadU(d, vp), a);
-        hn::StoreU(a, d, o + e);
+        int64_t j = 0;
+        for (; j + 4 <= n; j += 4, vp += 4 * vstride) {
+          a0 = hn::MulAdd(hn::Set(d, sc[j]), hn::LoadU(d, vp), a0);
+          a1 = hn::MulAdd(hn::Set(d, sc[j + 1]), hn::LoadU(d, vp + vstride), a1);
+          a2 = hn::MulAdd(hn::Set(d, sc[j + 2]), hn::LoadU(d, vp + 2 * vstride), a2);
+          a3 = hn::MulAdd(hn::Set(d, sc[j + 3]), hn::LoadU(d, vp + 3 * vstride), a3);
+        }
+        for (; j < n; ++j, vp += vstride) a0 = hn::MulAdd(hn::Set(d, sc[j]), hn::LoadU(d, vp), a0);
+        hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, o + e);
       }
       for (; e < Dv; ++e) {
         float a = o[e] * corr;

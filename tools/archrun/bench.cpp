@@ -62,14 +62,14 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   Session s(**m, prompt_tokens + new_tokens);
   OpProfile prompt_profile, decode_profile;
   if (profile) s.profile_with(&prompt_profile);
-  auto out = s.step(prompt);
+  auto out = s.step(prompt, {"logits"}, /*last_only=*/true);
   if (!out.ok()) return fail(out.error());
   const Tensor& logits = out->at("logits");
   int32_t next = argmax({logits.f32() + (logits.numel() - vocab), size_t(vocab)});
   auto t2 = clock::now();  // the first token is known: time to first token
   if (profile) s.profile_with(&decode_profile);
   for (int k = 1; k < new_tokens; ++k) {
-    auto o = s.step(std::vector<int32_t>{next});
+    auto o = s.step(std::vector<int32_t>{next}, {"logits"}, /*last_only=*/true);
     if (!o.ok()) return fail(o.error());
     const Tensor& l = o->at("logits");
     next = argmax({l.f32(), size_t(vocab)});
