@@ -13,13 +13,12 @@
 
 namespace arch {
 
-// x quantized: q per value, and per block the scale replicated across the 8
-// int32 lanes a block's dot product lands in, and scale * sum(q) for the
-// weights' offset (q8 stores q + 128, q4 q + 8).
+// x quantized: q per value, and per block its scale and scale * sum(q) (for
+// the weights' offset: q8 stores q + 128, q4 q + 8).
 struct QuantizedActs {
   int64_t M = 0, K = 0;
   std::vector<int8_t> q;        // [M, K]
-  std::vector<float> scale8;    // [M, K / 32 * 8]
+  std::vector<float> scale;     // [M, K / 32]
   std::vector<float> scale_sum; // [M, K / 32]
 };
 

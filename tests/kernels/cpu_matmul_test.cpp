@@ -90,7 +90,7 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
         for (int64_t n = 0; n < c.N; ++n) {
           double want = 0;
           for (int64_t k = 0; k < c.K; ++k)
-            want += double(q.q[size_t(m * c.K + k)]) * q.scale8[size_t((m * c.K + k) / kQuantBlock) * 8] *
+            want += double(q.q[size_t(m * c.K + k)]) * q.scale[size_t((m * c.K + k) / kQuantBlock)] *
                     wf.f32()[n * c.K + k];
           worst = std::max(worst, std::abs(want - got.f32()[m * c.N + n]));
           drift = std::max(drift, std::abs(double(exact_f32.f32()[m * c.N + n]) - got.f32()[m * c.N + n]));
