@@ -26,6 +26,8 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--threads", c.threads, "threads for the cpu kernels (default: one per core; on a busy machine fewer is faster)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--no-plan", c.no_plan, "run the template's graph as written, without the planner's fusions");
+  cmd->add_flag("--bf16-activations", c.bf16_activations,
+                "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate)");
 }
 
 }  // namespace

@@ -10,6 +10,14 @@ namespace arch {
 
 void register_cpu_kernels(OpTable& t);  // all of the below
 
+// Prompt-sized matmuls with BF16 weights round their activations to bf16
+// (one pass of oneDNN's bf16 kernels, as llama.cpp does) instead of the
+// two-term split that keeps f32-grade accuracy. Faster, but no longer
+// within the goldens' float32 tolerance; off unless asked for
+// (archrun --bf16-activations). Process-wide.
+void set_bf16_activations(bool on);
+bool bf16_activations();
+
 void register_cpu_matmul(OpTable& t);      // matmul_cpu.cpp: oneDNN, gemv, quantized dot
 void register_cpu_embed(OpTable& t);       // embed_cpu.cpp: rows of BF16/F16/quantized tables
 void register_cpu_norms(OpTable& t);       // norms_hwy.cpp: rms_norm, layer_norm

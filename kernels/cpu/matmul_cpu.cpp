@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -96,7 +97,10 @@ Status matmul_onednn(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool t
 // accuracy. So each activation is split a = hi + lo, both bf16 (hi its
 // rounding, lo the rounding of the rest), and C = hi B + lo B: the products
 // are exact in f32 and what is lost is below 2^-16 of |a|, f32-grade.
+std::atomic<bool> g_bf16_activations{false};
+
 Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
   thread_local std::vector<uint16_t> hi_buffer, lo_buffer;  // reused: no allocation per call
   hi_buffer.resize(size_t(M * K));
   lo_buffer.resize(size_t(M * K));
@@ -107,13 +111,13 @@ Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   for (int64_t i = 0; i < M * K; ++i) {
     uint16_t h = f32_to_bf16(a[i]);
     hi[i] = h;
-    lo[i] = f32_to_bf16(a[i] - bf16_to_f32(h));
+    if (split) lo[i] = f32_to_bf16(a[i] - bf16_to_f32(h));
   }
   OneDnn& d = onednn();
   try {
     std::lock_guard<std::mutex> guard(d.lock);
     d.run(M, K, N, true, dt::bf16, false, hi, ctx.inputs[1].data, ctx.outputs[0].data);
-    d.run(M, K, N, true, dt::bf16, true, lo, ctx.inputs[1].data, ctx.outputs[0].data);
+    if (split) d.run(M, K, N, true, dt::bf16, true, lo, ctx.inputs[1].data, ctx.outputs[0].data);
   } catch (const dnnl::error& e) {
     return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
   }
@@ -222,6 +226,9 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 }
 
 }  // namespace
+
+void set_bf16_activations(bool on) { g_bf16_activations = on; }
+bool bf16_activations() { return g_bf16_activations; }
 
 void register_cpu_matmul(OpTable& t) { t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes); }
 

@@ -20,6 +20,7 @@ struct Common {
   bool check = false;        // --check: every fast step against its op's reference kernel
   int threads = 0;           // --threads: 0 = one per core
   bool no_plan = false;      // --no-plan: the template's graph as written, no fusions
+  bool bf16_activations = false;  // --bf16-activations: prompt matmuls on BF16 weights in one bf16 pass
   std::string families;
   std::string template_path;
   std::vector<std::string> flags;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "importer/toy_checkpoint.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "tools/archrun/commands.h"
 
 #include <omp.h>
@@ -21,6 +22,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   opt.backend = c.path;
   opt.plan = !c.no_plan;
   if (c.threads > 0) omp_set_num_threads(c.threads);
+  set_bf16_activations(c.bf16_activations);
   for (const auto& f : c.flags) {
     auto eq = f.find('=');
     std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
