@@ -194,7 +194,7 @@ Status matmul_cpu(KernelContext& ctx) {
     // the worker threads read this thread's buffer, not their own.
     thread_local QuantizedActs buffer;
     QuantizedActs& acts = buffer;
-    quantize_acts(A.f32(), M, K, K, acts);
+    quantize_acts(A.f32(), M, K, K, acts, B.dtype);
     for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
       quant_gemv(acts, static_cast<const uint8_t*>(B.data), B.dtype, n0, n1, C.f32(), N);
     });

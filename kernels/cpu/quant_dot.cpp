@@ -42,11 +42,10 @@ void rows_plain(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, 
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t* row = w + size_t(n) * row_bytes;
     for (int64_t m = 0; m < a.M; ++m) {
-      const int8_t* q = a.q.data() + m * K;
       float total = 0;
       for (int64_t b = 0; b < K / B; ++b) {
         int32_t dot = 0;
-        for (int64_t i = b * B; i < (b + 1) * B; ++i) dot += int32_t(weight_at(row, wt, i)) * q[i];
+        for (int64_t i = b * B; i < (b + 1) * B; ++i) dot += int32_t(weight_at(row, wt, i)) * a.at(m, i);
         total += scale_at(row, wt, K, b) * a.scale[size_t(m * (K / B) + b)] * float(dot);
       }
       y[m * ldy + n] = total - offset_term(row, wt, a.scale_sum.data() + m * (K / B), K);
@@ -91,8 +90,29 @@ ARCH_VNNI void row_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* row, 
       s16[m] = _mm512_mul_ps(dw16, _mm512_maskz_loadu_ps(live, a.scale.data() + at));
       off[m] = _mm512_fmadd_ps(dw16, _mm512_maskz_loadu_ps(live, a.scale_sum.data() + at), off[m]);
     }
-    __m512i lane = pair_lane;
-    for (int64_t b = b16; b < b16 + n_scales; b += 2) {
+    int64_t b = b16;
+    if (a.q4_order) {  // whole 128-value chunks: one load, two dot products
+      const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+      const __m512i lanes_02 = _mm512_set_epi32(2, 2, 2, 2, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0, 0, 0);
+      const __m512i lanes_13 = _mm512_set_epi32(3, 3, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1);
+      for (; b + 4 <= b16 + n_scales && (b + 4) * B <= K / 128 * 128; b += 4) {
+        const int64_t k = b * B;
+        const __m512i v = _mm512_loadu_si512(row + k / 2);
+        const __m512i lo = _mm512_and_si512(v, low_nibbles);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+        const __m512i rel = _mm512_set1_epi32(int(b - b16));
+        const __m512i idx_lo = _mm512_add_epi32(lanes_02, rel), idx_hi = _mm512_add_epi32(lanes_13, rel);
+        for (int m = 0; m < MR; ++m) {
+          const int8_t* q = a.q.data() + (m0 + m) * K + k;
+          const __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(q));
+          const __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, _mm512_loadu_si512(q + 64));
+          acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(idx_lo, s16[m]), acc[m]);
+          acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_hi), _mm512_permutexvar_ps(idx_hi, s16[m]), acc[m]);
+        }
+      }
+    }
+    __m512i lane = _mm512_add_epi32(pair_lane, _mm512_set1_epi32(int(b - b16)));
+    for (; b < b16 + n_scales; b += 2) {
       const int64_t k = b * B;
       const __m512i u = load_weights(row, wt, k, K);
       for (int m = 0; m < MR; ++m) {
@@ -168,10 +188,19 @@ bool has_vnni() {
 
 }  // namespace
 
-void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out) {
+int8_t QuantizedActs::at(int64_t m, int64_t k) const {
+  if (q4_order && k < K / 128 * 128) {
+    static const int kPlace[4] = {0, 64, 32, 96};  // where blocks 0..3 of a chunk sit
+    k = k / 128 * 128 + kPlace[(k % 128) / B] + k % B;
+  }
+  return q[size_t(m * K + k)];
+}
+
+void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out, DType for_weights) {
   const int64_t blocks = K / B;
   out.M = M;
   out.K = K;
+  out.q4_order = for_weights == DType::Q4_0;
   out.q.resize(size_t(M * K));
   out.scale.resize(size_t(M * blocks));
   out.scale_sum.resize(size_t(M * blocks));
@@ -190,6 +219,12 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
       out.scale[size_t(m * blocks + b)] = d;
       out.scale_sum[size_t(m * blocks + b)] = d * float(sum);
     }
+  if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c + 128 <= K; c += 128) {
+        int8_t* chunk = out.q.data() + m * K + c;
+        std::swap_ranges(chunk + B, chunk + 2 * B, chunk + 2 * B);
+      }
 }
 
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out) {

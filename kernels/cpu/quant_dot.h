@@ -15,14 +15,21 @@ namespace arch {
 
 // x quantized: q per value, and per block its scale and scale * sum(q) (for
 // the weights' offset: q8 stores q + 128, q4 q + 8).
+// For Q4_0 weights the values go in the weights' order: within each whole
+// 128 values, blocks 0, 2, 1, 3 (one 64-byte load of q4 weights splits
+// into its low nibbles, blocks 0 and 2, and high nibbles, blocks 1 and 3).
 struct QuantizedActs {
   int64_t M = 0, K = 0;
+  bool q4_order = false;
   std::vector<int8_t> q;        // [M, K]
   std::vector<float> scale;     // [M, K / 32]
   std::vector<float> scale_sum; // [M, K / 32]
+
+  // q of value k of row m, whatever the order.
+  int8_t at(int64_t m, int64_t k) const;
 };
 
-void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out);
+void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out, DType for_weights);
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1); w rows in `wt`'s layout.
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy);

@@ -60,7 +60,8 @@ double max_abs(const Tensor& t) {
 struct Case {
   int64_t M, N, K;
 };
-const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 19, 64}, {33, 130, 192}, {1, 300, 512}};
+const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 19, 64}, {33, 130, 192}, {1, 300, 512},
+                       {2, 9, 576}, {1, 40, 320}};  // K % 128 == 64: a natural-order tail after whole chunks
 
 TEST(CpuMatmul, WidenedTypesMatchTheReference) {
   for (DType dtype : {DType::F32, DType::BF16, DType::F16})
@@ -84,14 +85,14 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
       // The same product worked out plainly: dequantized weights times
       // dequantized activations, in double.
       QuantizedActs q;
-      quantize_acts(a.f32(), c.M, c.K, c.K, q);
+      quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
       Tensor wf = to_f32(stored), exact_f32 = run("reference", a, wf);
       double bound = 1e-5 * max_abs(exact_f32) + 1e-5, worst = 0, drift = 0;
       for (int64_t m = 0; m < c.M; ++m)
         for (int64_t n = 0; n < c.N; ++n) {
           double want = 0;
           for (int64_t k = 0; k < c.K; ++k)
-            want += double(q.q[size_t(m * c.K + k)]) * q.scale[size_t((m * c.K + k) / kQuantBlock)] *
+            want += double(q.at(m, k)) * q.scale[size_t((m * c.K + k) / kQuantBlock)] *
                     wf.f32()[n * c.K + k];
           worst = std::max(worst, std::abs(want - got.f32()[m * c.N + n]));
           drift = std::max(drift, std::abs(double(exact_f32.f32()[m * c.N + n]) - got.f32()[m * c.N + n]));
