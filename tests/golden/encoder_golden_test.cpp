@@ -24,16 +24,22 @@ class EncoderGolden : public ::testing::TestWithParam<Case> {};
 TEST_P(EncoderGolden, EveryExpectedTensorMatchesTransformers) {
   std::string dir = testing::golden_dir(GetParam().name);
   ARCH_REQUIRE_SHARED(dir);
-  auto model = load_model(dir);
-  ASSERT_TRUE(model.ok()) << model.error().message;
-  EXPECT_EQ((*model)->family, GetParam().family);
-  auto r = compare_with_golden(**model, dir);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_TRUE(r->missing.empty()) << GetParam().name << ": no output " << r->missing.front();
-  EXPECT_GE(r->tensors.size(), 4u);
-  for (const auto& t : r->tensors)
-    EXPECT_TRUE(t.ok()) << GetParam().name << ": " << t.name << " differs by " << t.max_abs << " (allowed "
-                        << t.bound << ")";
+  // Both paths: the fast cpu kernels (the default) and the plain reference ones.
+  for (const char* backend : {"cpu", "reference"}) {
+    SCOPED_TRACE(backend);
+    LoadOptions lo;
+    lo.backend = backend;
+    auto model = load_model(dir, lo);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    EXPECT_EQ((*model)->family, GetParam().family);
+    auto r = compare_with_golden(**model, dir);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->missing.empty()) << GetParam().name << ": no output " << r->missing.front();
+    EXPECT_GE(r->tensors.size(), 4u);
+    for (const auto& t : r->tensors)
+      EXPECT_TRUE(t.ok()) << GetParam().name << ": " << t.name << " differs by " << t.max_abs << " (allowed "
+                          << t.bound << ")";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, EncoderGolden,
