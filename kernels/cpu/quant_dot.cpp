@@ -36,7 +36,10 @@ uint8_t weight_at(const uint8_t* row, DType wt, int64_t k) {
   return k % 64 < 32 ? byte & 0x0F : byte >> 4;
 }
 
-void rows_plain(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy) {
+}  // namespace
+
+void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                         int64_t ldy) {
   const int64_t K = a.K;
   const size_t row_bytes = quant_row_bytes(wt, K);
   for (int64_t n = n0; n < n1; ++n) {
@@ -52,6 +55,8 @@ void rows_plain(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, 
     }
   }
 }
+
+namespace {
 
 #define ARCH_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
 
@@ -237,7 +242,7 @@ void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out)
 
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   if (has_vnni()) rows_vnni(a, w, wt, n0, n1, y, ldy);
-  else rows_plain(a, w, wt, n0, n1, y, ldy);
+  else quant_gemv_portable(a, w, wt, n0, n1, y, ldy);
 }
 
 }  // namespace arch

@@ -34,6 +34,11 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
 // y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1); w rows in `wt`'s layout.
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy);
 
+// The same with plain loops: what CPUs without AVX-512 VNNI run (and the
+// tests hold the VNNI path to).
+void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                         int64_t ldy);
+
 // One row of w as bf16 (the prompt path feeds slabs of these to oneDNN).
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out);
 

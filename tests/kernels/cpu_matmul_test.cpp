@@ -11,6 +11,7 @@
 
 #include "engine/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/kernels.h"
 
@@ -106,6 +107,30 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
         EXPECT_LE(drift, 0.01 * max_abs(exact_f32)) << dtype_name(dtype) << " M=" << c.M;
       }
     }
+}
+
+// The paths this CPU does not take by itself: the portable quantized loops
+// and the Highway gemv on BF16, against what it does take.
+TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
+  for (DType dtype : {DType::Q8_0, DType::Q4_0})
+    for (const Case& c : kCases) {
+      if (!quantizable(dtype, c.K) || c.M > 4) continue;
+      Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
+      QuantizedActs q;
+      quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
+      std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
+      quant_gemv(q, static_cast<const uint8_t*>(w.data), dtype, 0, c.N, fast.data(), c.N);
+      quant_gemv_portable(q, static_cast<const uint8_t*>(w.data), dtype, 0, c.N, plain.data(), c.N);
+      for (size_t i = 0; i < fast.size(); ++i) EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i])));
+    }
+  for (const Case& c : kCases) {
+    if (c.M > 4) continue;
+    Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = stored_as(w, DType::BF16);
+    Tensor want = run("reference", a, to_f32(stored));
+    std::vector<float> got(size_t(c.M * c.N));
+    gemv(GemvArgs{a.f32(), c.M, c.K, stored.data, DType::BF16, c.K, 0, c.N, got.data(), c.N});
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.f32()[i], 1e-5 * (1 + std::abs(want.f32()[i])));
+  }
 }
 
 TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
