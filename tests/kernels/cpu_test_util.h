@@ -18,24 +18,9 @@ namespace arch::test {
 // The op's outputs from `backend`'s kernel, or an error (shape rule or kernel).
 inline Result<std::vector<Tensor>> run_on(const std::string& backend, const std::string& op,
                                           std::vector<Tensor> inputs, Attrs attrs = Attrs::object()) {
-  const OpDef& d = def_of(op);
-  attrs = with_defaults(d, std::move(attrs));
-  std::vector<TypedShape> in;
-  std::vector<bool> present;
-  for (const Tensor& t : inputs) {
-    present.push_back(t.data != nullptr);
-    in.push_back(TypedShape{t.dtype, t.data ? shape_of(t.shape) : Shape{}});
-  }
-  ARCH_TRY(std::vector<TypedShape> outs, infer(op, in, attrs, present));
-  std::vector<Tensor> outputs;
-  for (const TypedShape& o : outs) outputs.push_back(Tensor::zeros(o.dtype, concretize(o.shape, 0)));
-  const Kernel* k = op_table().kernel(op, backend);
-  if (!k) return error("no kernel for " + op);
-  std::unique_ptr<OpState> state;
-  std::string where = "layers.0.test";
-  KernelContext ctx{attrs, inputs, outputs, state, 0, where};
-  ARCH_TRY_STATUS((*k)(ctx));
-  return outputs;
+  Runner r;
+  r.backend = backend;
+  return r.run(op, std::move(inputs), std::move(attrs));
 }
 
 // The kernel's error message on hand-made outputs (skipping the shape rule,

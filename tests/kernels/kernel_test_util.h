@@ -83,6 +83,7 @@ struct Runner {
   int64_t max_context = 0;
   int64_t ctx = -1;  // what a `ctx` dim of an output stands for (< 0: seq)
   std::string where = "layers.0.test";
+  std::string backend = "reference";  // whose kernel runs
 
   // Shape rule, then the kernel on zero-filled outputs of the inferred shapes
   // (inputs concrete; `seq` stands for any seq dim the rule returns, `ctx` for
@@ -104,7 +105,7 @@ struct Runner {
       Dims dims = concretize(o.shape, seq, ctx);
       outputs.push_back(d.view ? Tensor::view(o.dtype, dims, nullptr, nullptr) : Tensor::zeros(o.dtype, dims));
     }
-    const Kernel* k = op_table().kernel(op, "reference");
+    const Kernel* k = op_table().kernel(op, backend);
     if (!k) return error("no kernel for " + op);
     KernelContext kctx{attrs, inputs, outputs, state, max_context, where};
     ARCH_TRY_STATUS((*k)(kctx));

@@ -83,7 +83,7 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
 }
 
 void decode_shapes(benchmark::internal::Benchmark* b) {
-  b->Args({4864, 896})->Args({896, 4864})->Args({151936, 896})->Args({8192, 2048})->Args({2048, 8192});
+  b->Args({4864, 896})->Args({896, 4864})->Args({151936, 896})->Args({8192, 2048})->Args({2048, 8192})->Args({128256, 2048});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 void prompt_shapes(benchmark::internal::Benchmark* b) {
