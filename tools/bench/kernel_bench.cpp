@@ -7,6 +7,8 @@
 // Llama-3.2-1B's (hidden 2048, FFN 8192).
 #include <omp.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -19,19 +21,33 @@
 namespace arch {
 namespace {
 
-// Reads a buffer far larger than the caches, all threads, as decode reads
-// its weights: the bound any memory-bound kernel is measured against.
+// One pass reading a buffer far larger than the caches, all threads, as
+// decode reads its weights: the bound a memory-bound kernel is held to.
+double read_pass_seconds(const std::vector<uint64_t>& buf, uint64_t& sink) {
+  auto t0 = std::chrono::steady_clock::now();
+  uint64_t total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(dynamic, 1 << 14)
+  for (size_t i = 0; i < buf.size(); i += 8)
+    total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3] + buf[i + 4] + buf[i + 5] + buf[i + 6] + buf[i + 7];
+  sink += total;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The yardsticks, measured once before the benchmarks run (best of a few
+// passes, the machine being shared): bytes/s and oneDNN's f32 GFLOP/s.
+struct Yardsticks {
+  double bandwidth = 0, gemm_gflops = 0;
+};
+Yardsticks& yardsticks() {
+  static Yardsticks y;
+  return y;
+}
+
 void BM_MemoryRead(benchmark::State& state) {
   const size_t n = size_t(1) << 30;
   std::vector<uint64_t> buf(n / 8, 1);
   uint64_t sink = 0;
-  for (auto _ : state) {
-    uint64_t total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(static)
-    for (size_t i = 0; i < buf.size(); i += 8)
-      total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3] + buf[i + 4] + buf[i + 5] + buf[i + 6] + buf[i + 7];
-    sink += total;
-  }
+  for (auto _ : state) read_pass_seconds(buf, sink);
   benchmark::DoNotOptimize(sink);
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(n));
 }
@@ -73,6 +89,43 @@ void run_matmul(benchmark::State& state, DType dtype, int64_t M, int64_t N, int6
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9,
                          benchmark::Counter::kIsRate);
+  // Shares of the yardsticks: decode is judged by bandwidth, prompts by GEMM peak.
+  const Yardsticks& y = yardsticks();
+  if (y.bandwidth > 0)
+    state.counters["of_bandwidth"] =
+        benchmark::Counter(double(b.nbytes()) * double(state.iterations()) / y.bandwidth, benchmark::Counter::kIsRate);
+  if (y.gemm_gflops > 0)
+    state.counters["of_gemm_peak"] = benchmark::Counter(
+        2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9 / y.gemm_gflops,
+        benchmark::Counter::kIsRate);
+}
+
+// Best of a few runs of oneDNN's f32 GEMM at 1024^3 through the cpu matmul.
+double measure_gemm_gflops() {
+  const int64_t n = 1024;
+  Tensor a = Tensor::zeros(DType::F32, {n, n}), b = random_weight(DType::F32, n, n);
+  std::vector<Tensor> inputs{a, b}, outputs{Tensor::zeros(DType::F32, {n, n})};
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"transpose_b", true}};
+  std::string where = "yardstick";
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+  const Kernel& k = *op_table().kernel("matmul", "cpu");
+  double best = 1e9;
+  for (int rep = 0; rep < 6; ++rep) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (!k(ctx).ok()) return 0;
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return 2.0 * double(n * n * n) / best / 1e9;
+}
+
+double measure_bandwidth() {
+  std::vector<uint64_t> buf((size_t(1) << 30) / 8, 1);
+  uint64_t sink = 0;
+  double best = 1e9;
+  for (int rep = 0; rep < 5; ++rep) best = std::min(best, read_pass_seconds(buf, sink));
+  benchmark::DoNotOptimize(sink);
+  return double(buf.size() * 8) / best;
 }
 
 void BM_Gemv(benchmark::State& state, DType dtype) {
@@ -104,4 +157,18 @@ BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0)->Apply(prompt_shapes);
 }  // namespace
 }  // namespace arch
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  auto& y = arch::yardsticks();
+  y.bandwidth = arch::measure_bandwidth();
+  y.gemm_gflops = arch::measure_gemm_gflops();
+  std::printf("yardsticks: memory read %.1f GB/s, oneDNN f32 GEMM 1024^3 %.1f GFLOP/s (%d threads); "
+              "of_bandwidth and of_gemm_peak below are shares of these\n",
+              y.bandwidth / 1e9, y.gemm_gflops, omp_get_max_threads());
+  benchmark::AddCustomContext("memory_read_GBps", std::to_string(y.bandwidth / 1e9));
+  benchmark::AddCustomContext("gemm_f32_GFLOPps", std::to_string(y.gemm_gflops));
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
