@@ -94,6 +94,18 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + ", at load): " + st.error().message);
     for (size_t i = 0; i < outs.size(); ++i) p.weights[node.outputs[i]] = std::move(outs[i]);
   }
+  // Mapped weights that only folded nodes read (a stack of experts, a norm
+  // weight turned into w + 1) are not read again: their pages go back. The
+  // tensors stay bound (the pages return from the file if ever touched), so
+  // the program's weights remain a complete binding.
+  std::vector<char> live(g.values.size(), 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (!p.folded[n])
+      for (int in : g.nodes[n].inputs)
+        if (in >= 0) live[size_t(in)] = 1;
+  for (const GraphOutput& o : g.outputs) live[size_t(o.value)] = 1;
+  for (size_t v = 0; v < live.size(); ++v)
+    if (!live[v]) release_pages(p.weights[v]);
   return p;
 }
 
