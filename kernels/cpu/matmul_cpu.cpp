@@ -3,11 +3,15 @@
 //   - F32 or BF16 weights, many rows: oneDNN (2.6's v2 API: desc, then
 //     primitive_desc(desc, attr, engine)), one primitive cached per shape;
 //     BF16 through a two-term split of the activations (matmul_onednn_bf16);
-//   - a few rows (decode), or F16 weights: gemv_hwy.cpp, widening the
-//     weights in registers, rows of the weight split across threads;
+//   - F16 weights, many rows: widened to f32 a slab of rows at a time for
+//     oneDNN's f32 kernels (it has no f16 matmul here);
+//   - a few rows (decode): gemv_hwy.cpp, widening the weights in
+//     registers (gemv_bf16_avx512.cpp for BF16 where AVX-512 BF16 exists),
+//     rows of the weight split across threads;
 //   - Q8_0 / Q4_0 weights: the activations quantized per block and integer
 //     dot products (quant_dot.cpp).
 // Checked against the reference kernel by the goldens on this path.
+#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -175,6 +179,44 @@ Status matmul_quantized_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t 
   return {};
 }
 
+__attribute__((target("avx512f"))) void widen_f16_avx512(const uint16_t* in, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i))));
+  for (; i < n; ++i) out[i] = f16_to_f32(in[i]);
+}
+
+void widen_f16(const uint16_t* in, int64_t n, float* out) {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return widen_f16_avx512(in, n, out);
+  for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
+}
+
+// F16 weights, many rows: oneDNN 2.6 has no f16 matmul on this CPU, so a
+// cache-sized slab of rows at a time is widened to f32 (exactly) and
+// multiplied by the f32 kernels.
+Status matmul_f16_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 20) / K));
+  thread_local std::vector<float> w_buffer;
+  w_buffer.resize(size_t(slab * K));
+  float* w32 = w_buffer.data();
+  const auto* w16 = static_cast<const uint16_t*>(ctx.inputs[1].data);
+  float* out = ctx.outputs[0].f32();
+  OneDnn& d = onednn();
+  for (int64_t n0 = 0; n0 < N; n0 += slab) {
+    const int64_t rows = std::min(slab, N - n0);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) widen_f16(w16 + (n0 + r) * K, K, w32 + r * K);
+    try {
+      std::lock_guard<std::mutex> guard(d.lock);
+      d.run(M, K, rows, true, dt::f32, false, ctx.inputs[0].data, w32, out + n0, N);
+    } catch (const dnnl::error& e) {
+      return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
+    }
+  }
+  return {};
+}
+
 Status matmul_cpu(KernelContext& ctx) {
   const Tensor& A = ctx.inputs[0];
   const Tensor& B = ctx.inputs[1];
@@ -202,6 +244,7 @@ Status matmul_cpu(KernelContext& ctx) {
   }
   if (B.dtype == DType::F32 && (M > kGemvRows || !tb)) return matmul_onednn(ctx, M, K, N, tb);
   if (B.dtype == DType::BF16 && M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N);
+  if (B.dtype == DType::F16 && M > kGemvRows) return matmul_f16_slabs(ctx, M, K, N);
   if (B.dtype == DType::BF16 && has_avx512_bf16_dot()) {
     thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
     hi_buffer.resize(size_t(M * K));

@@ -146,11 +146,13 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Gemv, f32, DType::F32)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::BF16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, f16, DType::F16)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q4, DType::Q4_0)->Apply(decode_shapes);
 // f32 at 1024^3 on oneDNN is the machine's GEMM peak as this project sees it.
 BENCHMARK_CAPTURE(BM_Gemm, f32, DType::F32)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, f16, DType::F16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0)->Apply(prompt_shapes);
 
