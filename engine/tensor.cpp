@@ -28,12 +28,14 @@ Tensor Tensor::zeros(DType dtype, Dims shape) {
   t.dtype = dtype;
   t.shape = std::move(shape);
   size_t bytes = std::max<size_t>(t.nbytes(), 1);
-  // 64-byte alignment suits every SIMD width the fast kernels use.
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
-  t.data = p;
-  t.owner = std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
+  // calloc: a large block comes straight from the system already zero, so
+  // pages nobody writes are never made resident (a placeholder a kernel
+  // replaces costs no memory). 64-byte alignment suits every SIMD width the
+  // fast kernels use.
+  void* raw = std::calloc(bytes + 64, 1);
+  if (!raw) throw std::bad_alloc();
+  t.data = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + 63) / 64 * 64);
+  t.owner = std::shared_ptr<const void>(raw, [](const void* q) { std::free(const_cast<void*>(q)); });
   return t;
 }
 

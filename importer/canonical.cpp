@@ -27,15 +27,16 @@ Result<std::string> read_file_text(const fs::path& p) {
   return s.str();
 }
 
-// The type a tensor is written as. Matrices whose rows split into whole
-// blocks are quantized; vectors (norms, biases) and anything else keep
-// their precision in F32 (BF16 under bf16), since they are a rounding
-// error in size and not in accuracy.
+// The type a tensor is written as. Matrices of 32 rows or more whose rows
+// split into whole blocks are quantized. Vectors (norms, biases) and
+// narrower matrices (a MoE router over 8 experts, which picks discrete
+// things from near-ties) keep F32: a rounding error in size, not in
+// accuracy.
 DType target_type(const Tensor& t, ImportType type) {
   const bool is_float = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16;
   if (!is_float || type == ImportType::AsStored) return t.dtype;
   if (type == ImportType::F32) return DType::F32;
-  const bool matrix = t.shape.size() == 2 && t.numel() >= 4096;
+  const bool matrix = t.shape.size() == 2 && t.shape[0] >= 32;
   if (type == ImportType::BF16) return matrix ? DType::BF16 : DType::F32;
   if (!matrix) return DType::F32;
   const int64_t k = t.shape.back();

@@ -4,6 +4,8 @@
 // oneDNN runs on, so the two never oversubscribe the cores.
 #pragma once
 
+#include <string>
+
 #include "engine/op.h"
 
 namespace arch {
@@ -18,7 +20,12 @@ void register_cpu_kernels(OpTable& t);  // all of the below
 void set_bf16_activations(bool on);
 bool bf16_activations();
 
+// out [M, N] = a [M, K] @ w^T, w [N, K] in any type the cpu matmul reads
+// (what routed_matmul runs per expert).
+Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where);
+
 void register_cpu_matmul(OpTable& t);      // matmul_cpu.cpp: oneDNN, gemv, quantized dot
+void register_cpu_experts(OpTable& t);     // experts_cpu.cpp: stack, routed_matmul on stored weights
 void register_cpu_embed(OpTable& t);       // embed_cpu.cpp: rows of BF16/F16/quantized tables
 void register_cpu_norms(OpTable& t);       // norms_hwy.cpp: rms_norm, layer_norm
 void register_cpu_activations(OpTable& t); // activations_hwy.cpp: silu, gelu, gelu_tanh, ...

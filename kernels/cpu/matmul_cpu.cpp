@@ -263,6 +263,18 @@ Status matmul_cpu(KernelContext& ctx) {
   return {};
 }
 
+}  // namespace
+
+Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where) {
+  std::vector<Tensor> inputs{a, w}, outputs{out};
+  std::unique_ptr<OpState> none;
+  static const Attrs attrs = {{"transpose_b", true}};
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+  return matmul_cpu(ctx);
+}
+
+namespace {
+
 bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
   return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored);

@@ -4,6 +4,7 @@ namespace arch {
 
 void register_cpu_kernels(OpTable& t) {
   register_cpu_matmul(t);
+  register_cpu_experts(t);
   register_cpu_embed(t);
   register_cpu_norms(t);
   register_cpu_activations(t);

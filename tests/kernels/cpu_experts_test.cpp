@@ -1,0 +1,95 @@
+// MoE weights on the cpu backend as stored: stack keeps the stored type,
+// routed_matmul on stacked BF16 / Q8_0 weights gives what the cpu matmul
+// gives on each chosen expert, and F32 matches the reference kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "engine/quant.h"
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
+
+namespace arch {
+namespace {
+
+Tensor random_f32(Dims shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  Tensor t = Tensor::zeros(DType::F32, std::move(shape));
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
+  return t;
+}
+
+Tensor as_type(const Tensor& f, DType dtype) {
+  if (dtype == DType::F32) return f;
+  const int64_t N = f.dim(0), K = f.dim(1);
+  Tensor out = Tensor::zeros(dtype, {N, K});
+  if (is_quantized(dtype)) {
+    for (int64_t r = 0; r < N; ++r)
+      quantize_row(dtype, f.f32() + r * K, K, static_cast<uint8_t*>(out.data) + size_t(r) * quant_row_bytes(dtype, K));
+  } else {
+    for (int64_t i = 0; i < N * K; ++i) static_cast<uint16_t*>(out.data)[i] = f32_to_bf16(f.f32()[i]);
+  }
+  return out;
+}
+
+Status run(const std::string& op, const std::string& backend, std::vector<Tensor> inputs, std::vector<Tensor>& outputs,
+           Attrs attrs) {
+  std::unique_ptr<OpState> none;
+  std::string where = "test";
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+  return (*op_table().kernel(op, backend))(ctx);
+}
+
+TEST(CpuExperts, StackKeepsTheStoredTypeAndRoutedMatmulReadsIt) {
+  const int64_t E = 4, N = 24, K = 64, S = 5, k = 2;
+  std::vector<Tensor> experts_f32;
+  for (int64_t e = 0; e < E; ++e) experts_f32.push_back(random_f32({N, K}, uint32_t(10 + e)));
+  Tensor x = random_f32({S, K}, 3);
+  Tensor idx = Tensor::zeros(DType::I32, {S, k});
+  const int32_t choice[] = {0, 3, 3, 1, 2, 0, 3, 3, 1, 1};
+  for (int i = 0; i < S * k; ++i) idx.i32()[i] = choice[i];
+  for (DType dtype : {DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    std::vector<Tensor> experts;
+    for (const Tensor& w : experts_f32) experts.push_back(as_type(w, dtype));
+    std::vector<Tensor> stacked{Tensor::zeros(DType::F32, {E, N, K})};
+    ASSERT_TRUE(run("stack", "cpu", experts, stacked, {{"axis", 0}}).ok());
+    EXPECT_EQ(stacked[0].dtype, dtype);
+    EXPECT_EQ(stacked[0].shape, (Dims{E, N, K}));
+    EXPECT_TRUE(op_table().takes_stored("routed_matmul", "cpu", {}, 1, dtype));
+
+    std::vector<Tensor> got{Tensor::zeros(DType::F32, {S, k, N})};
+    ASSERT_TRUE(run("routed_matmul", "cpu", {x, stacked[0], idx}, got, {}).ok());
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t j = 0; j < k; ++j) {
+        // The cpu matmul on this row and its expert, as stored.
+        Tensor row = Tensor::zeros(DType::F32, {1, K}), want = Tensor::zeros(DType::F32, {1, N});
+        std::memcpy(row.f32(), x.f32() + s * K, size_t(K) * 4);
+        ASSERT_TRUE(matmul_rows(row, experts[size_t(idx.i32()[s * k + j])], want, "test").ok());
+        for (int64_t n = 0; n < N; ++n)
+          EXPECT_NEAR(got[0].f32()[(s * k + j) * N + n], want.f32()[n], 1e-4 * (1 + std::abs(want.f32()[n])));
+      }
+    if (dtype == DType::F32) {  // and the reference kernel itself
+      std::vector<Tensor> ref{Tensor::zeros(DType::F32, {S, k, N})};
+      ASSERT_TRUE(run("routed_matmul", "reference", {x, stacked[0], idx}, ref, {}).ok());
+      for (int64_t i = 0; i < ref[0].numel(); ++i) EXPECT_NEAR(got[0].f32()[i], ref[0].f32()[i], 1e-4);
+    }
+  }
+}
+
+TEST(CpuExperts, OutOfRangeExpertIsTheReferencesError) {
+  Tensor x = random_f32({1, 32}, 1), w = as_type(random_f32({8, 32}, 2), DType::Q8_0);
+  std::vector<Tensor> stacked{Tensor::zeros(DType::F32, {1, 8, 32})};
+  ASSERT_TRUE(run("stack", "cpu", {w}, stacked, {{"axis", 0}}).ok());
+  Tensor idx = Tensor::zeros(DType::I32, {1, 1});
+  idx.i32()[0] = 3;
+  std::vector<Tensor> out{Tensor::zeros(DType::F32, {1, 1, 8})};
+  Status st = run("routed_matmul", "cpu", {x, stacked[0], idx}, out, {});
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("expert id 3"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace arch
