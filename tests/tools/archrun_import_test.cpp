@@ -74,6 +74,12 @@ TEST(ArchrunImport, CanonicalModelsRunWithTheirTokenizerInside) {
     if (std::string(dtype) == "stored") EXPECT_EQ(got["tokens"], want["tokens"]);
     EXPECT_GE(got["tokens"].size(), 1u);
 
+    // --check: every fast step against the reference kernel, within the
+    // tolerance the quantized kernels are held to.
+    auto check = run_tool(testing::archrun() + " generate " + out + " --ids 1,2,3 -n 4 --check");
+    EXPECT_EQ(check.exit_code, 0) << check.out;
+    EXPECT_NE(check.out.find("; 0 failed"), std::string::npos) << check.out;
+
     auto bench = run_tool(testing::archrun() + " bench " + out + " -p 8 -n 4 --json");
     ASSERT_EQ(bench.exit_code, 0) << bench.out;
     auto b = nlohmann::json::parse(bench.out.substr(bench.out.rfind('{')));
