@@ -37,6 +37,7 @@ using dt = dnnl::memory::data_type;
 // Rows of activations up to which a weight row loaded once serves them all
 // (the decode path); beyond it F32 weights go to oneDNN.
 constexpr int64_t kGemvRows = 4;
+constexpr size_t kMaxPrimitives = 512;
 
 // C [M, N] = A [M, K] @ B, B stored [N, K] (transpose_b) or [K, N].
 struct MatmulPrimitive {
@@ -56,6 +57,9 @@ struct OneDnn {
     auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc);
     auto it = primitives.find(key);
     if (it != primitives.end()) return it->second;
+    // One per exact shape (a run-time M would lose oneDNN's brgemm kernels);
+    // prompts of many lengths must not grow this without end.
+    if (primitives.size() >= kMaxPrimitives) primitives.clear();
     MatmulPrimitive p;
     p.a = dnnl::memory::desc({M, K}, type, {K, 1});
     p.b = dnnl::memory::desc({K, N}, type, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
