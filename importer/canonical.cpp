@@ -63,6 +63,9 @@ Tensor convert(const Tensor& t, DType to) {
   return out;
 }
 
+// How a tensor of type `t` is stored in the file: block types as U8 rows.
+DType stored_as(DType t) { return is_quantized(t) ? DType::U8 : t; }
+
 // Widest element first, so every tensor's offset stays a multiple of its
 // element size (the reader then maps rather than copies it).
 int alignment_rank(DType t) { return -int(dtype_size(t)); }
@@ -96,30 +99,48 @@ Result<ImportReport> import_checkpoint(const std::string& dir, const std::string
   }
   ImportReport report;
   nlohmann::json quantized = nlohmann::json::object();
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  const int64_t total = int64_t(ckpt.tensors.size());
-  for (const auto& [name, t] : ckpt.tensors) {
-    DType to = target_type(t, type);
-    Tensor c = convert(t, to);
-    report.bytes_in += t.nbytes();
-    report.bytes_out += c.nbytes();
-    if (is_quantized(to)) {
-      quantized[name] = {{"dtype", std::string(dtype_name(to))}, {"shape", t.shape}};
+  // The layout first (types and sizes are known before converting), then
+  // one tensor converted at a time as it is written: an import holds one
+  // tensor, not the model.
+  struct Planned {
+    std::string name;
+    const Tensor* source;
+    DType to;
+  };
+  std::vector<Planned> plan;
+  for (const auto& [name, t] : ckpt.tensors) plan.push_back({name, &t, target_type(t, type)});
+  std::stable_sort(plan.begin(), plan.end(), [](const Planned& a, const Planned& b) {
+    return alignment_rank(stored_as(a.to)) < alignment_rank(stored_as(b.to));
+  });
+  std::vector<std::pair<std::string, Tensor>> layout;
+  for (const Planned& p : plan) {
+    const Tensor& t = *p.source;
+    Tensor header{stored_as(p.to), t.shape, nullptr, nullptr};
+    if (is_quantized(p.to)) {
+      header.shape = {t.numel() / t.shape.back(), int64_t(quant_row_bytes(p.to, t.shape.back()))};
+      quantized[p.name] = {{"dtype", std::string(dtype_name(p.to))}, {"shape", t.shape}};
       ++report.quantized;
-    } else if (to != t.dtype) {
+    } else if (p.to != t.dtype) {
       ++report.converted;
     }
-    tensors.emplace_back(name, std::move(c));
-    ++report.tensors;
-    if (progress) progress(report.tensors, total, name);
+    report.bytes_in += t.nbytes();
+    report.bytes_out += header.nbytes();
+    layout.emplace_back(p.name, std::move(header));
   }
   meta["archetype.quantized"] = quantized.dump();
-  std::stable_sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) {
-    return alignment_rank(a.second.dtype) < alignment_rank(b.second.dtype);
-  });
   std::error_code ec;
   report.path = fs::is_directory(out, ec) ? (fs::path(out) / "model.safetensors").string() : out;
-  ARCH_TRY_STATUS(write_safetensors(report.path, tensors, meta));
+  const int64_t total = int64_t(plan.size());
+  // A source tensor's mapped pages go back once it has been written, so
+  // the import's resident memory stays about one tensor, not the model.
+  size_t written = 0;
+  ARCH_TRY_STATUS(write_safetensors(report.path, layout, meta, [&](size_t i) -> Result<Tensor> {
+    for (; written < i; ++written) release_pages(*plan[written].source);
+    Tensor c = convert(*plan[i].source, plan[i].to);
+    if (progress) progress(int64_t(i) + 1, total, plan[i].name);
+    return c;
+  }));
+  report.tensors = total;
   return report;
 }
 

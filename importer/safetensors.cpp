@@ -201,7 +201,6 @@ Status check_writable(const std::string& path, const std::string& name, const Te
   for (int64_t d : t.shape)
     if (d < 0) return error(where + ": negative dimension in shape " + dims_str(t.shape));
   if (!bytes_for(t.dtype, t.shape)) return error(where + ": shape " + dims_str(t.shape) + " is too large");
-  if (t.nbytes() > 0 && !t.data) return error(where + ": has no data");
   return {};
 }
 
@@ -210,12 +209,19 @@ Status check_writable(const std::string& path, const std::string& name, const Te
 Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata) {
+  for (const auto& [name, t] : tensors)
+    if (t.nbytes() > 0 && !t.data) return error(path + ": tensor '" + name + "': has no data");
+  return write_safetensors(path, tensors, metadata, [&](size_t i) -> Result<Tensor> { return tensors[i].second; });
+}
+
+Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& layout,
+                         const std::map<std::string, std::string>& metadata, const TensorSource& produce) {
   // ordered_json keeps the header in the caller's order: readable and stable.
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   std::set<std::string> seen;
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [name, t] : layout) {
     ARCH_TRY_STATUS(check_writable(path, name, t, seen));
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
     entry["dtype"] = std::string(dtype_name(t.dtype));
@@ -234,14 +240,27 @@ Status write_safetensors(const std::string& path,
 
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) return error(path + ": cannot create: " + std::strerror(errno));
-  uint64_t header_len = text.size();  // little-endian, as the static_assert above guarantees
-  bool ok = std::fwrite(&header_len, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  for (const auto& [name, t] : tensors)
-    if (ok && t.nbytes() > 0) ok = std::fwrite(t.data, 1, t.nbytes(), f) == t.nbytes();
-  int saved_errno = errno;
-  if (std::fclose(f) != 0 && ok) ok = false, saved_errno = errno;
-  if (!ok) {
+  auto fail = [&](const std::string& why) {
+    std::fclose(f);
     std::remove(path.c_str());  // no half-written file left behind to be read later
+    return error(path + ": " + why);
+  };
+  uint64_t header_len = text.size();  // little-endian, as the static_assert above guarantees
+  if (std::fwrite(&header_len, 8, 1, f) != 1 || std::fwrite(text.data(), 1, text.size(), f) != text.size())
+    return fail(std::string("cannot write: ") + std::strerror(errno));
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const size_t want = layout[i].second.nbytes();
+    if (want == 0) continue;
+    auto t = produce(i);
+    if (!t.ok()) return fail(t.error().message);
+    if (t->nbytes() != want || !t->data)
+      return fail("tensor '" + layout[i].first + "': " + std::to_string(t->nbytes()) + " bytes made, the header says " +
+                  std::to_string(want));
+    if (std::fwrite(t->data, 1, want, f) != want) return fail(std::string("cannot write: ") + std::strerror(errno));
+  }
+  if (std::fclose(f) != 0) {
+    int saved_errno = errno;
+    std::remove(path.c_str());
     return error(path + ": cannot write: " + std::strerror(saved_errno));
   }
   return {};

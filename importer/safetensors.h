@@ -7,6 +7,7 @@
 //   const Tensor& wq = file.tensors.at("model.layers.0.self_attn.q_proj.weight");
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -33,5 +34,13 @@ Result<SafetensorsFile> read_safetensors(const std::string& path);
 Status write_safetensors(const std::string& path,
                          const std::vector<std::pair<std::string, Tensor>>& tensors,
                          const std::map<std::string, std::string>& metadata = {});
+
+// The same with each tensor's bytes made only when it is written, so a
+// whole model need not be held at once (import converts one tensor at a
+// time): `layout` gives the names, dtypes and shapes (data may be null) and
+// produce(i) tensor i itself, of the same size.
+using TensorSource = std::function<Result<Tensor>(size_t i)>;
+Status write_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& layout,
+                         const std::map<std::string, std::string>& metadata, const TensorSource& produce);
 
 }  // namespace arch
