@@ -331,6 +331,39 @@ TEST(SafetensorsWrite, RefusesWhatCannotBeWritten) {
   auto nowhere = write_safetensors(dir / "no/such/dir/x.safetensors", {{"a", t}});
   ASSERT_FALSE(nowhere.ok());
   EXPECT_CONTAINS(nowhere.error().message, "x.safetensors: cannot create");
+  auto no_data = write_safetensors(dir / "n.safetensors", {{"a", Tensor{DType::F32, {2}, nullptr, nullptr}}});
+  ASSERT_FALSE(no_data.ok());
+  EXPECT_CONTAINS(no_data.error().message, "tensor 'a': has no data");
+}
+
+// Streamed: tensors made as they are written, read back the same; a source
+// that fails or makes the wrong size leaves no file behind.
+TEST(SafetensorsWrite, StreamsTensorsFromASource) {
+  TempDir dir;
+  std::vector<std::pair<std::string, Tensor>> layout = {{"a", Tensor{DType::F32, {2}, nullptr, nullptr}},
+                                                         {"b", Tensor{DType::F32, {3}, nullptr, nullptr}}};
+  int made = 0;
+  auto ok = write_safetensors(dir / "s.safetensors", layout, {{"k", "v"}}, [&](size_t i) -> Result<Tensor> {
+    ++made;
+    return i == 0 ? f32_tensor({2}, {1.f, 2.f}) : f32_tensor({3}, {3.f, 4.f, 5.f});
+  });
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(made, 2);
+  auto back = read_safetensors(dir / "s.safetensors");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->tensors.at("b").f32()[2], 5.f);
+  EXPECT_EQ(back->metadata.at("k"), "v");
+
+  auto failing = write_safetensors(dir / "f.safetensors", layout, {},
+                                   [&](size_t) -> Result<Tensor> { return error("conversion failed"); });
+  ASSERT_FALSE(failing.ok());
+  EXPECT_CONTAINS(failing.error().message, "conversion failed");
+  EXPECT_FALSE(std::filesystem::exists(dir / "f.safetensors"));
+  auto wrong = write_safetensors(dir / "w.safetensors", layout, {},
+                                 [&](size_t) -> Result<Tensor> { return f32_tensor({1}, {1.f}); });
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_CONTAINS(wrong.error().message, "tensor 'a': 4 bytes made, the header says 8");
+  EXPECT_FALSE(std::filesystem::exists(dir / "w.safetensors"));
 }
 
 }  // namespace
