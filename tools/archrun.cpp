@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   cmp->add_flag("--json", compare_json, "machine-readable output");
 
   Common bc;
-  int bench_p = 512, bench_n = 128;
+  int bench_p = 512, bench_n = 128, bench_repeat = 1;
   bool bench_json = false, bench_profile = false;
   auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS");
   add_common(bench, bc);
@@ -134,6 +134,8 @@ int main(int argc, char** argv) {
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
   bench->add_flag("--json", bench_json, "one JSON object as the last line");
   bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding");
+  bench->add_option("--repeat", bench_repeat, "run prompt and decode this many times after one load; report medians")
+      ->check(CLI::Range(1, 1000));
 
   std::string imp_dir, imp_out, imp_dtype = "bf16";
   bool imp_json = false;
@@ -172,7 +174,7 @@ int main(int argc, char** argv) {
   if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
   if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
   if (cht->parsed()) return run_chat(ch);
-  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile);
+  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat);
   if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
   if (toy->parsed()) {
     LlamaShape shape = *llama_shape(toy_shape);

@@ -47,7 +47,7 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
 
 }  // namespace
 
-int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile) {
+int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat) {
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = clock::now();
@@ -59,31 +59,58 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   std::mt19937 rng(1234);
   std::vector<int32_t> prompt(static_cast<size_t>(prompt_tokens));
   for (auto& id : prompt) id = int32_t(rng() % uint32_t(vocab));
-  Session s(**m, prompt_tokens + new_tokens);
   OpProfile prompt_profile, decode_profile;
-  if (profile) s.profile_with(&prompt_profile);
-  auto out = s.step(prompt, {"logits"}, /*last_only=*/true);
-  if (!out.ok()) return fail(out.error());
-  const Tensor& logits = out->at("logits");
-  int32_t next = argmax({logits.f32() + (logits.numel() - vocab), size_t(vocab)});
-  auto t2 = clock::now();  // the first token is known: time to first token
-  if (profile) s.profile_with(&decode_profile);
-  for (int k = 1; k < new_tokens; ++k) {
-    auto o = s.step(std::vector<int32_t>{next}, {"logits"}, /*last_only=*/true);
-    if (!o.ok()) return fail(o.error());
-    const Tensor& l = o->at("logits");
-    next = argmax({l.f32(), size_t(vocab)});
+  struct Run {
+    double ttft_s, decode_s;
+  };
+  // One prompt and its decode through a fresh session (fresh KV caches).
+  auto run_once = [&]() -> Result<Run> {
+    auto started = clock::now();
+    Session s(**m, prompt_tokens + new_tokens);
+    if (profile) s.profile_with(&prompt_profile);
+    ARCH_TRY(auto out, s.step(prompt, {"logits"}, /*last_only=*/true));
+    const Tensor& logits = out.at("logits");
+    int32_t next = argmax({logits.f32() + (logits.numel() - vocab), size_t(vocab)});
+    auto first = clock::now();  // the first token is known: time to first token
+    if (profile) s.profile_with(&decode_profile);
+    for (int k = 1; k < new_tokens; ++k) {
+      ARCH_TRY(auto o, s.step(std::vector<int32_t>{next}, {"logits"}, /*last_only=*/true));
+      const Tensor& l = o.at("logits");
+      next = argmax({l.f32(), size_t(vocab)});
+    }
+    return Run{seconds(started, first), seconds(first, clock::now())};
+  };
+  std::vector<Run> runs;
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    auto run = run_once();
+    if (!run.ok()) return fail(run.error());
+    runs.push_back(*run);
   }
-  auto t3 = clock::now();
+  // The median run of each figure: one slow run on a shared machine does
+  // not decide it (--repeat; each run is listed in the JSON).
+  auto median = [&](auto field) {
+    std::vector<double> v;
+    for (const Run& r : runs) v.push_back(field(r));
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double ttft = median([](const Run& r) { return r.ttft_s; });
+  const double decode_s = median([](const Run& r) { return r.decode_s; });
+  nlohmann::json each = nlohmann::json::array();
+  for (const Run& r : runs)
+    each.push_back({{"ttft_ms", 1000 * r.ttft_s},
+                    {"prompt_tok_s", prompt_tokens / r.ttft_s},
+                    {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / r.decode_s : 0.0}});
   nlohmann::json j = {{"model", (*m)->checkpoint.dir},
                       {"family", (*m)->family},
                       {"backend", (*m)->program.backend},
                       {"prompt_tokens", prompt_tokens},
                       {"new_tokens", new_tokens},
                       {"load_ms", 1000 * seconds(t0, t1)},
-                      {"ttft_ms", 1000 * seconds(t1, t2)},
-                      {"prompt_tok_s", prompt_tokens / seconds(t1, t2)},
-                      {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / seconds(t2, t3) : 0.0},
+                      {"ttft_ms", 1000 * ttft},
+                      {"prompt_tok_s", prompt_tokens / ttft},
+                      {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / decode_s : 0.0},
+                      {"runs", each},
                       {"peak_rss_mb", peak_rss_mb()},
                       {"fused_matmuls", (*m)->program.plan.merged_nodes},
                       {"threads", omp_get_max_threads()}};
@@ -98,6 +125,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::printf("  prompt %5d    %10.1f tok/s (time to first token %.1f ms)\n", prompt_tokens,
                 j["prompt_tok_s"].get<double>(), j["ttft_ms"].get<double>());
     std::printf("  decode %5d    %10.1f tok/s\n", new_tokens, j["decode_tok_s"].get<double>());
+    if (runs.size() > 1) std::printf("  (medians of %zu runs; --json lists each)\n", runs.size());
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
     if (profile) {
       print_profile("prompt", j["profile"]["prompt"]);

@@ -76,6 +76,6 @@ int run_chat(const ChatArgs& a);
 int run_compare(const Common& c, const std::string& golden, bool as_json);
 int run_info(const Common& c, bool as_json);
 int run_import(const std::string& dir, const std::string& out, const std::string& dtype, bool as_json);
-int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false);
+int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1);
 
 }  // namespace arch::cli
