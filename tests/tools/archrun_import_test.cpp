@@ -53,7 +53,7 @@ TEST(ArchrunImport, CanonicalModelsRunWithTheirTokenizerInside) {
     std::string out = (s.path / (std::string(dtype) + ".safetensors")).string();
     auto imp = run_tool(testing::archrun() + " import " + ckpt.string() + " -o " + out + " --dtype " + dtype + " --json");
     ASSERT_EQ(imp.exit_code, 0) << imp.out;
-    auto summary = nlohmann::json::parse(imp.out.substr(imp.out.rfind('{')));
+    auto summary = nlohmann::json::parse(testing::last_line(imp.out));
     EXPECT_EQ(summary["path"], out);
     EXPECT_GT(summary["tensors"].get<int>(), 0);
     if (std::string(dtype) == "q8" || std::string(dtype) == "q4") {
@@ -82,7 +82,7 @@ TEST(ArchrunImport, CanonicalModelsRunWithTheirTokenizerInside) {
 
     auto bench = run_tool(testing::archrun() + " bench " + out + " -p 8 -n 4 --json");
     ASSERT_EQ(bench.exit_code, 0) << bench.out;
-    auto b = nlohmann::json::parse(bench.out.substr(bench.out.rfind('{')));
+    auto b = nlohmann::json::parse(testing::last_line(bench.out));
     for (const char* key : {"prompt_tok_s", "decode_tok_s", "ttft_ms", "load_ms", "peak_rss_mb"})
       EXPECT_GT(b[key].get<double>(), 0) << key;
   }

@@ -337,7 +337,7 @@ namespace {
 TEST(Archrun, BenchPrintsItsFiguresAsOneJsonObject) {
   auto r = run_tool(testing::archrun() + " bench -p 16 -n 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  std::string last = r.out.substr(r.out.rfind('{'));
+  std::string last = testing::last_line(r.out);
   auto j = nlohmann::json::parse(last);
   for (const char* k : {"prompt_tok_s", "decode_tok_s", "ttft_ms", "load_ms", "peak_rss_mb"})
     EXPECT_GT(j[k].get<double>(), 0) << k;

@@ -23,6 +23,14 @@ inline ToolRun run_tool(const std::string& command) {
   return r;
 }
 
+// The last line of a tool's output (where --json puts its one object).
+inline std::string last_line(const std::string& out) {
+  size_t end = out.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  size_t start = out.rfind('\n', end);
+  return out.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+}
+
 inline std::string archrun() { return ARCHRUN_PATH; }
 inline std::string archc() { return ARCHC_PATH; }
 
