@@ -14,31 +14,14 @@
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/kernels.h"
+#include "tests/kernels/cpu_test_util.h"
 
 namespace arch {
 namespace {
 
-Tensor random_f32(Dims shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  Tensor t = Tensor::zeros(DType::F32, std::move(shape));
-  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
-  return t;
-}
+using test::stored_as;
 
-Tensor stored_as(const Tensor& f, DType dtype) {
-  if (dtype == DType::F32) return f;
-  const int64_t N = f.dim(0), K = f.dim(1);
-  Tensor out = Tensor::zeros(dtype, {N, K});
-  if (is_quantized(dtype)) {
-    for (int64_t r = 0; r < N; ++r)
-      quantize_row(dtype, f.f32() + r * K, K, static_cast<uint8_t*>(out.data) + size_t(r) * quant_row_bytes(dtype, K));
-  } else {
-    auto* d = static_cast<uint16_t*>(out.data);
-    for (int64_t i = 0; i < N * K; ++i) d[i] = dtype == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
-  }
-  return out;
-}
+Tensor random_f32(Dims shape, uint32_t seed) { return test::normal_f32(std::move(shape), seed); }
 
 Tensor run(const std::string& backend, const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
