@@ -103,4 +103,22 @@ Tensor to_f32(const Tensor& t) {
   return out;
 }
 
+Tensor convert_to(const Tensor& t, DType to) {
+  if (t.dtype == to) return t;
+  Tensor f = to_f32(t);
+  if (to == DType::F32) return f;
+  Tensor out = Tensor::zeros(to, t.shape);
+  if (is_quantized(to)) {
+    const int64_t k = t.shape.back();
+    const size_t row_bytes = quant_row_bytes(to, k);
+    for (int64_t r = 0; r < t.numel() / k; ++r)
+      quantize_row(to, f.f32() + r * k, k, static_cast<uint8_t*>(out.data) + size_t(r) * row_bytes);
+    return out;
+  }
+  if (to != DType::BF16 && to != DType::F16) throw std::runtime_error("convert_to: not a float type");
+  auto* d = static_cast<uint16_t*>(out.data);
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = to == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
+  return out;
+}
+
 }  // namespace arch

@@ -51,4 +51,10 @@ void release_pages(const Tensor& t);
 // checkpoint stores).
 Tensor to_f32(const Tensor& t);
 
+// A float tensor (F32, F16, BF16 or block-quantized) stored as `to`: F32,
+// F16, BF16 (rounded to nearest even) or Q8_0 / Q4_0 (rows quantized; the
+// last dim must split into whole blocks, see quantizable). `t` itself when
+// it already is.
+Tensor convert_to(const Tensor& t, DType to);
+
 }  // namespace arch

@@ -45,22 +45,14 @@ DType target_type(const Tensor& t, ImportType type) {
   return DType::BF16;
 }
 
+// The bytes written for `t` as `to`: quantized rows as U8 [rows, row bytes].
 Tensor convert(const Tensor& t, DType to) {
-  if (to == t.dtype) return t;
-  Tensor f = to_f32(t);
-  if (to == DType::F32) return f;
+  Tensor c = convert_to(t, to);
   if (is_quantized(to)) {
-    const int64_t k = t.shape.back(), rows = t.numel() / k;
-    const size_t row_bytes = quant_row_bytes(to, k);
-    Tensor out = Tensor::zeros(DType::U8, {rows, int64_t(row_bytes)});
-    for (int64_t r = 0; r < rows; ++r)
-      quantize_row(to, f.f32() + r * k, k, static_cast<uint8_t*>(out.data) + size_t(r) * row_bytes);
-    return out;
+    c.shape = {t.numel() / t.shape.back(), int64_t(quant_row_bytes(to, t.shape.back()))};
+    c.dtype = DType::U8;
   }
-  Tensor out = Tensor::zeros(to, t.shape);
-  auto* d = static_cast<uint16_t*>(out.data);
-  for (int64_t i = 0; i < t.numel(); ++i) d[i] = to == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
-  return out;
+  return c;
 }
 
 // How a tensor of type `t` is stored in the file: block types as U8 rows.

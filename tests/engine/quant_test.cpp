@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "engine/quant.h"
@@ -57,6 +58,29 @@ TEST(Quant, LayoutIsOffsetBinaryWithNibblesHalfAGroupApart) {
   EXPECT_EQ(q4[0], uint8_t((0) | (0 << 4)));       // -8 and -8
   EXPECT_EQ(q4[1], uint8_t((1 + 8) | ((2 + 8) << 4)));
   EXPECT_EQ(f16_to_f32(uint16_t(q4[32] | q4[33] << 8)), 1.0f);
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// convert_to: the one conversion import, the benchmarks and the tests use.
+TEST(Quant, ConvertToStoresRowsAndRoundsHalves) {
+  Tensor f = Tensor::zeros(DType::F32, {2, 64});
+  for (int64_t i = 0; i < f.numel(); ++i) f.f32()[i] = float(i % 13) - 6.5f;
+  Tensor q = convert_to(f, DType::Q8_0);
+  EXPECT_EQ(q.dtype, DType::Q8_0);
+  EXPECT_EQ(q.shape, f.shape);
+  std::vector<uint8_t> row(quant_row_bytes(DType::Q8_0, 64));
+  quantize_row(DType::Q8_0, f.f32() + 64, 64, row.data());
+  EXPECT_EQ(std::memcmp(static_cast<uint8_t*>(q.data) + row.size(), row.data(), row.size()), 0);
+  Tensor b = convert_to(f, DType::BF16);
+  EXPECT_EQ(static_cast<uint16_t*>(b.data)[3], f32_to_bf16(f.f32()[3]));
+  Tensor back = convert_to(b, DType::F32);
+  EXPECT_EQ(back.f32()[5], f.f32()[5]);  // small integers and halves are exact in bf16
+  EXPECT_EQ(convert_to(f, DType::F32).data, f.data);  // already F32: the same tensor
 }
 
 }  // namespace

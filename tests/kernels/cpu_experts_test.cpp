@@ -15,7 +15,6 @@ namespace arch {
 namespace {
 
 Tensor random_f32(Dims shape, uint32_t seed) { return test::normal_f32(std::move(shape), seed); }
-Tensor as_type(const Tensor& f, DType dtype) { return test::stored_as(f, dtype); }
 
 Status run(const std::string& op, const std::string& backend, std::vector<Tensor> inputs, std::vector<Tensor>& outputs,
            Attrs attrs) {
@@ -36,7 +35,7 @@ TEST(CpuExperts, StackKeepsTheStoredTypeAndRoutedMatmulReadsIt) {
   for (DType dtype : {DType::F32, DType::BF16, DType::Q8_0, DType::Q4_0}) {
     SCOPED_TRACE(std::string(dtype_name(dtype)));
     std::vector<Tensor> experts;
-    for (const Tensor& w : experts_f32) experts.push_back(as_type(w, dtype));
+    for (const Tensor& w : experts_f32) experts.push_back(convert_to(w, dtype));
     std::vector<Tensor> stacked{Tensor::zeros(DType::F32, {E, N, K})};
     ASSERT_TRUE(run("stack", "cpu", experts, stacked, {{"axis", 0}}).ok());
     EXPECT_EQ(stacked[0].dtype, dtype);
@@ -63,7 +62,7 @@ TEST(CpuExperts, StackKeepsTheStoredTypeAndRoutedMatmulReadsIt) {
 }
 
 TEST(CpuExperts, OutOfRangeExpertIsTheReferencesError) {
-  Tensor x = random_f32({1, 32}, 1), w = as_type(random_f32({8, 32}, 2), DType::Q8_0);
+  Tensor x = random_f32({1, 32}, 1), w = convert_to(random_f32({8, 32}, 2), DType::Q8_0);
   std::vector<Tensor> stacked{Tensor::zeros(DType::F32, {1, 8, 32})};
   ASSERT_TRUE(run("stack", "cpu", {w}, stacked, {{"axis", 0}}).ok());
   Tensor idx = Tensor::zeros(DType::I32, {1, 1});

@@ -19,8 +19,6 @@
 namespace arch {
 namespace {
 
-using test::stored_as;
-
 Tensor random_f32(Dims shape, uint32_t seed) { return test::normal_f32(std::move(shape), seed); }
 
 Tensor run(const std::string& backend, const Tensor& a, const Tensor& b) {
@@ -51,7 +49,7 @@ TEST(CpuMatmul, WidenedTypesMatchTheReference) {
   for (DType dtype : {DType::F32, DType::BF16, DType::F16})
     for (const Case& c : kCases) {
       Tensor a = random_f32({c.M, c.K}, 1), w = random_f32({c.N, c.K}, 2);
-      Tensor stored = stored_as(w, dtype);
+      Tensor stored = convert_to(w, dtype);
       Tensor want = run("reference", a, to_f32(stored)), got = run("cpu", a, stored);
       double bound = 1e-5 * max_abs(want) + 1e-6, worst = 0;
       for (int64_t i = 0; i < want.numel(); ++i) worst = std::max(worst, double(std::abs(got.f32()[i] - want.f32()[i])));
@@ -64,7 +62,7 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
     for (const Case& c : kCases) {
       if (!quantizable(dtype, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 3), w = random_f32({c.N, c.K}, 4);
-      Tensor stored = stored_as(w, dtype);
+      Tensor stored = convert_to(w, dtype);
       Tensor got = run("cpu", a, stored);
       // The same product worked out plainly: dequantized weights times
       // dequantized activations, in double.
@@ -98,7 +96,7 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
   for (DType dtype : {DType::Q8_0, DType::Q4_0})
     for (const Case& c : kCases) {
       if (!quantizable(dtype, c.K) || c.M > 4) continue;
-      Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
+      Tensor a = random_f32({c.M, c.K}, 8), w = convert_to(random_f32({c.N, c.K}, 9), dtype);
       QuantizedActs q;
       quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
       std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
@@ -108,7 +106,7 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
     }
   for (const Case& c : kCases) {
     if (c.M > 4) continue;
-    Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = stored_as(w, DType::BF16);
+    Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = convert_to(w, DType::BF16);
     Tensor want = run("reference", a, to_f32(stored));
     std::vector<float> got(size_t(c.M * c.N));
     gemv(GemvArgs{a.f32(), c.M, c.K, stored.data, DType::BF16, c.K, 0, c.N, got.data(), c.N});
@@ -117,7 +115,7 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
 }
 
 TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
-  Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), DType::BF16);
+  Tensor a = random_f32({33, 256}, 5), w = convert_to(random_f32({70, 256}, 6), DType::BF16);
   Tensor want = run("reference", a, to_f32(w));
   ASSERT_FALSE(bf16_activations());
   Tensor exact = run("cpu", a, w);

@@ -12,13 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "engine/quant.h"
 #include "tests/kernels/kernel_test_util.h"
 
 namespace arch::test {
 
-// A [N, K] float32 matrix of normal values, and the same stored as a
-// weight type the cpu matmul reads (BF16, F16, Q8_0, Q4_0).
+// A float32 tensor of normal values (convert_to makes weights of it).
 inline Tensor normal_f32(Dims shape, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, 1.0f);
@@ -27,19 +25,6 @@ inline Tensor normal_f32(Dims shape, uint32_t seed) {
   return t;
 }
 
-inline Tensor stored_as(const Tensor& f, DType dtype) {
-  if (dtype == DType::F32) return f;
-  const int64_t N = f.dim(0), K = f.dim(1);
-  Tensor out = Tensor::zeros(dtype, {N, K});
-  if (is_quantized(dtype)) {
-    for (int64_t r = 0; r < N; ++r)
-      quantize_row(dtype, f.f32() + r * K, K, static_cast<uint8_t*>(out.data) + size_t(r) * quant_row_bytes(dtype, K));
-  } else {
-    auto* d = static_cast<uint16_t*>(out.data);
-    for (int64_t i = 0; i < N * K; ++i) d[i] = dtype == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
-  }
-  return out;
-}
 
 // The op's outputs from `backend`'s kernel, or an error (shape rule or kernel).
 inline Result<std::vector<Tensor>> run_on(const std::string& backend, const std::string& op,

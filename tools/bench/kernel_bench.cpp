@@ -58,16 +58,7 @@ Tensor random_weight(DType dtype, int64_t N, int64_t K) {
   std::normal_distribution<float> dist(0.0f, 0.02f);
   Tensor f = Tensor::zeros(DType::F32, {N, K});
   for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = dist(rng);
-  if (dtype == DType::F32) return f;
-  Tensor out = Tensor::zeros(dtype, {N, K});
-  auto* dst = static_cast<uint8_t*>(out.data);
-  if (is_quantized(dtype)) {
-    for (int64_t r = 0; r < N; ++r) quantize_row(dtype, f.f32() + r * K, K, dst + size_t(r) * quant_row_bytes(dtype, K));
-  } else {
-    auto* d16 = static_cast<uint16_t*>(out.data);
-    for (int64_t i = 0; i < N * K; ++i) d16[i] = dtype == DType::BF16 ? f32_to_bf16(f.f32()[i]) : f32_to_f16(f.f32()[i]);
-  }
-  return out;
+  return convert_to(f, dtype);
 }
 
 // The cpu backend's matmul kernel on [M, K] x [N, K]^T.
