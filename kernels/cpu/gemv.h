@@ -22,7 +22,8 @@ struct GemvArgs {
 void gemv(const GemvArgs& a);
 
 // BF16 weights on AVX-512 BF16 (gemv_bf16_avx512.cpp): x given as its
-// two-term bf16 split (split_bf16), rows [n0, n1) of w [N, K].
+// two-term bf16 split (split_bf16; lo may be null: hi, the rounding,
+// only), rows [n0, n1) of w [N, K].
 bool has_avx512_bf16_dot();
 void split_bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo);
 void gemv_bf16_split(const uint16_t* hi, const uint16_t* lo, int64_t M, int64_t ldx, const uint16_t* w, int64_t K,

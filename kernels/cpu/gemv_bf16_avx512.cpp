@@ -73,7 +73,7 @@ bool has_avx512_bf16_dot() {
 void split_bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {
   for (int64_t i = 0; i < n; ++i) {
     hi[i] = f32_to_bf16(x[i]);
-    lo[i] = f32_to_bf16(x[i] - bf16_to_f32(hi[i]));
+    if (lo) lo[i] = f32_to_bf16(x[i] - bf16_to_f32(hi[i]));
   }
 }
 

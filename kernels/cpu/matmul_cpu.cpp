@@ -89,15 +89,34 @@ OneDnn& onednn() {
   return d;
 }
 
-Status matmul_onednn(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool tb) {
+// One oneDNN matmul, its errors as the kernel's: C [M, N] (row stride ldc,
+// 0: N) = A [M, K] @ B, both of `type`; `accumulate` adds to C.
+Status onednn_matmul(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate,
+                     const void* a, const void* b, void* c, int64_t ldc = 0) {
   OneDnn& d = onednn();
   try {
     std::lock_guard<std::mutex> guard(d.lock);
-    d.run(M, K, N, tb, dt::f32, false, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data);
+    d.run(M, K, N, tb, type, accumulate, a, b, c, ldc);
   } catch (const dnnl::error& e) {
     return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
   }
   return {};
+}
+
+// This thread's scratch buffer of n elements, kept across calls (nothing
+// is allocated per token once warm). A plain pointer is returned so worker
+// threads see this thread's buffer, not a thread_local of their own.
+template <typename T>
+T* scratch(std::vector<T>& buffer, int64_t n) {
+  buffer.resize(size_t(n));
+  return buffer.data();
+}
+
+// Activations as bf16, hi = their rounding and (lo not null) lo = the
+// rounding of the rest, rows in parallel.
+void activations_bf16(const float* a, int64_t M, int64_t K, uint16_t* hi, uint16_t* lo) {
+#pragma omp parallel for schedule(static) if (M * K >= (1 << 16))
+  for (int64_t m = 0; m < M; ++m) split_bf16(a + m * K, K, hi + m * K, lo ? lo + m * K : nullptr);
 }
 
 // BF16 weights, many rows: oneDNN's bf16 dot products (f32 accumulation)
@@ -109,26 +128,13 @@ std::atomic<bool> g_bf16_activations{false};
 
 Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
-  thread_local std::vector<uint16_t> hi_buffer, lo_buffer;  // reused: no allocation per call
-  hi_buffer.resize(size_t(M * K));
-  lo_buffer.resize(size_t(M * K));
-  uint16_t* hi = hi_buffer.data();  // plain pointers: the worker threads must see these buffers
-  uint16_t* lo = lo_buffer.data();
-  const float* a = ctx.inputs[0].f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < M * K; ++i) {
-    uint16_t h = f32_to_bf16(a[i]);
-    hi[i] = h;
-    if (split) lo[i] = f32_to_bf16(a[i] - bf16_to_f32(h));
-  }
-  OneDnn& d = onednn();
-  try {
-    std::lock_guard<std::mutex> guard(d.lock);
-    d.run(M, K, N, true, dt::bf16, false, hi, ctx.inputs[1].data, ctx.outputs[0].data);
-    if (split) d.run(M, K, N, true, dt::bf16, true, lo, ctx.inputs[1].data, ctx.outputs[0].data);
-  } catch (const dnnl::error& e) {
-    return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
-  }
+  thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
+  uint16_t* hi = scratch(hi_buffer, M * K);
+  uint16_t* lo = split ? scratch(lo_buffer, M * K) : nullptr;
+  activations_bf16(ctx.inputs[0].f32(), M, K, hi, lo);
+  const void* w = ctx.inputs[1].data;
+  ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, false, hi, w, ctx.outputs[0].data));
+  if (split) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, true, lo, w, ctx.outputs[0].data));
   return {};
 }
 
@@ -149,40 +155,6 @@ void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run) {
   for (int64_t c = 0; c < chunks; ++c) run(c * chunk, std::min(N, (c + 1) * chunk));
 }
 
-// Block-quantized weights, many rows: compute-bound, so the weights are
-// dequantized a slab of rows at a time into bf16 and multiplied by oneDNN's
-// bf16 kernels (the activations rounded to bf16: no worse than the int8
-// activations the decode path uses). The slab stays cache-sized and is
-// reused, so nothing is allocated per call after the first.
-Status matmul_quantized_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
-  const Tensor& B = ctx.inputs[1];
-  const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 21) / K));
-  thread_local std::vector<uint16_t> a_buffer, w_buffer;
-  a_buffer.resize(size_t(M * K));
-  w_buffer.resize(size_t(slab * K));
-  uint16_t* a16 = a_buffer.data();
-  uint16_t* w16 = w_buffer.data();
-  const float* a = ctx.inputs[0].f32();
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < M * K; ++i) a16[i] = f32_to_bf16(a[i]);
-  const size_t row_bytes = quant_row_bytes(B.dtype, K);
-  const auto* wq = static_cast<const uint8_t*>(B.data);
-  float* out = ctx.outputs[0].f32();
-  OneDnn& d = onednn();
-  for (int64_t n0 = 0; n0 < N; n0 += slab) {
-    const int64_t rows = std::min(slab, N - n0);
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) dequantize_row_bf16(B.dtype, wq + size_t(n0 + r) * row_bytes, K, w16 + r * K);
-    try {
-      std::lock_guard<std::mutex> guard(d.lock);
-      d.run(M, K, rows, true, dt::bf16, false, a16, w16, out + n0, N);
-    } catch (const dnnl::error& e) {
-      return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
-    }
-  }
-  return {};
-}
-
 __attribute__((target("avx512f"))) void widen_f16_avx512(const uint16_t* in, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
@@ -196,27 +168,22 @@ void widen_f16(const uint16_t* in, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
 }
 
-// F16 weights, many rows: oneDNN 2.6 has no f16 matmul on this CPU, so a
-// cache-sized slab of rows at a time is widened to f32 (exactly) and
-// multiplied by the f32 kernels.
-Status matmul_f16_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
-  const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 20) / K));
-  thread_local std::vector<float> w_buffer;
-  w_buffer.resize(size_t(slab * K));
-  float* w32 = w_buffer.data();
-  const auto* w16 = static_cast<const uint16_t*>(ctx.inputs[1].data);
+// Weights oneDNN can't take as stored, many rows: a cache-sized slab of
+// weight rows at a time is converted into `type` (convert_row(n, dst)
+// writes row n) and multiplied by oneDNN's kernels for that type, straight
+// into its columns of C. The slab is reused across calls.
+template <typename T, typename Convert>
+Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt type, const void* a,
+                       Convert&& convert_row) {
+  const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 21) / int64_t(sizeof(T)) / K));
+  thread_local std::vector<T> w_buffer;
+  T* w = scratch(w_buffer, slab * K);
   float* out = ctx.outputs[0].f32();
-  OneDnn& d = onednn();
   for (int64_t n0 = 0; n0 < N; n0 += slab) {
     const int64_t rows = std::min(slab, N - n0);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) widen_f16(w16 + (n0 + r) * K, K, w32 + r * K);
-    try {
-      std::lock_guard<std::mutex> guard(d.lock);
-      d.run(M, K, rows, true, dt::f32, false, ctx.inputs[0].data, w32, out + n0, N);
-    } catch (const dnnl::error& e) {
-      return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
-    }
+    for (int64_t r = 0; r < rows; ++r) convert_row(n0 + r, w + r * K);
+    ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, rows, true, type, false, a, w, out + n0, N));
   }
   return {};
 }
@@ -234,27 +201,40 @@ Status matmul_cpu(KernelContext& ctx) {
   if ((tb ? B.dim(1) : B.dim(0)) != K || C.numel() != M * N)
     return kernel_error(ctx, "matmul", "shapes a " + dims_str(A.shape) + ", b " + dims_str(B.shape) + " disagree");
   if (M == 0 || N == 0) return {};
-  if (is_quantized(B.dtype) && M > kGemvRows) return matmul_quantized_slabs(ctx, M, K, N);
+  const bool many = M > kGemvRows;
+  if (B.dtype == DType::F32 && (many || !tb))
+    return onednn_matmul(ctx, M, K, N, tb, dt::f32, false, A.data, B.data, C.data);
+  if (B.dtype == DType::BF16 && many) return matmul_onednn_bf16(ctx, M, K, N);
+  if (B.dtype == DType::F16 && many) {  // oneDNN 2.6 has no f16 matmul here: widened exactly to f32
+    const auto* w16 = static_cast<const uint16_t*>(B.data);
+    return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data,
+                                  [&](int64_t n, float* dst) { widen_f16(w16 + n * K, K, dst); });
+  }
+  if (is_quantized(B.dtype) && many) {
+    // Compute-bound: dequantized to bf16 for oneDNN's bf16 kernels, the
+    // activations rounded to bf16 (no worse than the int8 the decode path uses).
+    thread_local std::vector<uint16_t> a_buffer;
+    uint16_t* a16 = scratch(a_buffer, M * K);
+    activations_bf16(A.f32(), M, K, a16, nullptr);
+    const auto* wq = static_cast<const uint8_t*>(B.data);
+    const size_t row_bytes = quant_row_bytes(B.dtype, K);
+    return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, [&](int64_t n, uint16_t* dst) {
+      dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
+    });
+  }
   if (is_quantized(B.dtype)) {
-    // Reused across calls (no allocation per token); a plain reference so
-    // the worker threads read this thread's buffer, not their own.
     thread_local QuantizedActs buffer;
-    QuantizedActs& acts = buffer;
+    QuantizedActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
     quantize_acts(A.f32(), M, K, K, acts, B.dtype);
     for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
       quant_gemv(acts, static_cast<const uint8_t*>(B.data), B.dtype, n0, n1, C.f32(), N);
     });
     return {};
   }
-  if (B.dtype == DType::F32 && (M > kGemvRows || !tb)) return matmul_onednn(ctx, M, K, N, tb);
-  if (B.dtype == DType::BF16 && M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N);
-  if (B.dtype == DType::F16 && M > kGemvRows) return matmul_f16_slabs(ctx, M, K, N);
   if (B.dtype == DType::BF16 && has_avx512_bf16_dot()) {
     thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
-    hi_buffer.resize(size_t(M * K));
-    lo_buffer.resize(size_t(M * K));
-    uint16_t* hi = hi_buffer.data();  // plain pointers for the worker threads
-    uint16_t* lo = lo_buffer.data();
+    uint16_t* hi = scratch(hi_buffer, M * K);
+    uint16_t* lo = scratch(lo_buffer, M * K);
     split_bf16(A.f32(), M * K, hi, lo);
     for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
       gemv_bf16_split(hi, lo, M, K, static_cast<const uint16_t*>(B.data), K, n0, n1, C.f32(), N);
