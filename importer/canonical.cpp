@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "engine/quant.h"
@@ -136,9 +137,37 @@ Result<ImportReport> import_checkpoint(const std::string& dir, const std::string
   return report;
 }
 
+namespace {
+
+using Metadata = std::map<std::string, std::string>;
+
+// A safetensors file's metadata, parsed once per process and file version:
+// loading a canonical model asks for it several times (is it canonical,
+// then the tokenizer, the chat template and generation settings each ask
+// for a side file), and it carries a tokenizer.json of megabytes.
+Result<std::shared_ptr<const Metadata>> metadata_of(const std::string& path) {
+  static std::mutex lock;
+  static std::map<std::string, std::pair<std::string, std::shared_ptr<const Metadata>>> read;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  const auto stamp = fs::last_write_time(path, ec);
+  const std::string version = std::to_string(size) + "@" + std::to_string(stamp.time_since_epoch().count());
+  std::lock_guard<std::mutex> guard(lock);
+  auto it = read.find(path);
+  if (it != read.end() && it->second.first == version) return it->second.second;
+  ARCH_TRY(SafetensorsFile f, read_safetensors(path));
+  auto meta = std::make_shared<const Metadata>(std::move(f.metadata));
+  read[path] = {version, meta};
+  return meta;
+}
+
+}  // namespace
+
 bool is_canonical_file(const std::string& path) {
-  auto f = read_safetensors(path);
-  return f.ok() && f->metadata.count("format") && f->metadata.at("format") == "archetype";
+  auto meta = metadata_of(path);
+  if (!meta.ok()) return false;
+  auto format = (*meta)->find("format");
+  return format != (*meta)->end() && format->second == "archetype";
 }
 
 std::optional<std::string> canonical_file_of(const std::string& path) {
@@ -161,9 +190,9 @@ Result<std::optional<std::string>> read_side_file(const std::string& model, cons
   }
   auto file = canonical_file_of(model);
   if (!file) return std::optional<std::string>();
-  ARCH_TRY(SafetensorsFile f, read_safetensors(*file));
-  auto it = f.metadata.find("file:" + name);
-  if (it == f.metadata.end()) return std::optional<std::string>();
+  ARCH_TRY(auto meta, metadata_of(*file));
+  auto it = meta->find("file:" + name);
+  if (it == meta->end()) return std::optional<std::string>();
   return std::optional<std::string>(it->second);
 }
 
