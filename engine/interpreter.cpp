@@ -137,13 +137,7 @@ static Status check_step(const Program& p, RunState& state, size_t n, const std:
   std::unique_ptr<OpState> none;
   KernelContext ctx{node.attrs, ref_in, ref, none, max_context, g.values[node.outputs[0]].name};
   ARCH_TRY_STATUS((*reference)(ctx));
-  Tolerance tol = p.defs[n]->tolerance;
-  // A block-quantized weight: the fast kernels quantize the activations to
-  // int8 per block as well (the reference widens the weight and keeps f32
-  // activations), which moves a dot product by up to about 1% of its
-  // largest term; held to 2% of max|ref| rather than the op's f32 bound.
-  for (const Tensor& t : in)
-    if (t.data && is_quantized(t.dtype)) tol.rel = std::max(tol.rel, 2e-2);
+  const Tolerance tol = state.ops->check_tolerance(node.op, p.backend, in);
   for (size_t k = 0; k < ref.size(); ++k) {
     if (fast[k].dtype != DType::F32 || ref[k].dtype != DType::F32 || fast[k].numel() != ref[k].numel()) continue;
     double max_ref = 0, max_err = 0;

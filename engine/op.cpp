@@ -11,10 +11,21 @@ void OpTable::define(OpDef def, Kernel reference) {
   kernels_[name]["reference"] = std::move(reference);
 }
 
-void OpTable::add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes) {
+void OpTable::add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes,
+                         CheckTolerance check) {
   if (!defs_.count(op)) throw std::logic_error("kernel for an undefined op: " + op);
   kernels_[op][backend] = std::move(k);
   if (takes) takes_[op][backend] = std::move(takes);
+  if (check) check_[op][backend] = std::move(check);
+}
+
+Tolerance OpTable::check_tolerance(const std::string& op, const std::string& backend,
+                                   std::span<const Tensor> inputs) const {
+  const Tolerance own = defs_.at(op).tolerance;
+  auto it = check_.find(op);
+  if (it == check_.end()) return own;
+  auto c = it->second.find(backend);
+  return c == it->second.end() ? own : c->second(own, inputs);
 }
 
 bool OpTable::takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,

@@ -47,6 +47,7 @@ using Kernel = std::function<Status(KernelContext&)>;
 // (memory-mapped BF16, a quantized block format) instead of being widened to
 // F32 at load.
 using TakesStored = std::function<bool(const Attrs& attrs, size_t input, DType stored)>;
+
 // Shape rule: output types from input types (an absent optional input has an
 // empty shape and `present[i] == false`) and attributes.
 using ShapeRule =
@@ -64,6 +65,11 @@ struct Tolerance {
   double abs = 1e-6;
 };
 
+// The bound --check holds a fast kernel to on these inputs, where it
+// computes differently by design (a quantized weight's kernel quantizes the
+// activations too); given the op's own tolerance.
+using CheckTolerance = std::function<Tolerance(const Tolerance& op, std::span<const Tensor> inputs)>;
+
 struct OpDef {
   std::string name;
   std::vector<std::string> inputs;  // names; a trailing '?' marks an optional input, a
@@ -80,13 +86,16 @@ struct OpDef {
 class OpTable {
  public:
   void define(OpDef def, Kernel reference);
-  void add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes = nullptr);
+  void add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes = nullptr,
+                  CheckTolerance check = nullptr);
 
   const OpDef* find(const std::string& name) const;
   // The kernel for `backend`, else the reference one.
   const Kernel* kernel(const std::string& op, const std::string& backend) const;
   std::vector<std::string> names() const;
   // F32 always; else what the backend's own kernel declared.
+  // The op's tolerance, or what the backend's kernel declared for these inputs.
+  Tolerance check_tolerance(const std::string& op, const std::string& backend, std::span<const Tensor> inputs) const;
   bool takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
                     DType stored) const;
 
@@ -94,6 +103,7 @@ class OpTable {
   std::map<std::string, OpDef> defs_;
   std::map<std::string, std::map<std::string, Kernel>> kernels_;
   std::map<std::string, std::map<std::string, TakesStored>> takes_;
+  std::map<std::string, std::map<std::string, CheckTolerance>> check_;
 };
 
 }  // namespace arch

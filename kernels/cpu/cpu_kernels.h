@@ -20,6 +20,12 @@ void register_cpu_kernels(OpTable& t);  // all of the below
 void set_bf16_activations(bool on);
 bool bf16_activations();
 
+// --check's bound for a kernel reading a block-quantized weight: its
+// activations are quantized to int8 per block as well (the reference
+// widens the weight and keeps f32 activations), which moves a dot product
+// by up to about 1% of its largest term; 2% of max|ref|.
+Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs);
+
 // out [M, N] = a [M, K] @ w^T, w [N, K] in any type the cpu matmul reads
 // (what routed_matmul runs per expert).
 Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where);

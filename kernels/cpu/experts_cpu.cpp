@@ -88,7 +88,8 @@ void register_cpu_experts(OpTable& t) {
   const Kernel routed_ref = *t.kernel("routed_matmul", "reference");
   t.add_kernel(
       "routed_matmul", "cpu", [routed_ref](KernelContext& ctx) { return routed_matmul_cpu(ctx, routed_ref); },
-      [](const Attrs&, size_t input, DType stored) { return input == 1 && stored_float_or_block(stored); });
+      [](const Attrs&, size_t input, DType stored) { return input == 1 && stored_float_or_block(stored); },
+      quantized_check_tolerance);
 }
 
 }  // namespace arch

@@ -269,6 +269,15 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 void set_bf16_activations(bool on) { g_bf16_activations = on; }
 bool bf16_activations() { return g_bf16_activations; }
 
-void register_cpu_matmul(OpTable& t) { t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes); }
+Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
+  Tolerance t = op;
+  for (const Tensor& in : inputs)
+    if (in.data && is_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
+  return t;
+}
+
+void register_cpu_matmul(OpTable& t) {
+  t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes, quantized_check_tolerance);
+}
 
 }  // namespace arch

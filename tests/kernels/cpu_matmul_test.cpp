@@ -132,6 +132,20 @@ TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
   EXPECT_LE(rounded_err, 0.01 * max_abs(want));       // by bf16's 8 bits, no more
 }
 
+// --check holds a quantized weight's kernel to 2% (its activations are
+// quantized too), everything else to the op's own tolerance.
+TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
+  const OpTable& t = op_table();
+  const Tolerance own = t.find("matmul")->tolerance;
+  Tensor a = random_f32({1, 64}, 1), w = random_f32({8, 64}, 2);
+  std::vector<Tensor> f32_in{a, w}, q8_in{a, convert_to(w, DType::Q8_0)}, bf16_in{a, convert_to(w, DType::BF16)};
+  EXPECT_EQ(t.check_tolerance("matmul", "cpu", f32_in).rel, own.rel);
+  EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16_in).rel, own.rel);
+  EXPECT_EQ(t.check_tolerance("matmul", "cpu", q8_in).rel, 2e-2);
+  EXPECT_EQ(t.check_tolerance("matmul", "reference", q8_in).rel, own.rel);
+  EXPECT_EQ(t.check_tolerance("routed_matmul", "cpu", q8_in).rel, 2e-2);
+}
+
 TEST(CpuMatmul, ReadsStoredWeightsWithoutWidening) {
   const OpTable& t = op_table();
   Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
