@@ -36,24 +36,12 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
       if (in >= 0 && p.weights[in].data && !ops.takes_stored(node.op, backend, node.attrs, i, p.weights[in].dtype))
         widen[in] = 1;
     }
-  // A weight nothing reads any more (the planner concatenated it into
-  // another; or it is widened just below) gives its mapped pages back, so
-  // peak memory is the weights once, not twice.
-  std::vector<char> read(g.values.size(), 0);
-  for (const Node& node : g.nodes)
-    for (int in : node.inputs)
-      if (in >= 0) read[size_t(in)] = 1;
-  for (const GraphOutput& o : g.outputs) read[size_t(o.value)] = 1;
-  for (size_t v = 0; v < widen.size(); ++v) {
+  for (size_t v = 0; v < widen.size(); ++v)
     if (widen[v]) {
       Tensor stored = p.weights[v];
       p.weights[v] = to_f32(stored);
-      release_pages(stored);
-    } else if (!read[v] && p.weights[v].data) {
-      release_pages(p.weights[v]);
-      p.weights[v] = Tensor{};
+      release_pages(stored);  // read once, not again
     }
-  }
   std::vector<std::unique_ptr<OpState>> no_state(1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -94,18 +82,22 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + ", at load): " + st.error().message);
     for (size_t i = 0; i < outs.size(); ++i) p.weights[node.outputs[i]] = std::move(outs[i]);
   }
-  // Mapped weights that only folded nodes read (a stack of experts, a norm
-  // weight turned into w + 1) are not read again: their pages go back. The
-  // tensors stay bound (the pages return from the file if ever touched), so
-  // the program's weights remain a complete binding.
-  std::vector<char> live(g.values.size(), 0);
+  // Peak memory is the weights once, not twice. A weight no node reads any
+  // more (the planner concatenated it into another) is dropped and its
+  // mapped pages given back. One only folded nodes read (a stack of
+  // experts, a norm weight turned into w + 1) gives its pages back but stays
+  // bound (they return from the file if touched), since a program derived
+  // from this one may still fold from it.
+  std::vector<char> read(g.values.size(), 0), read_per_call(g.values.size(), 0);
   for (size_t n = 0; n < g.nodes.size(); ++n)
-    if (!p.folded[n])
-      for (int in : g.nodes[n].inputs)
-        if (in >= 0) live[size_t(in)] = 1;
-  for (const GraphOutput& o : g.outputs) live[size_t(o.value)] = 1;
-  for (size_t v = 0; v < live.size(); ++v)
-    if (!live[v]) release_pages(p.weights[v]);
+    for (int in : g.nodes[n].inputs)
+      if (in >= 0) (p.folded[n] ? read : read_per_call)[size_t(in)] = 1;
+  for (const GraphOutput& o : g.outputs) read_per_call[size_t(o.value)] = 1;
+  for (size_t v = 0; v < read.size(); ++v) {
+    if (read_per_call[v] || !p.weights[v].data) continue;
+    release_pages(p.weights[v]);
+    if (!read[v]) p.weights[v] = Tensor{};
+  }
   return p;
 }
 
