@@ -62,44 +62,49 @@ void release_pages(const Tensor& t) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
+size_t row_bytes(DType dtype, int64_t k) {
+  return is_quantized(dtype) ? quant_row_bytes(dtype, k) : size_t(k) * dtype_size(dtype);
+}
+
 size_t Tensor::nbytes() const {
-  if (is_quantized(dtype) && !shape.empty()) return size_t(numel() / shape.back()) * quant_row_bytes(dtype, shape.back());
+  if (is_quantized(dtype) && !shape.empty()) return size_t(numel() / shape.back()) * row_bytes(dtype, shape.back());
   return size_t(numel()) * dtype_size(dtype);
 }
 
-Tensor to_f32(const Tensor& t) {
-  Tensor out = Tensor::zeros(DType::F32, t.shape);
-  int64_t n = t.numel();
-  float* dst = out.f32();
-  if (is_quantized(t.dtype)) {
-    int64_t k = t.shape.back();
-    size_t row_bytes = quant_row_bytes(t.dtype, k);
-    for (int64_t r = 0; r < n / k; ++r)
-      dequantize_row(t.dtype, static_cast<const uint8_t*>(t.data) + size_t(r) * row_bytes, k, dst + r * k);
-    return out;
-  }
-  const auto* src16 = static_cast<const uint16_t*>(t.data);
-  switch (t.dtype) {
-    case DType::F32: std::memcpy(dst, t.data, size_t(n) * 4); break;
-    case DType::BF16: for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src16[i]); break;
-    case DType::F16: for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src16[i]); break;
+void widen_row(DType dtype, const void* row, int64_t k, float* out) {
+  if (is_quantized(dtype)) return dequantize_row(dtype, static_cast<const uint8_t*>(row), k, out);
+  const auto* src16 = static_cast<const uint16_t*>(row);
+  switch (dtype) {
+    case DType::F32: std::memcpy(out, row, size_t(k) * 4); break;
+    case DType::BF16: for (int64_t i = 0; i < k; ++i) out[i] = bf16_to_f32(src16[i]); break;
+    case DType::F16: for (int64_t i = 0; i < k; ++i) out[i] = f16_to_f32(src16[i]); break;
     case DType::F64: {
-      const auto* s = static_cast<const double*>(t.data);
-      for (int64_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      const auto* s = static_cast<const double*>(row);
+      for (int64_t i = 0; i < k; ++i) out[i] = float(s[i]);
       break;
     }
     case DType::I32: {
-      const auto* s = static_cast<const int32_t*>(t.data);
-      for (int64_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      const auto* s = static_cast<const int32_t*>(row);
+      for (int64_t i = 0; i < k; ++i) out[i] = float(s[i]);
       break;
     }
     case DType::I64: {
-      const auto* s = static_cast<const int64_t*>(t.data);
-      for (int64_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      const auto* s = static_cast<const int64_t*>(row);
+      for (int64_t i = 0; i < k; ++i) out[i] = float(s[i]);
       break;
     }
     default: throw std::runtime_error("to_f32: unsupported dtype");
   }
+}
+
+Tensor to_f32(const Tensor& t) {
+  Tensor out = Tensor::zeros(DType::F32, t.shape);
+  // Rows of the last dim (a block-quantized row is self-contained); other
+  // types are contiguous, so one "row" of everything.
+  const int64_t k = is_quantized(t.dtype) ? t.shape.back() : t.numel();
+  const size_t bytes = row_bytes(t.dtype, k);
+  for (int64_t r = 0; k > 0 && r < t.numel() / k; ++r)
+    widen_row(t.dtype, static_cast<const uint8_t*>(t.data) + size_t(r) * bytes, k, out.f32() + r * k);
   return out;
 }
 

@@ -50,6 +50,12 @@ void release_pages(const Tensor& t);
 // block-quantized type (the reference path computes in float32 whatever the
 // checkpoint stores).
 Tensor to_f32(const Tensor& t);
+// Bytes a row of k values takes stored as `dtype` (block-quantized rows
+// included).
+size_t row_bytes(DType dtype, int64_t k);
+// One row of k values in `dtype` (a block-quantized row: its values, then
+// scales) as float32.
+void widen_row(DType dtype, const void* row, int64_t k, float* out);
 
 // A float tensor (F32, F16, BF16 or block-quantized) stored as `to`: F32,
 // F16, BF16 (rounded to nearest even) or Q8_0 / Q4_0 (rows quantized; the

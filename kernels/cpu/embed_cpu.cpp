@@ -1,8 +1,6 @@
 // The cpu backend's embed: reads table rows in the type the checkpoint
 // stores them (BF16, F16, Q8_0, Q4_0), so a table shared with the output
 // projection (tied weights) stays mapped once instead of widened to F32.
-#include <cstring>
-
 #include "engine/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
@@ -10,21 +8,6 @@
 namespace arch {
 
 namespace {
-
-void widen_row(const Tensor& table, int64_t id, float* out) {
-  const int64_t H = table.dim(1);
-  if (is_quantized(table.dtype)) {
-    const size_t row_bytes = quant_row_bytes(table.dtype, H);
-    dequantize_row(table.dtype, static_cast<const uint8_t*>(table.data) + size_t(id) * row_bytes, H, out);
-    return;
-  }
-  if (table.dtype == DType::F32) {
-    std::memcpy(out, table.f32() + id * H, size_t(H) * 4);
-    return;
-  }
-  const uint16_t* row = static_cast<const uint16_t*>(table.data) + id * H;
-  for (int64_t h = 0; h < H; ++h) out[h] = table.dtype == DType::BF16 ? bf16_to_f32(row[h]) : f16_to_f32(row[h]);
-}
 
 Status embed_cpu(KernelContext& ctx) {
   const Tensor& table = ctx.inputs[0];  // [V, H]
@@ -40,7 +23,8 @@ Status embed_cpu(KernelContext& ctx) {
     if (id < 0 || id >= V)
       return kernel_error(ctx, "embed", "token id " + std::to_string(id) + " is out of range for a vocabulary of " +
                                             std::to_string(V));
-    widen_row(table, id, ctx.outputs[0].f32() + t * H);
+    widen_row(table.dtype, static_cast<const uint8_t*>(table.data) + size_t(id) * row_bytes(table.dtype, H), H,
+              ctx.outputs[0].f32() + t * H);
   }
   return {};
 }
