@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/quant.h"
+#include "kernels/cpu/gemv.h"
 
 namespace arch {
 
@@ -179,12 +180,6 @@ ARCH_BF16 void row_to_bf16_avx512(DType wt, const uint8_t* row, int64_t K, uint1
   }
 }
 
-bool has_avx512_bf16() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512bf16");
-  return yes;
-}
-
 bool has_vnni() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
@@ -233,7 +228,7 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
 }
 
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out) {
-  if (has_avx512_bf16()) return row_to_bf16_avx512(wt, row, K, out);
+  if (has_avx512_bf16_dot()) return row_to_bf16_avx512(wt, row, K, out);
   thread_local std::vector<float> f;
   f.resize(size_t(K));
   dequantize_row(wt, row, K, f.data());
