@@ -2,13 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 
 #include "engine/quant.h"
 #include "importer/config.h"
 #include "importer/json_text.h"
+#include "importer/mapped_file.h"
 #include "importer/safetensors.h"
 
 namespace arch {
@@ -21,11 +20,8 @@ const char* const kSideFiles[] = {"config.json",           "tokenizer.json",    
                                   "generation_config.json", "special_tokens_map.json", "chat_template.jinja"};
 
 Result<std::string> read_file_text(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return error(p.string() + ": cannot read");
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
+  ARCH_TRY(auto file, MappedFile::open(p.string()));  // its errors name the path and the reason
+  return std::string(file->text());
 }
 
 // The type a tensor is written as. Matrices of 32 rows or more whose rows
