@@ -2,6 +2,7 @@
 
 #include "engine/planner.h"
 #include "engine/quant.h"
+#include "engine/quant_interleaved.h"
 
 #include <chrono>
 #include <cmath>
@@ -10,6 +11,33 @@
 #include <set>
 
 namespace arch {
+
+namespace {
+
+// A Q8_0 / Q4_0 matrix every reader of which takes it with 16 rows
+// interleaved (engine/quant_interleaved.h) is converted once, here.
+void interleave_where_read(const Graph& g, const OpTable& ops, const std::string& backend,
+                           std::vector<Tensor>& weights) {
+  std::vector<int> verdict(g.values.size(), -1);  // -1 unread, 0 no, 1 yes
+  for (const Node& node : g.nodes)
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int in = node.inputs[i];
+      if (in < 0 || !weights[size_t(in)].data || !is_quantized(weights[size_t(in)].dtype)) continue;
+      const Tensor& w = weights[size_t(in)];
+      const bool takes = w.shape.size() == 2 && ops.takes_stored(node.op, backend, node.attrs, i, interleaved_of(w.dtype));
+      int& v = verdict[size_t(in)];
+      v = (v != 0 && takes) ? 1 : 0;
+    }
+  for (const GraphOutput& o : g.outputs) verdict[size_t(o.value)] = 0;
+  for (size_t v = 0; v < verdict.size(); ++v)
+    if (verdict[v] == 1) {
+      Tensor stored = weights[v];
+      weights[v] = interleave_rows(stored);
+      release_pages(stored);
+    }
+}
+
+}  // namespace
 
 Result<Program> make_program(const Graph& source, const OpTable& ops, std::vector<Tensor> weights,
                              const std::string& backend, bool plan) {
@@ -42,6 +70,7 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
       p.weights[v] = to_f32(stored);
       release_pages(stored);  // read once, not again
     }
+  interleave_where_read(g, ops, backend, p.weights);
   std::vector<std::unique_ptr<OpState>> no_state(1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -120,7 +149,10 @@ static Status check_step(const Program& p, RunState& state, size_t n, const std:
   // The reference kernels read F32: widen what the fast one read as stored.
   std::vector<Tensor> ref_in;
   for (const Tensor& t : in)
-    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_quantized(t.dtype)) ? to_f32(t) : t);
+    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_quantized(t.dtype) ||
+                                is_interleaved(t.dtype))
+                         ? to_f32(t)
+                         : t);
   std::vector<Tensor> ref;
   for (const auto& t : types) {
     Dims dims = concretize(t.shape, seq);

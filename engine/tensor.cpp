@@ -1,6 +1,7 @@
 #include "engine/tensor.h"
 
 #include "engine/quant.h"
+#include "engine/quant_interleaved.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -63,13 +64,18 @@ void release_pages(const Tensor& t) {
 }
 
 size_t row_bytes(DType dtype, int64_t k) {
+  if (is_interleaved(dtype)) return quant_row_bytes(rows_of(dtype), k);
   return is_quantized(dtype) ? quant_row_bytes(dtype, k) : size_t(k) * dtype_size(dtype);
 }
 
 size_t Tensor::nbytes() const {
-  if (is_quantized(dtype) && !shape.empty()) return size_t(numel() / shape.back()) * row_bytes(dtype, shape.back());
-  return size_t(numel()) * dtype_size(dtype);
+  if (shape.empty() || !(is_quantized(dtype) || is_interleaved(dtype))) return size_t(numel()) * dtype_size(dtype);
+  int64_t rows = numel() / shape.back();
+  if (is_interleaved(dtype)) rows = (rows + kInterleave - 1) / kInterleave * kInterleave;  // whole tiles
+  return size_t(rows) * row_bytes(dtype, shape.back());
 }
+
+namespace {
 
 void widen_row(DType dtype, const void* row, int64_t k, float* out) {
   if (is_quantized(dtype)) return dequantize_row(dtype, static_cast<const uint8_t*>(row), k, out);
@@ -97,14 +103,19 @@ void widen_row(DType dtype, const void* row, int64_t k, float* out) {
   }
 }
 
+}  // namespace
+
+void widen_row(const Tensor& t, int64_t r, float* out) {
+  const int64_t k = t.shape.empty() ? 1 : t.shape.back();
+  const auto* data = static_cast<const uint8_t*>(t.data);
+  if (is_interleaved(t.dtype)) return interleaved_row(t.dtype, data, k, r, out);
+  widen_row(t.dtype, data + size_t(r) * row_bytes(t.dtype, k), k, out);
+}
+
 Tensor to_f32(const Tensor& t) {
   Tensor out = Tensor::zeros(DType::F32, t.shape);
-  // Rows of the last dim (a block-quantized row is self-contained); other
-  // types are contiguous, so one "row" of everything.
-  const int64_t k = is_quantized(t.dtype) ? t.shape.back() : t.numel();
-  const size_t bytes = row_bytes(t.dtype, k);
-  for (int64_t r = 0; k > 0 && r < t.numel() / k; ++r)
-    widen_row(t.dtype, static_cast<const uint8_t*>(t.data) + size_t(r) * bytes, k, out.f32() + r * k);
+  const int64_t k = t.shape.empty() ? 1 : t.shape.back();
+  for (int64_t r = 0; k > 0 && r < t.numel() / k; ++r) widen_row(t, r, out.f32() + r * k);
   return out;
 }
 

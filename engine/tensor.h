@@ -51,11 +51,11 @@ void release_pages(const Tensor& t);
 // checkpoint stores).
 Tensor to_f32(const Tensor& t);
 // Bytes a row of k values takes stored as `dtype` (block-quantized rows
-// included).
+// included; an interleaved type's rows are not contiguous, but take as many
+// bytes in all).
 size_t row_bytes(DType dtype, int64_t k);
-// One row of k values in `dtype` (a block-quantized row: its values, then
-// scales) as float32.
-void widen_row(DType dtype, const void* row, int64_t k, float* out);
+// Row r (of the last dim) of a float or block-quantized tensor, as float32.
+void widen_row(const Tensor& t, int64_t r, float* out);
 
 // A float tensor (F32, F16, BF16 or block-quantized) stored as `to`: F32,
 // F16, BF16 (rounded to nearest even) or Q8_0 / Q4_0 (rows quantized; the

@@ -1,7 +1,9 @@
 // The cpu backend's embed: reads table rows in the type the checkpoint
-// stores them (BF16, F16, Q8_0, Q4_0), so a table shared with the output
-// projection (tied weights) stays mapped once instead of widened to F32.
+// stores them (BF16, F16, Q8_0, Q4_0, interleaved or not), so a table shared
+// with the output projection (tied weights) stays mapped once instead of
+// widened to F32.
 #include "engine/quant.h"
+#include "engine/quant_interleaved.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -23,14 +25,13 @@ Status embed_cpu(KernelContext& ctx) {
     if (id < 0 || id >= V)
       return kernel_error(ctx, "embed", "token id " + std::to_string(id) + " is out of range for a vocabulary of " +
                                             std::to_string(V));
-    widen_row(table.dtype, static_cast<const uint8_t*>(table.data) + size_t(id) * row_bytes(table.dtype, H), H,
-              ctx.outputs[0].f32() + t * H);
+    widen_row(table, id, ctx.outputs[0].f32() + t * H);
   }
   return {};
 }
 
 bool embed_takes(const Attrs&, size_t input, DType stored) {
-  return input == 0 && (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored));
+  return input == 0 && (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored));
 }
 
 }  // namespace

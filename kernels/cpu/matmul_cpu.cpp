@@ -9,7 +9,9 @@
 //     registers (gemv_bf16_avx512.cpp for BF16 where AVX-512 BF16 exists),
 //     rows of the weight split across threads;
 //   - Q8_0 / Q4_0 weights: the activations quantized per block and integer
-//     dot products (quant_dot.cpp).
+//     dot products (quant_dot.cpp; quant_interleaved_dot.cpp on the 16-row
+//     interleaved layout make_program gives them when every reader takes
+//     it); for many rows, dequantized slab by slab to bf16 for oneDNN.
 // Checked against the reference kernel by the goldens on this path.
 #include <immintrin.h>
 #include <omp.h>
@@ -23,6 +25,7 @@
 #include <dnnl.hpp>
 
 #include "engine/quant.h"
+#include "engine/quant_interleaved.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
@@ -141,15 +144,16 @@ Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
 // Splits the N weight rows across threads: equal contiguous shares when
 // decoding (each thread streams its own part of the weight), cache-sized
 // chunks handed out dynamically for many rows of activations.
+// Chunks start at multiples of `align` rows (an interleaved tile's 16).
 template <typename F>
-void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run) {
+void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4) {
   const int threads = omp_get_max_threads();
   if (threads == 1 || N * K < (1 << 15)) {
     run(0, N);
     return;
   }
   int64_t chunk = M <= kGemvRows ? (N + threads * 16 - 1) / (threads * 16) : 32;
-  chunk = std::max<int64_t>(4, (chunk + 3) / 4 * 4);
+  chunk = std::max<int64_t>(align, (chunk + align - 1) / align * align);
   const int64_t chunks = (N + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t c = 0; c < chunks; ++c) run(c * chunk, std::min(N, (c + 1) * chunk));
@@ -169,20 +173,22 @@ void widen_f16(const uint16_t* in, int64_t n, float* out) {
 }
 
 // Weights oneDNN can't take as stored, many rows: a cache-sized slab of
-// weight rows at a time is converted into `type` (convert_row(n, dst)
-// writes row n) and multiplied by oneDNN's kernels for that type, straight
-// into its columns of C. The slab is reused across calls.
+// weight rows at a time is converted into `type` (convert(n, rows, dst)
+// writes rows n.., `unit` of them or the last few) and multiplied by
+// oneDNN's kernels for that type, straight into its columns of C. The slab
+// is reused across calls.
 template <typename T, typename Convert>
-Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt type, const void* a,
-                       Convert&& convert_row) {
-  const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 21) / int64_t(sizeof(T)) / K));
+Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt type, const void* a, int64_t unit,
+                       Convert&& convert) {
+  int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 21) / int64_t(sizeof(T)) / K));
+  slab = (slab + unit - 1) / unit * unit;
   thread_local std::vector<T> w_buffer;
   T* w = scratch(w_buffer, slab * K);
   float* out = ctx.outputs[0].f32();
   for (int64_t n0 = 0; n0 < N; n0 += slab) {
     const int64_t rows = std::min(slab, N - n0);
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) convert_row(n0 + r, w + r * K);
+    for (int64_t r = 0; r < rows; r += unit) convert(n0 + r, std::min(unit, rows - r), w + r * K);
     ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, rows, true, type, false, a, w, out + n0, N));
   }
   return {};
@@ -207,28 +213,38 @@ Status matmul_cpu(KernelContext& ctx) {
   if (B.dtype == DType::BF16 && many) return matmul_onednn_bf16(ctx, M, K, N);
   if (B.dtype == DType::F16 && many) {  // oneDNN 2.6 has no f16 matmul here: widened exactly to f32
     const auto* w16 = static_cast<const uint16_t*>(B.data);
-    return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data,
-                                  [&](int64_t n, float* dst) { widen_f16(w16 + n * K, K, dst); });
+    return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1,
+                                  [&](int64_t n, int64_t, float* dst) { widen_f16(w16 + n * K, K, dst); });
   }
-  if (is_quantized(B.dtype) && many) {
+  const bool interleaved = is_interleaved(B.dtype);
+  const auto* wq = static_cast<const uint8_t*>(B.data);
+  if ((is_quantized(B.dtype) || interleaved) && many) {
     // Compute-bound: dequantized to bf16 for oneDNN's bf16 kernels, the
     // activations rounded to bf16 (no worse than the int8 the decode path uses).
     thread_local std::vector<uint16_t> a_buffer;
     uint16_t* a16 = scratch(a_buffer, M * K);
     activations_bf16(A.f32(), M, K, a16, nullptr);
-    const auto* wq = static_cast<const uint8_t*>(B.data);
+    if (interleaved)
+      return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, kInterleave,
+                                       [&](int64_t n, int64_t rows, uint16_t* dst) {
+                                         interleaved_tile_bf16(B.dtype, wq, K, n / kInterleave, rows, dst);
+                                       });
     const size_t row_bytes = quant_row_bytes(B.dtype, K);
-    return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, [&](int64_t n, uint16_t* dst) {
+    return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, 1, [&](int64_t n, int64_t, uint16_t* dst) {
       dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
     });
   }
-  if (is_quantized(B.dtype)) {
+  if (is_quantized(B.dtype) || interleaved) {
     thread_local QuantizedActs buffer;
     QuantizedActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
     quantize_acts(A.f32(), M, K, K, acts, B.dtype);
-    for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
-      quant_gemv(acts, static_cast<const uint8_t*>(B.data), B.dtype, n0, n1, C.f32(), N);
-    });
+    for_row_chunks(
+        M, N, K,
+        [&](int64_t n0, int64_t n1) {
+          if (interleaved) interleaved_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
+          else quant_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
+        },
+        interleaved ? kInterleave : 4);
     return {};
   }
   if (B.dtype == DType::BF16 && has_avx512_bf16_dot()) {
@@ -261,7 +277,7 @@ namespace {
 
 bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
-  return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored);
+  return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored);
 }
 
 }  // namespace
@@ -272,7 +288,7 @@ bool bf16_activations() { return g_bf16_activations; }
 Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
   Tolerance t = op;
   for (const Tensor& in : inputs)
-    if (in.data && is_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
+    if (in.data && (is_quantized(in.dtype) || is_interleaved(in.dtype))) t.rel = std::max(t.rel, 2e-2);
   return t;
 }
 

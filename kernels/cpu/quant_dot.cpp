@@ -180,13 +180,40 @@ ARCH_BF16 void row_to_bf16_avx512(DType wt, const uint8_t* row, int64_t K, uint1
   }
 }
 
-bool has_vnni() {
+// One block of 32 activations to int8: its largest |x| maps to 127 (ties
+// to even, as the vector conversion rounds).
+void quantize_block(const float* v, int8_t* q, float& scale, float& scale_sum) {
+  float amax = 0;
+  for (int64_t i = 0; i < B; ++i) amax = std::max(amax, std::abs(v[i]));
+  const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
+  int32_t sum = 0;
+  for (int64_t i = 0; i < B; ++i) {
+    q[i] = int8_t(std::nearbyint(v[i] * inv));
+    sum += q[i];
+  }
+  scale = d;
+  scale_sum = d * float(sum);
+}
+
+ARCH_VNNI void quantize_block_avx512(const float* v, int8_t* q, float& scale, float& scale_sum) {
+  const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+  const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
+  const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, _mm512_set1_ps(inv)));
+  const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, _mm512_set1_ps(inv)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(q0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(q1));
+  scale = d;
+  scale_sum = d * float(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)));
+}
+
+}  // namespace
+
+bool has_avx512_vnni() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
   return yes;
 }
-
-}  // namespace
 
 int8_t QuantizedActs::at(int64_t m, int64_t k) const {
   if (q4_order && k < K / 128 * 128) {
@@ -204,20 +231,13 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
   out.q.resize(size_t(M * K));
   out.scale.resize(size_t(M * blocks));
   out.scale_sum.resize(size_t(M * blocks));
+  const bool avx512 = has_avx512_vnni();
   for (int64_t m = 0; m < M; ++m)
     for (int64_t b = 0; b < blocks; ++b) {
-      const float* v = x + m * ldx + b * B;
-      float amax = 0;
-      for (int64_t i = 0; i < B; ++i) amax = std::max(amax, std::abs(v[i]));
-      const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
-      int32_t sum = 0;
-      for (int64_t i = 0; i < B; ++i) {
-        int8_t q = int8_t(std::lround(v[i] * inv));
-        out.q[size_t(m * K + b * B + i)] = q;
-        sum += q;
-      }
-      out.scale[size_t(m * blocks + b)] = d;
-      out.scale_sum[size_t(m * blocks + b)] = d * float(sum);
+      const size_t at = size_t(m * blocks + b);
+      int8_t* q = out.q.data() + m * K + b * B;
+      if (avx512) quantize_block_avx512(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at]);
+      else quantize_block(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at]);
     }
   if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk
     for (int64_t m = 0; m < M; ++m)
@@ -236,7 +256,7 @@ void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out)
 }
 
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy) {
-  if (has_vnni()) rows_vnni(a, w, wt, n0, n1, y, ldy);
+  if (has_avx512_vnni()) rows_vnni(a, w, wt, n0, n1, y, ldy);
   else quant_gemv_portable(a, w, wt, n0, n1, y, ldy);
 }
 

@@ -29,6 +29,8 @@ struct QuantizedActs {
   int8_t at(int64_t m, int64_t k) const;
 };
 
+bool has_avx512_vnni();
+
 void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out, DType for_weights);
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1); w rows in `wt`'s layout.
@@ -41,5 +43,17 @@ void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int
 
 // One row of w as bf16 (the prompt path feeds slabs of these to oneDNN).
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out);
+
+// The same for weights with 16 rows interleaved (Q8_0x16 / Q4_0x16,
+// engine/quant_interleaved.h), w [N, K]: y columns [n0, n1), n0 a multiple
+// of 16. Each 64-byte load holds 4 values of 16 rows, so a vpdpbusd against
+// 4 activation bytes broadcast adds to the 16 rows' sums at once.
+void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy);
+void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                               int64_t ldy);
+
+// Rows [16 t, 16 t + rows) of interleaved w as bf16, out [rows, K].
+void interleaved_tile_bf16(DType wt, const uint8_t* w, int64_t K, int64_t t, int64_t rows, uint16_t* out);
 
 }  // namespace arch

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <tuple>
 
 #include "engine/generate.h"
 #include "engine/model.h"
@@ -150,6 +151,35 @@ TEST(QuantizedMoE, ExpertsStayQuantizedAtLoad) {
     }
   EXPECT_GT(stacked_q4, 0);
   EXPECT_EQ(stacked_f32, 0);
+}
+
+// The 2-d q4 and q8 matrices of a dense model are interleaved by 16 rows at
+// load on the cpu path (every reader takes that layout: the matmuls, and
+// the embed that shares a tied table), and kept in rows for the reference.
+TEST(QuantizedDense, MatricesAreInterleavedAtLoad) {
+  std::string golden = golden_dir("qwen2");
+  ARCH_REQUIRE_SHARED(golden);
+  testing::TempDir tmp;
+  for (auto [type, rows, interleaved] : {std::tuple{ImportType::Q4, DType::Q4_0, DType::Q4_0x16},
+                                         std::tuple{ImportType::Q8, DType::Q8_0, DType::Q8_0x16}}) {
+    std::string out = tmp / (std::string(dtype_name(rows)) + ".safetensors");
+    ASSERT_TRUE(import_checkpoint(golden, out, type).ok());
+    for (const char* backend : {"cpu", "reference"}) {
+      LoadOptions opt;
+      opt.backend = backend;
+      auto model = load_model(out, opt);
+      ASSERT_TRUE(model.ok()) << model.error().message;
+      int in_rows = 0, in_tiles = 0;
+      for (const Tensor& w : (*model)->program.weights) {
+        in_rows += w.data && w.dtype == rows;
+        in_tiles += w.data && w.dtype == interleaved;
+      }
+      SCOPED_TRACE(std::string(backend) + " " + std::string(dtype_name(rows)));
+      EXPECT_EQ(in_rows, 0);
+      if (std::string(backend) == "cpu") EXPECT_GT(in_tiles, 0);
+      else EXPECT_EQ(in_tiles, 0);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, QuantizedGolden,

@@ -22,6 +22,9 @@ class TempDir {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     std::string name = "archetype-importer-" + std::to_string(::getpid()) + "-" +
                        std::to_string(counter++) + "-" + (info ? info->name() : "x");
+    // A parameterised test's name holds a '/': keep the directory one level deep.
+    for (char& c : name)
+      if (c == '/') c = '_';
     path_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::create_directories(path_);
   }

@@ -1,15 +1,17 @@
 // The cpu matmul against the reference on every weight type it reads as
 // stored, at shapes that exercise the row tiles, the K tails and the thread
 // split: BF16/F16 within the op's f32 tolerance of the reference on the
-// widened weights; Q8_0/Q4_0 at decode sizes (M <= 4) exactly (up to f32
-// rounding) what int8 activations times quantized weights give, and at
-// prompt sizes (bf16 activations, oneDNN) close to the f32 product.
+// widened weights; Q8_0/Q4_0, in rows or 16 rows interleaved, at decode
+// sizes (M <= 4) exactly (up to f32 rounding) what int8 activations times
+// quantized weights give, and at prompt sizes (bf16 activations, oneDNN)
+// close to the f32 product.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "engine/quant.h"
+#include "engine/quant_interleaved.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
@@ -20,6 +22,13 @@ namespace arch {
 namespace {
 
 Tensor random_f32(Dims shape, uint32_t seed) { return test::normal_f32(std::move(shape), seed); }
+
+// w stored as `dtype`; the interleaved types by way of their row layout, as
+// make_program makes them.
+Tensor stored_as(const Tensor& w, DType dtype) {
+  return is_interleaved(dtype) ? interleave_rows(convert_to(w, rows_of(dtype))) : convert_to(w, dtype);
+}
+bool storable(DType dtype, int64_t k) { return quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k); }
 
 Tensor run(const std::string& backend, const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
@@ -58,11 +67,11 @@ TEST(CpuMatmul, WidenedTypesMatchTheReference) {
 }
 
 TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0})
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16})
     for (const Case& c : kCases) {
-      if (!quantizable(dtype, c.K)) continue;
+      if (!storable(dtype, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 3), w = random_f32({c.N, c.K}, 4);
-      Tensor stored = convert_to(w, dtype);
+      Tensor stored = stored_as(w, dtype);
       Tensor got = run("cpu", a, stored);
       // The same product worked out plainly: dequantized weights times
       // dequantized activations, in double.
@@ -103,6 +112,23 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
       quant_gemv(q, static_cast<const uint8_t*>(w.data), dtype, 0, c.N, fast.data(), c.N);
       quant_gemv_portable(q, static_cast<const uint8_t*>(w.data), dtype, 0, c.N, plain.data(), c.N);
       for (size_t i = 0; i < fast.size(); ++i) EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i])));
+    }
+  for (DType dtype : {DType::Q8_0x16, DType::Q4_0x16})
+    for (const Case& c : kCases) {
+      if (!storable(dtype, c.K) || c.M > 4) continue;
+      Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
+      QuantizedActs q;
+      quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
+      const auto* data = static_cast<const uint8_t*>(w.data);
+      std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
+      // In two ranges split at a tile, as the threads split them.
+      const int64_t split = std::min<int64_t>(c.N, kInterleave);
+      for (auto [n0, n1] : {std::pair{int64_t(0), split}, std::pair{split, c.N}}) {
+        interleaved_gemv(q, data, dtype, n0, n1, fast.data(), c.N);
+        interleaved_gemv_portable(q, data, dtype, n0, n1, plain.data(), c.N);
+      }
+      for (size_t i = 0; i < fast.size(); ++i)
+        EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " N=" << c.N;
     }
   for (const Case& c : kCases) {
     if (c.M > 4) continue;
@@ -149,7 +175,7 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
 TEST(CpuMatmul, ReadsStoredWeightsWithoutWidening) {
   const OpTable& t = op_table();
   Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
-  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0}) {
+  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16}) {
     EXPECT_TRUE(t.takes_stored("matmul", "cpu", tb, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "cpu", plain, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "reference", tb, 1, d)) << dtype_name(d);

@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include "engine/quant.h"
+#include "engine/quant_interleaved.h"
 #include "kernels/kernels.h"
 
 namespace arch {
@@ -58,6 +59,7 @@ Tensor random_weight(DType dtype, int64_t N, int64_t K) {
   std::normal_distribution<float> dist(0.0f, 0.02f);
   Tensor f = Tensor::zeros(DType::F32, {N, K});
   for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = dist(rng);
+  if (is_interleaved(dtype)) return interleave_rows(convert_to(f, rows_of(dtype)));
   return convert_to(f, dtype);
 }
 
@@ -138,14 +140,18 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_Gemv, f32, DType::F32)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::BF16)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, f16, DType::F16)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, q4, DType::Q4_0)->Apply(decode_shapes);
+// q8 and q4 as a loaded model holds them (16 rows interleaved); the row
+// layout is what MoE experts keep.
+BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0x16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q4, DType::Q4_0x16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q8_rows, DType::Q8_0)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q4_rows, DType::Q4_0)->Apply(decode_shapes);
 // f32 at 1024^3 on oneDNN is the machine's GEMM peak as this project sees it.
 BENCHMARK_CAPTURE(BM_Gemm, f32, DType::F32)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::F16)->Apply(prompt_shapes);
-BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0)->Apply(prompt_shapes);
-BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0x16)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0x16)->Apply(prompt_shapes);
 
 }  // namespace
 }  // namespace arch

@@ -1,0 +1,51 @@
+// Q8_0 and Q4_0 matrices with 16 rows interleaved, the layout the cpu
+// kernels read (made once at load; files keep engine/quant.h's row layout).
+//
+// A decode step multiplies every weight row by the same activations. With
+// rows stored one after another, a row's 32-value block yields a dot
+// product spread over vector lanes that must be converted, scaled and
+// summed per row. Interleaved, a 64-byte load holds 4 values of each of 16
+// rows; one integer dot product against 4 activation bytes broadcast to
+// every lane adds to 16 row sums at once, each lane one row, and the scales
+// are applied once per block for 16 rows together.
+//
+// Rows are grouped in tiles of 16 (the last padded with zero rows). A tile
+// is K / 32 blocks one after another, each block its values then the 16
+// rows' F16 scales:
+//   Q8_0x16: 8 groups of 64 bytes; group g holds values 4g..4g+3 of rows
+//            0..15 (byte 4r + j: row r, value 4g + j), as offset binary.
+//   Q4_0x16: 4 groups of 64 bytes; byte 4r + j of group g holds value
+//            4g + j of row r in its low nibble and value 16 + 4g + j in its
+//            high nibble.
+// Scales and values mean what they mean in engine/quant.h.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "engine/tensor.h"
+
+namespace arch {
+
+constexpr int64_t kInterleave = 16;
+
+bool is_interleaved(DType t);
+// Q8_0 -> Q8_0x16, Q4_0 -> Q4_0x16; and back.
+DType interleaved_of(DType rows);
+DType rows_of(DType interleaved);
+
+// Bytes of one tile, and of one block within it (values, then 16 scales).
+size_t interleaved_block_bytes(DType t);
+inline size_t interleaved_tile_bytes(DType t, int64_t k) { return size_t(k / 32) * interleaved_block_bytes(t); }
+inline size_t interleaved_values_bytes(DType t) { return interleaved_block_bytes(t) - 2 * kInterleave; }
+
+// A row-layout Q8_0 / Q4_0 matrix [N, K] interleaved (new storage).
+Tensor interleave_rows(const Tensor& rows);
+
+// Row r of an interleaved [N, K] matrix, dequantized; and its quantized
+// value k as stored (offset binary) and the scale of its block.
+void interleaved_row(DType t, const uint8_t* data, int64_t k, int64_t r, float* out);
+uint8_t interleaved_value(DType t, const uint8_t* data, int64_t k, int64_t r, int64_t at);
+float interleaved_scale(DType t, const uint8_t* data, int64_t k, int64_t r, int64_t block);
+
+}  // namespace arch

@@ -1,0 +1,193 @@
+// Integer dot products on weights with 16 rows interleaved
+// (engine/quant_interleaved.h). Lane r of every vector is row r of the
+// tile: the block's int32 sums, its scales and the running totals, so the
+// 16 results come out stored as they are, with no reduction across lanes.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "engine/quant.h"
+#include "engine/quant_interleaved.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/quant_dot.h"
+
+namespace arch {
+
+namespace {
+
+constexpr int64_t B = kQuantBlock;
+
+int offset_of(DType wt) { return wt == DType::Q8_0x16 ? 128 : 8; }
+
+}  // namespace
+
+void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                               int64_t ldy) {
+  const int64_t K = a.K, blocks = K / B;
+  for (int64_t n = n0; n < n1; ++n)
+    for (int64_t m = 0; m < a.M; ++m) {
+      float total = 0, offset = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        int32_t dot = 0;
+        for (int64_t k = b * B; k < (b + 1) * B; ++k)
+          dot += int32_t(interleaved_value(wt, w, K, n, k)) * a.q[size_t(m * K + k)];
+        const float d = interleaved_scale(wt, w, K, n, b);
+        total += d * a.scale[size_t(m * blocks + b)] * float(dot);
+        offset += d * a.scale_sum[size_t(m * blocks + b)];
+      }
+      y[m * ldy + n] = total - float(offset_of(wt)) * offset;
+    }
+}
+
+namespace {
+
+#define ARCH_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma")))
+
+ARCH_VNNI inline __m512i broadcast4(const int8_t* q) {
+  int32_t v;
+  std::memcpy(&v, q, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// One tile (16 rows) against MR rows of activations.
+template <int MR, bool Q4>
+ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* tile, DType wt, int rows, float* y,
+                         int64_t ldy) {
+  const int64_t K = a.K, blocks = K / B;
+  const size_t block_bytes = interleaved_block_bytes(wt), values_bytes = interleaved_values_bytes(wt);
+  const int8_t* q[MR];
+  const float *scale[MR], *scale_sum[MR];
+  __m512 acc[MR], off[MR];
+  for (int m = 0; m < MR; ++m) {
+    q[m] = a.q.data() + (m0 + m) * K;
+    scale[m] = a.scale.data() + (m0 + m) * blocks;
+    scale_sum[m] = a.scale_sum.data() + (m0 + m) * blocks;
+    acc[m] = off[m] = _mm512_setzero_ps();
+  }
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = tile + size_t(b) * block_bytes;
+    __m512i s0[MR], s1[MR];
+    for (int m = 0; m < MR; ++m) s0[m] = s1[m] = _mm512_setzero_si512();
+    if constexpr (Q4) {
+      for (int g = 0; g < 4; ++g) {  // low nibbles: values 4g.., high: 16 + 4g..
+        const __m512i v = _mm512_loadu_si512(block + 64 * g);
+        const __m512i lo = _mm512_and_si512(v, low_nibbles);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
+        for (int m = 0; m < MR; ++m) {
+          s0[m] = _mm512_dpbusd_epi32(s0[m], lo, broadcast4(q[m] + b * B + 4 * g));
+          s1[m] = _mm512_dpbusd_epi32(s1[m], hi, broadcast4(q[m] + b * B + 16 + 4 * g));
+        }
+      }
+    } else {
+      for (int g = 0; g < 8; g += 2) {
+        const __m512i v0 = _mm512_loadu_si512(block + 64 * g), v1 = _mm512_loadu_si512(block + 64 * (g + 1));
+        for (int m = 0; m < MR; ++m) {
+          s0[m] = _mm512_dpbusd_epi32(s0[m], v0, broadcast4(q[m] + b * B + 4 * g));
+          s1[m] = _mm512_dpbusd_epi32(s1[m], v1, broadcast4(q[m] + b * B + 4 * g + 4));
+        }
+      }
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + values_bytes)));
+    for (int m = 0; m < MR; ++m) {
+      const __m512 sums = _mm512_cvtepi32_ps(_mm512_add_epi32(s0[m], s1[m]));
+      acc[m] = _mm512_fmadd_ps(sums, _mm512_mul_ps(d, _mm512_set1_ps(scale[m][b])), acc[m]);
+      off[m] = _mm512_fmadd_ps(d, _mm512_set1_ps(scale_sum[m][b]), off[m]);
+    }
+  }
+  const __m512 offset = _mm512_set1_ps(float(offset_of(wt)));
+  const __mmask16 live = __mmask16((1u << rows) - 1);
+  for (int m = 0; m < MR; ++m)
+    _mm512_mask_storeu_ps(y + (m0 + m) * ldy, live, _mm512_fnmadd_ps(offset, off[m], acc[m]));
+}
+
+template <bool Q4>
+ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                          int64_t ldy) {
+  const size_t tile_bytes = interleaved_tile_bytes(wt, a.K);
+  for (int64_t m = 0; m < a.M; m += 4) {
+    const int64_t mr = std::min<int64_t>(4, a.M - m);
+    for (int64_t n = n0; n < n1; n += kInterleave) {
+      const uint8_t* tile = w + size_t(n / kInterleave) * tile_bytes;
+      const int rows = int(std::min<int64_t>(kInterleave, n1 - n));
+      switch (mr) {
+        case 4: tile_vnni<4, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
+        case 3: tile_vnni<3, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
+        case 2: tile_vnni<2, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
+        default: tile_vnni<1, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
+      }
+    }
+  }
+}
+
+#define ARCH_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
+
+// A block's values as 8 vectors of bytes, vector g holding values 4g..4g+3
+// of the 16 rows (byte 4r + j: row r, value 4g + j).
+ARCH_BF16 inline void block_values(DType wt, const uint8_t* block, __m512i (&v)[8]) {
+  if (wt == DType::Q8_0x16) {
+    for (int g = 0; g < 8; ++g) v[g] = _mm512_loadu_si512(block + 64 * g);
+    return;
+  }
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+  for (int g = 0; g < 4; ++g) {
+    const __m512i packed = _mm512_loadu_si512(block + 64 * g);
+    v[g] = _mm512_and_si512(packed, low_nibbles);
+    v[g + 4] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibbles);
+  }
+}
+
+ARCH_BF16 void tile_bf16_avx512(DType wt, const uint8_t* tile, int64_t K, int64_t rows, uint16_t* out) {
+  const size_t block_bytes = interleaved_block_bytes(wt), values_bytes = interleaved_values_bytes(wt);
+  const __m512i offset = _mm512_set1_epi32(offset_of(wt));
+  // Quarter t of a 64-byte vector is rows 4t..4t+3; lane i of it row 4t + i / 4.
+  __m512i row_of_lane[4];
+  for (int t = 0; t < 4; ++t)
+    row_of_lane[t] = _mm512_set_epi32(4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 2, 4 * t + 2, 4 * t + 2,
+                                      4 * t + 2, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t, 4 * t, 4 * t, 4 * t);
+  for (int64_t b = 0; b < K / B; ++b) {
+    const uint8_t* block = tile + size_t(b) * block_bytes;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + values_bytes)));
+    __m512 d_of_lane[4];
+    for (int t = 0; t < 4; ++t) d_of_lane[t] = _mm512_permutexvar_ps(row_of_lane[t], d);
+    __m512i v[8];
+    block_values(wt, block, v);
+    for (int g = 0; g < 8; ++g) {
+      const __m128i quarter[4] = {_mm512_extracti32x4_epi32(v[g], 0), _mm512_extracti32x4_epi32(v[g], 1),
+                                  _mm512_extracti32x4_epi32(v[g], 2), _mm512_extracti32x4_epi32(v[g], 3)};
+      for (int t = 0; t < 4; ++t) {
+        const __m128i bytes = quarter[t];
+        const __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), offset)),
+                                       d_of_lane[t]);
+        alignas(32) uint16_t h[16];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(h), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
+        for (int i = 0; i < 4 && 4 * t + i < rows; ++i)
+          std::memcpy(out + (4 * t + i) * K + b * B + 4 * g, h + 4 * i, 8);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy) {
+  if (!has_avx512_vnni()) return interleaved_gemv_portable(a, w, wt, n0, n1, y, ldy);
+  if (wt == DType::Q4_0x16) tiles_vnni<true>(a, w, wt, n0, n1, y, ldy);
+  else tiles_vnni<false>(a, w, wt, n0, n1, y, ldy);
+}
+
+void interleaved_tile_bf16(DType wt, const uint8_t* w, int64_t K, int64_t t, int64_t rows, uint16_t* out) {
+  const uint8_t* tile = w + size_t(t) * interleaved_tile_bytes(wt, K);
+  if (has_avx512_bf16_dot()) return tile_bf16_avx512(wt, tile, K, rows, out);
+  thread_local std::vector<float> f;
+  f.resize(size_t(K));
+  for (int64_t r = 0; r < rows; ++r) {
+    interleaved_row(wt, w, K, t * kInterleave + r, f.data());
+    for (int64_t k = 0; k < K; ++k) out[r * K + k] = f32_to_bf16(f[size_t(k)]);
+  }
+}
+
+}  // namespace arch
