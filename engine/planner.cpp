@@ -1,5 +1,8 @@
 #include "engine/planner.h"
 
+#include "engine/quant.h"
+#include "engine/quant_interleaved.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -63,7 +66,13 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
         parts.push_back(&weights[size_t(g.nodes[m].inputs[1])]);
         names += (names.empty() ? "" : "+") + g.values[size_t(g.nodes[m].outputs[0])].name;
       }
-      Tensor merged = concat_rows(parts);
+      // Straight into the layout the kernel wants, when that is 16 rows
+      // interleaved: one copy of the merged weight, not two.
+      const Node& head = g.nodes[i];
+      const bool interleave = is_quantized(parts[0]->dtype) &&
+                              ops.takes_stored(head.op, backend, head.attrs, 1, interleaved_of(parts[0]->dtype));
+      Tensor merged = interleave ? interleave_rows(parts) : concat_rows(parts);
+      for (const Tensor* part : parts) release_pages(*part);  // read once; back from the file if touched again
       const Node& first = g.nodes[i];
       Value wv{names + ".weight", {DType::F32, shape_of(merged.shape)}, -1, first.loc};
       int w_id = out->add_value(wv);

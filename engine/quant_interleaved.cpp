@@ -1,6 +1,10 @@
 #include "engine/quant_interleaved.h"
 
+#include <algorithm>
+#include <functional>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include "engine/quant.h"
 
@@ -57,34 +61,59 @@ void interleaved_row(DType t, const uint8_t* data, int64_t k, int64_t r, float* 
   }
 }
 
-Tensor interleave_rows(const Tensor& rows) {
-  const DType to = interleaved_of(rows.dtype);
-  const int64_t n = rows.dim(0), k = rows.dim(1);
-  Tensor out = Tensor::zeros(to, rows.shape);  // padding rows stay zero: scale 0
-  const auto* src = static_cast<const uint8_t*>(rows.data);
-  auto* dst = static_cast<uint8_t*>(out.data);
-  const size_t row_bytes = quant_row_bytes(rows.dtype, k);
-  for (int64_t r = 0; r < n; ++r) {
-    const uint8_t* row = src + size_t(r) * row_bytes;
-    const size_t lane = size_t(r % kInterleave) * 4;
-    for (int64_t b = 0; b < k / kQuantBlock; ++b) {
-      uint8_t* block = const_cast<uint8_t*>(block_of(to, dst, k, r, b));
-      std::memcpy(block + interleaved_values_bytes(to) + 2 * (r % kInterleave),
-                  row + quant_scales_offset(rows.dtype, k) + 2 * b, 2);
-      if (to == DType::Q8_0x16) {
-        for (int g = 0; g < 8; ++g) std::memcpy(block + g * 64 + lane, row + b * kQuantBlock + 4 * g, 4);
-        continue;
+namespace {
+
+// Tiles [t0, t1) of `to` from the row layout: each block's 16 rows in turn,
+// so the destination is written in order.
+void interleave_tiles(DType to, const std::vector<const uint8_t*>& rows, int64_t k, int64_t t0, int64_t t1,
+                      uint8_t* dst) {
+  const int64_t n = int64_t(rows.size());
+  const DType from = rows_of(to);
+  const size_t values_bytes = interleaved_values_bytes(to), scales_at = quant_scales_offset(from, k);
+  for (int64_t t = t0; t < t1; ++t) {
+    uint8_t* block = dst + size_t(t) * interleaved_tile_bytes(to, k);
+    for (int64_t b = 0; b < k / kQuantBlock; ++b, block += interleaved_block_bytes(to))
+      for (int64_t lane = 0; lane < kInterleave && t * kInterleave + lane < n; ++lane) {
+        const uint8_t* row = rows[size_t(t * kInterleave + lane)];
+        std::memcpy(block + values_bytes + 2 * lane, row + scales_at + 2 * b, 2);
+        if (to == DType::Q8_0x16) {
+          for (int g = 0; g < 8; ++g) std::memcpy(block + g * 64 + lane * 4, row + b * kQuantBlock + 4 * g, 4);
+          continue;
+        }
+        // Q4_0 rows: byte i of each 64-value group holds values i (low
+        // nibble) and i + 32 (high), so this block is one nibble of 32 bytes.
+        const uint8_t* packed = row + (b / 2) * 32;
+        const int shift = int(b % 2) * 4;
+        uint8_t pairs[16];  // value q low, 16 + q high
+        for (int q = 0; q < 16; ++q)
+          pairs[q] = uint8_t(((packed[q] >> shift) & 0x0F) | (((packed[16 + q] >> shift) & 0x0F) << 4));
+        for (int g = 0; g < 4; ++g) std::memcpy(block + g * 64 + lane * 4, pairs + 4 * g, 4);
       }
-      // Q4_0 rows: byte i of each 64-value group holds values i (low nibble)
-      // and i + 32 (high), so this block's values are one nibble of 32 bytes.
-      const uint8_t* packed = row + (b / 2) * 32;
-      const int shift = int(b % 2) * 4;
-      for (int q = 0; q < 16; ++q) {
-        const uint8_t lo = (packed[q] >> shift) & 0x0F, hi = (packed[16 + q] >> shift) & 0x0F;
-        block[(q / 4) * 64 + lane + q % 4] = uint8_t(lo | (hi << 4));
-      }
-    }
   }
+}
+
+}  // namespace
+
+Tensor interleave_rows(const Tensor& rows) { return interleave_rows(std::vector<const Tensor*>{&rows}); }
+
+Tensor interleave_rows(const std::vector<const Tensor*>& parts) {
+  const DType from = parts.front()->dtype, to = interleaved_of(from);
+  const int64_t k = parts.front()->dim(1);
+  const size_t row_bytes = quant_row_bytes(from, k);
+  std::vector<const uint8_t*> rows;
+  for (const Tensor* part : parts)
+    for (int64_t r = 0; r < part->dim(0); ++r) rows.push_back(static_cast<const uint8_t*>(part->data) + size_t(r) * row_bytes);
+  const int64_t n = int64_t(rows.size()), tiles = (n + kInterleave - 1) / kInterleave;
+  Tensor out = Tensor::zeros(to, {n, k});  // padding rows stay zero: scale 0
+  auto* dst = static_cast<uint8_t*>(out.data);
+  // Load time: large matrices split across cores.
+  const int64_t threads =
+      std::clamp<int64_t>(int64_t(out.nbytes() >> 20), 1, std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int64_t i = 1; i < threads; ++i)
+    pool.emplace_back(interleave_tiles, to, std::cref(rows), k, tiles * i / threads, tiles * (i + 1) / threads, dst);
+  interleave_tiles(to, rows, k, 0, tiles / threads, dst);
+  for (std::thread& th : pool) th.join();
   return out;
 }
 

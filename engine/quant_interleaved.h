@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "engine/tensor.h"
 
@@ -39,8 +40,11 @@ size_t interleaved_block_bytes(DType t);
 inline size_t interleaved_tile_bytes(DType t, int64_t k) { return size_t(k / 32) * interleaved_block_bytes(t); }
 inline size_t interleaved_values_bytes(DType t) { return interleaved_block_bytes(t) - 2 * kInterleave; }
 
-// A row-layout Q8_0 / Q4_0 matrix [N, K] interleaved (new storage).
+// A row-layout Q8_0 / Q4_0 matrix [N, K] interleaved (new storage); or
+// several of one type and K, their rows one after another (the planner's
+// merged projections, made in one copy).
 Tensor interleave_rows(const Tensor& rows);
+Tensor interleave_rows(const std::vector<const Tensor*>& parts);
 
 // Row r of an interleaved [N, K] matrix, dequantized; and its quantized
 // value k as stored (offset binary) and the scale of its block.

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# archrun bench and llama.cpp's llama-bench on the same weights, one after
+# the other per weight type, so both see the same machine (docs/performance.md).
+#
+#   tools/bench/side_by_side.sh LLAMA_BENCH ARCHRUN NAME=MODEL.gguf:MODEL ...
+#
+# Each NAME pairs a GGUF file (tools/bench/to_gguf.py, then llama-quantize
+# --pure) with the same weights for archrun (a checkpoint directory or an
+# `archrun import` file). Prints one line per pair: prompt and decode tok/s.
+set -euo pipefail
+llama_bench=$1 archrun=$2
+shift 2
+prompt=${PROMPT:-512} decode=${DECODE:-64} threads=${THREADS:-2} repeat=${REPEAT:-3}
+printf '%-10s %14s %14s %14s %14s\n' type llama.cpp_pp archrun_pp llama.cpp_tg archrun_tg
+for pair in "$@"; do
+  name=${pair%%=*} rest=${pair#*=}
+  gguf=${rest%%:*} ours=${rest#*:}
+  read -r lpp ltg < <("$llama_bench" -m "$gguf" -t "$threads" -p "$prompt" -n "$decode" -r "$repeat" -o json 2>/dev/null |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print(*[round(x["avg_ts"],1) for x in r])')
+  read -r app atg < <("$archrun" bench "$ours" -p "$prompt" -n "$decode" --threads "$threads" --repeat "$repeat" --json 2>/dev/null |
+    tail -1 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["prompt_tok_s"],1), round(d["decode_tok_s"],1))')
+  printf '%-10s %14s %14s %14s %14s\n' "$name" "$lpp" "$app" "$ltg" "$atg"
+done
