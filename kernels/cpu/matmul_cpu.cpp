@@ -18,9 +18,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include <dnnl.hpp>
 
@@ -60,8 +62,8 @@ struct OneDnn {
     auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc);
     auto it = primitives.find(key);
     if (it != primitives.end()) return it->second;
-    // One per exact shape (a run-time M would lose oneDNN's brgemm kernels);
-    // prompts of many lengths must not grow this without end.
+    // One per shape, M in buckets (run() pads); a run-time M would lose
+    // oneDNN's brgemm kernels. Never without end, whatever the shapes.
     if (primitives.size() >= kMaxPrimitives) primitives.clear();
     MatmulPrimitive p;
     p.a = dnnl::memory::desc({M, K}, type, {K, 1});
@@ -77,9 +79,34 @@ struct OneDnn {
     return primitives.emplace(key, std::move(p)).first->second;
   }
 
+  // M rows in bucket-sized runs, each on its own rows of A and C (500 =
+  // 480 + 20): no padding, no copies, and a bounded set of shapes.
   void run(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, const void* a, const void* b, void* c,
            int64_t ldc = 0) {
-    MatmulPrimitive& p = primitive(M, K, N, tb, type, accumulate, ldc ? ldc : N);
+    ldc = ldc ? ldc : N;
+    const size_t a_row = size_t(K) * (type == dt::f32 ? 4 : 2);
+    while (M > 0) {
+      const int64_t rows = m_bucket(M);
+      execute(rows, K, N, tb, type, accumulate, a, b, c, ldc);
+      a = static_cast<const uint8_t*>(a) + size_t(rows) * a_row;
+      c = static_cast<float*>(c) + rows * ldc;
+      M -= rows;
+    }
+  }
+
+ private:
+  // The largest bucket up to M: multiples of an eighth of M's power of two
+  // (8 per octave); up to 32, every M.
+  static int64_t m_bucket(int64_t M) {
+    if (M <= 32) return M;
+    int64_t step = 1;
+    while (step * 16 <= M) step *= 2;
+    return M / step * step;
+  }
+
+  void execute(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, const void* a, const void* b,
+               void* c, int64_t ldc) {
+    MatmulPrimitive& p = primitive(M, K, N, tb, type, accumulate, ldc);
     dnnl::stream stream(engine);
     dnnl::memory am(p.a, engine, const_cast<void*>(a)), bm(p.b, engine, const_cast<void*>(b)), cm(p.c, engine, c);
     p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});

@@ -52,7 +52,8 @@ struct Case {
   int64_t M, N, K;
 };
 const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 19, 64}, {33, 130, 192}, {1, 300, 512},
-                       {2, 9, 576}, {1, 40, 320}};  // K % 128 == 64: a natural-order tail after whole chunks
+                       {2, 9, 576}, {1, 40, 320},  // K % 128 == 64: a natural-order tail after whole chunks
+                       {100, 24, 64}};             // oneDNN in two runs of rows: 96 + 4
 
 TEST(CpuMatmul, WidenedTypesMatchTheReference) {
   for (DType dtype : {DType::F32, DType::BF16, DType::F16})

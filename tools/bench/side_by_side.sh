@@ -4,6 +4,7 @@
 #
 #   tools/bench/side_by_side.sh LLAMA_BENCH ARCHRUN NAME=MODEL.gguf:MODEL ...
 #
+# Decode is timed from an empty context on both sides (llama-bench's tg).
 # Each NAME pairs a GGUF file (tools/bench/to_gguf.py, then llama-quantize
 # --pure) with the same weights for archrun (a checkpoint directory or an
 # `archrun import` file). Prints one line per pair: prompt and decode tok/s.
@@ -17,7 +18,12 @@ for pair in "$@"; do
   gguf=${rest%%:*} ours=${rest#*:}
   read -r lpp ltg < <("$llama_bench" -m "$gguf" -t "$threads" -p "$prompt" -n "$decode" -r "$repeat" -o json 2>/dev/null |
     python3 -c 'import json,sys; r=json.load(sys.stdin); print(*[round(x["avg_ts"],1) for x in r])')
-  read -r app atg < <("$archrun" bench "$ours" -p "$prompt" -n "$decode" --threads "$threads" --repeat "$repeat" --json 2>/dev/null |
-    tail -1 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(round(d["prompt_tok_s"],1), round(d["decode_tok_s"],1))')
+  # llama-bench times decoding from an empty context (tg), apart from the
+  # prompt (pp): so archrun's decode figure here follows a 1-token prompt.
+  ours_json() {
+    "$archrun" bench "$ours" -p "$1" -n "$2" --threads "$threads" --repeat "$repeat" --json 2>/dev/null | tail -1
+  }
+  app=$(ours_json "$prompt" 1 | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["prompt_tok_s"],1))')
+  atg=$(ours_json 1 "$decode" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["decode_tok_s"],1))')
   printf '%-10s %14s %14s %14s %14s\n' "$name" "$lpp" "$app" "$ltg" "$atg"
 done
