@@ -12,11 +12,16 @@ namespace arch {
 
 namespace {
 
+// A matmul of a and b alone (its optional addend absent), one output.
+bool plain_matmul(const Node& n) {
+  return n.op == "matmul" && n.outputs.size() == 1 &&
+         (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] < 0));
+}
+
 // A matmul whose weight is bound, stored [N, K], and read by the backend as stored.
 bool mergeable(const Graph& g, const Node& n, const std::vector<Tensor>& weights, const OpTable& ops,
                const std::string& backend) {
-  if (n.op != "matmul" || n.inputs.size() != 2 || n.outputs.size() != 1 || n.inputs[0] < 0 || n.inputs[1] < 0)
-    return false;
+  if (n.op != "matmul" || !plain_matmul(n) || n.inputs[0] < 0 || n.inputs[1] < 0) return false;
   if (!n.attrs.value("transpose_b", true)) return false;
   const Tensor& w = weights[size_t(n.inputs[1])];
   return w.data && w.shape.size() == 2 && g.values[size_t(n.outputs[0])].type.dtype == DType::F32 &&
@@ -35,6 +40,58 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts) {
     dst += t->nbytes();
   }
   return out;
+}
+
+// add(y, z) where y is a matmul's output read by nothing else becomes the
+// matmul's third input (matmul(a, b, z) = a @ b^T + z): a bias [N] bound as
+// a weight, or a residual of the output's shape computed before the matmul
+// runs. One op and one intermediate value fewer per fold.
+int fold_adds(Graph& g, const std::vector<Tensor>& weights) {
+  std::vector<int> readers(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (int in : n.inputs)
+      if (in >= 0) ++readers[size_t(in)];
+  for (const GraphOutput& o : g.outputs) ++readers[size_t(o.value)];
+  std::vector<char> dropped(g.nodes.size(), 0);
+  int folded = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& add = g.nodes[i];
+    if (add.op != "add" || add.inputs.size() != 2 || add.outputs.size() != 1 || !add.attrs.empty()) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int y = add.inputs[size_t(side)], z = add.inputs[size_t(1 - side)];
+      if (y < 0 || z < 0 || y == z || readers[size_t(y)] != 1) continue;
+      const int p = g.values[size_t(y)].producer;
+      if (p < 0 || dropped[size_t(p)]) continue;
+      Node& mm = g.nodes[size_t(p)];
+      if (!plain_matmul(mm)) continue;
+      const TypedShape& yt = g.values[size_t(y)].type;
+      const TypedShape& zt = g.values[size_t(z)].type;
+      const TypedShape& out = g.values[size_t(add.outputs[0])].type;
+      if (yt.dtype != DType::F32 || zt.dtype != DType::F32 || out.shape != yt.shape) continue;
+      const bool bias = weights[size_t(z)].data && zt.shape.size() == 1 && !yt.shape.empty() &&
+                        zt.shape[0] == yt.shape.back();
+      // A residual must exist before the matmul runs: a graph input or a
+      // value made by an earlier node.
+      const int zp = g.values[size_t(z)].producer;
+      const bool residual = zt.shape == yt.shape && zp < int(p);
+      if (!bias && !residual) continue;
+      mm.inputs.resize(3);
+      mm.inputs[2] = z;
+      mm.outputs = add.outputs;
+      g.values[size_t(y)].producer = -1;  // no longer made
+      g.values[size_t(add.outputs[0])].producer = p;
+      dropped[i] = 1;
+      ++folded;
+      break;
+    }
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int o : g.nodes[i].outputs) g.values[size_t(o)].producer = int(i);
+  return folded;
 }
 
 }  // namespace
@@ -105,6 +162,7 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
   for (size_t i = 0; i < out->nodes.size(); ++i)
     for (int o : out->nodes[i].outputs) out->values[size_t(o)].producer = int(i);
   weights.resize(out->values.size());
+  plan.stats.folded_adds = fold_adds(*out, weights);
   plan.graph = std::move(out);
   plan.weights = std::move(weights);
   return plan;

@@ -8,6 +8,10 @@
 // three, and a wider N for oneDNN's blocking; the slices' outputs keep the
 // original value ids, so everything downstream (outputs, --check, names)
 // is unchanged.
+//
+// Adds after a matmul: a bias or a residual added to a matmul's output (and
+// nothing else reading that output) becomes the matmul's optional third
+// input, which its kernels add in place.
 #pragma once
 
 #include <memory>
@@ -23,6 +27,7 @@ namespace arch {
 struct PlanStats {
   int merged_groups = 0;  // groups of sibling matmuls fused into one
   int merged_nodes = 0;   // matmuls those groups replaced
+  int folded_adds = 0;    // adds folded into the matmul before them
 };
 
 // `weights` by value id (as bound); returns the rewritten graph, its weights

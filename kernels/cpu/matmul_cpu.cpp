@@ -221,7 +221,7 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
   return {};
 }
 
-Status matmul_cpu(KernelContext& ctx) {
+Status matmul_product(KernelContext& ctx) {
   const Tensor& A = ctx.inputs[0];
   const Tensor& B = ctx.inputs[1];
   Tensor& C = ctx.outputs[0];
@@ -287,6 +287,27 @@ Status matmul_cpu(KernelContext& ctx) {
   for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
     gemv(GemvArgs{A.f32(), M, K, B.data, B.dtype, K, n0, n1, C.f32(), N});
   });
+  return {};
+}
+
+// The product, then the addend the planner folded in (a bias [N] or a
+// residual of the output's shape), added in place: no second op, no
+// intermediate value.
+Status matmul_cpu(KernelContext& ctx) {
+  ARCH_TRY_STATUS(matmul_product(ctx));
+  if (ctx.inputs.size() < 3 || !ctx.inputs[2].data) return {};
+  const Tensor& add = ctx.inputs[2];
+  Tensor& C = ctx.outputs[0];
+  const int64_t N = C.shape.empty() ? 1 : C.shape.back(), M = C.numel() / std::max<int64_t>(N, 1);
+  if (add.dtype != DType::F32 || (add.numel() != N && add.numel() != M * N))
+    return kernel_error(ctx, "matmul", "add " + dims_str(add.shape) + " is neither an F32 bias [" +
+                                           std::to_string(N) + "] nor the output's shape");
+  const int64_t stride = add.numel() == N ? 0 : N;
+  const float* a = add.f32();
+  float* c = C.f32();
+#pragma omp parallel for schedule(static) if (M * N >= (1 << 16))
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) c[m * N + n] += a[m * stride + n];
   return {};
 }
 

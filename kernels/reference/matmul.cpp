@@ -1,5 +1,7 @@
-// matmul(a [..., K], b) -> [..., N]: a @ b^T when transpose_b (b is a Linear
-// weight [N, K]), else a @ b with b [K, N]. Accumulates in float32.
+// matmul(a [..., K], b, add?) -> [..., N]: a @ b^T when transpose_b (b is a
+// Linear weight [N, K]), else a @ b with b [K, N]; plus `add` when given, a
+// bias [N] or a residual of the output's shape (the planner folds a
+// following add into the matmul this way). Accumulates in float32.
 #include <algorithm>
 
 #include "kernels/reference/ops.h"
@@ -8,7 +10,7 @@
 namespace arch {
 
 static Result<std::vector<TypedShape>> matmul_shape(std::span<const TypedShape> in,
-                                                    std::span<const bool>, const Attrs& attrs) {
+                                                    std::span<const bool> present, const Attrs& attrs) {
   const Shape& a = in[0].shape;
   const Shape& b = in[1].shape;
   bool tb = attr_bool(attrs, "transpose_b", true);
@@ -24,7 +26,24 @@ static Result<std::vector<TypedShape>> matmul_shape(std::span<const TypedShape> 
                  ": inner dims " + dim_str(K) + " and " + dim_str(bk) + " differ");
   Shape out(a.begin(), a.end() - 1);  // [..., N]
   out.push_back(N);
+  if (in.size() > 2 && present.size() > 2 && present[2] && in[2].shape != Shape{N} && in[2].shape != out)
+    return error("matmul: add " + shape_str(in[2].shape) + " is neither a bias [" + dim_str(N) +
+                 "] nor the output's shape " + shape_str(out));
   return one_output(out);
+}
+
+// out [M, N] += add: a bias [N] on every row, or a whole [M, N].
+static Status add_addend(KernelContext& ctx, int64_t M, int64_t N) {
+  if (ctx.inputs.size() < 3 || !ctx.inputs[2].data) return {};
+  ARCH_TRY_STATUS(expect_f32(ctx, "matmul", 2));
+  const Tensor& add = ctx.inputs[2];
+  if (add.numel() != N && add.numel() != M * N)
+    return kernel_error(ctx, "matmul", "add " + dims_str(add.shape) + " is neither a bias nor the output's shape");
+  const int64_t stride = add.numel() == N ? 0 : N;
+  float* out = ctx.outputs[0].f32();
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) out[m * N + n] += add.f32()[m * stride + n];
+  return {};
 }
 
 static Status matmul_kernel(KernelContext& ctx) {
@@ -64,17 +83,18 @@ static Status matmul_kernel(KernelContext& ctx) {
         for (int64_t n = 0; n < N; ++n) out[m * N + n] += s * b[k * N + n];
       }
   }
-  return {};
+  return add_addend(ctx, M, N);
 }
 
 void define_matmul(OpTable& t) {
   t.define(checked(OpDef{
                .name = "matmul",
-               .inputs = {"a", "b"},
+               .inputs = {"a", "b", "add?"},
                .attrs = {{"transpose_b", AttrSpec::Bool, true}},
                .shape = matmul_shape,
                .tolerance = {1e-5, 1e-6},
-               .doc = "matmul(a [..., K], b) -> [..., N]: a @ b^T with b [N, K] (transpose_b), else a @ b with b [K, N]",
+               .doc = "matmul(a [..., K], b, add?) -> [..., N]: a @ b^T with b [N, K] (transpose_b), else a @ b with b "
+                      "[K, N]; plus add (a bias [N] or the output's shape)",
            }),
            matmul_kernel);
 }

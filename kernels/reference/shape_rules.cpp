@@ -102,7 +102,9 @@ OpDef checked(OpDef def) {
                   const Attrs& attrs) -> Result<std::vector<TypedShape>> {
     const bool variadic = !inputs.empty() && inputs.back().ends_with('*');
     const size_t fixed = variadic ? inputs.size() - 1 : inputs.size();
-    if (variadic ? in.size() < fixed : in.size() != inputs.size())
+    size_t least = fixed;  // trailing optional inputs may be left off
+    while (!variadic && least > 0 && inputs[least - 1].ends_with('?')) --least;
+    if (variadic ? in.size() < fixed : (in.size() < least || in.size() > inputs.size()))
       return error(name + ": expects " + (variadic ? "at least " : "") + std::to_string(fixed) +
                    " input(s) (" + input_list(inputs) + "), got " + std::to_string(in.size()));
     for (size_t i = 0; i < in.size(); ++i) {

@@ -75,9 +75,9 @@ TEST_F(ToyDump, LayerZeroAttention) {
   const char* attention =
       "h = embed(model.embed_tokens.weight, tokens) : f32[seq, 64]\n"
       "layers.0.norm = rms_norm(h, model.layers.0.input_layernorm.weight) {\"eps\":1e-05} : f32[seq, 64]\n"
-      "layers.0.self_attention.q = matmul(layers.0.norm, model.layers.0.self_attn.q_proj.weight) {\"transpose_b\":true} : f32[seq, 64]\n"
-      "layers.0.self_attention.k = matmul(layers.0.norm, model.layers.0.self_attn.k_proj.weight) {\"transpose_b\":true} : f32[seq, 32]\n"
-      "layers.0.self_attention.v = matmul(layers.0.norm, model.layers.0.self_attn.v_proj.weight) {\"transpose_b\":true} : f32[seq, 32]\n"
+      "layers.0.self_attention.q = matmul(layers.0.norm, model.layers.0.self_attn.q_proj.weight, _) {\"transpose_b\":true} : f32[seq, 64]\n"
+      "layers.0.self_attention.k = matmul(layers.0.norm, model.layers.0.self_attn.k_proj.weight, _) {\"transpose_b\":true} : f32[seq, 32]\n"
+      "layers.0.self_attention.v = matmul(layers.0.norm, model.layers.0.self_attn.v_proj.weight, _) {\"transpose_b\":true} : f32[seq, 32]\n"
       "layers.0.self_attention.q#2 = reshape(layers.0.self_attention.q) {\"shape\":[-1,4,16]} : f32[seq, 4, 16]\n"
       "layers.0.self_attention.k#2 = reshape(layers.0.self_attention.k) {\"shape\":[-1,2,16]} : f32[seq, 2, 16]\n"
       "layers.0.self_attention.v#2 = reshape(layers.0.self_attention.v) {\"shape\":[-1,2,16]} : f32[seq, 2, 16]\n"
@@ -86,7 +86,7 @@ TEST_F(ToyDump, LayerZeroAttention) {
       "layers.0.self_attention.full_k, layers.0.self_attention.full_v = kv_cache(layers.0.self_attention.k#3, layers.0.self_attention.v#2) : f32[ctx, 2, 16], f32[ctx, 2, 16]\n"
       "layers.0.self_attention.attn = attention(layers.0.self_attention.q#3, layers.0.self_attention.full_k, layers.0.self_attention.full_v) {\"causal\":true,\"scale\":0.25,\"softcap\":0.0,\"window\":0} : f32[seq, 4, 16]\n"
       "layers.0.self_attention.attn#2 = reshape(layers.0.self_attention.attn) {\"shape\":[-1,64]} : f32[seq, 64]\n"
-      "layers.0.self_attention.out = matmul(layers.0.self_attention.attn#2, model.layers.0.self_attn.o_proj.weight) {\"transpose_b\":true} : f32[seq, 64]\n"
+      "layers.0.self_attention.out = matmul(layers.0.self_attention.attn#2, model.layers.0.self_attn.o_proj.weight, _) {\"transpose_b\":true} : f32[seq, 64]\n"
       "layers.0.decoder_layer.h = add(h, layers.0.self_attention.out) : f32[seq, 64]\n";
   EXPECT_NE(text.find(attention), std::string::npos) << text;
 }
@@ -94,11 +94,11 @@ TEST_F(ToyDump, LayerZeroAttention) {
 TEST_F(ToyDump, LayerZeroMlpThroughTheActivationBlock) {
   std::string text = dump();
   EXPECT_NE(text.find(
-          "layers.0.swiglu.gate = matmul(layers.0.norm#2, model.layers.0.mlp.gate_proj.weight) {\"transpose_b\":true} : f32[seq, 128]\n"
-          "layers.0.swiglu.up = matmul(layers.0.norm#2, model.layers.0.mlp.up_proj.weight) {\"transpose_b\":true} : f32[seq, 128]\n"
+          "layers.0.swiglu.gate = matmul(layers.0.norm#2, model.layers.0.mlp.gate_proj.weight, _) {\"transpose_b\":true} : f32[seq, 128]\n"
+          "layers.0.swiglu.up = matmul(layers.0.norm#2, model.layers.0.mlp.up_proj.weight, _) {\"transpose_b\":true} : f32[seq, 128]\n"
           "layers.0.activation = silu(layers.0.swiglu.gate) : f32[seq, 128]\n"
           "layers.0.swiglu.out.mul = mul(layers.0.activation, layers.0.swiglu.up) : f32[seq, 128]\n"
-          "layers.0.swiglu.out = matmul(layers.0.swiglu.out.mul, model.layers.0.mlp.down_proj.weight) {\"transpose_b\":true} : f32[seq, 64]\n"
+          "layers.0.swiglu.out = matmul(layers.0.swiglu.out.mul, model.layers.0.mlp.down_proj.weight, _) {\"transpose_b\":true} : f32[seq, 64]\n"
           "layers.0.h = add(layers.0.decoder_layer.h, layers.0.swiglu.out) : f32[seq, 64]\n"
           "layers.1.norm = rms_norm(layers.0.h, model.layers.1.input_layernorm.weight) {\"eps\":1e-05} : f32[seq, 64]\n"),
             std::string::npos)
@@ -110,7 +110,7 @@ TEST_F(ToyDump, UntiedHeadAndOutputs) {
   EXPECT_NE(text.find("weight lm_head.weight: f32[256, 64]\n"), std::string::npos) << text;
   const char* tail =
       "h#2 = rms_norm(layers.1.h, model.norm.weight) {\"eps\":1e-05} : f32[seq, 64]\n"
-      "logits = matmul(h#2, lm_head.weight) {\"transpose_b\":true} : f32[seq, 256]\n"
+      "logits = matmul(h#2, lm_head.weight, _) {\"transpose_b\":true} : f32[seq, 256]\n"
       "output embeddings = h\n"
       "output layer_outputs[0] = layers.0.h\n"
       "output layer_outputs[1] = layers.1.h\n"
