@@ -1,0 +1,71 @@
+// The planner's rewrites on the toy model: what it merges and folds, and
+// that the rewritten program computes what the template's graph does.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "engine/model.h"
+#include "importer/toy_checkpoint.h"
+#include "kernels/kernels.h"
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+
+int count(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op == op;
+  return n;
+}
+
+Tensor logits(const Program& p) {
+  RunState state;
+  state.max_context = 4;
+  state.ops = &op_table();
+  Tensor tokens = Tensor::zeros(DType::I32, {4}), positions = Tensor::zeros(DType::I32, {4});
+  for (int i = 0; i < 4; ++i) tokens.i32()[i] = 3 + 7 * i, positions.i32()[i] = i;
+  const Graph& g = *p.graph;
+  int out = -1;
+  for (const GraphOutput& o : g.outputs)
+    if (o.name == "logits") out = o.value;
+  auto r = run_program(p, state, {{g.find_input("tokens"), tokens}, {g.find_input("positions"), positions}}, 4, 4,
+                       {out});
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? r->at(out) : Tensor{};
+}
+
+TEST(Planner, FoldsResidualAddsIntoTheMatmulBefore) {
+  fs::path dir = fs::temp_directory_path() / ("planner_test_toy_" + std::to_string(getpid()));
+  ASSERT_TRUE(write_toy_checkpoint(dir.string(), 5).ok());
+  LoadOptions lo;
+  lo.backend = "reference";
+  auto m = load_model(dir.string(), lo);
+  fs::remove_all(dir);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const Graph& g = (*m)->graph();
+  auto planned = make_program(g, op_table(), (*m)->program.weights, "cpu", true);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  const Graph& p = *planned->graph;
+  // Two layers, each adding the attention output and the MLP output to the
+  // residual stream: 4 adds become the o_proj and down_proj matmuls' third
+  // input.
+  EXPECT_EQ(planned->plan.folded_adds, 4);
+  EXPECT_EQ(count(p, "add"), count(g, "add") - 4);
+  int with_addend = 0;
+  for (const Node& n : p.nodes) with_addend += n.op == "matmul" && n.inputs.size() == 3 && n.inputs[2] >= 0;
+  EXPECT_EQ(with_addend, 4);
+  // The same logits as the template's graph on the reference kernels.
+  Tensor want = logits((*m)->program), got = logits(*planned);
+  ASSERT_EQ(want.numel(), got.numel());
+  double worst = 0, top = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    worst = std::max(worst, double(std::abs(want.f32()[i] - got.f32()[i])));
+    top = std::max(top, double(std::abs(want.f32()[i])));
+  }
+  EXPECT_LE(worst, 1e-4 * top + 1e-5);
+}
+
+}  // namespace
+}  // namespace arch
