@@ -14,7 +14,7 @@ namespace arch {
 
 namespace {
 
-// A Q8_0 / Q4_0 matrix every reader of which takes it with 16 rows
+// A Q8_0 / Q4_0 / BF16 matrix every reader of which takes it with 16 rows
 // interleaved (engine/quant_interleaved.h) is converted once, here.
 void interleave_where_read(const Graph& g, const OpTable& ops, const std::string& backend,
                            std::vector<Tensor>& weights) {
@@ -22,9 +22,10 @@ void interleave_where_read(const Graph& g, const OpTable& ops, const std::string
   for (const Node& node : g.nodes)
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const int in = node.inputs[i];
-      if (in < 0 || !weights[size_t(in)].data || !is_quantized(weights[size_t(in)].dtype)) continue;
+      if (in < 0 || !weights[size_t(in)].data) continue;
       const Tensor& w = weights[size_t(in)];
-      const bool takes = w.shape.size() == 2 && ops.takes_stored(node.op, backend, node.attrs, i, interleaved_of(w.dtype));
+      if (w.shape.size() != 2 || !interleavable(w.dtype, w.dim(1))) continue;
+      const bool takes = ops.takes_stored(node.op, backend, node.attrs, i, interleaved_of(w.dtype));
       int& v = verdict[size_t(in)];
       v = (v != 0 && takes) ? 1 : 0;
     }

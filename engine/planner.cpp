@@ -126,7 +126,7 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
       // Straight into the layout the kernel wants, when that is 16 rows
       // interleaved: one copy of the merged weight, not two.
       const Node& head = g.nodes[i];
-      const bool interleave = is_quantized(parts[0]->dtype) &&
+      const bool interleave = interleavable(parts[0]->dtype, parts[0]->dim(1)) &&
                               ops.takes_stored(head.op, backend, head.attrs, 1, interleaved_of(parts[0]->dtype));
       Tensor merged = interleave ? interleave_rows(parts) : concat_rows(parts);
       for (const Tensor* part : parts) release_pages(*part);  // read once; back from the file if touched again

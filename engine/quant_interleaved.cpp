@@ -10,10 +10,20 @@
 
 namespace arch {
 
-bool is_interleaved(DType t) { return t == DType::Q8_0x16 || t == DType::Q4_0x16; }
+bool is_interleaved(DType t) { return t == DType::Q8_0x16 || t == DType::Q4_0x16 || t == DType::BF16x16; }
 
-DType interleaved_of(DType rows) { return rows == DType::Q4_0 ? DType::Q4_0x16 : DType::Q8_0x16; }
-DType rows_of(DType interleaved) { return interleaved == DType::Q4_0x16 ? DType::Q4_0 : DType::Q8_0; }
+bool interleavable(DType rows, int64_t k) {
+  return rows == DType::Q8_0 || rows == DType::Q4_0 || (rows == DType::BF16 && k > 0 && k % 2 == 0);
+}
+
+DType interleaved_of(DType rows) {
+  if (rows == DType::BF16) return DType::BF16x16;
+  return rows == DType::Q4_0 ? DType::Q4_0x16 : DType::Q8_0x16;
+}
+DType rows_of(DType interleaved) {
+  if (interleaved == DType::BF16x16) return DType::BF16;
+  return interleaved == DType::Q4_0x16 ? DType::Q4_0 : DType::Q8_0;
+}
 
 size_t interleaved_block_bytes(DType t) {
   return size_t(kInterleave) * (t == DType::Q4_0x16 ? 16 + 2 : 32 + 2);
@@ -53,6 +63,15 @@ float interleaved_scale(DType t, const uint8_t* data, int64_t k, int64_t r, int6
 }
 
 void interleaved_row(DType t, const uint8_t* data, int64_t k, int64_t r, float* out) {
+  if (t == DType::BF16x16) {
+    const uint8_t* tile = data + size_t(r / kInterleave) * interleaved_tile_bytes(t, k);
+    for (int64_t at = 0; at < k; ++at) {
+      uint16_t bits;
+      std::memcpy(&bits, tile + (at / 2) * 64 + (r % kInterleave) * 4 + (at % 2) * 2, 2);
+      out[at] = bf16_to_f32(bits);
+    }
+    return;
+  }
   const int offset = t == DType::Q8_0x16 ? 128 : 8;
   for (int64_t b = 0; b < k / kQuantBlock; ++b) {
     const float d = interleaved_scale(t, data, k, r, b);
@@ -68,6 +87,16 @@ namespace {
 void interleave_tiles(DType to, const std::vector<const uint8_t*>& rows, int64_t k, int64_t t0, int64_t t1,
                       uint8_t* dst) {
   const int64_t n = int64_t(rows.size());
+  if (to == DType::BF16x16) {  // pair p of row `lane`: 4 bytes at p * 64 + lane * 4
+    for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* tile = dst + size_t(t) * interleaved_tile_bytes(to, k);
+      for (int64_t lane = 0; lane < kInterleave && t * kInterleave + lane < n; ++lane) {
+        const uint8_t* row = rows[size_t(t * kInterleave + lane)];
+        for (int64_t p = 0; p < k / 2; ++p) std::memcpy(tile + p * 64 + lane * 4, row + p * 4, 4);
+      }
+    }
+    return;
+  }
   const DType from = rows_of(to);
   const size_t values_bytes = interleaved_values_bytes(to), scales_at = quant_scales_offset(from, k);
   for (int64_t t = t0; t < t1; ++t) {
@@ -99,7 +128,7 @@ Tensor interleave_rows(const Tensor& rows) { return interleave_rows(std::vector<
 Tensor interleave_rows(const std::vector<const Tensor*>& parts) {
   const DType from = parts.front()->dtype, to = interleaved_of(from);
   const int64_t k = parts.front()->dim(1);
-  const size_t row_bytes = quant_row_bytes(from, k);
+  const size_t row_bytes = from == DType::BF16 ? size_t(k) * 2 : quant_row_bytes(from, k);
   std::vector<const uint8_t*> rows;
   for (const Tensor* part : parts)
     for (int64_t r = 0; r < part->dim(0); ++r) rows.push_back(static_cast<const uint8_t*>(part->data) + size_t(r) * row_bytes);

@@ -18,6 +18,9 @@
 //            4g + j of row r in its low nibble and value 16 + 4g + j in its
 //            high nibble.
 // Scales and values mean what they mean in engine/quant.h.
+//   BF16x16: K / 2 groups of 64 bytes; group p holds values 2p and 2p + 1
+//            of rows 0..15 (bytes 4r..4r+3), the pair one vdpbf16ps lane
+//            multiplies by two broadcast activations. No blocks, no scales.
 #pragma once
 
 #include <cstddef>
@@ -31,23 +34,30 @@ namespace arch {
 constexpr int64_t kInterleave = 16;
 
 bool is_interleaved(DType t);
-// Q8_0 -> Q8_0x16, Q4_0 -> Q4_0x16; and back.
+// Whether a [N, k] matrix stored as `rows` has an interleaved form (Q8_0,
+// Q4_0; BF16 with k even).
+bool interleavable(DType rows, int64_t k);
+// Q8_0 -> Q8_0x16, Q4_0 -> Q4_0x16, BF16 -> BF16x16; and back.
 DType interleaved_of(DType rows);
 DType rows_of(DType interleaved);
 
-// Bytes of one tile, and of one block within it (values, then 16 scales).
+// Bytes of one tile, and (quantized types) of one block within it (values,
+// then 16 scales).
 size_t interleaved_block_bytes(DType t);
-inline size_t interleaved_tile_bytes(DType t, int64_t k) { return size_t(k / 32) * interleaved_block_bytes(t); }
+inline size_t interleaved_tile_bytes(DType t, int64_t k) {
+  return t == DType::BF16x16 ? size_t(k) * 2 * 16 : size_t(k / 32) * interleaved_block_bytes(t);
+}
 inline size_t interleaved_values_bytes(DType t) { return interleaved_block_bytes(t) - 2 * kInterleave; }
 
-// A row-layout Q8_0 / Q4_0 matrix [N, K] interleaved (new storage); or
+// A row-layout Q8_0 / Q4_0 / BF16 matrix [N, K] interleaved (new storage); or
 // several of one type and K, their rows one after another (the planner's
 // merged projections, made in one copy).
 Tensor interleave_rows(const Tensor& rows);
 Tensor interleave_rows(const std::vector<const Tensor*>& parts);
 
 // Row r of an interleaved [N, K] matrix, dequantized; and its quantized
-// value k as stored (offset binary) and the scale of its block.
+// value k as stored (offset binary) and the scale of its block (quantized
+// types).
 void interleaved_row(DType t, const uint8_t* data, int64_t k, int64_t r, float* out);
 uint8_t interleaved_value(DType t, const uint8_t* data, int64_t k, int64_t r, int64_t at);
 float interleaved_scale(DType t, const uint8_t* data, int64_t k, int64_t r, int64_t block);

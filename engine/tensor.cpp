@@ -64,7 +64,7 @@ void release_pages(const Tensor& t) {
 }
 
 size_t row_bytes(DType dtype, int64_t k) {
-  if (is_interleaved(dtype)) return quant_row_bytes(rows_of(dtype), k);
+  if (is_interleaved(dtype)) return row_bytes(rows_of(dtype), k);
   return is_quantized(dtype) ? quant_row_bytes(dtype, k) : size_t(k) * dtype_size(dtype);
 }
 

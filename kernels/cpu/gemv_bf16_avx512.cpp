@@ -6,6 +6,7 @@
 // has the instruction; gemv_hwy.cpp otherwise.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -62,7 +63,71 @@ ARCH_AVX512_BF16 void rows(const uint16_t* hi, const uint16_t* lo, int64_t ldx, 
   for (int64_t n = n0; n < n1; ++n) tile<MR, 1>(hi, lo, ldx, w + n * K, K, y + n, ldy);
 }
 
+// Two bf16 activations broadcast to every 32-bit lane.
+ARCH_AVX512_BF16 inline __m512bh pair(const uint16_t* x) {
+  int32_t v;
+  std::memcpy(&v, x, 4);
+  return (__m512bh)_mm512_set1_epi32(v);
+}
+
+// One tile of BF16x16 weights (engine/quant_interleaved.h) against MR rows
+// of split activations: lane r of every vector is row r, each 64-byte load
+// (2 values of 16 rows) meets the activation pair broadcast, and C
+// independent chains per row of activations keep the dot products from
+// waiting on each other.
+template <int MR>
+ARCH_AVX512_BF16 void tile16(const uint16_t* hi, const uint16_t* lo, int64_t ldx, const uint8_t* tile, int64_t K,
+                             int rows, float* y, int64_t ldy) {
+  constexpr int C = MR == 1 ? 4 : 2;
+  __m512 acc[MR][C], acc_lo[MR][C];
+  for (int m = 0; m < MR; ++m)
+    for (int c = 0; c < C; ++c) acc[m][c] = acc_lo[m][c] = _mm512_setzero_ps();
+  const int64_t pairs = K / 2;
+  int64_t p = 0;
+  for (; p + C <= pairs; p += C)
+    for (int c = 0; c < C; ++c) {
+      const __m512bh w = (__m512bh)_mm512_loadu_si512(tile + (p + c) * 64);
+      for (int m = 0; m < MR; ++m) {
+        acc[m][c] = _mm512_dpbf16_ps(acc[m][c], w, pair(hi + m * ldx + 2 * (p + c)));
+        acc_lo[m][c] = _mm512_dpbf16_ps(acc_lo[m][c], w, pair(lo + m * ldx + 2 * (p + c)));
+      }
+    }
+  for (; p < pairs; ++p) {
+    const __m512bh w = (__m512bh)_mm512_loadu_si512(tile + p * 64);
+    for (int m = 0; m < MR; ++m) {
+      acc[m][0] = _mm512_dpbf16_ps(acc[m][0], w, pair(hi + m * ldx + 2 * p));
+      acc_lo[m][0] = _mm512_dpbf16_ps(acc_lo[m][0], w, pair(lo + m * ldx + 2 * p));
+    }
+  }
+  const __mmask16 live = __mmask16((1u << rows) - 1);
+  for (int m = 0; m < MR; ++m) {
+    __m512 sum = _mm512_add_ps(acc[m][0], acc_lo[m][0]);
+    for (int c = 1; c < C; ++c) sum = _mm512_add_ps(sum, _mm512_add_ps(acc[m][c], acc_lo[m][c]));
+    _mm512_mask_storeu_ps(y + m * ldy, live, sum);
+  }
+}
+
 }  // namespace
+
+void gemv_bf16x16_split(const uint16_t* hi, const uint16_t* lo, int64_t M, int64_t ldx, const uint8_t* w, int64_t K,
+                        int64_t n0, int64_t n1, float* y, int64_t ldy) {
+  const size_t tile_bytes = size_t(K) * 2 * 16;
+  for (int64_t m = 0; m < M; m += 4) {
+    const int64_t mr = std::min<int64_t>(4, M - m);
+    for (int64_t n = n0; n < n1; n += 16) {
+      const uint8_t* tile = w + size_t(n / 16) * tile_bytes;
+      const int rows = int(std::min<int64_t>(16, n1 - n));
+      const uint16_t *h = hi + m * ldx, *l = lo + m * ldx;
+      float* out = y + m * ldy + n;
+      switch (mr) {
+        case 4: tile16<4>(h, l, ldx, tile, K, rows, out, ldy); break;
+        case 3: tile16<3>(h, l, ldx, tile, K, rows, out, ldy); break;
+        case 2: tile16<2>(h, l, ldx, tile, K, rows, out, ldy); break;
+        default: tile16<1>(h, l, ldx, tile, K, rows, out, ldy); break;
+      }
+    }
+  }
+}
 
 bool has_avx512_bf16_dot() {
   static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -221,6 +221,57 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
   return {};
 }
 
+// BF16 weights interleaved by 16 rows (the decode layout): prompts
+// de-interleave a slab of rows at a time for oneDNN's two f32-grade bf16
+// passes (one with --bf16-activations); decode runs the tile kernel on the
+// split activations (gemv_bf16_avx512.cpp), or widens row by row where the
+// CPU lacks AVX-512 BF16.
+Status matmul_bf16x16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  const auto* w = static_cast<const uint8_t*>(ctx.inputs[1].data);
+  const size_t tile_bytes = interleaved_tile_bytes(DType::BF16x16, K);
+  float* out = ctx.outputs[0].f32();
+  const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
+  thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
+  uint16_t* hi = scratch(hi_buffer, M * K);
+  uint16_t* lo = split || M <= kGemvRows ? scratch(lo_buffer, M * K) : nullptr;
+  if (M > kGemvRows) {
+    activations_bf16(ctx.inputs[0].f32(), M, K, hi, lo);
+    const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 20) / K)) / 16 * 16;
+    thread_local std::vector<uint16_t> w_buffer;
+    uint16_t* rows = scratch(w_buffer, slab * K);
+    for (int64_t n0 = 0; n0 < N; n0 += slab) {
+      const int64_t count = std::min(slab, N - n0);
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < count; ++r) {
+        const uint8_t* tile = w + size_t((n0 + r) / 16) * tile_bytes + size_t((n0 + r) % 16) * 4;
+        for (int64_t p = 0; p < K / 2; ++p) std::memcpy(rows + r * K + 2 * p, tile + p * 64, 4);
+      }
+      ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, count, true, dt::bf16, false, hi, rows, out + n0, N));
+      if (lo) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, count, true, dt::bf16, true, lo, rows, out + n0, N));
+    }
+    return {};
+  }
+  if (!has_avx512_bf16_dot()) {
+    for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
+      std::vector<float> row(static_cast<size_t>(K));
+      for (int64_t n = n0; n < n1; ++n) {
+        interleaved_row(DType::BF16x16, w, K, n, row.data());
+        for (int64_t m = 0; m < M; ++m) {
+          const float* x = ctx.inputs[0].f32() + m * K;
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += double(x[k]) * row[size_t(k)];
+          out[m * N + n] = float(acc);
+        }
+      }
+    });
+    return {};
+  }
+  split_bf16(ctx.inputs[0].f32(), M * K, hi, lo);
+  for_row_chunks(
+      M, N, K, [&](int64_t n0, int64_t n1) { gemv_bf16x16_split(hi, lo, M, K, w, K, n0, n1, out, N); }, 16);
+  return {};
+}
+
 Status matmul_product(KernelContext& ctx) {
   const Tensor& A = ctx.inputs[0];
   const Tensor& B = ctx.inputs[1];
@@ -243,7 +294,8 @@ Status matmul_product(KernelContext& ctx) {
     return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1,
                                   [&](int64_t n, int64_t, float* dst) { widen_f16(w16 + n * K, K, dst); });
   }
-  const bool interleaved = is_interleaved(B.dtype);
+  if (B.dtype == DType::BF16x16) return matmul_bf16x16(ctx, M, K, N);
+  const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
   if ((is_quantized(B.dtype) || interleaved) && many) {
     // Compute-bound: dequantized to bf16 for oneDNN's bf16 kernels, the
@@ -336,7 +388,8 @@ bool bf16_activations() { return g_bf16_activations; }
 Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
   Tolerance t = op;
   for (const Tensor& in : inputs)
-    if (in.data && (is_quantized(in.dtype) || is_interleaved(in.dtype))) t.rel = std::max(t.rel, 2e-2);
+    if (in.data && (is_quantized(in.dtype) || in.dtype == DType::Q8_0x16 || in.dtype == DType::Q4_0x16))
+      t.rel = std::max(t.rel, 2e-2);
   return t;
 }
 

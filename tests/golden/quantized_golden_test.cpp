@@ -153,15 +153,16 @@ TEST(QuantizedMoE, ExpertsStayQuantizedAtLoad) {
   EXPECT_EQ(stacked_f32, 0);
 }
 
-// The 2-d q4 and q8 matrices of a dense model are interleaved by 16 rows at
-// load on the cpu path (every reader takes that layout: the matmuls, and
+// The 2-d q4, q8 and bf16 matrices of a dense model are interleaved by 16
+// rows at load on the cpu path (every reader takes that layout: the matmuls, and
 // the embed that shares a tied table), and kept in rows for the reference.
-TEST(QuantizedDense, MatricesAreInterleavedAtLoad) {
+TEST(DenseImport, MatricesAreInterleavedAtLoad) {
   std::string golden = golden_dir("qwen2");
   ARCH_REQUIRE_SHARED(golden);
   testing::TempDir tmp;
   for (auto [type, rows, interleaved] : {std::tuple{ImportType::Q4, DType::Q4_0, DType::Q4_0x16},
-                                         std::tuple{ImportType::Q8, DType::Q8_0, DType::Q8_0x16}}) {
+                                         std::tuple{ImportType::Q8, DType::Q8_0, DType::Q8_0x16},
+                                         std::tuple{ImportType::BF16, DType::BF16, DType::BF16x16}}) {
     std::string out = tmp / (std::string(dtype_name(rows)) + ".safetensors");
     ASSERT_TRUE(import_checkpoint(golden, out, type).ok());
     for (const char* backend : {"cpu", "reference"}) {

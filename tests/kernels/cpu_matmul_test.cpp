@@ -1,7 +1,7 @@
 // The cpu matmul against the reference on every weight type it reads as
 // stored, at shapes that exercise the row tiles, the K tails and the thread
-// split: BF16/F16 within the op's f32 tolerance of the reference on the
-// widened weights; Q8_0/Q4_0, in rows or 16 rows interleaved, at decode
+// split: BF16 (in rows or interleaved) and F16 within the op's f32
+// tolerance of the reference on the widened weights; Q8_0/Q4_0, in rows or 16 rows interleaved, at decode
 // sizes (M <= 4) exactly (up to f32 rounding) what int8 activations times
 // quantized weights give, and at prompt sizes (bf16 activations, oneDNN)
 // close to the f32 product.
@@ -28,7 +28,9 @@ Tensor random_f32(Dims shape, uint32_t seed) { return test::normal_f32(std::move
 Tensor stored_as(const Tensor& w, DType dtype) {
   return is_interleaved(dtype) ? interleave_rows(convert_to(w, rows_of(dtype))) : convert_to(w, dtype);
 }
-bool storable(DType dtype, int64_t k) { return quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k); }
+bool storable(DType dtype, int64_t k) {
+  return dtype == DType::BF16x16 ? k % 2 == 0 : quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k);
+}
 
 Tensor run(const std::string& backend, const Tensor& a, const Tensor& b) {
   Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
@@ -56,10 +58,10 @@ const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 
                        {100, 24, 64}};             // oneDNN in two runs of rows: 96 + 4
 
 TEST(CpuMatmul, WidenedTypesMatchTheReference) {
-  for (DType dtype : {DType::F32, DType::BF16, DType::F16})
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::BF16x16})
     for (const Case& c : kCases) {
       Tensor a = random_f32({c.M, c.K}, 1), w = random_f32({c.N, c.K}, 2);
-      Tensor stored = convert_to(w, dtype);
+      Tensor stored = stored_as(w, dtype);
       Tensor want = run("reference", a, to_f32(stored)), got = run("cpu", a, stored);
       double bound = 1e-5 * max_abs(want) + 1e-6, worst = 0;
       for (int64_t i = 0; i < want.numel(); ++i) worst = std::max(worst, double(std::abs(got.f32()[i] - want.f32()[i])));
@@ -168,6 +170,8 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
   std::vector<Tensor> f32_in{a, w}, q8_in{a, convert_to(w, DType::Q8_0)}, bf16_in{a, convert_to(w, DType::BF16)};
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", f32_in).rel, own.rel);
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16_in).rel, own.rel);
+  std::vector<Tensor> bf16x16_in{a, stored_as(w, DType::BF16x16)};
+  EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16x16_in).rel, own.rel);  // f32-grade, as BF16
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", q8_in).rel, 2e-2);
   EXPECT_EQ(t.check_tolerance("matmul", "reference", q8_in).rel, own.rel);
   EXPECT_EQ(t.check_tolerance("routed_matmul", "cpu", q8_in).rel, 2e-2);
@@ -176,7 +180,7 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
 TEST(CpuMatmul, ReadsStoredWeightsWithoutWidening) {
   const OpTable& t = op_table();
   Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
-  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16}) {
+  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16, DType::BF16x16}) {
     EXPECT_TRUE(t.takes_stored("matmul", "cpu", tb, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "cpu", plain, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "reference", tb, 1, d)) << dtype_name(d);
