@@ -144,21 +144,24 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
 }
 
 TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
-  Tensor a = random_f32({33, 256}, 5), w = convert_to(random_f32({70, 256}, 6), DType::BF16);
-  Tensor want = run("reference", a, to_f32(w));
-  ASSERT_FALSE(bf16_activations());
-  Tensor exact = run("cpu", a, w);
-  set_bf16_activations(true);
-  Tensor rounded = run("cpu", a, w);
-  set_bf16_activations(false);
-  double exact_err = 0, rounded_err = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    exact_err = std::max(exact_err, double(std::abs(exact.f32()[i] - want.f32()[i])));
-    rounded_err = std::max(rounded_err, double(std::abs(rounded.f32()[i] - want.f32()[i])));
+  for (DType dtype : {DType::BF16, DType::BF16x16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), dtype);
+    Tensor want = run("reference", a, to_f32(w));
+    ASSERT_FALSE(bf16_activations());
+    Tensor exact = run("cpu", a, w);
+    set_bf16_activations(true);
+    Tensor rounded = run("cpu", a, w);
+    set_bf16_activations(false);
+    double exact_err = 0, rounded_err = 0;
+    for (int64_t i = 0; i < want.numel(); ++i) {
+      exact_err = std::max(exact_err, double(std::abs(exact.f32()[i] - want.f32()[i])));
+      rounded_err = std::max(rounded_err, double(std::abs(rounded.f32()[i] - want.f32()[i])));
+    }
+    EXPECT_LE(exact_err, 1e-5 * max_abs(want) + 1e-6);  // the default: f32-grade
+    EXPECT_GT(rounded_err, exact_err);                  // the option does round
+    EXPECT_LE(rounded_err, 0.01 * max_abs(want));       // by bf16's 8 bits, no more
   }
-  EXPECT_LE(exact_err, 1e-5 * max_abs(want) + 1e-6);  // the default: f32-grade
-  EXPECT_GT(rounded_err, exact_err);                  // the option does round
-  EXPECT_LE(rounded_err, 0.01 * max_abs(want));       // by bf16's 8 bits, no more
 }
 
 // --check holds a quantized weight's kernel to 2% (its activations are
