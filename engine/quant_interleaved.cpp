@@ -10,18 +10,18 @@
 
 namespace arch {
 
-bool is_interleaved(DType t) { return t == DType::Q8_0x16 || t == DType::Q4_0x16 || t == DType::BF16x16; }
+bool is_interleaved(DType t) { return t == DType::Q8_0x16 || t == DType::Q4_0x16 || t == DType::BF16x64; }
 
 bool interleavable(DType rows, int64_t k) {
-  return rows == DType::Q8_0 || rows == DType::Q4_0 || (rows == DType::BF16 && k > 0 && k % 2 == 0);
+  return rows == DType::Q8_0 || rows == DType::Q4_0 || (rows == DType::BF16 && k > 0 && k % 16 == 0);
 }
 
 DType interleaved_of(DType rows) {
-  if (rows == DType::BF16) return DType::BF16x16;
+  if (rows == DType::BF16) return DType::BF16x64;
   return rows == DType::Q4_0 ? DType::Q4_0x16 : DType::Q8_0x16;
 }
 DType rows_of(DType interleaved) {
-  if (interleaved == DType::BF16x16) return DType::BF16;
+  if (interleaved == DType::BF16x64) return DType::BF16;
   return interleaved == DType::Q4_0x16 ? DType::Q4_0 : DType::Q8_0;
 }
 
@@ -30,6 +30,11 @@ size_t interleaved_block_bytes(DType t) {
 }
 
 namespace {
+
+// Byte offset of value `at` of row `lane` within a BF16x64 tile.
+size_t bf16_tile_offset(int64_t lane, int64_t at) {
+  return size_t((at / 16) * 2048 + (at % 16 / 2) * 256 + lane * 4 + (at % 2) * 2);
+}
 
 // Where value `at` of row r sits in its block, and in which nibble.
 struct Place {
@@ -63,11 +68,11 @@ float interleaved_scale(DType t, const uint8_t* data, int64_t k, int64_t r, int6
 }
 
 void interleaved_row(DType t, const uint8_t* data, int64_t k, int64_t r, float* out) {
-  if (t == DType::BF16x16) {
-    const uint8_t* tile = data + size_t(r / kInterleave) * interleaved_tile_bytes(t, k);
+  if (t == DType::BF16x64) {
+    const uint8_t* tile = data + size_t(r / kBf16TileRows) * interleaved_tile_bytes(t, k);
     for (int64_t at = 0; at < k; ++at) {
       uint16_t bits;
-      std::memcpy(&bits, tile + (at / 2) * 64 + (r % kInterleave) * 4 + (at % 2) * 2, 2);
+      std::memcpy(&bits, tile + bf16_tile_offset(r % kBf16TileRows, at), 2);
       out[at] = bf16_to_f32(bits);
     }
     return;
@@ -87,12 +92,12 @@ namespace {
 void interleave_tiles(DType to, const std::vector<const uint8_t*>& rows, int64_t k, int64_t t0, int64_t t1,
                       uint8_t* dst) {
   const int64_t n = int64_t(rows.size());
-  if (to == DType::BF16x16) {  // pair p of row `lane`: 4 bytes at p * 64 + lane * 4
+  if (to == DType::BF16x64) {  // each pair of a row: 4 bytes
     for (int64_t t = t0; t < t1; ++t) {
       uint8_t* tile = dst + size_t(t) * interleaved_tile_bytes(to, k);
-      for (int64_t lane = 0; lane < kInterleave && t * kInterleave + lane < n; ++lane) {
-        const uint8_t* row = rows[size_t(t * kInterleave + lane)];
-        for (int64_t p = 0; p < k / 2; ++p) std::memcpy(tile + p * 64 + lane * 4, row + p * 4, 4);
+      for (int64_t lane = 0; lane < kBf16TileRows && t * kBf16TileRows + lane < n; ++lane) {
+        const uint8_t* row = rows[size_t(t * kBf16TileRows + lane)];
+        for (int64_t at = 0; at < k; at += 2) std::memcpy(tile + bf16_tile_offset(lane, at), row + at * 2, 4);
       }
     }
     return;
@@ -132,7 +137,7 @@ Tensor interleave_rows(const std::vector<const Tensor*>& parts) {
   std::vector<const uint8_t*> rows;
   for (const Tensor* part : parts)
     for (int64_t r = 0; r < part->dim(0); ++r) rows.push_back(static_cast<const uint8_t*>(part->data) + size_t(r) * row_bytes);
-  const int64_t n = int64_t(rows.size()), tiles = (n + kInterleave - 1) / kInterleave;
+  const int64_t n = int64_t(rows.size()), tiles = (n + tile_rows(to) - 1) / tile_rows(to);
   Tensor out = Tensor::zeros(to, {n, k});  // padding rows stay zero: scale 0
   auto* dst = static_cast<uint8_t*>(out.data);
   // Load time: large matrices split across cores.

@@ -71,7 +71,7 @@ size_t row_bytes(DType dtype, int64_t k) {
 size_t Tensor::nbytes() const {
   if (shape.empty() || !(is_quantized(dtype) || is_interleaved(dtype))) return size_t(numel()) * dtype_size(dtype);
   int64_t rows = numel() / shape.back();
-  if (is_interleaved(dtype)) rows = (rows + kInterleave - 1) / kInterleave * kInterleave;  // whole tiles
+  if (is_interleaved(dtype)) rows = (rows + tile_rows(dtype) - 1) / tile_rows(dtype) * tile_rows(dtype);  // whole tiles
   return size_t(rows) * row_bytes(dtype, shape.back());
 }
 

@@ -51,15 +51,18 @@ struct MatmulPrimitive {
 };
 
 // (M, K, N, transpose_b, operand type, accumulate into C, C's row stride)
-using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t, bool, dt, bool, int64_t>;
+// (M, K, N, transpose_b, operand type, accumulate into C, C's row stride,
+// B as BF16x64 tiles)
+using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t, bool, dt, bool, int64_t, bool>;
 
 struct OneDnn {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   std::mutex lock;
   std::map<PrimitiveKey, MatmulPrimitive> primitives;
 
-  MatmulPrimitive& primitive(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, int64_t ldc) {
-    auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc);
+  MatmulPrimitive& primitive(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, int64_t ldc,
+                             bool tiles) {
+    auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc, tiles);
     auto it = primitives.find(key);
     if (it != primitives.end()) return it->second;
     // One per shape, M in buckets (run() pads); a run-time M would lose
@@ -67,7 +70,10 @@ struct OneDnn {
     if (primitives.size() >= kMaxPrimitives) primitives.clear();
     MatmulPrimitive p;
     p.a = dnnl::memory::desc({M, K}, type, {K, 1});
-    p.b = dnnl::memory::desc({K, N}, type, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+    // BF16x64 tiles are oneDNN's own BA16a64b2a layout of B [K, N], which
+    // its brgemm kernels read as they are.
+    p.b = tiles ? dnnl::memory::desc({K, N}, type, dnnl::memory::format_tag::BA16a64b2a)
+                : dnnl::memory::desc({K, N}, type, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
     p.c = dnnl::memory::desc({M, N}, dt::f32, {ldc, 1});
     dnnl::primitive_attr attr;
     if (accumulate) {
@@ -82,12 +88,12 @@ struct OneDnn {
   // M rows in bucket-sized runs, each on its own rows of A and C (500 =
   // 480 + 20): no padding, no copies, and a bounded set of shapes.
   void run(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, const void* a, const void* b, void* c,
-           int64_t ldc = 0) {
+           int64_t ldc, bool tiles) {
     ldc = ldc ? ldc : N;
     const size_t a_row = size_t(K) * (type == dt::f32 ? 4 : 2);
     while (M > 0) {
       const int64_t rows = m_bucket(M);
-      execute(rows, K, N, tb, type, accumulate, a, b, c, ldc);
+      execute(rows, K, N, tb, type, accumulate, a, b, c, ldc, tiles);
       a = static_cast<const uint8_t*>(a) + size_t(rows) * a_row;
       c = static_cast<float*>(c) + rows * ldc;
       M -= rows;
@@ -105,8 +111,8 @@ struct OneDnn {
   }
 
   void execute(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, const void* a, const void* b,
-               void* c, int64_t ldc) {
-    MatmulPrimitive& p = primitive(M, K, N, tb, type, accumulate, ldc);
+               void* c, int64_t ldc, bool tiles) {
+    MatmulPrimitive& p = primitive(M, K, N, tb, type, accumulate, ldc, tiles);
     dnnl::stream stream(engine);
     dnnl::memory am(p.a, engine, const_cast<void*>(a)), bm(p.b, engine, const_cast<void*>(b)), cm(p.c, engine, c);
     p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
@@ -122,11 +128,11 @@ OneDnn& onednn() {
 // One oneDNN matmul, its errors as the kernel's: C [M, N] (row stride ldc,
 // 0: N) = A [M, K] @ B, both of `type`; `accumulate` adds to C.
 Status onednn_matmul(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate,
-                     const void* a, const void* b, void* c, int64_t ldc = 0) {
+                     const void* a, const void* b, void* c, int64_t ldc = 0, bool tiles = false) {
   OneDnn& d = onednn();
   try {
     std::lock_guard<std::mutex> guard(d.lock);
-    d.run(M, K, N, tb, type, accumulate, a, b, c, ldc);
+    d.run(M, K, N, tb, type, accumulate, a, b, c, ldc, tiles);
   } catch (const dnnl::error& e) {
     return kernel_error(ctx, "matmul", std::string("oneDNN: ") + e.what());
   }
@@ -221,14 +227,14 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
   return {};
 }
 
-// BF16 weights interleaved by 16 rows (the decode layout): prompts
-// de-interleave a slab of rows at a time for oneDNN's two f32-grade bf16
-// passes (one with --bf16-activations); decode runs the tile kernel on the
-// split activations (gemv_bf16_avx512.cpp), or widens row by row where the
-// CPU lacks AVX-512 BF16.
-Status matmul_bf16x16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+// BF16 weights in 64-row tiles (BF16x64, engine/quant_interleaved.h):
+// prompts are oneDNN's two f32-grade bf16 passes (one with
+// --bf16-activations) straight on the tiles, which are its BA16a64b2a
+// layout; decode runs the tile kernel on the split activations
+// (gemv_bf16_avx512.cpp), or widens row by row where the CPU lacks
+// AVX-512 BF16.
+Status matmul_bf16x64(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   const auto* w = static_cast<const uint8_t*>(ctx.inputs[1].data);
-  const size_t tile_bytes = interleaved_tile_bytes(DType::BF16x16, K);
   float* out = ctx.outputs[0].f32();
   const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
   thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
@@ -236,26 +242,15 @@ Status matmul_bf16x16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   uint16_t* lo = split || M <= kGemvRows ? scratch(lo_buffer, M * K) : nullptr;
   if (M > kGemvRows) {
     activations_bf16(ctx.inputs[0].f32(), M, K, hi, lo);
-    const int64_t slab = std::max<int64_t>(64, std::min<int64_t>(N, (int64_t(1) << 20) / K)) / 16 * 16;
-    thread_local std::vector<uint16_t> w_buffer;
-    uint16_t* rows = scratch(w_buffer, slab * K);
-    for (int64_t n0 = 0; n0 < N; n0 += slab) {
-      const int64_t count = std::min(slab, N - n0);
-#pragma omp parallel for schedule(static)
-      for (int64_t r = 0; r < count; ++r) {
-        const uint8_t* tile = w + size_t((n0 + r) / 16) * tile_bytes + size_t((n0 + r) % 16) * 4;
-        for (int64_t p = 0; p < K / 2; ++p) std::memcpy(rows + r * K + 2 * p, tile + p * 64, 4);
-      }
-      ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, count, true, dt::bf16, false, hi, rows, out + n0, N));
-      if (lo) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, count, true, dt::bf16, true, lo, rows, out + n0, N));
-    }
+    ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, false, hi, w, out, N, true));
+    if (lo) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, true, lo, w, out, N, true));
     return {};
   }
   if (!has_avx512_bf16_dot()) {
     for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
       std::vector<float> row(static_cast<size_t>(K));
       for (int64_t n = n0; n < n1; ++n) {
-        interleaved_row(DType::BF16x16, w, K, n, row.data());
+        interleaved_row(DType::BF16x64, w, K, n, row.data());
         for (int64_t m = 0; m < M; ++m) {
           const float* x = ctx.inputs[0].f32() + m * K;
           double acc = 0;
@@ -268,7 +263,7 @@ Status matmul_bf16x16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   }
   split_bf16(ctx.inputs[0].f32(), M * K, hi, lo);
   for_row_chunks(
-      M, N, K, [&](int64_t n0, int64_t n1) { gemv_bf16x16_split(hi, lo, M, K, w, K, n0, n1, out, N); }, 16);
+      M, N, K, [&](int64_t n0, int64_t n1) { gemv_bf16x64_split(hi, lo, M, K, w, K, n0, n1, out, N); }, 64);
   return {};
 }
 
@@ -294,7 +289,7 @@ Status matmul_product(KernelContext& ctx) {
     return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1,
                                   [&](int64_t n, int64_t, float* dst) { widen_f16(w16 + n * K, K, dst); });
   }
-  if (B.dtype == DType::BF16x16) return matmul_bf16x16(ctx, M, K, N);
+  if (B.dtype == DType::BF16x64) return matmul_bf16x64(ctx, M, K, N);
   const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
   if ((is_quantized(B.dtype) || interleaved) && many) {

@@ -1,6 +1,6 @@
-// The 16-row interleaved layouts (Q8_0, Q4_0, BF16): every row reads back
-// exactly as its row layout did, whole tiles are stored (the last padded), and the bytes sit
-// where engine/quant_interleaved.h says.
+// The interleaved layouts (Q8_0 and Q4_0 by 16 rows, BF16 by 64): every row
+// reads back exactly as its row layout did, whole tiles are stored (the
+// last padded), and the bytes sit where engine/quant_interleaved.h says.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -36,20 +36,21 @@ TEST(QuantInterleaved, RowsReadBackExactly) {
 }
 
 TEST(QuantInterleaved, Bf16RowsReadBackExactly) {
-  for (int64_t n : {3, 16, 33}) {
-    const int64_t k = 70;
+  for (int64_t n : {3, 64, 70}) {
+    const int64_t k = 80;
     Tensor t = random_rows(DType::BF16, n, k), tiles = interleave_rows(t);
-    ASSERT_EQ(tiles.dtype, DType::BF16x16);
-    EXPECT_EQ(tiles.nbytes(), size_t((n + 15) / 16 * 16) * k * 2);
+    ASSERT_EQ(tiles.dtype, DType::BF16x64);
+    EXPECT_EQ(tiles.nbytes(), size_t((n + 63) / 64 * 64) * k * 2);  // whole tiles of 64 rows
     Tensor want = to_f32(t), got = to_f32(tiles);
     for (int64_t i = 0; i < n * k; ++i) ASSERT_EQ(got.f32()[i], want.f32()[i]) << "n=" << n;
   }
-  // Row 2, values 6 and 7: pair 3, bytes 4*2.. of its 64.
-  Tensor t = random_rows(DType::BF16, 16, 8), tiles = interleave_rows(t);
-  EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(tiles.data) + 3 * 64 + 4 * 2,
-                           static_cast<const uint16_t*>(t.data) + 2 * 8 + 6, 4));
-  EXPECT_TRUE(interleavable(DType::BF16, 70));
-  EXPECT_FALSE(interleavable(DType::BF16, 71));
+  // oneDNN's BA16a64b2a: row 2, values 22 and 23 sit in block 1 (values
+  // 16..31), pair 3, row 2's 4 bytes.
+  Tensor t = random_rows(DType::BF16, 64, 32), tiles = interleave_rows(t);
+  EXPECT_EQ(0, std::memcmp(static_cast<const uint8_t*>(tiles.data) + 2048 + 3 * 256 + 4 * 2,
+                           static_cast<const uint16_t*>(t.data) + 2 * 32 + 22, 4));
+  EXPECT_TRUE(interleavable(DType::BF16, 80));
+  EXPECT_FALSE(interleavable(DType::BF16, 72));
   EXPECT_FALSE(interleavable(DType::F16, 64));
 }
 

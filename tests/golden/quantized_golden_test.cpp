@@ -162,7 +162,7 @@ TEST(DenseImport, MatricesAreInterleavedAtLoad) {
   testing::TempDir tmp;
   for (auto [type, rows, interleaved] : {std::tuple{ImportType::Q4, DType::Q4_0, DType::Q4_0x16},
                                          std::tuple{ImportType::Q8, DType::Q8_0, DType::Q8_0x16},
-                                         std::tuple{ImportType::BF16, DType::BF16, DType::BF16x16}}) {
+                                         std::tuple{ImportType::BF16, DType::BF16, DType::BF16x64}}) {
     std::string out = tmp / (std::string(dtype_name(rows)) + ".safetensors");
     ASSERT_TRUE(import_checkpoint(golden, out, type).ok());
     for (const char* backend : {"cpu", "reference"}) {

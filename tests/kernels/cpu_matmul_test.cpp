@@ -29,7 +29,7 @@ Tensor stored_as(const Tensor& w, DType dtype) {
   return is_interleaved(dtype) ? interleave_rows(convert_to(w, rows_of(dtype))) : convert_to(w, dtype);
 }
 bool storable(DType dtype, int64_t k) {
-  return dtype == DType::BF16x16 ? k % 2 == 0 : quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k);
+  return dtype == DType::BF16x64 ? k % 16 == 0 : quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k);
 }
 
 Tensor run(const std::string& backend, const Tensor& a, const Tensor& b) {
@@ -58,7 +58,7 @@ const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 
                        {100, 24, 64}};             // oneDNN in two runs of rows: 96 + 4
 
 TEST(CpuMatmul, WidenedTypesMatchTheReference) {
-  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::BF16x16})
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::BF16x64})
     for (const Case& c : kCases) {
       Tensor a = random_f32({c.M, c.K}, 1), w = random_f32({c.N, c.K}, 2);
       Tensor stored = stored_as(w, dtype);
@@ -144,7 +144,7 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
 }
 
 TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
-  for (DType dtype : {DType::BF16, DType::BF16x16}) {
+  for (DType dtype : {DType::BF16, DType::BF16x64}) {
     SCOPED_TRACE(dtype_name(dtype));
     Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), dtype);
     Tensor want = run("reference", a, to_f32(w));
@@ -173,8 +173,8 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
   std::vector<Tensor> f32_in{a, w}, q8_in{a, convert_to(w, DType::Q8_0)}, bf16_in{a, convert_to(w, DType::BF16)};
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", f32_in).rel, own.rel);
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16_in).rel, own.rel);
-  std::vector<Tensor> bf16x16_in{a, stored_as(w, DType::BF16x16)};
-  EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16x16_in).rel, own.rel);  // f32-grade, as BF16
+  std::vector<Tensor> bf16x64_in{a, stored_as(w, DType::BF16x64)};
+  EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16x64_in).rel, own.rel);  // f32-grade, as BF16
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", q8_in).rel, 2e-2);
   EXPECT_EQ(t.check_tolerance("matmul", "reference", q8_in).rel, own.rel);
   EXPECT_EQ(t.check_tolerance("routed_matmul", "cpu", q8_in).rel, 2e-2);
@@ -183,7 +183,7 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
 TEST(CpuMatmul, ReadsStoredWeightsWithoutWidening) {
   const OpTable& t = op_table();
   Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
-  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16, DType::BF16x16}) {
+  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16, DType::BF16x64}) {
     EXPECT_TRUE(t.takes_stored("matmul", "cpu", tb, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "cpu", plain, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "reference", tb, 1, d)) << dtype_name(d);
