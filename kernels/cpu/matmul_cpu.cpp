@@ -1,17 +1,18 @@
 // The cpu backend's matmul, by the weight's stored type and the number of
 // activation rows M:
-//   - F32 or BF16 weights, many rows: oneDNN (2.6's v2 API: desc, then
-//     primitive_desc(desc, attr, engine)), one primitive cached per shape;
-//     BF16 through a two-term split of the activations (matmul_onednn_bf16);
-//   - F16 weights, many rows: widened to f32 a slab of rows at a time for
-//     oneDNN's f32 kernels (it has no f16 matmul here);
-//   - a few rows (decode): gemv_hwy.cpp, widening the weights in
-//     registers (gemv_bf16_avx512.cpp for BF16 where AVX-512 BF16 exists),
-//     rows of the weight split across threads;
-//   - Q8_0 / Q4_0 weights: the activations quantized per block and integer
-//     dot products (quant_dot.cpp; quant_interleaved_dot.cpp on the 16-row
-//     interleaved layout make_program gives them when every reader takes
-//     it); for many rows, dequantized slab by slab to bf16 for oneDNN.
+//   - many rows (prompts): oneDNN (2.6's v2 API: desc, then
+//     primitive_desc(desc, attr, engine)), primitives cached per shape with
+//     M in buckets: F32 as is; BF16 through a two-term split of the
+//     activations (f32-grade), read in rows or, as loaded, in 64-row tiles
+//     that are oneDNN's BA16a64b2a layout; F16 widened to f32 and Q8_0 /
+//     Q4_0 dequantized to bf16, a slab of rows at a time;
+//   - a few rows (decode): F32/F16 rows widened in registers (gemv_hwy.cpp);
+//     BF16 tiles on AVX-512 BF16 (gemv_bf16_avx512.cpp); Q8_0 / Q4_0 with
+//     the activations quantized per block and integer dot products
+//     (quant_interleaved_dot.cpp on the 16-row tiles make_program gives
+//     them, quant_dot.cpp on rows, as MoE experts keep them); rows of the
+//     weight split across threads.
+// The planner may give it a third input to add (a bias or a residual).
 // Checked against the reference kernel by the goldens on this path.
 #include <immintrin.h>
 #include <omp.h>
@@ -65,8 +66,9 @@ struct OneDnn {
     auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc, tiles);
     auto it = primitives.find(key);
     if (it != primitives.end()) return it->second;
-    // One per shape, M in buckets (run() pads); a run-time M would lose
-    // oneDNN's brgemm kernels. Never without end, whatever the shapes.
+    // One per shape, M in buckets (run() splits M into bucket-sized runs);
+    // a run-time M would lose oneDNN's brgemm kernels. Never without end,
+    // whatever the shapes.
     if (primitives.size() >= kMaxPrimitives) primitives.clear();
     MatmulPrimitive p;
     p.a = dnnl::memory::desc({M, K}, type, {K, 1});
@@ -177,7 +179,7 @@ Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
 // Splits the N weight rows across threads: equal contiguous shares when
 // decoding (each thread streams its own part of the weight), cache-sized
 // chunks handed out dynamically for many rows of activations.
-// Chunks start at multiples of `align` rows (an interleaved tile's 16).
+// Chunks start at multiples of `align` rows (an interleaved tile's rows).
 template <typename F>
 void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4) {
   const int threads = omp_get_max_threads();

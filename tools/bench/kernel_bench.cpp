@@ -149,7 +149,7 @@ BENCHMARK_CAPTURE(BM_Gemv, q8_rows, DType::Q8_0)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q4_rows, DType::Q4_0)->Apply(decode_shapes);
 // f32 at 1024^3 on oneDNN is the machine's GEMM peak as this project sees it.
 BENCHMARK_CAPTURE(BM_Gemm, f32, DType::F32)->Apply(prompt_shapes);
-BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16x64)->Apply(prompt_shapes);  // as loaded: oneDNN's BA16a64b2a
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::F16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0x16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0x16)->Apply(prompt_shapes);
