@@ -1,8 +1,8 @@
 #include "engine/quant_interleaved.h"
 
 #include <algorithm>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 

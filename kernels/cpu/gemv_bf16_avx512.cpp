@@ -2,8 +2,10 @@
 // products per instruction, accumulated in f32). The activations are split
 // x = hi + lo, both bf16, so each weight meets x at f32-grade precision
 // (what is left out is below 2^-16 of |x|) in two instructions, where
-// widening the weights to f32 takes four per 16 values. Used where the CPU
-// has the instruction; gemv_hwy.cpp otherwise.
+// widening the weights to f32 takes four per 16 values. Two layouts: the
+// weights in rows (one row at a time), and in 64-row tiles as a loaded
+// model holds them (BF16x64). Used where the CPU has the instruction;
+// gemv_hwy.cpp otherwise.
 #include <immintrin.h>
 
 #include <algorithm>
