@@ -94,6 +94,82 @@ int fold_adds(Graph& g, const std::vector<Tensor>& weights) {
   return folded;
 }
 
+// A merged projection's biases: matmul -> slice per member -> add(slice,
+// bias [width]). The biases, concatenated (zeros where a slice has none),
+// become the matmul's third input and the slices produce the adds' values.
+int fold_slice_biases(Graph& g, std::vector<Tensor>& weights) {
+  std::vector<std::vector<int>> readers(g.values.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int in : g.nodes[n].inputs)
+      if (in >= 0) readers[size_t(in)].push_back(int(n));
+  std::vector<char> output(g.values.size(), 0), dropped(g.nodes.size(), 0);
+  for (const GraphOutput& o : g.outputs) output[size_t(o.value)] = 1;
+  int folded = 0;
+  for (size_t p = 0; p < g.nodes.size(); ++p) {
+    if (!plain_matmul(g.nodes[p]) || g.nodes[p].inputs.size() < 2) continue;
+    const int y = g.nodes[p].outputs[0];
+    const TypedShape yt = g.values[size_t(y)].type;
+    if (output[size_t(y)] || yt.dtype != DType::F32 || yt.shape.empty() || !yt.shape.back().concrete()) continue;
+    const int64_t N = yt.shape.back().n;
+    // (slice node, add node, bias value) per reader; all readers slices.
+    std::vector<std::tuple<int, int, int>> parts;
+    std::vector<char> covered(size_t(N), 0);
+    bool ok = !readers[size_t(y)].empty();
+    for (int sn : readers[size_t(y)]) {
+      const Node& sl = g.nodes[size_t(sn)];
+      const int64_t start = sl.attrs.value("start", int64_t(-1)), end = sl.attrs.value("end", int64_t(-1));
+      if (sl.op != "slice" || sl.attrs.value("axis", 0) != -1 || start < 0 || end > N || start >= end ||
+          sl.outputs.size() != 1) {
+        ok = false;
+        break;
+      }
+      for (int64_t c = start; c < end; ++c) ok = ok && !covered[size_t(c)]++;
+      const int so = sl.outputs[0];
+      int add = -1, bias = -1;
+      if (!output[size_t(so)] && readers[size_t(so)].size() == 1) {
+        const Node& a = g.nodes[size_t(readers[size_t(so)][0])];
+        const int other = a.op == "add" && a.inputs.size() == 2 && a.attrs.empty()
+                              ? (a.inputs[0] == so ? a.inputs[1] : a.inputs[0])
+                              : -1;
+        if (other >= 0 && other != so && weights[size_t(other)].data && weights[size_t(other)].dtype == DType::F32 &&
+            weights[size_t(other)].numel() == end - start && g.values[size_t(other)].type.shape.size() == 1 &&
+            g.values[size_t(a.outputs[0])].type.shape == g.values[size_t(so)].type.shape) {
+          add = readers[size_t(so)][0];
+          bias = other;
+        }
+      }
+      parts.emplace_back(sn, add, bias);
+    }
+    int with_bias = 0;
+    for (auto& [sn, add, bias] : parts) with_bias += add >= 0;
+    if (!ok || with_bias == 0) continue;
+    Tensor merged = Tensor::zeros(DType::F32, {N});
+    for (auto& [sn, add, bias] : parts) {
+      if (add < 0) continue;
+      const int64_t start = g.nodes[size_t(sn)].attrs.value("start", int64_t(0));
+      std::memcpy(merged.f32() + start, weights[size_t(bias)].data, weights[size_t(bias)].nbytes());
+      Node& sl = g.nodes[size_t(sn)];
+      g.values[size_t(sl.outputs[0])].producer = -1;  // no longer made
+      sl.outputs = g.nodes[size_t(add)].outputs;      // the slice now yields the biased value
+      dropped[size_t(add)] = 1;
+      ++folded;
+    }
+    const int b = g.add_value(Value{g.values[size_t(y)].name + ".bias", {DType::F32, {Dim::of(N)}}, -1,
+                                    g.nodes[p].loc});
+    weights.resize(g.values.size());
+    weights[size_t(b)] = std::move(merged);
+    g.nodes[p].inputs.resize(3);
+    g.nodes[p].inputs[2] = b;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int o : g.nodes[i].outputs) g.values[size_t(o)].producer = int(i);
+  return folded;
+}
+
 }  // namespace
 
 Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops, const std::string& backend) {
@@ -162,7 +238,8 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
   for (size_t i = 0; i < out->nodes.size(); ++i)
     for (int o : out->nodes[i].outputs) out->values[size_t(o)].producer = int(i);
   weights.resize(out->values.size());
-  plan.stats.folded_adds = fold_adds(*out, weights);
+  plan.stats.folded_adds = fold_slice_biases(*out, weights);
+  plan.stats.folded_adds += fold_adds(*out, weights);
   plan.graph = std::move(out);
   plan.weights = std::move(weights);
   return plan;

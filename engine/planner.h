@@ -11,7 +11,8 @@
 //
 // Adds after a matmul: a bias or a residual added to a matmul's output (and
 // nothing else reading that output) becomes the matmul's optional third
-// input, which its kernels add in place.
+// input, which its kernels add in place. So do the biases added to a merged
+// projection's slices (Qwen's q, k and v), concatenated.
 #pragma once
 
 #include <memory>
