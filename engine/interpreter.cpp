@@ -14,8 +14,8 @@ namespace arch {
 
 namespace {
 
-// A Q8_0 / Q4_0 / BF16 matrix every reader of which takes it with 16 rows
-// interleaved (engine/quant_interleaved.h) is converted once, here.
+// A Q8_0 / Q4_0 / BF16 matrix every reader of which takes it in tiles of
+// interleaved rows (engine/quant_interleaved.h) is converted once, here.
 void interleave_where_read(const Graph& g, const OpTable& ops, const std::string& backend,
                            std::vector<Tensor>& weights) {
   std::vector<int> verdict(g.values.size(), -1);  // -1 unread, 0 no, 1 yes

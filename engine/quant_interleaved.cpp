@@ -136,7 +136,8 @@ Tensor interleave_rows(const std::vector<const Tensor*>& parts) {
   const size_t row_bytes = from == DType::BF16 ? size_t(k) * 2 : quant_row_bytes(from, k);
   std::vector<const uint8_t*> rows;
   for (const Tensor* part : parts)
-    for (int64_t r = 0; r < part->dim(0); ++r) rows.push_back(static_cast<const uint8_t*>(part->data) + size_t(r) * row_bytes);
+    for (int64_t r = 0; r < part->dim(0); ++r)
+      rows.push_back(static_cast<const uint8_t*>(part->data) + size_t(r) * row_bytes);
   const int64_t n = int64_t(rows.size()), tiles = (n + tile_rows(to) - 1) / tile_rows(to);
   Tensor out = Tensor::zeros(to, {n, k});  // padding rows stay zero: scale 0
   auto* dst = static_cast<uint8_t*>(out.data);

@@ -71,7 +71,10 @@ size_t row_bytes(DType dtype, int64_t k) {
 size_t Tensor::nbytes() const {
   if (shape.empty() || !(is_quantized(dtype) || is_interleaved(dtype))) return size_t(numel()) * dtype_size(dtype);
   int64_t rows = numel() / shape.back();
-  if (is_interleaved(dtype)) rows = (rows + tile_rows(dtype) - 1) / tile_rows(dtype) * tile_rows(dtype);  // whole tiles
+  if (is_interleaved(dtype)) {  // whole tiles
+    const int64_t tile = tile_rows(dtype);
+    rows = (rows + tile - 1) / tile * tile;
+  }
   return size_t(rows) * row_bytes(dtype, shape.back());
 }
 

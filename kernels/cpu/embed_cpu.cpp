@@ -31,7 +31,8 @@ Status embed_cpu(KernelContext& ctx) {
 }
 
 bool embed_takes(const Attrs&, size_t input, DType stored) {
-  return input == 0 && (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored));
+  return input == 0 &&
+         (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored));
 }
 
 }  // namespace

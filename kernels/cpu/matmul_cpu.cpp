@@ -164,15 +164,17 @@ void activations_bf16(const float* a, int64_t M, int64_t K, uint16_t* hi, uint16
 // are exact in f32 and what is lost is below 2^-16 of |a|, f32-grade.
 std::atomic<bool> g_bf16_activations{false};
 
-Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+// `tiles`: the weight is in BF16x64 tiles (oneDNN's BA16a64b2a), else rows.
+Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool tiles = false) {
   const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
   thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
   uint16_t* hi = scratch(hi_buffer, M * K);
   uint16_t* lo = split ? scratch(lo_buffer, M * K) : nullptr;
   activations_bf16(ctx.inputs[0].f32(), M, K, hi, lo);
   const void* w = ctx.inputs[1].data;
-  ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, false, hi, w, ctx.outputs[0].data));
-  if (split) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, true, lo, w, ctx.outputs[0].data));
+  void* c = ctx.outputs[0].data;
+  ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, false, hi, w, c, N, tiles));
+  if (split) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, true, lo, w, c, N, tiles));
   return {};
 }
 
@@ -236,18 +238,9 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
 // (gemv_bf16_avx512.cpp), or widens row by row where the CPU lacks
 // AVX-512 BF16.
 Status matmul_bf16x64(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  if (M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N, true);
   const auto* w = static_cast<const uint8_t*>(ctx.inputs[1].data);
   float* out = ctx.outputs[0].f32();
-  const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
-  thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
-  uint16_t* hi = scratch(hi_buffer, M * K);
-  uint16_t* lo = split || M <= kGemvRows ? scratch(lo_buffer, M * K) : nullptr;
-  if (M > kGemvRows) {
-    activations_bf16(ctx.inputs[0].f32(), M, K, hi, lo);
-    ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, false, hi, w, out, N, true));
-    if (lo) ARCH_TRY_STATUS(onednn_matmul(ctx, M, K, N, true, dt::bf16, true, lo, w, out, N, true));
-    return {};
-  }
   if (!has_avx512_bf16_dot()) {
     for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
       std::vector<float> row(static_cast<size_t>(K));
@@ -263,6 +256,9 @@ Status matmul_bf16x64(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
     });
     return {};
   }
+  thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
+  uint16_t* hi = scratch(hi_buffer, M * K);
+  uint16_t* lo = scratch(lo_buffer, M * K);
   split_bf16(ctx.inputs[0].f32(), M * K, hi, lo);
   for_row_chunks(
       M, N, K, [&](int64_t n0, int64_t n1) { gemv_bf16x64_split(hi, lo, M, K, w, K, n0, n1, out, N); }, 64);
