@@ -12,6 +12,21 @@ namespace arch {
 
 namespace {
 
+// Each value's producer from the nodes as they now stand.
+void renumber_producers(Graph& g) {
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (int o : g.nodes[i].outputs) g.values[size_t(o)].producer = int(i);
+}
+
+// The graph without the nodes marked, producers renumbered.
+void drop_nodes(Graph& g, const std::vector<char>& dropped) {
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    if (!dropped[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  renumber_producers(g);
+}
+
 // A matmul of a and b alone (its optional addend absent), one output.
 bool plain_matmul(const Node& n) {
   return n.op == "matmul" && n.outputs.size() == 1 &&
@@ -85,12 +100,7 @@ int fold_adds(Graph& g, const std::vector<Tensor>& weights) {
       break;
     }
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!dropped[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int o : g.nodes[i].outputs) g.values[size_t(o)].producer = int(i);
+  drop_nodes(g, dropped);
   return folded;
 }
 
@@ -161,12 +171,7 @@ int fold_slice_biases(Graph& g, std::vector<Tensor>& weights) {
     g.nodes[p].inputs.resize(3);
     g.nodes[p].inputs[2] = b;
   }
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    if (!dropped[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (int o : g.nodes[i].outputs) g.values[size_t(o)].producer = int(i);
+  drop_nodes(g, dropped);
   return folded;
 }
 
@@ -234,9 +239,7 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
     out->values[size_t(member.outputs[0])].producer = int(out->nodes.size());
     out->nodes.push_back(Node{"slice", {s->second.first}, member.outputs, attrs, member.loc});
   }
-  // Producers of values made by nodes that moved.
-  for (size_t i = 0; i < out->nodes.size(); ++i)
-    for (int o : out->nodes[i].outputs) out->values[size_t(o)].producer = int(i);
+  renumber_producers(*out);  // nodes moved
   weights.resize(out->values.size());
   plan.stats.folded_adds = fold_slice_biases(*out, weights);
   plan.stats.folded_adds += fold_adds(*out, weights);
