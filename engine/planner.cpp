@@ -325,8 +325,7 @@ std::shared_ptr<Graph> last_row_graph(const Graph& g, const std::vector<Tensor>&
     out->nodes.push_back(std::move(n));
     origin.push_back(int(i));
   }
-  for (size_t i = 0; i < out->nodes.size(); ++i)
-    for (int o : out->nodes[i].outputs) out->values[size_t(o)].producer = int(i);
+  renumber_producers(*out);
   return out;
 }
 
