@@ -204,8 +204,8 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
         parts.push_back(&weights[size_t(g.nodes[m].inputs[1])]);
         names += (names.empty() ? "" : "+") + g.values[size_t(g.nodes[m].outputs[0])].name;
       }
-      // Straight into the layout the kernel wants, when that is 16 rows
-      // interleaved: one copy of the merged weight, not two.
+      // Straight into the tiles the kernel wants, when it wants them: one
+      // copy of the merged weight, not two.
       const Node& head = g.nodes[i];
       const bool interleave = interleavable(parts[0]->dtype, parts[0]->dim(1)) &&
                               ops.takes_stored(head.op, backend, head.attrs, 1, interleaved_of(parts[0]->dtype));

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/quant.h"
 #include "engine/tensor.h"
 
 namespace arch {
@@ -37,6 +38,10 @@ constexpr int64_t kInterleave = 16;    // rows per tile, Q8_0x16 / Q4_0x16
 constexpr int64_t kBf16TileRows = 64;  // rows per tile, BF16x64
 
 bool is_interleaved(DType t);
+// Block-quantized, in rows (Q8_0, Q4_0) or in tiles (Q8_0x16, Q4_0x16).
+inline bool is_block_quantized(DType t) {
+  return is_quantized(t) || t == DType::Q8_0x16 || t == DType::Q4_0x16;
+}
 // Rows per tile of an interleaved type.
 inline int64_t tile_rows(DType t) { return t == DType::BF16x64 ? kBf16TileRows : kInterleave; }
 // Whether a [N, k] matrix stored as `rows` has an interleaved form (Q8_0,

@@ -290,7 +290,7 @@ Status matmul_product(KernelContext& ctx) {
   if (B.dtype == DType::BF16x64) return matmul_bf16x64(ctx, M, K, N);
   const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
-  if ((is_quantized(B.dtype) || interleaved) && many) {
+  if (is_block_quantized(B.dtype) && many) {
     // Compute-bound: dequantized to bf16 for oneDNN's bf16 kernels, the
     // activations rounded to bf16 (no worse than the int8 the decode path uses).
     thread_local std::vector<uint16_t> a_buffer;
@@ -306,7 +306,7 @@ Status matmul_product(KernelContext& ctx) {
       dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
     });
   }
-  if (is_quantized(B.dtype) || interleaved) {
+  if (is_block_quantized(B.dtype)) {
     thread_local QuantizedActs buffer;
     QuantizedActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
     quantize_acts(A.f32(), M, K, K, acts, B.dtype);
@@ -381,8 +381,7 @@ bool bf16_activations() { return g_bf16_activations; }
 Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
   Tolerance t = op;
   for (const Tensor& in : inputs)
-    if (in.data && (is_quantized(in.dtype) || in.dtype == DType::Q8_0x16 || in.dtype == DType::Q4_0x16))
-      t.rel = std::max(t.rel, 2e-2);
+    if (in.data && is_block_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
   return t;
 }
 

@@ -5,26 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <filesystem>
 
 #include "engine/model.h"
-#include "importer/toy_checkpoint.h"
+#include "tests/engine/toy_model.h"
 #include "kernels/reference/ops.h"
 
 namespace arch {
 namespace {
 
-namespace fs = std::filesystem;
-
-std::shared_ptr<Model> toy() {
-  fs::path dir = fs::temp_directory_path() / ("check_test_toy_" + std::to_string(getpid()));
-  EXPECT_TRUE(write_toy_checkpoint(dir.string(), 3).ok());
-  LoadOptions lo;
-  lo.backend = "reference";
-  auto m = load_model(dir.string(), lo);
-  fs::remove_all(dir);
-  return m.ok() ? *m : nullptr;
-}
+std::shared_ptr<Model> toy() { return testing::load_toy(3, "reference"); }
 
 Result<std::map<int, Tensor>> run_with(const Model& m, const OpTable& ops, const std::string& backend,
                                        CheckStats* stats) {

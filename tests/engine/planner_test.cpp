@@ -3,16 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "engine/model.h"
-#include "importer/toy_checkpoint.h"
+#include "tests/engine/toy_model.h"
 #include "kernels/kernels.h"
 
 namespace arch {
 namespace {
-
-namespace fs = std::filesystem;
 
 int count(const Graph& g, const std::string& op) {
   int n = 0;
@@ -37,15 +34,10 @@ Tensor logits(const Program& p) {
 }
 
 TEST(Planner, FoldsResidualAddsIntoTheMatmulBefore) {
-  fs::path dir = fs::temp_directory_path() / ("planner_test_toy_" + std::to_string(getpid()));
-  ASSERT_TRUE(write_toy_checkpoint(dir.string(), 5).ok());
-  LoadOptions lo;
-  lo.backend = "reference";
-  auto m = load_model(dir.string(), lo);
-  fs::remove_all(dir);
-  ASSERT_TRUE(m.ok()) << m.error().message;
-  const Graph& g = (*m)->graph();
-  auto planned = make_program(g, op_table(), (*m)->program.weights, "cpu", true);
+  auto m = testing::load_toy(5, "reference");
+  ASSERT_TRUE(m);
+  const Graph& g = m->graph();
+  auto planned = make_program(g, op_table(), m->program.weights, "cpu", true);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const Graph& p = *planned->graph;
   // Two layers, each adding the attention output and the MLP output to the
@@ -57,7 +49,7 @@ TEST(Planner, FoldsResidualAddsIntoTheMatmulBefore) {
   for (const Node& n : p.nodes) with_addend += n.op == "matmul" && n.inputs.size() == 3 && n.inputs[2] >= 0;
   EXPECT_EQ(with_addend, 4);
   // The same logits as the template's graph on the reference kernels.
-  Tensor want = logits((*m)->program), got = logits(*planned);
+  Tensor want = logits(m->program), got = logits(*planned);
   ASSERT_EQ(want.numel(), got.numel());
   double worst = 0, top = 0;
   for (int64_t i = 0; i < want.numel(); ++i) {

@@ -2,26 +2,15 @@
 // run in chunks, then decode steps, gives the logits of one whole pass.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "engine/model.h"
 #include "engine/session.h"
-#include "importer/toy_checkpoint.h"
+#include "tests/engine/toy_model.h"
 
 namespace arch {
 namespace {
 
-namespace fs = std::filesystem;
-
 std::shared_ptr<Model> toy_model() {
-  static std::shared_ptr<Model> m = [] {
-    fs::path dir = fs::temp_directory_path() / ("session_test_toy_" + std::to_string(getpid()));
-    EXPECT_TRUE(write_toy_checkpoint(dir.string(), 5).ok());
-    auto r = load_model(dir.string());
-    EXPECT_TRUE(r.ok()) << r.error().message;
-    fs::remove_all(dir);  // the weights stay mapped
-    return r.ok() ? *r : nullptr;
-  }();
+  static std::shared_ptr<Model> m = testing::load_toy(5);
   return m;
 }
 

@@ -1,10 +1,10 @@
 // The cpu matmul against the reference on every weight type it reads as
 // stored, at shapes that exercise the row tiles, the K tails and the thread
 // split: BF16 (in rows or interleaved) and F16 within the op's f32
-// tolerance of the reference on the widened weights; Q8_0/Q4_0, in rows or 16 rows interleaved, at decode
-// sizes (M <= 4) exactly (up to f32 rounding) what int8 activations times
-// quantized weights give, and at prompt sizes (bf16 activations, oneDNN)
-// close to the f32 product.
+// tolerance of the reference on the widened weights; Q8_0/Q4_0, in rows or
+// in 16-row tiles, at decode sizes (M <= 4) exactly (up to f32 rounding)
+// what int8 activations times quantized weights give, and at prompt sizes
+// (bf16 activations, oneDNN) close to the f32 product.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -105,30 +105,20 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
 // The paths this CPU does not take by itself: the portable quantized loops
 // and the Highway gemv on BF16, against what it does take.
 TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0})
-    for (const Case& c : kCases) {
-      if (!quantizable(dtype, c.K) || c.M > 4) continue;
-      Tensor a = random_f32({c.M, c.K}, 8), w = convert_to(random_f32({c.N, c.K}, 9), dtype);
-      QuantizedActs q;
-      quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
-      std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
-      quant_gemv(q, static_cast<const uint8_t*>(w.data), dtype, 0, c.N, fast.data(), c.N);
-      quant_gemv_portable(q, static_cast<const uint8_t*>(w.data), dtype, 0, c.N, plain.data(), c.N);
-      for (size_t i = 0; i < fast.size(); ++i) EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i])));
-    }
-  for (DType dtype : {DType::Q8_0x16, DType::Q4_0x16})
+  // Rows and tiles alike, in two ranges split at a tile, as threads split them.
+  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16})
     for (const Case& c : kCases) {
       if (!storable(dtype, c.K) || c.M > 4) continue;
       Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
       QuantizedActs q;
       quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
       const auto* data = static_cast<const uint8_t*>(w.data);
+      const bool tiles = is_interleaved(dtype);
       std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
-      // In two ranges split at a tile, as the threads split them.
       const int64_t split = std::min<int64_t>(c.N, kInterleave);
       for (auto [n0, n1] : {std::pair{int64_t(0), split}, std::pair{split, c.N}}) {
-        interleaved_gemv(q, data, dtype, n0, n1, fast.data(), c.N);
-        interleaved_gemv_portable(q, data, dtype, n0, n1, plain.data(), c.N);
+        (tiles ? interleaved_gemv : quant_gemv)(q, data, dtype, n0, n1, fast.data(), c.N);
+        (tiles ? interleaved_gemv_portable : quant_gemv_portable)(q, data, dtype, n0, n1, plain.data(), c.N);
       }
       for (size_t i = 0; i < fast.size(); ++i)
         EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " N=" << c.N;

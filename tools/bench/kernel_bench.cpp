@@ -139,8 +139,8 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_Gemv, f32, DType::F32)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, f16, DType::F16)->Apply(decode_shapes);
-// bf16, q8 and q4 as a loaded model holds them for decoding (16 rows
-// interleaved); the row layout is what MoE experts keep.
+// bf16, q8 and q4 as a loaded model holds them (tiles of interleaved rows,
+// engine/quant_interleaved.h); the row layout is what MoE experts keep.
 BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::BF16x64)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, bf16_rows, DType::BF16)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0x16)->Apply(decode_shapes);
