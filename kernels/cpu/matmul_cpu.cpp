@@ -5,7 +5,9 @@
 //     M in buckets: F32 as is; BF16 through a two-term split of the
 //     activations (f32-grade), read in rows or, as loaded, in 64-row tiles
 //     that are oneDNN's BA16a64b2a layout; F16 widened to f32 and Q8_0 /
-//     Q4_0 dequantized to bf16, a slab of rows at a time;
+//     Q4_0 rows dequantized to bf16, a slab of rows at a time; Q8_0 / Q4_0
+//     in 16-row tiles (as loaded) in integers on the tiles
+//     (quant_interleaved_gemm.cpp);
 //   - a few rows (decode): F32/F16 rows widened in registers (gemv_hwy.cpp);
 //     BF16 tiles on AVX-512 BF16 (gemv_bf16_avx512.cpp); Q8_0 / Q4_0 with
 //     the activations quantized per block and integer dot products
@@ -290,17 +292,12 @@ Status matmul_product(KernelContext& ctx) {
   if (B.dtype == DType::BF16x64) return matmul_bf16x64(ctx, M, K, N);
   const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
-  if (is_block_quantized(B.dtype) && many) {
-    // Compute-bound: dequantized to bf16 for oneDNN's bf16 kernels, the
-    // activations rounded to bf16 (no worse than the int8 the decode path uses).
+  if (is_block_quantized(B.dtype) && many && !interleaved) {
+    // Rows (MoE experts keep them), compute-bound: dequantized to bf16 for
+    // oneDNN's bf16 kernels, the activations rounded to bf16.
     thread_local std::vector<uint16_t> a_buffer;
     uint16_t* a16 = scratch(a_buffer, M * K);
     activations_bf16(A.f32(), M, K, a16, nullptr);
-    if (interleaved)
-      return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, kInterleave,
-                                       [&](int64_t n, int64_t rows, uint16_t* dst) {
-                                         interleaved_tile_bf16(B.dtype, wq, K, n / kInterleave, rows, dst);
-                                       });
     const size_t row_bytes = quant_row_bytes(B.dtype, K);
     return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, 1, [&](int64_t n, int64_t, uint16_t* dst) {
       dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
@@ -313,7 +310,8 @@ Status matmul_product(KernelContext& ctx) {
     for_row_chunks(
         M, N, K,
         [&](int64_t n0, int64_t n1) {
-          if (interleaved) interleaved_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
+          if (interleaved && many) interleaved_gemm(acts, wq, B.dtype, n0, n1, C.f32(), N);
+          else if (interleaved) interleaved_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
           else quant_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
         },
         interleaved ? kInterleave : 4);

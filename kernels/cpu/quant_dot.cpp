@@ -182,7 +182,7 @@ ARCH_BF16 void row_to_bf16_avx512(DType wt, const uint8_t* row, int64_t K, uint1
 
 // One block of 32 activations to int8: its largest |x| maps to 127 (ties
 // to even, as the vector conversion rounds).
-void quantize_block(const float* v, int8_t* q, float& scale, float& scale_sum) {
+void quantize_block(const float* v, int8_t* q, float& scale, float& scale_sum, int32_t& block_sum) {
   float amax = 0;
   for (int64_t i = 0; i < B; ++i) amax = std::max(amax, std::abs(v[i]));
   const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
@@ -193,9 +193,10 @@ void quantize_block(const float* v, int8_t* q, float& scale, float& scale_sum) {
   }
   scale = d;
   scale_sum = d * float(sum);
+  block_sum = sum;
 }
 
-ARCH_VNNI void quantize_block_avx512(const float* v, int8_t* q, float& scale, float& scale_sum) {
+ARCH_VNNI void quantize_block_avx512(const float* v, int8_t* q, float& scale, float& scale_sum, int32_t& block_sum) {
   const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
   const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
@@ -204,7 +205,8 @@ ARCH_VNNI void quantize_block_avx512(const float* v, int8_t* q, float& scale, fl
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtepi32_epi8(q0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtepi32_epi8(q1));
   scale = d;
-  scale_sum = d * float(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)));
+  block_sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  scale_sum = d * float(block_sum);
 }
 
 }  // namespace
@@ -231,13 +233,15 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
   out.q.resize(size_t(M * K));
   out.scale.resize(size_t(M * blocks));
   out.scale_sum.resize(size_t(M * blocks));
+  out.sum.resize(size_t(M * blocks));
   const bool avx512 = has_avx512_vnni();
+#pragma omp parallel for schedule(static) if (M * K >= (1 << 16))
   for (int64_t m = 0; m < M; ++m)
     for (int64_t b = 0; b < blocks; ++b) {
       const size_t at = size_t(m * blocks + b);
       int8_t* q = out.q.data() + m * K + b * B;
-      if (avx512) quantize_block_avx512(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at]);
-      else quantize_block(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at]);
+      if (avx512) quantize_block_avx512(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
+      else quantize_block(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
     }
   if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk
     for (int64_t m = 0; m < M; ++m)

@@ -24,6 +24,7 @@ struct QuantizedActs {
   std::vector<int8_t> q;        // [M, K]
   std::vector<float> scale;     // [M, K / 32]
   std::vector<float> scale_sum; // [M, K / 32]
+  std::vector<int32_t> sum;     // [M, K / 32]: sum(q) of each block
 
   // q of value k of row m, whatever the order.
   int8_t at(int64_t m, int64_t k) const;
@@ -53,7 +54,9 @@ void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_
 void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                                int64_t ldy);
 
-// Rows [16 t, 16 t + rows) of interleaved w as bf16, out [rows, K].
-void interleaved_tile_bf16(DType wt, const uint8_t* w, int64_t K, int64_t t, int64_t rows, uint16_t* out);
+// The same for many rows of activations (prompts): each weight vector
+// loaded serves several rows (quant_interleaved_gemm.cpp).
+void interleaved_gemm(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                      int64_t ldy);
 
 }  // namespace arch

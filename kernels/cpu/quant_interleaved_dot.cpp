@@ -122,54 +122,6 @@ ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, in
   }
 }
 
-#define ARCH_BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,f16c")))
-
-// A block's values as 8 vectors of bytes, vector g holding values 4g..4g+3
-// of the 16 rows (byte 4r + j: row r, value 4g + j).
-ARCH_BF16 inline void block_values(DType wt, const uint8_t* block, __m512i (&v)[8]) {
-  if (wt == DType::Q8_0x16) {
-    for (int g = 0; g < 8; ++g) v[g] = _mm512_loadu_si512(block + 64 * g);
-    return;
-  }
-  const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
-  for (int g = 0; g < 4; ++g) {
-    const __m512i packed = _mm512_loadu_si512(block + 64 * g);
-    v[g] = _mm512_and_si512(packed, low_nibbles);
-    v[g + 4] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibbles);
-  }
-}
-
-ARCH_BF16 void tile_bf16_avx512(DType wt, const uint8_t* tile, int64_t K, int64_t rows, uint16_t* out) {
-  const size_t block_bytes = interleaved_block_bytes(wt), values_bytes = interleaved_values_bytes(wt);
-  const __m512i offset = _mm512_set1_epi32(offset_of(wt));
-  // Quarter t of a 64-byte vector is rows 4t..4t+3; lane i of it row 4t + i / 4.
-  __m512i row_of_lane[4];
-  for (int t = 0; t < 4; ++t)
-    row_of_lane[t] = _mm512_set_epi32(4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 3, 4 * t + 2, 4 * t + 2, 4 * t + 2,
-                                      4 * t + 2, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t + 1, 4 * t, 4 * t, 4 * t, 4 * t);
-  for (int64_t b = 0; b < K / B; ++b) {
-    const uint8_t* block = tile + size_t(b) * block_bytes;
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + values_bytes)));
-    __m512 d_of_lane[4];
-    for (int t = 0; t < 4; ++t) d_of_lane[t] = _mm512_permutexvar_ps(row_of_lane[t], d);
-    __m512i v[8];
-    block_values(wt, block, v);
-    for (int g = 0; g < 8; ++g) {
-      const __m128i quarter[4] = {_mm512_extracti32x4_epi32(v[g], 0), _mm512_extracti32x4_epi32(v[g], 1),
-                                  _mm512_extracti32x4_epi32(v[g], 2), _mm512_extracti32x4_epi32(v[g], 3)};
-      for (int t = 0; t < 4; ++t) {
-        const __m128i bytes = quarter[t];
-        const __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_cvtepu8_epi32(bytes), offset)),
-                                       d_of_lane[t]);
-        alignas(32) uint16_t h[16];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(h), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
-        for (int i = 0; i < 4 && 4 * t + i < rows; ++i)
-          std::memcpy(out + (4 * t + i) * K + b * B + 4 * g, h + 4 * i, 8);
-      }
-    }
-  }
-}
-
 }  // namespace
 
 void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
@@ -177,17 +129,6 @@ void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_
   if (!has_avx512_vnni()) return interleaved_gemv_portable(a, w, wt, n0, n1, y, ldy);
   if (wt == DType::Q4_0x16) tiles_vnni<true>(a, w, wt, n0, n1, y, ldy);
   else tiles_vnni<false>(a, w, wt, n0, n1, y, ldy);
-}
-
-void interleaved_tile_bf16(DType wt, const uint8_t* w, int64_t K, int64_t t, int64_t rows, uint16_t* out) {
-  const uint8_t* tile = w + size_t(t) * interleaved_tile_bytes(wt, K);
-  if (has_avx512_bf16_dot()) return tile_bf16_avx512(wt, tile, K, rows, out);
-  thread_local std::vector<float> f;
-  f.resize(size_t(K));
-  for (int64_t r = 0; r < rows; ++r) {
-    interleaved_row(wt, w, K, t * kInterleave + r, f.data());
-    for (int64_t k = 0; k < K; ++k) out[r * K + k] = f32_to_bf16(f[size_t(k)]);
-  }
 }
 
 }  // namespace arch

@@ -1,10 +1,10 @@
 // The cpu matmul against the reference on every weight type it reads as
 // stored, at shapes that exercise the row tiles, the K tails and the thread
 // split: BF16 (in rows or interleaved) and F16 within the op's f32
-// tolerance of the reference on the widened weights; Q8_0/Q4_0, in rows or
-// in 16-row tiles, at decode sizes (M <= 4) exactly (up to f32 rounding)
-// what int8 activations times quantized weights give, and at prompt sizes
-// (bf16 activations, oneDNN) close to the f32 product.
+// tolerance of the reference on the widened weights; Q8_0/Q4_0 exactly (up
+// to f32 rounding) what int8 activations times quantized weights give, in
+// 16-row tiles at every size and in rows at decode sizes (M <= 4), and in
+// rows at prompt sizes (bf16 activations, oneDNN) close to the f32 product.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -91,7 +91,7 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
           worst = std::max(worst, std::abs(want - got.f32()[m * c.N + n]));
           drift = std::max(drift, std::abs(double(exact_f32.f32()[m * c.N + n]) - got.f32()[m * c.N + n]));
         }
-      if (c.M <= 4) {
+      if (c.M <= 4 || is_interleaved(dtype)) {  // tiles: the gemv, or the gemm's MR x NT blocks and tails
         EXPECT_LE(worst, bound) << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
         // int8 activations: within about 1% of the product with f32 activations.
         EXPECT_LE(drift, 0.02 * max_abs(exact_f32)) << dtype_name(dtype) << " M=" << c.M;
