@@ -64,10 +64,18 @@ namespace hn = hwy::HWY_NAMESPACE;
 using cpu_attention::kKeyBlock;
 using cpu_attention::Params;
 
-// Floats of scratch a task of M queries needs.
-size_t ScratchFloats(int64_t M, int64_t Dv) {
-  const hn::ScalableTag<float> d;
-  return size_t(M * (Dv + 2)) + size_t(kKeyBlock) + hn::Lanes(d);
+// Queries are taken 4 at a time (kGroup): their scores for a block of keys
+// are a small matrix product against the block's keys transposed (lanes
+// are keys: no sums across lanes), and their outputs gather p_j v_j with
+// each V vector loaded once for the 4.
+constexpr int64_t kGroup = 4;
+
+// Floats of scratch a task of M queries needs: the block's keys transposed
+// [D, kKeyBlock]; per query its output accumulator, running max and sum;
+// a group's scores [kGroup, kKeyBlock]; a query of zeros and an output
+// for the queries a last group lacks.
+size_t ScratchFloats(int64_t M, int64_t D, int64_t Dv) {
+  return size_t(D * kKeyBlock + M * (Dv + 2) + kGroup * kKeyBlock + D + Dv);
 }
 
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
@@ -85,95 +93,193 @@ HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, i
   return s;
 }
 
+// Scores s[i, j] = q_i . k_j for keys [j0, j1) of the block (j0 a multiple
+// of the vector length, j1 padded up to one: the transposed block is
+// zero-padded), kt the block transposed [D, kKeyBlock].
+HWY_INLINE void GroupScores(const float* const (&q)[kGroup], const float* HWY_RESTRICT kt, int64_t D, int64_t j0,
+                            int64_t j1, float* HWY_RESTRICT sc) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  int64_t j = j0;
+  for (; j + 2 * N <= j1; j += 2 * N) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+    for (int64_t e = 0; e < D; ++e) {
+      const auto k0 = hn::LoadU(d, kt + e * kKeyBlock + j), k1 = hn::LoadU(d, kt + e * kKeyBlock + j + N);
+      const auto x0 = hn::Set(d, q[0][e]), x1 = hn::Set(d, q[1][e]), x2 = hn::Set(d, q[2][e]), x3 = hn::Set(d, q[3][e]);
+      a0 = hn::MulAdd(x0, k0, a0), b0 = hn::MulAdd(x0, k1, b0);
+      a1 = hn::MulAdd(x1, k0, a1), b1 = hn::MulAdd(x1, k1, b1);
+      a2 = hn::MulAdd(x2, k0, a2), b2 = hn::MulAdd(x2, k1, b2);
+      a3 = hn::MulAdd(x3, k0, a3), b3 = hn::MulAdd(x3, k1, b3);
+    }
+    hn::StoreU(a0, d, sc + j), hn::StoreU(b0, d, sc + j + N);
+    hn::StoreU(a1, d, sc + kKeyBlock + j), hn::StoreU(b1, d, sc + kKeyBlock + j + N);
+    hn::StoreU(a2, d, sc + 2 * kKeyBlock + j), hn::StoreU(b2, d, sc + 2 * kKeyBlock + j + N);
+    hn::StoreU(a3, d, sc + 3 * kKeyBlock + j), hn::StoreU(b3, d, sc + 3 * kKeyBlock + j + N);
+  }
+  for (; j < j1; j += N) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (int64_t e = 0; e < D; ++e) {
+      const auto k0 = hn::LoadU(d, kt + e * kKeyBlock + j);
+      a0 = hn::MulAdd(hn::Set(d, q[0][e]), k0, a0);
+      a1 = hn::MulAdd(hn::Set(d, q[1][e]), k0, a1);
+      a2 = hn::MulAdd(hn::Set(d, q[2][e]), k0, a2);
+      a3 = hn::MulAdd(hn::Set(d, q[3][e]), k0, a3);
+    }
+    hn::StoreU(a0, d, sc + j), hn::StoreU(a1, d, sc + kKeyBlock + j);
+    hn::StoreU(a2, d, sc + 2 * kKeyBlock + j), hn::StoreU(a3, d, sc + 3 * kKeyBlock + j);
+  }
+}
+
+// o_i = o_i * corr_i + sum_j p[i, j] v_j over keys [j0, j1) for the
+// group's VC vectors of output values from e: each V vector loaded once
+// for the 4 queries.
+template <int VC>
+HWY_INLINE void GroupValues(float* const (&o)[kGroup], const float (&corr)[kGroup], const float* HWY_RESTRICT p,
+                            const float* HWY_RESTRICT v, int64_t vstride, int64_t j0, int64_t j1, int64_t e) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  using V = hn::Vec<decltype(d)>;
+  V acc[kGroup][VC];
+  #pragma GCC unroll 16
+  for (int i = 0; i < kGroup; ++i)
+    #pragma GCC unroll 16
+    for (int c = 0; c < VC; ++c) acc[i][c] = hn::Mul(hn::LoadU(d, o[i] + e + c * N), hn::Set(d, corr[i]));
+  for (int64_t j = j0; j < j1; ++j) {
+    const float* vj = v + j * vstride + e;
+    V vv[VC];
+    #pragma GCC unroll 16
+    for (int c = 0; c < VC; ++c) vv[c] = hn::LoadU(d, vj + c * N);
+    #pragma GCC unroll 16
+    for (int i = 0; i < kGroup; ++i) {
+      const auto w = hn::Set(d, p[i * kKeyBlock + j]);
+      #pragma GCC unroll 16
+      for (int c = 0; c < VC; ++c) acc[i][c] = hn::MulAdd(w, vv[c], acc[i][c]);
+    }
+  }
+  #pragma GCC unroll 16
+  for (int i = 0; i < kGroup; ++i)
+    #pragma GCC unroll 16
+    for (int c = 0; c < VC; ++c) hn::StoreU(acc[i][c], d, o[i] + e + c * N);
+}
+
 // Query heads [h0, h0 + nh) (all reading kv head g) for query rows
 // [r0, r0 + nr): out = softmax(masked scores) v, online over key blocks.
 void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
                 float* HWY_RESTRICT scratch) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
-  const int64_t M = nh * nr, Dv = p.Dv;
-  // Per query m (head h0 + m / nr, row r0 + m % nr): output accumulator,
-  // running max, running sum; then one block's scores.
-  float* acc = scratch;
+  const int64_t M = nh * nr, D = p.D, Dv = p.Dv;
+  float* kt = scratch;
+  float* acc = kt + D * kKeyBlock;
   float* run_max = acc + M * Dv;
   float* run_sum = run_max + M;
   float* sc = run_sum + M;
+  float* zeros = sc + kGroup * kKeyBlock;
+  float* spare = zeros + D;
   std::fill(acc, acc + M * Dv, 0.0f);
   std::fill(run_max, run_max + M, -INFINITY);
   std::fill(run_sum, run_sum + M, 0.0f);
+  std::fill(zeros, zeros + D, 0.0f);
 
   // The keys any of the rows sees (ranges move forward with the row).
   int64_t lo_all, hi_all, unused;
   cpu_attention::key_range(p, p.past + r0, &lo_all, &unused);
   cpu_attention::key_range(p, p.past + r0 + nr - 1, &unused, &hi_all);
-  const auto neg_inf = hn::Set(d, -INFINITY);
+  const int64_t kstride = p.KH * D, vstride = p.KH * Dv;
+  // Transposing a block costs about what 16 queries' sums across lanes do.
+  const bool transpose = M >= 16;
 
   for (int64_t kb = lo_all; kb < hi_all; kb += kKeyBlock) {
-    const int64_t kend = std::min(hi_all, kb + kKeyBlock);
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t h = h0 + m / nr, r = r0 + m % nr;
-      int64_t lo, hi;
-      cpu_attention::key_range(p, p.past + r, &lo, &hi);
-      lo = std::max(lo, kb);
-      hi = std::min(hi, kend);
-      if (lo >= hi) continue;  // nothing visible in this block
-      const int64_t n = hi - lo, padded = (n + N - 1) / N * N;
+    const int64_t n = std::min(hi_all, kb + kKeyBlock) - kb, padded = (n + N - 1) / N * N;
+    // The block's keys transposed, zero-padded to whole vectors, when
+    // there are queries enough to repay it.
+    const float* k = p.k + (kb * p.KH + g) * D;
+    for (int64_t e = 0; transpose && e < D; ++e) {  // stores in order (strided ones cost far more than strided loads)
+      float* row = kt + e * kKeyBlock;
+      for (int64_t j = 0; j < n; ++j) row[j] = k[j * kstride + e];
+      std::fill(row + n, row + padded, 0.0f);
+    }
 
-      // s_j = softcap(scale * q . k_j)
-      const float* q = p.q + (r * p.H + h) * p.D;
-      for (int64_t j = lo; j < hi; ++j) sc[j - lo] = Dot(q, p.k + (j * p.KH + g) * p.D, p.D) * p.scale;
-      if (p.softcap > 0.0f) {
-        const auto cap = hn::Set(d, p.softcap);
-        for (int64_t i = 0; i < padded; i += N)
-          hn::StoreU(hn::Mul(hn::Tanh(d, hn::Div(hn::LoadU(d, sc + i), cap)), cap), d, sc + i);
+    for (int64_t m0 = 0; m0 < M; m0 += kGroup) {
+      // The group's queries (missing ones read zeros, see nothing and write
+      // to a spare output) and each one's visible keys in this block,
+      // [lo, hi) from kb.
+      const float* q[kGroup];
+      float* o[kGroup];
+      int64_t lo[kGroup], hi[kGroup];
+      int64_t glo = n, ghi = 0;
+      for (int i = 0; i < kGroup; ++i) {
+        const int64_t m = m0 + i;
+        lo[i] = hi[i] = 0;
+        q[i] = zeros;
+        o[i] = spare;
+        if (m >= M) continue;
+        o[i] = acc + m * Dv;
+        const int64_t h = h0 + m / nr, r = r0 + m % nr;
+        q[i] = p.q + (r * p.H + h) * D;
+        cpu_attention::key_range(p, p.past + r, &lo[i], &hi[i]);
+        lo[i] = std::max<int64_t>(lo[i] - kb, 0);
+        hi[i] = std::min<int64_t>(hi[i] - kb, n);
+        if (lo[i] >= hi[i]) lo[i] = hi[i] = 0;
+        else glo = std::min(glo, lo[i]), ghi = std::max(ghi, hi[i]);
       }
-      for (int64_t i = n; i < padded; ++i) sc[i] = -INFINITY;  // padding: exp gives 0
-
-      // The running max grows to cover this block; what was summed so far
-      // is rescaled by exp(old max - new max).
-      auto vmax = neg_inf;
-      for (int64_t i = 0; i < padded; i += N) vmax = hn::Max(vmax, hn::LoadU(d, sc + i));
-      const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
-      const float corr = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
-      run_max[m] = new_max;
-
-      // p_j = exp(s_j - max), summed
-      const auto vnew = hn::Set(d, new_max);
-      auto vsum = hn::Zero(d);
-      for (int64_t i = 0; i < padded; i += N) {
-        const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, sc + i), vnew));
-        hn::StoreU(e, d, sc + i);
-        vsum = hn::Add(vsum, e);
+      if (glo >= ghi) continue;  // no query of the group sees this block
+      const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
+      if (transpose) {
+        GroupScores(q, kt, D, j0, j1, sc);
+      } else {
+        for (int i = 0; i < kGroup; ++i)
+          for (int64_t j = j0; j < j1; ++j)
+            sc[i * kKeyBlock + j] = j >= lo[i] && j < hi[i] ? Dot(q[i], k + j * kstride, D) : 0.0f;
       }
-      run_sum[m] = run_sum[m] * corr + hn::GetLane(hn::SumOfLanes(d, vsum));
 
-      // acc = acc * corr + sum_j p_j v_j, a vector of Dv at a time over the
-      // keys, in four independent chains (one would wait on each
-      // multiply-add's latency).
-      float* o = acc + m * Dv;
-      const float* vrow = p.v + (lo * p.KH + g) * Dv;
-      const int64_t vstride = p.KH * Dv;
-      const auto vcorr = hn::Set(d, corr);
-      int64_t e = 0;
-      for (; e + N <= Dv; e += N) {
-        auto a0 = hn::Mul(hn::LoadU(d, o + e), vcorr);
-        auto a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
-        const float* vp = vrow + e;
-        int64_t j = 0;
-        for (; j + 4 <= n; j += 4, vp += 4 * vstride) {
-          a0 = hn::MulAdd(hn::Set(d, sc[j]), hn::LoadU(d, vp), a0);
-          a1 = hn::MulAdd(hn::Set(d, sc[j + 1]), hn::LoadU(d, vp + vstride), a1);
-          a2 = hn::MulAdd(hn::Set(d, sc[j + 2]), hn::LoadU(d, vp + 2 * vstride), a2);
-          a3 = hn::MulAdd(hn::Set(d, sc[j + 3]), hn::LoadU(d, vp + 3 * vstride), a3);
+      // Per query: scale, softcap, mask; the running max grows to cover
+      // the block and what was summed so far is rescaled by
+      // exp(old max - new max); p_j = exp(s_j - max), summed.
+      float corr[kGroup];
+      const auto scale = hn::Set(d, p.scale), cap = hn::Set(d, p.softcap), neg_inf = hn::Set(d, -INFINITY);
+      for (int i = 0; i < kGroup; ++i) {
+        float* s = sc + i * kKeyBlock;
+        corr[i] = 1.0f;
+        if (lo[i] >= hi[i]) {  // sees nothing here: adds nothing
+          std::fill(s + j0, s + j1, 0.0f);
+          continue;
         }
-        for (; j < n; ++j, vp += vstride) a0 = hn::MulAdd(hn::Set(d, sc[j]), hn::LoadU(d, vp), a0);
-        hn::StoreU(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), d, o + e);
+        auto vmax = neg_inf;
+        for (int64_t j = j0; j < j1; j += N) {
+          auto x = hn::Mul(hn::LoadU(d, s + j), scale);
+          if (p.softcap > 0.0f) x = hn::Mul(hn::Tanh(d, hn::Div(x, cap)), cap);
+          hn::StoreU(x, d, s + j);
+        }
+        for (int64_t j = j0; j < lo[i]; ++j) s[j] = -INFINITY;
+        for (int64_t j = hi[i]; j < j1; ++j) s[j] = -INFINITY;
+        for (int64_t j = j0; j < j1; j += N) vmax = hn::Max(vmax, hn::LoadU(d, s + j));
+        const int64_t m = m0 + i;
+        const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
+        corr[i] = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
+        run_max[m] = new_max;
+        const auto vnew = hn::Set(d, new_max);
+        auto vsum = hn::Zero(d);
+        for (int64_t j = j0; j < j1; j += N) {
+          const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vnew));
+          hn::StoreU(e, d, s + j);
+          vsum = hn::Add(vsum, e);
+        }
+        run_sum[m] = run_sum[m] * corr[i] + hn::GetLane(hn::SumOfLanes(d, vsum));
       }
-      for (; e < Dv; ++e) {
-        float a = o[e] * corr;
-        for (int64_t j = 0; j < n; ++j) a += sc[j] * vrow[j * vstride + e];
-        o[e] = a;
-      }
+
+      // acc = acc * corr + sum_j p_j v_j.
+      const float* v = p.v + (kb * p.KH + g) * Dv;
+      int64_t e = 0;
+      for (; e + 4 * N <= Dv; e += 4 * N) GroupValues<4>(o, corr, sc, v, vstride, glo, ghi, e);
+      for (; e + N <= Dv; e += N) GroupValues<1>(o, corr, sc, v, vstride, glo, ghi, e);
+      for (; e < Dv; ++e)
+        for (int i = 0; i < kGroup && m0 + i < M; ++i) {
+          float a = o[i][e] * corr[i];
+          for (int64_t j = glo; j < ghi; ++j) a += sc[i * kKeyBlock + j] * v[j * vstride + e];
+          o[i][e] = a;
+        }
     }
   }
 
@@ -249,7 +355,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   const int64_t per_slice = (group + slices - 1) / slices;
   const int64_t tasks = p.KH * slices * row_blocks;
   const int64_t rows_per = std::min(p.S, kQueryBlock);
-  const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(per_slice * rows_per, p.Dv);
+  const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(per_slice * rows_per, p.D, p.Dv);
   // Under about 250K multiply-adds (a decode step over a short cache: some
   // tens of microseconds) one thread beats waking the pool.
   const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 18);

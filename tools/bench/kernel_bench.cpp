@@ -154,6 +154,36 @@ BENCHMARK_CAPTURE(BM_Gemm, f16, DType::F16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0x16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0x16)->Apply(prompt_shapes);
 
+// The cpu attention, causal, Qwen2.5-0.5B's heads (14 query heads, 2 kv
+// heads, head_dim 64): S queries over T keys (S = T: a prompt; S = 1: a
+// decode step at depth T).
+void BM_Attention(benchmark::State& state) {
+  const int64_t S = state.range(0), T = state.range(1), H = 14, KH = 2, D = 64;
+  auto values = [](Dims shape, uint32_t seed) {
+    Tensor t = Tensor::zeros(DType::F32, shape);
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
+    return t;
+  };
+  std::vector<Tensor> inputs{values({S, H, D}, 1), values({T, KH, D}, 2), values({T, KH, D}, 3)};
+  std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {S, H, D})};
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"causal", true}};
+  std::string where = "bench";
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+  const Kernel& k = *op_table().kernel("attention", "cpu");
+  for (auto _ : state) {
+    Status st = k(ctx);
+    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
+  }
+  // Multiply-adds of q.k and p v over the keys each query sees.
+  const double pairs = double(S) * double(T) - double(S) * double(S - 1) / 2;
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * double(H * D) * double(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 512})->Args({1, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 }  // namespace
 }  // namespace arch
 
