@@ -13,6 +13,10 @@
 // nothing else reading that output) becomes the matmul's optional third
 // input, which its kernels add in place. So do the biases added to a merged
 // projection's slices (Qwen's q, k and v), concatenated.
+//
+// Gated activations: mul(act(gate), up) becomes one glu op, which reads a
+// merged gate/up projection's halves in place (no slices): one pass over
+// the rows where there were four.
 #pragma once
 
 #include <memory>
@@ -29,6 +33,7 @@ struct PlanStats {
   int merged_groups = 0;  // groups of sibling matmuls fused into one
   int merged_nodes = 0;   // matmuls those groups replaced
   int folded_adds = 0;    // adds folded into the matmul before them
+  int fused_glus = 0;     // mul(act(gate), up) made one glu, slices read in place
 };
 
 // `weights` by value id (as bound); returns the rewritten graph, its weights

@@ -1,7 +1,7 @@
 // The cpu backend's elementwise ops: the unary activations (silu, gelu,
-// gelu_tanh, quick_gelu, sigmoid, tanh, exp) and float32 add / mul, with
-// Highway (one pass over memory, vectorised exp/tanh/erf) and OpenMP over
-// large tensors. Each formula is the reference's, evaluated in the same
+// gelu_tanh, quick_gelu, sigmoid, tanh, exp), glu with those, and float32
+// add / mul, with Highway (one pass over memory, vectorised exp/tanh/erf)
+// and OpenMP over large tensors. Each formula is the reference's, evaluated in the same
 // order; exp and tanh come from Highway's math library (a few ulp), erf from
 // our own fit (below), so results agree with the reference within the ops'
 // tolerance, not bit for bit.
@@ -137,6 +137,35 @@ void UnaryRange(int op, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size
   }
 }
 
+// y[i] = f(gate[i]) * up[i] for i in [0, n): a gated linear unit's row.
+template <int OP>
+HWY_INLINE void GluLoop(const float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, float* HWY_RESTRICT y,
+                        size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::Mul(Apply<OP>(d, hn::LoadU(d, gate + i)), hn::LoadU(d, up + i)), d, y + i);
+  if (i == n) return;
+  HWY_ALIGN float g[HWY_MAX_BYTES / sizeof(float)] = {}, u[HWY_MAX_BYTES / sizeof(float)] = {};
+  std::memcpy(g, gate + i, (n - i) * sizeof(float));
+  std::memcpy(u, up + i, (n - i) * sizeof(float));
+  hn::Store(hn::Mul(Apply<OP>(d, hn::Load(d, g)), hn::Load(d, u)), d, g);
+  std::memcpy(y + i, g, (n - i) * sizeof(float));
+}
+
+void GluRange(int op, const float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, float* HWY_RESTRICT y,
+              size_t n) {
+  switch (op) {
+    case kSilu: return GluLoop<kSilu>(gate, up, y, n);
+    case kGelu: return GluLoop<kGelu>(gate, up, y, n);
+    case kGeluTanh: return GluLoop<kGeluTanh>(gate, up, y, n);
+    case kQuickGelu: return GluLoop<kQuickGelu>(gate, up, y, n);
+    case kSigmoid: return GluLoop<kSigmoid>(gate, up, y, n);
+    case kTanh: return GluLoop<kTanh>(gate, up, y, n);
+    default: return GluLoop<kExp>(gate, up, y, n);
+  }
+}
+
 template <class D, class V>
 HWY_INLINE V Combine(int op, V a, V b) {
   return op == kAdd ? hn::Add(a, b) : hn::Mul(a, b);
@@ -172,10 +201,23 @@ namespace arch {
 
 HWY_EXPORT(UnaryRange);
 HWY_EXPORT(BinaryRange);
+HWY_EXPORT(GluRange);
 
 namespace {
 
 using namespace cpu_elementwise;
+
+// The ops the vector code has, by name.
+const std::pair<const char*, int> kUnaryOps[] = {
+    {"silu", kSilu},       {"gelu", kGelu}, {"gelu_tanh", kGeluTanh}, {"quick_gelu", kQuickGelu},
+    {"sigmoid", kSigmoid}, {"tanh", kTanh}, {"exp", kExp},
+};
+
+int unary_of(const std::string& op) {
+  for (auto [name, which] : kUnaryOps)
+    if (op == name) return which;
+  return -1;
+}
 
 // Below these many elements one thread beats waking the pool (an add is
 // memory-bound; an activation's exp / tanh / erf costs more per element);
@@ -251,6 +293,35 @@ Kernel binary_kernel(int which, Kernel reference) {
   };
 }
 
+// glu on F32 gate and up with an activation the vector code has; anything
+// else (relu, errors) is the reference kernel's. Rows split across threads.
+Kernel glu_kernel(Kernel reference) {
+  return [reference](KernelContext& ctx) -> Status {
+    const Attrs& act = attr_json(ctx.attrs, "act");
+    const int which = act.is_string() ? unary_of(act.get<std::string>()) : -1;
+    if (which < 0 || ctx.inputs.size() != 2 || ctx.outputs.size() != 1) return reference(ctx);
+    const Tensor& G = ctx.inputs[0];
+    const Tensor& U = ctx.inputs[1];
+    Tensor& out = ctx.outputs[0];
+    if (!G.data || !U.data || G.dtype != DType::F32 || U.dtype != DType::F32 || out.dtype != DType::F32 ||
+        G.shape.empty() || U.shape.empty() || out.shape.empty())
+      return reference(ctx);
+    const int64_t width = attr_int(ctx.attrs, "width", 0), gs = attr_int(ctx.attrs, "gate_start", 0),
+                  us = attr_int(ctx.attrs, "up_start", 0);
+    const int64_t gn = G.shape.back(), un = U.shape.back(), rows = out.numel() / std::max<int64_t>(width, 1);
+    if (out.shape.back() != width || gs < 0 || us < 0 || gs + width > gn || us + width > un ||
+        G.numel() != rows * gn || U.numel() != rows * un)
+      return reference(ctx);
+    const float* g = G.f32();
+    const float* u = U.f32();
+    float* y = out.f32();
+#pragma omp parallel for schedule(static) if (rows * width >= kParallelUnary)
+    for (int64_t r = 0; r < rows; ++r)
+      HWY_DYNAMIC_DISPATCH(GluRange)(which, g + r * gn + gs, u + r * un + us, y + r * width, size_t(width));
+    return {};
+  };
+}
+
 // The reference kernel of `op`, copied out of the table (registered before
 // any backend's), for the cases the fast kernels hand back.
 Kernel reference_of(const OpTable& t, const char* op) {
@@ -262,11 +333,8 @@ Kernel reference_of(const OpTable& t, const char* op) {
 }  // namespace
 
 void register_cpu_activations(OpTable& t) {
-  const std::pair<const char*, int> unary[] = {
-      {"silu", kSilu},       {"gelu", kGelu},       {"gelu_tanh", kGeluTanh}, {"quick_gelu", kQuickGelu},
-      {"sigmoid", kSigmoid}, {"tanh", kTanh},       {"exp", kExp},
-  };
-  for (auto [op, which] : unary) t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)));
+  for (auto [op, which] : kUnaryOps) t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)));
+  t.add_kernel("glu", "cpu", glu_kernel(reference_of(t, "glu")));
   t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")));
   t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")));
 }

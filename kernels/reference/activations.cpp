@@ -9,8 +9,7 @@ namespace arch {
 
 namespace {
 
-template <class F>
-Status unary_kernel(KernelContext& ctx, const char* op, F f) {
+Status unary_kernel(KernelContext& ctx, const char* op, float (*f)(float)) {
   ARCH_TRY_STATUS(expect_f32(ctx, op, 0));
   const Tensor& X = ctx.inputs[0];
   ARCH_TRY_STATUS(expect_output(ctx, op, 0, X.shape));
@@ -20,8 +19,7 @@ Status unary_kernel(KernelContext& ctx, const char* op, F f) {
   return {};
 }
 
-template <class F>
-void define_unary(OpTable& t, const char* name, const char* doc, F f) {
+void define_unary(OpTable& t, const char* name, const char* doc, float (*f)(float)) {
   t.define(checked(OpDef{
                .name = name,
                .inputs = {"x"},
@@ -35,31 +33,44 @@ void define_unary(OpTable& t, const char* name, const char* doc, F f) {
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 
+struct Activation {
+  const char* name;
+  const char* doc;
+  float (*f)(float);
+};
+
+// Each as torch computes it in float32.
+const Activation kActivations[] = {
+    {"silu", "silu(x): x * sigmoid(x)", [](float x) { return x / (1.0f + std::exp(-x)); }},
+    {"gelu", "gelu(x): 0.5 x (1 + erf(x / sqrt(2))), exact erf form",
+     [](float x) { return 0.5f * x * (1.0f + std::erf(x * float(M_SQRT1_2))); }},
+    {"gelu_tanh", "gelu_tanh(x): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+     [](float x) {
+       const float k = float(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)
+       const float x3 = x * x * x;
+       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x3)));
+     }},
+    // CLIP's activation (transformers' QuickGELUActivation)
+    {"quick_gelu", "quick_gelu(x): x * sigmoid(1.702 x), CLIP's gelu approximation",
+     [](float x) { return x * sigmoid(1.702f * x); }},
+    {"relu", "relu(x): max(x, 0)", [](float x) { return x > 0.0f ? x : 0.0f; }},
+    {"sigmoid", "sigmoid(x): 1 / (1 + exp(-x))", [](float x) { return sigmoid(x); }},
+    {"tanh", "tanh(x)", [](float x) { return std::tanh(x); }},
+    {"exp", "exp(x)", [](float x) { return std::exp(x); }},
+    {"sqrt", "sqrt(x)", [](float x) { return std::sqrt(x); }},
+    {"neg", "neg(x): -x", [](float x) { return -x; }},
+};
+
 }  // namespace
 
+float (*reference_activation(std::string_view name))(float) {
+  for (const Activation& a : kActivations)
+    if (name == a.name) return a.f;
+  return nullptr;
+}
+
 void define_activations(OpTable& t) {
-  // silu(x) = x * sigmoid(x), evaluated as torch does: x / (1 + exp(-x))
-  define_unary(t, "silu", "silu(x): x * sigmoid(x)", [](float x) { return x / (1.0f + std::exp(-x)); });
-  // gelu(x) = 0.5 x (1 + erf(x / sqrt 2)), the exact form
-  define_unary(t, "gelu", "gelu(x): 0.5 x (1 + erf(x / sqrt(2))), exact erf form", [](float x) {
-    return 0.5f * x * (1.0f + std::erf(x * float(M_SQRT1_2)));
-  });
-  // gelu_tanh(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-  define_unary(t, "gelu_tanh", "gelu_tanh(x): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
-               [](float x) {
-                 const float k = float(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)
-                 const float x3 = x * x * x;
-                 return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x3)));
-               });
-  // quick_gelu(x) = x * sigmoid(1.702 x), CLIP's activation (transformers' QuickGELUActivation)
-  define_unary(t, "quick_gelu", "quick_gelu(x): x * sigmoid(1.702 x), CLIP's gelu approximation",
-               [](float x) { return x * sigmoid(1.702f * x); });
-  define_unary(t, "relu", "relu(x): max(x, 0)", [](float x) { return x > 0.0f ? x : 0.0f; });
-  define_unary(t, "sigmoid", "sigmoid(x): 1 / (1 + exp(-x))", [](float x) { return sigmoid(x); });
-  define_unary(t, "tanh", "tanh(x)", [](float x) { return std::tanh(x); });
-  define_unary(t, "exp", "exp(x)", [](float x) { return std::exp(x); });
-  define_unary(t, "sqrt", "sqrt(x)", [](float x) { return std::sqrt(x); });
-  define_unary(t, "neg", "neg(x): -x", [](float x) { return -x; });
+  for (const Activation& a : kActivations) define_unary(t, a.name, a.doc, a.f);
 }
 
 }  // namespace arch

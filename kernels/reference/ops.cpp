@@ -8,6 +8,7 @@ void define_reference_ops(OpTable& t) {
   define_binary(t);
   define_constant(t);
   define_activations(t);
+  define_glu(t);
   define_rms_norm(t);
   define_layer_norm(t);
   define_softmax(t);

@@ -4,6 +4,8 @@
 // against; they match Hugging Face transformers' float32 eager code.
 #pragma once
 
+#include <string_view>
+
 #include "engine/op.h"
 
 namespace arch {
@@ -16,6 +18,7 @@ void define_matmul(OpTable& t);       // matmul
 void define_binary(OpTable& t);       // add sub mul div
 void define_constant(OpTable& t);     // constant
 void define_activations(OpTable& t);  // silu gelu gelu_tanh quick_gelu relu sigmoid tanh exp sqrt neg
+void define_glu(OpTable& t);          // glu
 void define_rms_norm(OpTable& t);     // rms_norm
 void define_layer_norm(OpTable& t);   // layer_norm
 void define_softmax(OpTable& t);      // softmax
@@ -36,5 +39,9 @@ void define_l2_normalize(OpTable& t);  // l2_normalize
 void define_batch_norm(OpTable& t);   // batch_norm
 void define_conv2d(OpTable& t);       // conv2d
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
+
+// The reference function of a unary activation by op name (null if none):
+// what glu applies to its gate.
+float (*reference_activation(std::string_view name))(float);
 
 }  // namespace arch

@@ -1,5 +1,6 @@
-// The planner's rewrites on the toy model: what it merges and folds, and
-// that the rewritten program computes what the template's graph does.
+// The planner's rewrites on the toy model: what it merges, folds and
+// fuses, and that the rewritten program computes what the template's graph
+// does.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,7 +34,7 @@ Tensor logits(const Program& p) {
   return r.ok() ? r->at(out) : Tensor{};
 }
 
-TEST(Planner, FoldsResidualAddsIntoTheMatmulBefore) {
+TEST(Planner, FoldsAddsAndFusesGatedActivations) {
   auto m = testing::load_toy(5, "reference");
   ASSERT_TRUE(m);
   const Graph& g = m->graph();
@@ -48,6 +49,20 @@ TEST(Planner, FoldsResidualAddsIntoTheMatmulBefore) {
   int with_addend = 0;
   for (const Node& n : p.nodes) with_addend += n.op == "matmul" && n.inputs.size() == 3 && n.inputs[2] >= 0;
   EXPECT_EQ(with_addend, 4);
+  // Each layer's silu(gate) * up is one glu reading the merged gate/up
+  // projection's halves in place: no silu or mul left, and the only slices
+  // are q, k and v's.
+  EXPECT_EQ(planned->plan.fused_glus, 2);
+  EXPECT_EQ(count(p, "glu"), 2);
+  EXPECT_EQ(count(p, "silu"), 0);
+  EXPECT_EQ(count(p, "mul"), count(g, "mul") - 2);
+  EXPECT_EQ(count(p, "slice"), 2 * 3);
+  for (const Node& n : p.nodes)
+    if (n.op == "glu") {
+      EXPECT_EQ(n.inputs[0], n.inputs[1]);  // both halves of one value
+      EXPECT_EQ(n.attrs["gate_start"], 0);
+      EXPECT_EQ(n.attrs["up_start"], n.attrs["width"]);
+    }
   // The same logits as the template's graph on the reference kernels.
   Tensor want = logits(m->program), got = logits(*planned);
   ASSERT_EQ(want.numel(), got.numel());

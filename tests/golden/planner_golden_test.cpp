@@ -25,6 +25,7 @@ TEST(PlannerGolden, Qwen2BiasesAndResidualsFoldIntoMatmuls) {
   }
   EXPECT_EQ(adds, 0);
   EXPECT_EQ(biased, 2 * 3);  // q+k+v, o_proj (residual) and down_proj (residual) per layer
+  EXPECT_EQ(p.plan.fused_glus, 2);  // silu(gate) * up, one per layer
 }
 
 }  // namespace

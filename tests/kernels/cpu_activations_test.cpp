@@ -53,6 +53,18 @@ TEST(CpuActivations, SweepIsCloseElementwise) {
   }
 }
 
+// glu with every activation the vector code has (relu goes to the
+// reference), reading a merged [rows, 2 * width] value's halves in place.
+TEST(CpuActivations, GluMatchesReference) {
+  uint64_t seed = 50;
+  for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "sigmoid", "tanh", "relu"})
+    for (auto [rows, width] : {std::pair<int64_t, int64_t>{1, 7}, {3, 33}, {64, 4864}}) {
+      Tensor x = f32({rows, 2 * width}, scaled_values(size_t(rows * 2 * width), seed++, 6.0f));
+      const Attrs attrs = {{"act", op}, {"gate_start", 0}, {"up_start", width}, {"width", width}};
+      expect_cpu_matches_reference("glu", {x, x}, attrs, std::string(op) + " width=" + std::to_string(width));
+    }
+}
+
 TEST(CpuActivations, ExtremeInputs) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {-1e30f, -200.0f, -104.5f, -90.0f, -88.0f, -20.0f, -3.95f, -1.0f, -1e-20f, 0.0f,

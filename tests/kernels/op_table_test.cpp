@@ -37,7 +37,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "rms_norm", "layer_norm", "softmax", "rope", "attention", "reshape",
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
                                    "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
-                                   "batch_norm", "conv2d", "max_pool2d", "avg_pool2d"};
+                                   "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -59,6 +59,7 @@ std::map<std::string, Sample> sample_calls() {
   s["constant"] = {{}, {{"value", 1.5}}};
   for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg"})
     s[op] = {{x({3, 4})}};
+  s["glu"] = {{x({3, 8}), x({3, 8}, 2)}, {{"act", "silu"}, {"gate_start", 1}, {"up_start", 4}, {"width", 3}}};
   s["rms_norm"] = {{x({3, 4}), x({4})}, {{"eps", 1e-6}}};
   s["layer_norm"] = {{x({3, 4}), x({4}), x({4})}};
   s["softmax"] = {{x({3, 4})}};

@@ -114,15 +114,18 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"peak_rss_mb", peak_rss_mb()},
                       {"fused_matmuls", (*m)->program.plan.merged_nodes},
                       {"folded_adds", (*m)->program.plan.folded_adds},
+                      {"fused_glus", (*m)->program.plan.fused_glus},
                       {"threads", omp_get_max_threads()}};
   if (profile) j["profile"] = {{"prompt", profile_json(prompt_profile)}, {"decode", profile_json(decode_profile)}};
   if (as_json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s (%s, %s backend, %d threads; %d matmuls fused into %d, %d adds folded into matmuls)\n",
+    const PlanStats& plan = (*m)->program.plan;
+    std::printf("%s (%s, %s backend, %d threads; %d matmuls fused into %d, %d adds folded into matmuls, %d gated "
+                "activations fused)\n",
                 j["model"].get<std::string>().c_str(), j["family"].get<std::string>().c_str(),
-                j["backend"].get<std::string>().c_str(), omp_get_max_threads(), (*m)->program.plan.merged_nodes,
-                (*m)->program.plan.merged_groups, (*m)->program.plan.folded_adds);
+                j["backend"].get<std::string>().c_str(), omp_get_max_threads(), plan.merged_nodes,
+                plan.merged_groups, plan.folded_adds, plan.fused_glus);
     std::printf("  load            %10.1f ms\n", j["load_ms"].get<double>());
     std::printf("  prompt %5d    %10.1f tok/s (time to first token %.1f ms)\n", prompt_tokens,
                 j["prompt_tok_s"].get<double>(), j["ttft_ms"].get<double>());
