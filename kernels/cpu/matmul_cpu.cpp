@@ -143,6 +143,21 @@ Status onednn_matmul(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool t
   return {};
 }
 
+// Whether oneDNN has a bf16 matmul on this CPU (2.6: AVX-512 and up), asked
+// once by making one.
+bool onednn_has_bf16() {
+  static const bool yes = [] {
+    try {
+      dnnl::memory::desc a({4, 16}, dt::bf16, {16, 1}), b({16, 16}, dt::bf16, {1, 16}), c({4, 16}, dt::f32, {16, 1});
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), onednn().engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return yes;
+}
+
 // This thread's scratch buffer of n elements, kept across calls (nothing
 // is allocated per token once warm). A plain pointer is returned so worker
 // threads see this thread's buffer, not a thread_local of their own.
@@ -237,27 +252,13 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
 // prompts are oneDNN's two f32-grade bf16 passes (one with
 // --bf16-activations) straight on the tiles, which are its BA16a64b2a
 // layout; decode runs the tile kernel on the split activations
-// (gemv_bf16_avx512.cpp), or widens row by row where the CPU lacks
-// AVX-512 BF16.
+// (gemv_bf16_avx512.cpp). Only CPUs with AVX-512 BF16 get tiles
+// (matmul_takes).
 Status matmul_bf16x64(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  if (!has_avx512_bf16_dot()) return kernel_error(ctx, "matmul", "BF16x64 tiles need a CPU with AVX-512 BF16");
   if (M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N, true);
   const auto* w = static_cast<const uint8_t*>(ctx.inputs[1].data);
   float* out = ctx.outputs[0].f32();
-  if (!has_avx512_bf16_dot()) {
-    for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) {
-      std::vector<float> row(static_cast<size_t>(K));
-      for (int64_t n = n0; n < n1; ++n) {
-        interleaved_row(DType::BF16x64, w, K, n, row.data());
-        for (int64_t m = 0; m < M; ++m) {
-          const float* x = ctx.inputs[0].f32() + m * K;
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k) acc += double(x[k]) * row[size_t(k)];
-          out[m * N + n] = float(acc);
-        }
-      }
-    });
-    return {};
-  }
   thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
   uint16_t* hi = scratch(hi_buffer, M * K);
   uint16_t* lo = scratch(lo_buffer, M * K);
@@ -283,16 +284,21 @@ Status matmul_product(KernelContext& ctx) {
   const bool many = M > kGemvRows;
   if (B.dtype == DType::F32 && (many || !tb))
     return onednn_matmul(ctx, M, K, N, tb, dt::f32, false, A.data, B.data, C.data);
-  if (B.dtype == DType::BF16 && many) return matmul_onednn_bf16(ctx, M, K, N);
-  if (B.dtype == DType::F16 && many) {  // oneDNN 2.6 has no f16 matmul here: widened exactly to f32
+  if (B.dtype == DType::BF16 && many && onednn_has_bf16()) return matmul_onednn_bf16(ctx, M, K, N);
+  if ((B.dtype == DType::F16 || B.dtype == DType::BF16) && many) {
+    // oneDNN 2.6 has no f16 matmul here, nor bf16 before AVX-512: widened
+    // exactly to f32.
     const auto* w16 = static_cast<const uint16_t*>(B.data);
-    return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1,
-                                  [&](int64_t n, int64_t, float* dst) { widen_f16(w16 + n * K, K, dst); });
+    const bool f16 = B.dtype == DType::F16;
+    return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1, [&](int64_t n, int64_t, float* dst) {
+      if (f16) return widen_f16(w16 + n * K, K, dst);
+      for (int64_t k = 0; k < K; ++k) dst[k] = bf16_to_f32(w16[n * K + k]);
+    });
   }
   if (B.dtype == DType::BF16x64) return matmul_bf16x64(ctx, M, K, N);
   const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
-  if (is_block_quantized(B.dtype) && many && !interleaved) {
+  if (is_block_quantized(B.dtype) && many && !interleaved && onednn_has_bf16()) {
     // Rows (MoE experts keep them), compute-bound: dequantized to bf16 for
     // oneDNN's bf16 kernels, the activations rounded to bf16.
     thread_local std::vector<uint16_t> a_buffer;
@@ -368,6 +374,9 @@ namespace {
 
 bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
+  // BF16 tiles pay only with the AVX-512 BF16 kernels; elsewhere BF16 stays
+  // in rows (Highway's widening gemv, oneDNN or f32 slabs for prompts).
+  if (stored == DType::BF16x64) return has_avx512_bf16_dot();
   return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored);
 }
 
