@@ -4,12 +4,13 @@
 // q.k * scale (softcapped), a running max and sum per query, and the output
 // accumulated from V rescaled as the max grows. K and V are read in place
 // (GQA: query head h reads kv head h / (H / KH), shared by the group's
-// queries in one task, never copied). Masking is the reference's, as a
-// range of keys per query: causal j <= i; with a window, i - window < j
-// (causal) or |i - j| < window (not causal), i the query's absolute
-// position T - S + r. A query seeing no key gives zeros, as in the
-// reference. Highway for the dot products, exp / tanh and the V sums;
-// OpenMP over tasks.
+// queries in one task, never copied; for prompts the keys are also
+// transposed once per call, block by block, so scores come out of a small
+// matrix product). Masking is the reference's, as a range of keys per
+// query: causal j <= i; with a window, i - window < j (causal) or
+// |i - j| < window (not causal), i the query's absolute position T - S + r.
+// A query seeing no key gives zeros, as in the reference. Highway for the
+// products, exp / tanh and the V sums; OpenMP over tasks.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -66,16 +67,29 @@ using cpu_attention::Params;
 
 // Queries are taken 4 at a time (kGroup): their scores for a block of keys
 // are a small matrix product against the block's keys transposed (lanes
-// are keys: no sums across lanes), and their outputs gather p_j v_j with
-// each V vector loaded once for the 4.
+// are keys: no sums across lanes) or, for a few queries, dot products with
+// the keys as stored; their outputs gather p_j v_j with each V vector
+// loaded once for the 4.
 constexpr int64_t kGroup = 4;
 
-// Floats of scratch a task of M queries needs: the block's keys transposed
-// [D, kKeyBlock]; per query its output accumulator, running max and sum;
-// a group's scores [kGroup, kKeyBlock]; a query of zeros and an output
-// for the queries a last group lacks.
+// Floats of scratch a task of M queries needs: per query its output
+// accumulator, running max and sum; a group's scores [kGroup, kKeyBlock];
+// a query of zeros and an output for the queries a last group lacks.
 size_t ScratchFloats(int64_t M, int64_t D, int64_t Dv) {
-  return size_t(D * kKeyBlock + M * (Dv + 2) + kGroup * kKeyBlock + D + Dv);
+  return size_t(M * (Dv + 2) + kGroup * kKeyBlock + D + Dv);
+}
+
+// Key block `block` of kv head g (keys from block * kKeyBlock) transposed
+// into out [D, kKeyBlock], zero past the last key. Stores in order: strided
+// stores cost far more than strided loads.
+void TransposeKeys(const Params& p, int64_t g, int64_t block, float* HWY_RESTRICT out) {
+  const int64_t kb = block * kKeyBlock, n = std::min(p.T - kb, kKeyBlock), kstride = p.KH * p.D;
+  const float* k = p.k + (kb * p.KH + g) * p.D;
+  for (int64_t e = 0; e < p.D; ++e) {
+    float* row = out + e * kKeyBlock;
+    for (int64_t j = 0; j < n; ++j) row[j] = k[j * kstride + e];
+    std::fill(row + n, row + kKeyBlock, 0.0f);
+  }
 }
 
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
@@ -165,13 +179,15 @@ HWY_INLINE void GroupValues(float* const (&o)[kGroup], const float (&corr)[kGrou
 
 // Query heads [h0, h0 + nh) (all reading kv head g) for query rows
 // [r0, r0 + nr): out = softmax(masked scores) v, online over key blocks.
-void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
-                float* HWY_RESTRICT scratch) {
+// kt: kv head g's key blocks transposed (TransposeKeys; block b at
+// kt + (b - kt_first) * D * kKeyBlock), or null to take dot products with
+// the keys as stored (a few queries: not worth transposing).
+void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, int64_t nr, const float* kt,
+                int64_t kt_first, float* HWY_RESTRICT scratch) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   const int64_t M = nh * nr, D = p.D, Dv = p.Dv;
-  float* kt = scratch;
-  float* acc = kt + D * kKeyBlock;
+  float* acc = scratch;
   float* run_max = acc + M * Dv;
   float* run_sum = run_max + M;
   float* sc = run_sum + M;
@@ -187,19 +203,10 @@ void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, 
   cpu_attention::key_range(p, p.past + r0, &lo_all, &unused);
   cpu_attention::key_range(p, p.past + r0 + nr - 1, &unused, &hi_all);
   const int64_t kstride = p.KH * D, vstride = p.KH * Dv;
-  // Transposing a block costs about what 16 queries' sums across lanes do.
-  const bool transpose = M >= 16;
 
-  for (int64_t kb = lo_all; kb < hi_all; kb += kKeyBlock) {
-    const int64_t n = std::min(hi_all, kb + kKeyBlock) - kb, padded = (n + N - 1) / N * N;
-    // The block's keys transposed, zero-padded to whole vectors, when
-    // there are queries enough to repay it.
+  for (int64_t kb = lo_all / kKeyBlock * kKeyBlock; kb < hi_all; kb += kKeyBlock) {
+    const int64_t n = std::min(hi_all, kb + kKeyBlock) - kb;
     const float* k = p.k + (kb * p.KH + g) * D;
-    for (int64_t e = 0; transpose && e < D; ++e) {  // stores in order (strided ones cost far more than strided loads)
-      float* row = kt + e * kKeyBlock;
-      for (int64_t j = 0; j < n; ++j) row[j] = k[j * kstride + e];
-      std::fill(row + n, row + padded, 0.0f);
-    }
 
     for (int64_t m0 = 0; m0 < M; m0 += kGroup) {
       // The group's queries (missing ones read zeros, see nothing and write
@@ -226,8 +233,8 @@ void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, 
       }
       if (glo >= ghi) continue;  // no query of the group sees this block
       const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
-      if (transpose) {
-        GroupScores(q, kt, D, j0, j1, sc);
+      if (kt) {
+        GroupScores(q, kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D, j0, j1, sc);
       } else {
         for (int i = 0; i < kGroup; ++i)
           for (int64_t j = j0; j < j1; ++j)
@@ -307,10 +314,12 @@ HWY_AFTER_NAMESPACE();
 namespace arch {
 
 HWY_EXPORT(ScratchFloats);
+HWY_EXPORT(TransposeKeys);
 HWY_EXPORT(AttendTask);
 
 namespace {
 
+using cpu_attention::kKeyBlock;
 using cpu_attention::Params;
 
 // Query rows per task: enough queries to reuse each K / V block, few
@@ -356,12 +365,35 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   const int64_t tasks = p.KH * slices * row_blocks;
   const int64_t rows_per = std::min(p.S, kQueryBlock);
   const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(per_slice * rows_per, p.D, p.Dv);
+  // Many queries per task (a prompt): every key block any of them sees is
+  // transposed once, up front, for all tasks; a few (decode): dot products
+  // with the keys as stored. Transposing a block costs about what 16
+  // queries' sums across lanes do.
+  int64_t first = 0, blocks = 0;
+  thread_local std::vector<float> kt_buffer;  // kept across calls: no allocation once warm
+  float* kt = nullptr;
+  if (per_slice * rows_per >= 16) {
+    int64_t lo, hi, unused;
+    cpu_attention::key_range(p, p.past, &lo, &unused);
+    cpu_attention::key_range(p, p.past + p.S - 1, &unused, &hi);
+    first = lo / kKeyBlock;
+    blocks = std::max<int64_t>(0, (hi + kKeyBlock - 1) / kKeyBlock - first);
+    kt_buffer.resize(size_t(p.KH * blocks * p.D * kKeyBlock));
+    kt = kt_buffer.data();
+  }
+  const size_t head_floats = size_t(blocks * p.D * kKeyBlock);
   // Under about 250K multiply-adds (a decode step over a short cache: some
   // tens of microseconds) one thread beats waking the pool.
   const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 18);
 #pragma omp parallel if (parallel)
   {
-    std::vector<float> scratch(scratch_floats);  // per thread
+    if (kt) {
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < p.KH * blocks; ++t)
+        HWY_DYNAMIC_DISPATCH(TransposeKeys)(p, t / blocks, first + t % blocks, kt + size_t(t) * p.D * kKeyBlock);
+    }
+    thread_local std::vector<float> scratch;  // per thread, kept across calls
+    scratch.resize(scratch_floats);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t t = 0; t < tasks; ++t) {
       // Later row blocks see more keys (causal): all of them go first.
@@ -369,7 +401,9 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
       const int64_t slice = t % slices, g = (t / slices) % p.KH;
       const int64_t h0 = g * group + slice * per_slice, nh = std::min(per_slice, group - slice * per_slice);
       const int64_t r0 = rb * kQueryBlock, nr = std::min(kQueryBlock, p.S - r0);
-      if (nh > 0) HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, h0, nh, r0, nr, scratch.data());
+      if (nh > 0)
+        HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, h0, nh, r0, nr, kt ? kt + size_t(g) * head_floats : nullptr, first,
+                                         scratch.data());
     }
   }
   return {};
