@@ -16,7 +16,7 @@ BufferPool::~BufferPool() {
   for (auto& [bytes, p] : free_) std::free(p);
 }
 
-Tensor BufferPool::zeros(DType dtype, Dims shape) {
+Tensor BufferPool::uninitialized(DType dtype, Dims shape) {
   Tensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
@@ -36,10 +36,15 @@ Tensor BufferPool::zeros(DType dtype, Dims shape) {
   }
   if (!p) p = std::aligned_alloc(64, bytes);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, t.nbytes());
   t.data = p;
   auto self = shared_from_this();
   t.owner = std::shared_ptr<const void>(p, [self, bytes](const void* q) { self->give_back(const_cast<void*>(q), bytes); });
+  return t;
+}
+
+Tensor BufferPool::zeros(DType dtype, Dims shape) {
+  Tensor t = uninitialized(dtype, std::move(shape));
+  std::memset(t.data, 0, t.nbytes());
   return t;
 }
 

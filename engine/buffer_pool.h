@@ -23,6 +23,8 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   // A zero-filled tensor, in a recycled buffer where one of its size is free.
   Tensor zeros(DType dtype, Dims shape);
+  // The same left as the buffer was (for a kernel that writes every element).
+  Tensor uninitialized(DType dtype, Dims shape);
 
   size_t allocations() const { return allocations_; }  // buffers ever taken from the heap
   size_t reuses() const { return reuses_; }

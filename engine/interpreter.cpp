@@ -81,6 +81,7 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     p.kernels.push_back(k);
     p.defs.push_back(def);
     p.views.push_back(def->view);
+    p.fills.push_back(ops.fills_outputs(node.op, backend));
     bool dynamic = false;
     for (int o : node.outputs) dynamic = dynamic || has_dyn(g.values[o].type.shape);
     p.dynamic.push_back(dynamic);
@@ -231,7 +232,9 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     std::vector<Tensor> outs;
     for (const auto& t : types) {
       Dims dims = concretize(t.shape, seq, ctx);
-      outs.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : state.buffers->zeros(t.dtype, dims));
+      outs.push_back(p.views[n]   ? Tensor{t.dtype, dims, nullptr, nullptr}
+                     : p.fills[n] ? state.buffers->uninitialized(t.dtype, dims)
+                                  : state.buffers->zeros(t.dtype, dims));
     }
     KernelContext ctx{node.attrs, in_buf, outs, state.states[size_t(p.state_of[n])], state.max_context,
                       g.values[node.outputs[0]].name};

@@ -23,6 +23,7 @@ struct Program {
   std::vector<Tensor> weights;        // by value id; empty where the value is not a weight
   std::vector<const Kernel*> kernels; // by node
   std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
+  std::vector<char> fills;            // by node: the kernel writes every output element (no zeroing)
   std::vector<char> folded;           // by node: computed once at load (reads only weights and constants)
   std::vector<const OpDef*> defs;     // by node
   std::vector<char> dynamic;          // by node: an output has a `_` dim, its shape is worked out per call

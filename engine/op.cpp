@@ -12,11 +12,19 @@ void OpTable::define(OpDef def, Kernel reference) {
 }
 
 void OpTable::add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes,
-                         CheckTolerance check) {
+                         CheckTolerance check, bool fills) {
   if (!defs_.count(op)) throw std::logic_error("kernel for an undefined op: " + op);
   kernels_[op][backend] = std::move(k);
   if (takes) takes_[op][backend] = std::move(takes);
   if (check) check_[op][backend] = std::move(check);
+  fills_[op][backend] = fills;
+}
+
+bool OpTable::fills_outputs(const std::string& op, const std::string& backend) const {
+  auto it = fills_.find(op);
+  if (it == fills_.end()) return false;
+  auto b = it->second.find(backend);
+  return b != it->second.end() && b->second;  // a backend without its own kernel runs the reference
 }
 
 Tolerance OpTable::check_tolerance(const std::string& op, const std::string& backend,

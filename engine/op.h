@@ -86,8 +86,10 @@ struct OpDef {
 class OpTable {
  public:
   void define(OpDef def, Kernel reference);
+  // `fills`: the kernel writes every element of its outputs (on every path,
+  // its fallbacks included), so they need not be zeroed first.
   void add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes = nullptr,
-                  CheckTolerance check = nullptr);
+                  CheckTolerance check = nullptr, bool fills = false);
 
   const OpDef* find(const std::string& name) const;
   // The kernel for `backend`, else the reference one.
@@ -98,12 +100,16 @@ class OpTable {
   Tolerance check_tolerance(const std::string& op, const std::string& backend, std::span<const Tensor> inputs) const;
   bool takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
                     DType stored) const;
+  // Whether the kernel `kernel(op, backend)` gives writes every output
+  // element (reference kernels may accumulate into zeroed outputs).
+  bool fills_outputs(const std::string& op, const std::string& backend) const;
 
  private:
   std::map<std::string, OpDef> defs_;
   std::map<std::string, std::map<std::string, Kernel>> kernels_;
   std::map<std::string, std::map<std::string, TakesStored>> takes_;
   std::map<std::string, std::map<std::string, CheckTolerance>> check_;
+  std::map<std::string, std::map<std::string, bool>> fills_;
 };
 
 }  // namespace arch

@@ -334,7 +334,7 @@ Kernel reference_of(const OpTable& t, const char* op) {
 
 void register_cpu_activations(OpTable& t) {
   for (auto [op, which] : kUnaryOps) t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)));
-  t.add_kernel("glu", "cpu", glu_kernel(reference_of(t, "glu")));
+  t.add_kernel("glu", "cpu", glu_kernel(reference_of(t, "glu")), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")));
   t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")));
 }

@@ -393,7 +393,7 @@ Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor>
 }
 
 void register_cpu_matmul(OpTable& t) {
-  t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes, quantized_check_tolerance);
+  t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes, quantized_check_tolerance, /*fills=*/true);
 }
 
 }  // namespace arch

@@ -65,6 +65,23 @@ TEST(CpuActivations, GluMatchesReference) {
     }
 }
 
+// glu is registered as writing every output element (its outputs are not
+// zeroed first): NaN left in one, the vector path or the reference one
+// (relu), is an element it skipped.
+TEST(CpuActivations, GluWritesEveryOutputElement) {
+  EXPECT_TRUE(op_table().fills_outputs("glu", "cpu"));
+  for (const char* op : {"silu", "relu"}) {
+    Tensor x = f32({5, 2 * 37}, scaled_values(5 * 2 * 37, 9, 3.0f));
+    std::vector<Tensor> inputs{x, x}, outputs{f32({5, 37}, std::vector<float>(5 * 37, std::nanf("")))};
+    std::unique_ptr<OpState> none;
+    const Attrs attrs = {{"act", op}, {"gate_start", 0}, {"up_start", 37}, {"width", 37}};
+    const std::string where = "test";
+    KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+    ASSERT_TRUE((*op_table().kernel("glu", "cpu"))(ctx).ok()) << op;
+    for (int64_t i = 0; i < outputs[0].numel(); ++i) ASSERT_FALSE(std::isnan(outputs[0].f32()[i])) << op << " " << i;
+  }
+}
+
 TEST(CpuActivations, ExtremeInputs) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> x = {-1e30f, -200.0f, -104.5f, -90.0f, -88.0f, -20.0f, -3.95f, -1.0f, -1e-20f, 0.0f,

@@ -7,6 +7,7 @@
 // rows at prompt sizes (bf16 activations, oneDNN) close to the f32 product.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -33,8 +34,11 @@ bool storable(DType dtype, int64_t k) {
   return dtype == DType::BF16x64 ? k % 16 == 0 && has_avx512_bf16_dot() : quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k);
 }
 
-Tensor run(const std::string& backend, const Tensor& a, const Tensor& b) {
+// `fill`: what the output holds before the kernel runs (the engine leaves
+// it unzeroed for a kernel registered as filling its outputs).
+Tensor run(const std::string& backend, const Tensor& a, const Tensor& b, float fill = 0.0f) {
   Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
+  std::fill(out.f32(), out.f32() + out.numel(), fill);
   std::vector<Tensor> inputs{a, b}, outputs{out};
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"transpose_b", true}};
@@ -101,6 +105,24 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
         // bf16 activations (8 significant bits): well within 1%.
         EXPECT_LE(drift, 0.01 * max_abs(exact_f32)) << dtype_name(dtype) << " M=" << c.M;
       }
+    }
+}
+
+// The cpu matmul is registered as writing every output element (the engine
+// does not zero its outputs): on every path, NaN left in an output is an
+// element it skipped.
+TEST(CpuMatmul, WritesEveryOutputElement) {
+  EXPECT_TRUE(op_table().fills_outputs("matmul", "cpu"));
+  EXPECT_FALSE(op_table().fills_outputs("matmul", "reference"));
+  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::BF16x64, DType::Q8_0, DType::Q4_0, DType::Q8_0x16,
+                      DType::Q4_0x16})
+    for (const Case& c : kCases) {
+      if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16 && !storable(dtype, c.K)) continue;
+      Tensor a = random_f32({c.M, c.K}, 12), w = stored_as(random_f32({c.N, c.K}, 13), dtype);
+      Tensor got = run("cpu", a, w, std::nanf(""));
+      int64_t skipped = 0;
+      for (int64_t i = 0; i < got.numel(); ++i) skipped += std::isnan(got.f32()[i]);
+      EXPECT_EQ(skipped, 0) << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
     }
 }
 

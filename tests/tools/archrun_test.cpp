@@ -341,6 +341,14 @@ TEST(Archrun, BenchPrintsItsFiguresAsOneJsonObject) {
   auto j = nlohmann::json::parse(last);
   for (const char* k : {"prompt_tok_s", "decode_tok_s", "ttft_ms", "load_ms", "peak_rss_mb"})
     EXPECT_GT(j[k].get<double>(), 0) << k;
+  // Decode against the memory bound: bytes per token times tokens/s, and
+  // the machine's read bandwidth probed beside it.
+  for (const char* k : {"weights_per_token_mb", "decode_gb_s", "read_bandwidth_gb_s", "decode_share_of_bandwidth"})
+    EXPECT_GT(j[k].get<double>(), 0) << k;
+  EXPECT_NEAR(j["decode_gb_s"].get<double>(),
+              j["weights_per_token_mb"].get<double>() * j["decode_tok_s"].get<double>() / 1000, 1e-6);
+  // The probe's 256 MiB buffer is not counted as the model's memory.
+  EXPECT_LT(j["peak_rss_mb"].get<double>(), 256);
 }
 
 TEST(Archrun, ToyWritesBf16WeightsThatRunLikeTheF32Ones) {

@@ -14,6 +14,7 @@
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "tools/archrun/commands.h"
+#include "tools/bench/read_bandwidth.h"
 
 namespace arch::cli {
 
@@ -26,6 +27,37 @@ double peak_rss_mb() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
   return 0;
 }
+
+// Bytes of weights one decode step reads: each weight read by an op other
+// than embed (which takes one row per token), once; a tied table counts,
+// as the output projection reads all of it. The KV cache's reads are left
+// out (decode here starts from a short context). -1 with MoE experts,
+// whose share read per token depends on the routing.
+int64_t weight_bytes_per_token(const Program& p) {
+  int64_t bytes = 0;
+  std::vector<char> seen(p.weights.size(), 0);
+  for (const Node& n : p.graph->nodes) {
+    if (n.op == "routed_matmul") return -1;
+    if (n.op == "embed") continue;
+    for (int in : n.inputs)
+      if (in >= 0 && size_t(in) < p.weights.size() && p.weights[size_t(in)].data && !seen[size_t(in)]++)
+        bytes += int64_t(p.weights[size_t(in)].nbytes());
+  }
+  return bytes;
+}
+
+// Resets the kernel's peak-RSS mark to the present RSS (Linux: "5" to
+// clear_refs); false where that is not allowed.
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+  f.flush();
+  return f.good();
+}
+
+// The machine's read bandwidth now: 256 MiB (far beyond the caches), best
+// of 5 passes.
+double probe_bandwidth() { return read_bandwidth(size_t(256) << 20, 5); }
 
 // Per-op seconds, largest first, as a share of the phase.
 nlohmann::json profile_json(const OpProfile& p) {
@@ -80,6 +112,18 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     }
     return Run{seconds(started, first), seconds(first, clock::now())};
   };
+  // The read bandwidth, probed before the runs and after them (the
+  // machine's moves within minutes; the larger is the bound). The probe's
+  // buffer is no part of the model's peak RSS: the mark is reset after the
+  // first probe (where Linux does not allow that, there is no first probe)
+  // and read before the second.
+  const int64_t per_token = weight_bytes_per_token((*m)->program);
+  const bool bound = per_token > 0 && new_tokens > 1;
+  double bandwidth = 0;
+  if (bound && reset_peak_rss()) {
+    bandwidth = probe_bandwidth();
+    reset_peak_rss();
+  }
   std::vector<Run> runs;
   for (int r = 0; r < std::max(1, repeat); ++r) {
     auto run = run_once();
@@ -94,6 +138,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
+  const double peak_rss = peak_rss_mb();
   const double ttft = median([](const Run& r) { return r.ttft_s; });
   const double decode_s = median([](const Run& r) { return r.decode_s; });
   nlohmann::json each = nlohmann::json::array();
@@ -111,11 +156,21 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"prompt_tok_s", prompt_tokens / ttft},
                       {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / decode_s : 0.0},
                       {"runs", each},
-                      {"peak_rss_mb", peak_rss_mb()},
+                      {"peak_rss_mb", peak_rss},
                       {"fused_matmuls", (*m)->program.plan.merged_nodes},
                       {"folded_adds", (*m)->program.plan.folded_adds},
                       {"fused_glus", (*m)->program.plan.fused_glus},
                       {"threads", omp_get_max_threads()}};
+  // Decode against the bound memory sets: the weights' bytes per token at
+  // the measured decode rate, beside the machine's read bandwidth.
+  if (bound) {
+    const double decode_bytes_s = double(per_token) * j["decode_tok_s"].get<double>();
+    bandwidth = std::max(bandwidth, probe_bandwidth());
+    j["weights_per_token_mb"] = double(per_token) / 1e6;
+    j["decode_gb_s"] = decode_bytes_s / 1e9;
+    j["read_bandwidth_gb_s"] = bandwidth / 1e9;
+    j["decode_share_of_bandwidth"] = bandwidth > 0 ? decode_bytes_s / bandwidth : 0.0;
+  }
   if (profile) j["profile"] = {{"prompt", profile_json(prompt_profile)}, {"decode", profile_json(decode_profile)}};
   if (as_json) {
     std::printf("%s\n", j.dump().c_str());
@@ -132,6 +187,11 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::printf("  decode %5d    %10.1f tok/s\n", new_tokens, j["decode_tok_s"].get<double>());
     if (runs.size() > 1) std::printf("  (medians of %zu runs; --json lists each)\n", runs.size());
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+    if (j.contains("decode_gb_s"))
+      std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "
+                  "read (best of before and after)\n",
+                  j["weights_per_token_mb"].get<double>(), j["decode_gb_s"].get<double>(),
+                  100 * j["decode_share_of_bandwidth"].get<double>(), j["read_bandwidth_gb_s"].get<double>());
     if (profile) {
       print_profile("prompt", j["profile"]["prompt"]);
       print_profile("decode", j["profile"]["decode"]);

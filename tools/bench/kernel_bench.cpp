@@ -18,21 +18,10 @@
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
 #include "kernels/kernels.h"
+#include "tools/bench/read_bandwidth.h"
 
 namespace arch {
 namespace {
-
-// One pass reading a buffer far larger than the caches, all threads, as
-// decode reads its weights: the bound a memory-bound kernel is held to.
-double read_pass_seconds(const std::vector<uint64_t>& buf, uint64_t& sink) {
-  auto t0 = std::chrono::steady_clock::now();
-  uint64_t total = 0;
-#pragma omp parallel for reduction(+ : total) schedule(dynamic, 1 << 14)
-  for (size_t i = 0; i < buf.size(); i += 8)
-    total += buf[i] + buf[i + 1] + buf[i + 2] + buf[i + 3] + buf[i + 4] + buf[i + 5] + buf[i + 6] + buf[i + 7];
-  sink += total;
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // The yardsticks, measured once before the benchmarks run (best of a few
 // passes, the machine being shared): bytes/s and oneDNN's f32 GFLOP/s.
@@ -112,15 +101,6 @@ double measure_gemm_gflops() {
   return 2.0 * double(n * n * n) / best / 1e9;
 }
 
-double measure_bandwidth() {
-  std::vector<uint64_t> buf((size_t(1) << 30) / 8, 1);
-  uint64_t sink = 0;
-  double best = 1e9;
-  for (int rep = 0; rep < 5; ++rep) best = std::min(best, read_pass_seconds(buf, sink));
-  benchmark::DoNotOptimize(sink);
-  return double(buf.size() * 8) / best;
-}
-
 void BM_Gemv(benchmark::State& state, DType dtype) {
   run_matmul(state, dtype, 1, state.range(0), state.range(1));
 }
@@ -191,7 +171,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   auto& y = arch::yardsticks();
-  y.bandwidth = arch::measure_bandwidth();
+  y.bandwidth = arch::read_bandwidth(size_t(1) << 30, 5);
   y.gemm_gflops = arch::measure_gemm_gflops();
   std::printf("yardsticks: memory read %.1f GB/s, oneDNN f32 GEMM 1024^3 %.1f GFLOP/s (%d threads); "
               "of_bandwidth and of_gemm_peak below are shares of these\n",

@@ -8,10 +8,12 @@
 # Each NAME pairs a GGUF file (tools/bench/to_gguf.py, then llama-quantize
 # --pure) with the same weights for archrun (a checkpoint directory or an
 # `archrun import` file). Prints one line per pair: prompt and decode tok/s.
+# ARCHRUN_ARGS adds options to archrun's side (e.g. --bf16-activations).
 set -euo pipefail
 llama_bench=$1 archrun=$2
 shift 2
 prompt=${PROMPT:-512} decode=${DECODE:-64} threads=${THREADS:-2} repeat=${REPEAT:-3}
+read -r -a extra <<<"${ARCHRUN_ARGS:-}"
 printf '%-10s %14s %14s %14s %14s\n' type llama.cpp_pp archrun_pp llama.cpp_tg archrun_tg
 for pair in "$@"; do
   name=${pair%%=*} rest=${pair#*=}
@@ -21,7 +23,8 @@ for pair in "$@"; do
   # llama-bench times decoding from an empty context (tg), apart from the
   # prompt (pp): so archrun's decode figure here follows a 1-token prompt.
   ours_json() {
-    "$archrun" bench "$ours" -p "$1" -n "$2" --threads "$threads" --repeat "$repeat" --json 2>/dev/null | tail -1
+    "$archrun" bench "$ours" -p "$1" -n "$2" --threads "$threads" --repeat "$repeat" "${extra[@]}" --json 2>/dev/null |
+      tail -1
   }
   app=$(ours_json "$prompt" 1 | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["prompt_tok_s"],1))')
   atg=$(ours_json 1 "$decode" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["decode_tok_s"],1))')
