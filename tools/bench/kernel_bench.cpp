@@ -162,7 +162,7 @@ void BM_Attention(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * double(H * D) * double(state.iterations()) / 1e9,
                                                  benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 512})->Args({1, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 16})->Args({1, 128})->Args({1, 512})->Args({1, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace arch
