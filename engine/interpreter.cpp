@@ -199,6 +199,10 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
                    std::string(dtype_name(g.values[id].type.dtype)) + dims_str(want));
     vals[id] = t;
   }
+  // With a profile, the time between kernels (inputs gathered, outputs
+  // allocated, values freed) is an entry of its own.
+  const auto walk_started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  double in_kernels = 0;
   std::set<int> kept(keep.begin(), keep.end());
   for (int slot : p.state_of)
     if (state.states.size() <= size_t(slot)) state.states.resize(size_t(slot) + 1);
@@ -243,7 +247,9 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + st.error().message);
     if (state.profile) {
       auto& e = state.profile->by_op[node.op];
-      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+      e.seconds += seconds;
+      in_kernels += seconds;
       ++e.calls;
     }
     if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, in_buf, outs, types, seq, ctx.max_context));
@@ -254,6 +260,11 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
   }
   std::map<int, Tensor> out;
   for (int id : keep) out[id] = p.weights[id].data ? p.weights[id] : vals[id];
+  if (state.profile) {
+    auto& e = state.profile->by_op["(between kernels)"];
+    e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - walk_started).count() - in_kernels;
+    ++e.calls;
+  }
   return out;
 }
 

@@ -382,9 +382,12 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     kt = kt_buffer.data();
   }
   const size_t head_floats = size_t(blocks * p.D * kKeyBlock);
-  // Under about 250K multiply-adds (a decode step over a short cache: some
-  // tens of microseconds) one thread beats waking the pool.
-  const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 18);
+  // Under about 16K multiply-adds (a decode step over a handful of keys)
+  // one thread beats waking the pool; above, measured: the pool's threads
+  // are still spinning from the matmul before, so 14 heads over 16 keys
+  // take 2.1 µs on two threads against 2.5 on one, over 128 keys 6.3
+  // against 10.7.
+  const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 14);
 #pragma omp parallel if (parallel)
   {
     if (kt) {

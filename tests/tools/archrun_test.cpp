@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -349,6 +350,31 @@ TEST(Archrun, BenchPrintsItsFiguresAsOneJsonObject) {
               j["weights_per_token_mb"].get<double>() * j["decode_tok_s"].get<double>() / 1000, 1e-6);
   // The probe's 256 MiB buffer is not counted as the model's memory.
   EXPECT_LT(j["peak_rss_mb"].get<double>(), 256);
+}
+
+// --profile: time per op for each phase, the walk between kernels as an
+// entry of its own, all of it within the phase's wall time.
+TEST(Archrun, BenchProfileSplitsEachPhaseByOp) {
+  auto r = run_tool(testing::archrun() + " bench -p 16 -n 8 --profile --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  for (const char* phase : {"prompt", "decode"}) {
+    SCOPED_TRACE(phase);
+    std::map<std::string, double> ms;
+    double total = 0;
+    for (const auto& op : j["profile"][phase]) {
+      EXPECT_GT(op["calls"].get<int64_t>(), 0);
+      EXPECT_GE(op["ms"].get<double>(), 0);
+      ms[op["op"].get<std::string>()] = op["ms"].get<double>();
+      total += op["ms"].get<double>();
+    }
+    EXPECT_TRUE(ms.count("matmul"));
+    EXPECT_TRUE(ms.count("attention"));
+    EXPECT_TRUE(ms.count("(between kernels)"));
+    const double wall = std::string(phase) == "prompt" ? j["ttft_ms"].get<double>()
+                                                       : 7 / j["decode_tok_s"].get<double>() * 1000;
+    EXPECT_LE(total, wall * 1.01 + 0.1);
+  }
 }
 
 TEST(Archrun, ToyWritesBf16WeightsThatRunLikeTheF32Ones) {
