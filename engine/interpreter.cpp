@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
-#include <set>
 
 namespace arch {
 
@@ -203,10 +202,13 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
   // allocated, values freed) is an entry of its own.
   const auto walk_started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double in_kernels = 0;
-  std::set<int> kept(keep.begin(), keep.end());
+  std::vector<char> kept(g.values.size(), 0);
+  for (int id : keep) kept[size_t(id)] = 1;
   for (int slot : p.state_of)
     if (state.states.size() <= size_t(slot)) state.states.resize(size_t(slot) + 1);
-  std::vector<Tensor> in_buf;
+  // Reused from node to node: a decode step walks some 400 nodes.
+  std::vector<Tensor> in_buf, outs;
+  std::vector<TypedShape> types;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (p.folded[n]) continue;
     const Node& node = g.nodes[n];
@@ -217,7 +219,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     }
     // Output shapes: from the IR, or where a dim is `_`, from the op's shape
     // rule over this call's concrete inputs.
-    std::vector<TypedShape> types;
+    types.clear();
     for (int o : node.outputs) types.push_back(g.values[o].type);
     if (p.dynamic[n]) {
       std::vector<TypedShape> in_types;
@@ -233,7 +235,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       if (!r.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + r.error().message);
       types = std::move(r.value());
     }
-    std::vector<Tensor> outs;
+    outs.clear();
     for (const auto& t : types) {
       Dims dims = concretize(t.shape, seq, ctx);
       outs.push_back(p.views[n]   ? Tensor{t.dtype, dims, nullptr, nullptr}
@@ -256,7 +258,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     for (size_t k = 0; k < node.outputs.size(); ++k) vals[node.outputs[k]] = std::move(outs[k]);
     // Free what no later node reads.
     for (int in : node.inputs)
-      if (in >= 0 && p.last_use[in] == int(n) && !kept.count(in)) vals[in] = Tensor{};
+      if (in >= 0 && p.last_use[in] == int(n) && !kept[size_t(in)]) vals[in] = Tensor{};
   }
   std::map<int, Tensor> out;
   for (int id : keep) out[id] = p.weights[id].data ? p.weights[id] : vals[id];
