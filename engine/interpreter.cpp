@@ -212,15 +212,18 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (p.folded[n]) continue;
     const Node& node = g.nodes[n];
-    in_buf.clear();
-    for (int in : node.inputs) {
-      if (in < 0) in_buf.emplace_back();
-      else in_buf.push_back(p.weights[in].data ? p.weights[in] : vals[in]);
+    // Assigned into the slots kept from the last node, so their shapes'
+    // storage is reused rather than allocated per node.
+    in_buf.resize(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int in = node.inputs[i];
+      if (in < 0) in_buf[i] = Tensor{};
+      else in_buf[i] = p.weights[in].data ? p.weights[in] : vals[in];
     }
     // Output shapes: from the IR, or where a dim is `_`, from the op's shape
     // rule over this call's concrete inputs.
-    types.clear();
-    for (int o : node.outputs) types.push_back(g.values[o].type);
+    types.resize(node.outputs.size());
+    for (size_t k = 0; k < node.outputs.size(); ++k) types[k] = g.values[node.outputs[k]].type;
     if (p.dynamic[n]) {
       std::vector<TypedShape> in_types;
       std::unique_ptr<bool[]> present(new bool[in_buf.size()]);
