@@ -18,6 +18,16 @@ void renumber_producers(Graph& g) {
     for (int o : g.nodes[i].outputs) g.values[size_t(o)].producer = int(i);
 }
 
+// How many nodes read each value, a graph output counting as one more.
+std::vector<int> reader_counts(const Graph& g) {
+  std::vector<int> readers(g.values.size(), 0);
+  for (const Node& n : g.nodes)
+    for (int in : n.inputs)
+      if (in >= 0) ++readers[size_t(in)];
+  for (const GraphOutput& o : g.outputs) ++readers[size_t(o.value)];
+  return readers;
+}
+
 // The graph without the nodes marked, producers renumbered.
 void drop_nodes(Graph& g, const std::vector<char>& dropped) {
   std::vector<Node> kept;
@@ -62,11 +72,7 @@ Tensor concat_rows(const std::vector<const Tensor*>& parts) {
 // a weight, or a residual of the output's shape computed before the matmul
 // runs. One op and one intermediate value fewer per fold.
 int fold_adds(Graph& g, const std::vector<Tensor>& weights) {
-  std::vector<int> readers(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    for (int in : n.inputs)
-      if (in >= 0) ++readers[size_t(in)];
-  for (const GraphOutput& o : g.outputs) ++readers[size_t(o.value)];
+  const std::vector<int> readers = reader_counts(g);
   std::vector<char> dropped(g.nodes.size(), 0);
   int folded = 0;
   for (size_t i = 0; i < g.nodes.size(); ++i) {
@@ -182,11 +188,7 @@ int fold_slice_biases(Graph& g, std::vector<Tensor>& weights) {
 // over the rows instead of up to four, and no intermediate values.
 int fuse_glu(Graph& g) {
   static const char* const kActs[] = {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh"};
-  std::vector<int> readers(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    for (int in : n.inputs)
-      if (in >= 0) ++readers[size_t(in)];
-  for (const GraphOutput& o : g.outputs) ++readers[size_t(o.value)];
+  const std::vector<int> readers = reader_counts(g);
   std::vector<char> dropped(g.nodes.size(), 0);
   // The node making v, if nothing else reads v and it is not yet dropped.
   auto private_producer = [&](int v) -> int {
@@ -353,11 +355,7 @@ std::shared_ptr<Graph> last_row_graph(const Graph& g, const std::vector<Tensor>&
   for (const GraphOutput& o : g.outputs)
     if (o.name == output && o.index < 0) out_value = o.value;
   if (out_value < 0) return nullptr;
-  std::vector<int> readers(g.values.size(), 0);
-  for (const Node& n : g.nodes)
-    for (int in : n.inputs)
-      if (in >= 0) ++readers[size_t(in)];
-  for (const GraphOutput& o : g.outputs) ++readers[size_t(o.value)];
+  const std::vector<int> readers = reader_counts(g);
   // Walk back while the chain is private to this output.
   std::vector<int> chain;  // nodes, output first
   int v = out_value;
