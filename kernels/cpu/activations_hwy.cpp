@@ -1,8 +1,8 @@
 // The cpu backend's elementwise ops: the unary activations (silu, gelu,
-// gelu_tanh, quick_gelu, sigmoid, tanh, exp), glu with those, and float32
-// add / mul, with Highway (one pass over memory, vectorised exp/tanh/erf)
-// and OpenMP over large tensors. Each formula is the reference's, evaluated in the same
-// order; exp and tanh come from Highway's math library (a few ulp), erf from
+// gelu_tanh, quick_gelu, relu, sigmoid, tanh, exp), glu with those, and
+// float32 add / mul, with Highway (one pass over memory, vectorised
+// exp/tanh/erf) and OpenMP over large tensors. Each formula is the
+// reference's, evaluated in the same order; exp and tanh come from Highway's math library (a few ulp), erf from
 // our own fit (below), so results agree with the reference within the ops'
 // tolerance, not bit for bit.
 #include <algorithm>
@@ -20,7 +20,7 @@
 #ifndef ARCH_KERNELS_CPU_ACTIVATIONS_OPS
 #define ARCH_KERNELS_CPU_ACTIVATIONS_OPS
 namespace arch::cpu_elementwise {
-enum Unary : int { kSilu, kGelu, kGeluTanh, kQuickGelu, kSigmoid, kTanh, kExp };
+enum Unary : int { kSilu, kGelu, kGeluTanh, kQuickGelu, kRelu, kSigmoid, kTanh, kExp };
 enum Binary : int { kAdd, kMul };
 }  // namespace arch::cpu_elementwise
 #endif
@@ -101,6 +101,8 @@ HWY_INLINE V Apply(D d, V x) {
     return hn::Mul(hn::Mul(half, x), hn::Add(one, hn::Tanh(d, inner)));
   } else if constexpr (OP == kQuickGelu) {  // x * sigmoid(1.702 x)
     return hn::Mul(x, Sigmoid(d, hn::Mul(hn::Set(d, 1.702f), x)));
+  } else if constexpr (OP == kRelu) {  // x > 0 ? x : 0, as written (NaN and -0 give +0)
+    return hn::IfThenElseZero(hn::Gt(x, hn::Zero(d)), x);
   } else if constexpr (OP == kSigmoid) {
     return Sigmoid(d, x);
   } else if constexpr (OP == kTanh) {
@@ -131,6 +133,7 @@ void UnaryRange(int op, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size
     case kGelu: return UnaryLoop<kGelu>(x, y, n);
     case kGeluTanh: return UnaryLoop<kGeluTanh>(x, y, n);
     case kQuickGelu: return UnaryLoop<kQuickGelu>(x, y, n);
+    case kRelu: return UnaryLoop<kRelu>(x, y, n);
     case kSigmoid: return UnaryLoop<kSigmoid>(x, y, n);
     case kTanh: return UnaryLoop<kTanh>(x, y, n);
     default: return UnaryLoop<kExp>(x, y, n);
@@ -160,6 +163,7 @@ void GluRange(int op, const float* HWY_RESTRICT gate, const float* HWY_RESTRICT 
     case kGelu: return GluLoop<kGelu>(gate, up, y, n);
     case kGeluTanh: return GluLoop<kGeluTanh>(gate, up, y, n);
     case kQuickGelu: return GluLoop<kQuickGelu>(gate, up, y, n);
+    case kRelu: return GluLoop<kRelu>(gate, up, y, n);
     case kSigmoid: return GluLoop<kSigmoid>(gate, up, y, n);
     case kTanh: return GluLoop<kTanh>(gate, up, y, n);
     default: return GluLoop<kExp>(gate, up, y, n);
@@ -209,8 +213,8 @@ using namespace cpu_elementwise;
 
 // The ops the vector code has, by name.
 const std::pair<const char*, int> kUnaryOps[] = {
-    {"silu", kSilu},       {"gelu", kGelu}, {"gelu_tanh", kGeluTanh}, {"quick_gelu", kQuickGelu},
-    {"sigmoid", kSigmoid}, {"tanh", kTanh}, {"exp", kExp},
+    {"silu", kSilu}, {"gelu", kGelu},       {"gelu_tanh", kGeluTanh}, {"quick_gelu", kQuickGelu},
+    {"relu", kRelu}, {"sigmoid", kSigmoid}, {"tanh", kTanh},          {"exp", kExp},
 };
 
 int unary_of(const std::string& op) {
@@ -294,7 +298,7 @@ Kernel binary_kernel(int which, Kernel reference) {
 }
 
 // glu on F32 gate and up with an activation the vector code has; anything
-// else (relu, errors) is the reference kernel's. Rows split across threads.
+// else (sqrt, neg; errors) is the reference kernel's. Rows split across threads.
 Kernel glu_kernel(Kernel reference) {
   return [reference](KernelContext& ctx) -> Status {
     const Attrs& act = attr_json(ctx.attrs, "act");

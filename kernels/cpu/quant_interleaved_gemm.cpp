@@ -87,8 +87,10 @@ ARCH_VNNI void micro_tile(const QuantizedActs& a, int64_t m0, const uint8_t* til
     }
     __m512 d[NT];
     #pragma GCC unroll 8
-    for (int t = 0; t < NT; ++t)
-      d[t] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + t * tile_bytes + values_bytes)));
+    for (int t = 0; t < NT; ++t) {
+      const auto* scales = reinterpret_cast<const __m256i*>(block + t * tile_bytes + values_bytes);
+      d[t] = _mm512_cvtph_ps(_mm256_loadu_si256(scales));
+    }
     #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
       const __m512 sa = _mm512_set1_ps(a.scale[size_t((m0 + m) * blocks + b)]);

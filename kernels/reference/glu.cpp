@@ -21,11 +21,12 @@ std::string act_of(const Attrs& attrs) {
   return a.is_string() ? a.get<std::string>() : std::string();
 }
 
-// The column range [start, start + width) within a last dim of n, or a message.
+// Why columns [start, start + width) are not within a last dim of n, or
+// nothing when they are.
 std::string range_error(const char* input, int64_t start, int64_t width, int64_t n) {
   if (start < 0 || width < 0 || start + width > n)
-    return std::string("glu: ") + input + " columns [" + std::to_string(start) + ", " +
-           std::to_string(start + width) + ") are not within its last dim of " + std::to_string(n);
+    return std::string(input) + " columns [" + std::to_string(start) + ", " + std::to_string(start + width) +
+           ") are not within its last dim of " + std::to_string(n);
   return {};
 }
 
@@ -34,7 +35,8 @@ Result<std::vector<TypedShape>> glu_shape(std::span<const TypedShape> in, std::s
   const Shape& gate = in[0].shape;
   const Shape& up = in[1].shape;
   if (in[0].dtype != DType::F32 || in[1].dtype != DType::F32) return error("glu: gate and up must be float32");
-  if (!reference_activation(act_of(attrs))) return error("glu: act " + attr_json(attrs, "act").dump() + " is not an activation");
+  if (!reference_activation(act_of(attrs)))
+    return error("glu: act " + attr_json(attrs, "act").dump() + " is not an activation");
   if (gate.empty() || gate.size() != up.size() || !std::equal(gate.begin(), gate.end() - 1, up.begin()))
     return error("glu: gate " + shape_str(gate) + " and up " + shape_str(up) + " must agree but for the last dim");
   if (!gate.back().concrete() || !up.back().concrete()) return error("glu: the last dims must be concrete");
@@ -42,7 +44,7 @@ Result<std::vector<TypedShape>> glu_shape(std::span<const TypedShape> in, std::s
   for (auto [name, start, n] : {std::tuple{"gate", attr_int(attrs, "gate_start", 0), gate.back().n},
                                 std::tuple{"up", attr_int(attrs, "up_start", 0), up.back().n}}) {
     std::string bad = range_error(name, start, width, n);
-    if (!bad.empty()) return error(bad);
+    if (!bad.empty()) return error("glu: " + bad);
   }
   Shape out = gate;
   out.back() = Dim::of(width);
@@ -62,7 +64,7 @@ Status glu_kernel(KernelContext& ctx) {
                 us = attr_int(ctx.attrs, "up_start", 0);
   const int64_t gn = G.shape.back(), un = U.shape.back(), rows = G.numel() / std::max<int64_t>(gn, 1);
   for (const std::string& bad : {range_error("gate", gs, width, gn), range_error("up", us, width, un)})
-    if (!bad.empty()) return kernel_error(ctx, "glu", bad.substr(5));
+    if (!bad.empty()) return kernel_error(ctx, "glu", bad);
   if (U.numel() / std::max<int64_t>(un, 1) != rows)
     return kernel_error(ctx, "glu", "gate " + dims_str(G.shape) + " and up " + dims_str(U.shape) + " disagree");
   Dims want = G.shape;

@@ -1,5 +1,6 @@
 // The cpu backend's elementwise kernels (activations_hwy.cpp) against the
 // reference kernels, within each op's tolerance.
+#include <cstring>
 #include <limits>
 
 #include "tests/kernels/cpu_test_util.h"
@@ -7,7 +8,7 @@
 namespace arch::test {
 namespace {
 
-const char* kUnary[] = {"silu", "gelu", "gelu_tanh", "quick_gelu", "sigmoid", "tanh", "exp"};
+const char* kUnary[] = {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh", "exp"};
 
 // Sizes around the vector widths (4, 8, 16 lanes), and one big enough to
 // run in parallel chunks.
@@ -53,11 +54,11 @@ TEST(CpuActivations, SweepIsCloseElementwise) {
   }
 }
 
-// glu with every activation the vector code has (relu goes to the
-// reference), reading a merged [rows, 2 * width] value's halves in place.
+// glu with every activation the vector code has, and one it has not (neg:
+// the reference kernel), reading a merged [rows, 2 * width] value's halves in place.
 TEST(CpuActivations, GluMatchesReference) {
   uint64_t seed = 50;
-  for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "sigmoid", "tanh", "relu"})
+  for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh", "neg"})
     for (auto [rows, width] : {std::pair<int64_t, int64_t>{1, 7}, {3, 33}, {64, 4864}}) {
       Tensor x = f32({rows, 2 * width}, scaled_values(size_t(rows * 2 * width), seed++, 6.0f));
       const Attrs attrs = {{"act", op}, {"gate_start", 0}, {"up_start", width}, {"width", width}};
@@ -67,10 +68,10 @@ TEST(CpuActivations, GluMatchesReference) {
 
 // glu is registered as writing every output element (its outputs are not
 // zeroed first): NaN left in one, the vector path or the reference one
-// (relu), is an element it skipped.
+// (neg), is an element it skipped.
 TEST(CpuActivations, GluWritesEveryOutputElement) {
   EXPECT_TRUE(op_table().fills_outputs("glu", "cpu"));
-  for (const char* op : {"silu", "relu"}) {
+  for (const char* op : {"silu", "neg"}) {
     Tensor x = f32({5, 2 * 37}, scaled_values(5 * 2 * 37, 9, 3.0f));
     std::vector<Tensor> inputs{x, x}, outputs{f32({5, 37}, std::vector<float>(5 * 37, std::nanf("")))};
     std::unique_ptr<OpState> none;
@@ -100,6 +101,12 @@ TEST(CpuActivations, ExtremeInputs) {
       EXPECT_NEAR(got, want, 1e-6 * (std::fabs(want) + 1)) << op << " at x = " << x[i];
     }
   }
+  // relu bit for bit: NaN and -0 give +0, as the reference's x > 0 ? x : 0
+  std::vector<float> r = {std::numeric_limits<float>::quiet_NaN(), -0.0f, 0.0f, -inf, inf, -1e-38f, 1e-38f, 3.5f};
+  auto ref_relu = run_on("reference", "relu", {f32({int64_t(r.size())}, r)});
+  auto cpu_relu = run_on("cpu", "relu", {f32({int64_t(r.size())}, r)});
+  ASSERT_TRUE(ref_relu.ok() && cpu_relu.ok());
+  EXPECT_EQ(std::memcmp((*ref_relu)[0].data, (*cpu_relu)[0].data, r.size() * sizeof(float)), 0);
   // exp: overflow to inf, underflow to 0, NaN kept
   std::vector<float> e = {-200.0f, -104.0f, -87.0f, 0.0f, 88.0f, 88.8f, 200.0f, inf, -inf,
                           std::numeric_limits<float>::quiet_NaN()};

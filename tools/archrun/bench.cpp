@@ -30,15 +30,17 @@ double peak_rss_mb() {
 
 // Bytes of weights one decode step reads: each weight read by an op other
 // than embed (which takes one row per token), once; a tied table counts,
-// as the output projection reads all of it. The KV cache's reads are left
-// out (decode here starts from a short context). -1 with MoE experts,
-// whose share read per token depends on the routing.
+// as the output projection reads all of it. Nodes folded at load read
+// theirs only then. The KV cache's reads are left out (decode here starts
+// from a short context). -1 with MoE experts, whose share read per token
+// depends on the routing.
 int64_t weight_bytes_per_token(const Program& p) {
   int64_t bytes = 0;
   std::vector<char> seen(p.weights.size(), 0);
-  for (const Node& n : p.graph->nodes) {
+  for (size_t i = 0; i < p.graph->nodes.size(); ++i) {
+    const Node& n = p.graph->nodes[i];
     if (n.op == "routed_matmul") return -1;
-    if (n.op == "embed") continue;
+    if (n.op == "embed" || p.folded[i]) continue;
     for (int in : n.inputs)
       if (in >= 0 && size_t(in) < p.weights.size() && p.weights[size_t(in)].data && !seen[size_t(in)]++)
         bytes += int64_t(p.weights[size_t(in)].nbytes());
