@@ -2,6 +2,7 @@
 
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
+#include "engine/weight_arena.h"
 
 #include <algorithm>
 #include <climits>
@@ -58,7 +59,7 @@ bool mergeable(const Graph& g, const Node& n, const std::vector<Tensor>& weights
 Tensor concat_rows(const std::vector<const Tensor*>& parts) {
   int64_t rows = 0;
   for (const Tensor* t : parts) rows += t->dim(0);
-  Tensor out = Tensor::zeros(parts[0]->dtype, {rows, parts[0]->dim(1)});
+  Tensor out = weight_zeros(parts[0]->dtype, {rows, parts[0]->dim(1)});
   auto* dst = static_cast<uint8_t*>(out.data);
   for (const Tensor* t : parts) {
     std::memcpy(dst, t->data, t->nbytes());

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/quant.h"
+#include "engine/weight_arena.h"
 
 namespace arch {
 
@@ -139,7 +140,7 @@ Tensor interleave_rows(const std::vector<const Tensor*>& parts) {
     for (int64_t r = 0; r < part->dim(0); ++r)
       rows.push_back(static_cast<const uint8_t*>(part->data) + size_t(r) * row_bytes);
   const int64_t n = int64_t(rows.size()), tiles = (n + tile_rows(to) - 1) / tile_rows(to);
-  Tensor out = Tensor::zeros(to, {n, k});  // padding rows stay zero: scale 0
+  Tensor out = weight_zeros(to, {n, k});  // padding rows stay zero: scale 0
   auto* dst = static_cast<uint8_t*>(out.data);
   // Load time: large matrices split across cores.
   const int64_t threads =

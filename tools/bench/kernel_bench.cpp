@@ -35,7 +35,7 @@ Yardsticks& yardsticks() {
 
 void BM_MemoryRead(benchmark::State& state) {
   const size_t n = size_t(1) << 30;
-  std::vector<uint64_t> buf(n / 8, 1);
+  const ReadBuffer buf(n);
   uint64_t sink = 0;
   for (auto _ : state) read_pass_seconds(buf, sink);
   benchmark::DoNotOptimize(sink);
