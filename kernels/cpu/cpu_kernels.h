@@ -19,6 +19,10 @@ void register_cpu_kernels(OpTable& t);  // all of the below
 // (archrun --bf16-activations). Process-wide.
 void set_bf16_activations(bool on);
 bool bf16_activations();
+// Whether oneDNN has a bf16 matmul on this CPU (2.6: AVX-512 and up).
+// Where it has not, BF16 prompts widen the weights to f32 and
+// --bf16-activations changes nothing.
+bool onednn_has_bf16();
 
 // --check's bound for a kernel reading a block-quantized weight: its
 // activations are quantized to int8 per block as well (the reference

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemv.h"
 
 namespace arch {
@@ -131,9 +132,7 @@ void gemv_bf16x64_split(const uint16_t* hi, const uint16_t* lo, int64_t M, int64
 }
 
 bool has_avx512_bf16_dot() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512bf16");
-  return yes;
+  return cpu_features().avx512_bf16;
 }
 
 void split_bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo) {

@@ -31,6 +31,7 @@
 
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
@@ -143,20 +144,6 @@ Status onednn_matmul(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool t
   return {};
 }
 
-// Whether oneDNN has a bf16 matmul on this CPU (2.6: AVX-512 and up), asked
-// once by making one.
-bool onednn_has_bf16() {
-  static const bool yes = [] {
-    try {
-      dnnl::memory::desc a({4, 16}, dt::bf16, {16, 1}), b({16, 16}, dt::bf16, {1, 16}), c({4, 16}, dt::f32, {16, 1});
-      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), onednn().engine);
-      return true;
-    } catch (const dnnl::error&) {
-      return false;
-    }
-  }();
-  return yes;
-}
 
 // This thread's scratch buffer of n elements, kept across calls (nothing
 // is allocated per token once warm). A plain pointer is returned so worker
@@ -221,8 +208,7 @@ __attribute__((target("avx512f"))) void widen_f16_avx512(const uint16_t* in, int
 }
 
 void widen_f16(const uint16_t* in, int64_t n, float* out) {
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return widen_f16_avx512(in, n, out);
+  if (cpu_features().avx512) return widen_f16_avx512(in, n, out);
   for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(in[i]);
 }
 
@@ -298,13 +284,18 @@ Status matmul_product(KernelContext& ctx) {
   if (B.dtype == DType::BF16x64) return matmul_bf16x64(ctx, M, K, N);
   const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
-  if (is_block_quantized(B.dtype) && many && !interleaved && onednn_has_bf16()) {
-    // Rows (MoE experts keep them), compute-bound: dequantized to bf16 for
-    // oneDNN's bf16 kernels, the activations rounded to bf16.
+  if (is_block_quantized(B.dtype) && many && !interleaved) {
+    // Rows (MoE experts keep them, and CPUs without VNNI), compute-bound:
+    // dequantized to bf16 for oneDNN's bf16 kernels, the activations
+    // rounded to bf16; without those kernels, to f32.
+    const size_t row_bytes = quant_row_bytes(B.dtype, K);
+    if (!onednn_has_bf16())
+      return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1, [&](int64_t n, int64_t, float* dst) {
+        dequantize_row(B.dtype, wq + size_t(n) * row_bytes, K, dst);
+      });
     thread_local std::vector<uint16_t> a_buffer;
     uint16_t* a16 = scratch(a_buffer, M * K);
     activations_bf16(A.f32(), M, K, a16, nullptr);
-    const size_t row_bytes = quant_row_bytes(B.dtype, K);
     return matmul_in_slabs<uint16_t>(ctx, M, K, N, dt::bf16, a16, 1, [&](int64_t n, int64_t, uint16_t* dst) {
       dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
     });
@@ -362,6 +353,20 @@ Status matmul_cpu(KernelContext& ctx) {
 
 }  // namespace
 
+// Asked once by making one.
+bool onednn_has_bf16() {
+  static const bool yes = [] {
+    try {
+      dnnl::memory::desc a({4, 16}, dt::bf16, {16, 1}), b({16, 16}, dt::bf16, {1, 16}), c({4, 16}, dt::f32, {16, 1});
+      dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), onednn().engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return yes;
+}
+
 Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where) {
   std::vector<Tensor> inputs{a, w}, outputs{out};
   std::unique_ptr<OpState> none;
@@ -376,7 +381,10 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
   // BF16 tiles pay only with the AVX-512 BF16 kernels; elsewhere BF16 stays
   // in rows (Highway's widening gemv, oneDNN or f32 slabs for prompts).
+  // Integer tiles likewise only with VNNI (the portable loop over tiles is
+  // for tests; rows run it faster).
   if (stored == DType::BF16x64) return has_avx512_bf16_dot();
+  if (stored == DType::Q8_0x16 || stored == DType::Q4_0x16) return has_avx512_vnni();
   return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored);
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/quant.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemv.h"
 
 namespace arch {
@@ -212,9 +213,7 @@ ARCH_VNNI void quantize_block_avx512(const float* v, int8_t* q, float& scale, fl
 }  // namespace
 
 bool has_avx512_vnni() {
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
-  return yes;
+  return cpu_features().avx512_vnni;
 }
 
 int8_t QuantizedActs::at(int64_t m, int64_t k) const {

@@ -1,8 +1,10 @@
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 
 namespace arch {
 
 void register_cpu_kernels(OpTable& t) {
+  cpu_features();  // any ARCHETYPE_CPU cap reaches Highway and oneDNN before they run
   register_cpu_matmul(t);
   register_cpu_experts(t);
   register_cpu_embed(t);

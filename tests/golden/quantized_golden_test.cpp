@@ -17,6 +17,7 @@
 #include "importer/canonical.h"
 #include "importer/safetensors.h"
 #include "kernels/cpu/gemv.h"
+#include "kernels/cpu/quant_dot.h"
 #include "tests/golden/golden_case.h"
 #include "tests/importer/test_files.h"
 
@@ -177,14 +178,17 @@ TEST(DenseImport, MatricesAreInterleavedAtLoad) {
         in_tiles += w.data && w.dtype == interleaved;
       }
       SCOPED_TRACE(std::string(backend) + " " + std::string(dtype_name(rows)));
-      // BF16 tiles only where the CPU has AVX-512 BF16 (they pay only there).
-      const bool tiled = std::string(backend) == "cpu" && (rows != DType::BF16 || has_avx512_bf16_dot());
+      // Tiles only where the CPU has the dot products they pay with: AVX-512
+      // BF16 for BF16, VNNI for Q8_0 / Q4_0.
+      const bool tiled = std::string(backend) == "cpu" && (rows == DType::BF16 ? has_avx512_bf16_dot() : has_avx512_vnni());
       if (tiled) {
         EXPECT_EQ(in_rows, 0);
         EXPECT_GT(in_tiles, 0);
       } else {
         EXPECT_EQ(in_tiles, 0);
-        if (std::string(backend) == "reference") EXPECT_EQ(in_rows, 0);  // widened at load
+        if (std::string(backend) == "reference") {
+          EXPECT_EQ(in_rows, 0);  // widened at load
+        }
       }
     }
   }

@@ -23,7 +23,9 @@ TEST(CpuActivations, UnaryMatchReferenceOnRandomInputs) {
       std::vector<float> x = scaled_values(size_t(n), seed++, scale);
       double mx = expect_cpu_matches_reference(op, {f32({n}, x)}, Attrs::object(),
                                                std::string(op) + " n=" + std::to_string(n));
-      if (n > 2) EXPECT_GT(mx, 0.0) << op;  // one value may be a silu tail near 0
+      if (n > 2) {  // one value may be a silu tail near 0
+        EXPECT_GT(mx, 0.0) << op;
+      }
     }
 }
 

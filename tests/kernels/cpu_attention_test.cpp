@@ -21,7 +21,9 @@ void check(const Case& c, const Attrs& attrs, uint64_t seed, float q_scale = 3.0
   Tensor k = f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), seed + 1, 1.0f));
   Tensor v = f32({c.T, c.KH, c.Dv}, scaled_values(size_t(c.T * c.KH * c.Dv), seed + 2, 1.0f));
   double mx = expect_cpu_matches_reference("attention", {q, k, v}, attrs, name(c, attrs));
-  if (c.T > 0 && c.Dv > 0) EXPECT_GT(mx, 0.01) << name(c, attrs);
+  if (c.T > 0 && c.Dv > 0) {
+    EXPECT_GT(mx, 0.01) << name(c, attrs);
+  }
 }
 
 const Case kCases[] = {

@@ -36,7 +36,9 @@ TEST(CpuNorms, LayerNormMatchesReference) {
       Tensor b = with & 2 ? f32({D}, scaled_values(size_t(D), seed++, 1.0f)) : absent();
       double mx = expect_cpu_matches_reference("layer_norm", {x, w, b}, {{"eps", 1e-5}},
                                                "layer_norm " + dims_str(s) + " inputs " + std::to_string(with));
-      if (D > 1) EXPECT_GT(mx, 0.1);
+      if (D > 1) {
+        EXPECT_GT(mx, 0.1);
+      }
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "engine/sampler.h"
 #include "engine/session.h"
+#include "kernels/cpu/cpu_features.h"
 #include "tools/archrun/commands.h"
 #include "tools/bench/read_bandwidth.h"
 
@@ -162,7 +163,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"fused_matmuls", (*m)->program.plan.merged_nodes},
                       {"folded_adds", (*m)->program.plan.folded_adds},
                       {"fused_glus", (*m)->program.plan.fused_glus},
-                      {"threads", omp_get_max_threads()}};
+                      {"threads", omp_get_max_threads()},
+                      {"cpu", cpu_features().describe()}};
   // Decode against the bound memory sets: the weights' bytes per token at
   // the measured decode rate, beside the machine's read bandwidth.
   if (bound) {
@@ -178,10 +180,11 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::printf("%s\n", j.dump().c_str());
   } else {
     const PlanStats& plan = (*m)->program.plan;
-    std::printf("%s (%s, %s backend, %d threads; %d matmuls fused into %d, %d adds folded into matmuls, %d gated "
+    std::printf("%s (%s, %s backend, %s, %d threads; %d matmuls fused into %d, %d adds folded into matmuls, %d gated "
                 "activations fused)\n",
                 j["model"].get<std::string>().c_str(), j["family"].get<std::string>().c_str(),
-                j["backend"].get<std::string>().c_str(), omp_get_max_threads(), plan.merged_nodes,
+                j["backend"].get<std::string>().c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads(),
+                plan.merged_nodes,
                 plan.merged_groups, plan.folded_adds, plan.fused_glus);
     std::printf("  load            %10.1f ms\n", j["load_ms"].get<double>());
     std::printf("  prompt %5d    %10.1f tok/s (time to first token %.1f ms)\n", prompt_tokens,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "importer/toy_checkpoint.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "tools/archrun/commands.h"
 
@@ -22,6 +23,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   opt.backend = c.path;
   opt.plan = !c.no_plan;
   if (c.threads > 0) omp_set_num_threads(c.threads);
+  if (!cpu_features().cap_error.empty()) return error(cpu_features().cap_error);
   set_bf16_activations(c.bf16_activations);
   for (const auto& f : c.flags) {
     auto eq = f.find('=');
