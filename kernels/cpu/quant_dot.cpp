@@ -228,7 +228,7 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
   const int64_t blocks = K / B;
   out.M = M;
   out.K = K;
-  out.q4_order = for_weights == DType::Q4_0;
+  out.q4_order = for_weights == DType::Q4_0 && has_avx512_vnni();  // the VNNI row kernel's order
   out.q.resize(size_t(M * K));
   out.scale.resize(size_t(M * blocks));
   out.scale_sum.resize(size_t(M * blocks));
@@ -260,6 +260,7 @@ void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out)
 
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy) {
   if (has_avx512_vnni()) rows_vnni(a, w, wt, n0, n1, y, ldy);
+  else if (cpu_features().avx2) quant_gemv_avx2(a, w, wt, n0, n1, y, ldy);
   else quant_gemv_portable(a, w, wt, n0, n1, y, ldy);
 }
 

@@ -2,8 +2,9 @@
 // activations are quantized per block of 32 to int8 with an f32 scale (as
 // llama.cpp's q8_0 does), each block's dot product is exact in int32, and
 // the two scales are applied per block. On AVX-512 VNNI one vpdpbusd takes
-// 64 unsigned weight bytes times 64 signed activation bytes; elsewhere a
-// plain loop computes the same sums.
+// 64 unsigned weight bytes times 64 signed activation bytes; on AVX2
+// vpmaddubsw and vpmaddwd take 32; elsewhere a plain loop computes the same
+// sums.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +38,13 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
 // y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1); w rows in `wt`'s layout.
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy);
 
-// The same with plain loops: what CPUs without AVX-512 VNNI run (and the
-// tests hold the VNNI path to).
+// The same on AVX2 (quant_dot_avx2.cpp): what CPUs without AVX-512 VNNI
+// run. Activations in natural order (q4_order false).
+void quant_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                     int64_t ldy);
+
+// The same with plain loops: what CPUs without AVX2 run (and the tests hold
+// the vector paths to).
 void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                          int64_t ldy);
 

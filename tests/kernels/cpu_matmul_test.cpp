@@ -147,6 +147,22 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
       for (size_t i = 0; i < fast.size(); ++i)
         EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " N=" << c.N;
     }
+  // The AVX2 rows kernel (CPUs without VNNI), whatever ARCHETYPE_CPU says:
+  // activations in natural order, as it takes them.
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    for (DType dtype : {DType::Q8_0, DType::Q4_0})
+      for (const Case& c : kCases) {
+        if (!storable(dtype, c.K)) continue;
+        Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
+        QuantizedActs q;
+        quantize_acts(a.f32(), c.M, c.K, c.K, q, DType::Q8_0);  // no reordering
+        const auto* data = static_cast<const uint8_t*>(w.data);
+        std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
+        quant_gemv_avx2(q, data, dtype, 0, c.N, fast.data(), c.N);
+        quant_gemv_portable(q, data, dtype, 0, c.N, plain.data(), c.N);
+        for (size_t i = 0; i < fast.size(); ++i)
+          EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " M=" << c.M;
+      }
   for (const Case& c : kCases) {
     if (c.M > 4) continue;
     Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = convert_to(w, DType::BF16);
