@@ -184,7 +184,7 @@ Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N, b
 
 // Splits the N weight rows across threads: two contiguous shares per thread
 // when decoding (each a long sequential stream; 16 short ones per thread
-// decoded 0.5B q4 at 103 against 125-157 tok/s when the machine's memory
+// decoded 0.5B q4 at 103 against 110-151 tok/s when the machine's memory
 // read 60 GB/s, the same at 36 GB/s; two rather than one leave a little
 // room to balance a slowed core), cache-sized chunks handed out dynamically
 // for many rows of activations.
