@@ -177,16 +177,24 @@ HWY_INLINE void GroupValues(float* const (&o)[kGroup], const float (&corr)[kGrou
     for (int c = 0; c < VC; ++c) hn::StoreU(acc[i][c], d, o[i] + e + c * N);
 }
 
-// Query heads [h0, h0 + nh) (all reading kv head g) for query rows
-// [r0, r0 + nr): out = softmax(masked scores) v, online over key blocks.
-// kt: kv head g's key blocks transposed (TransposeKeys; block b at
-// kt + (b - kt_first) * D * kKeyBlock), or null to take dot products with
-// the keys as stored (a few queries: not worth transposing).
-void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, int64_t nr, const float* kt,
-                int64_t kt_first, float* HWY_RESTRICT scratch) {
+// Query heads [h0, h0 + nh) of each of the kv heads [g0, g0 + ng) (all
+// reading kv head g; with ng > 1, nh is the whole group, so the heads are
+// h0 .. h0 + ng * nh) for query rows [r0, r0 + nr): out = softmax(masked
+// scores) v, online over key blocks. A key block is taken for every kv
+// head of the task in turn, so its rows are read from memory once.
+// kt: kv head g0's key blocks transposed (TransposeKeys; block b at
+// kt + (b - kt_first) * D * kKeyBlock; ng 1), or null to take dot products
+// with the keys as stored (a few queries: not worth transposing).
+// Only keys in [key_lo, key_hi) are taken. With `partial`, the task's
+// share is left unnormalised for CombineSplits: per (row r, head h), at
+// partial + (r * H + h) * (Dv + 2), the Dv sums of p_j v_j, the running
+// max and the sum of p_j.
+void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
+                const float* kt, int64_t kt_first, int64_t key_lo, int64_t key_hi, float* HWY_RESTRICT partial,
+                float* HWY_RESTRICT scratch) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
-  const int64_t M = nh * nr, D = p.D, Dv = p.Dv;
+  const int64_t M = ng * nh * nr, D = p.D, Dv = p.Dv;
   float* acc = scratch;
   float* run_max = acc + M * Dv;
   float* run_sum = run_max + M;
@@ -202,97 +210,107 @@ void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, 
   int64_t lo_all, hi_all, unused;
   cpu_attention::key_range(p, p.past + r0, &lo_all, &unused);
   cpu_attention::key_range(p, p.past + r0 + nr - 1, &unused, &hi_all);
+  lo_all = std::max(lo_all, key_lo), hi_all = std::min(hi_all, key_hi);
   const int64_t kstride = p.KH * D, vstride = p.KH * Dv;
 
   for (int64_t kb = lo_all / kKeyBlock * kKeyBlock; kb < hi_all; kb += kKeyBlock) {
     const int64_t n = std::min(hi_all, kb + kKeyBlock) - kb;
-    const float* k = p.k + (kb * p.KH + g) * D;
+    for (int64_t gi = 0; gi < ng; ++gi) {
+      const int64_t g = g0 + gi, m_end = (gi + 1) * nh * nr;  // this kv head's queries: [gi * nh * nr, m_end)
+      const float* k = p.k + (kb * p.KH + g) * D;
+      for (int64_t m0 = gi * nh * nr; m0 < m_end; m0 += kGroup) {
+        // The group's queries (missing ones read zeros, see nothing and write
+        // to a spare output) and each one's visible keys in this block,
+        // [lo, hi) from kb.
+        const float* q[kGroup];
+        float* o[kGroup];
+        int64_t lo[kGroup], hi[kGroup];
+        int64_t glo = n, ghi = 0;
+        for (int i = 0; i < kGroup; ++i) {
+          const int64_t m = m0 + i;
+          lo[i] = hi[i] = 0;
+          q[i] = zeros;
+          o[i] = spare;
+          if (m >= m_end) continue;
+          o[i] = acc + m * Dv;
+          const int64_t h = h0 + m / nr, r = r0 + m % nr;
+          q[i] = p.q + (r * p.H + h) * D;
+          cpu_attention::key_range(p, p.past + r, &lo[i], &hi[i]);
+          lo[i] = std::max<int64_t>(std::max(lo[i], key_lo) - kb, 0);
+          hi[i] = std::min<int64_t>(std::min(hi[i], key_hi) - kb, n);
+          if (lo[i] >= hi[i]) lo[i] = hi[i] = 0;
+          else glo = std::min(glo, lo[i]), ghi = std::max(ghi, hi[i]);
+        }
+        if (glo >= ghi) continue;  // no query of the group sees this block
+        const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
+        if (kt) {
+          GroupScores(q, kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D, j0, j1, sc);
+        } else {
+          for (int i = 0; i < kGroup; ++i)
+            for (int64_t j = j0; j < j1; ++j)
+              sc[i * kKeyBlock + j] = j >= lo[i] && j < hi[i] ? Dot(q[i], k + j * kstride, D) : 0.0f;
+        }
 
-    for (int64_t m0 = 0; m0 < M; m0 += kGroup) {
-      // The group's queries (missing ones read zeros, see nothing and write
-      // to a spare output) and each one's visible keys in this block,
-      // [lo, hi) from kb.
-      const float* q[kGroup];
-      float* o[kGroup];
-      int64_t lo[kGroup], hi[kGroup];
-      int64_t glo = n, ghi = 0;
-      for (int i = 0; i < kGroup; ++i) {
-        const int64_t m = m0 + i;
-        lo[i] = hi[i] = 0;
-        q[i] = zeros;
-        o[i] = spare;
-        if (m >= M) continue;
-        o[i] = acc + m * Dv;
-        const int64_t h = h0 + m / nr, r = r0 + m % nr;
-        q[i] = p.q + (r * p.H + h) * D;
-        cpu_attention::key_range(p, p.past + r, &lo[i], &hi[i]);
-        lo[i] = std::max<int64_t>(lo[i] - kb, 0);
-        hi[i] = std::min<int64_t>(hi[i] - kb, n);
-        if (lo[i] >= hi[i]) lo[i] = hi[i] = 0;
-        else glo = std::min(glo, lo[i]), ghi = std::max(ghi, hi[i]);
-      }
-      if (glo >= ghi) continue;  // no query of the group sees this block
-      const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
-      if (kt) {
-        GroupScores(q, kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D, j0, j1, sc);
-      } else {
-        for (int i = 0; i < kGroup; ++i)
-          for (int64_t j = j0; j < j1; ++j)
-            sc[i * kKeyBlock + j] = j >= lo[i] && j < hi[i] ? Dot(q[i], k + j * kstride, D) : 0.0f;
-      }
+        // Per query: scale, softcap, mask; the running max grows to cover
+        // the block and what was summed so far is rescaled by
+        // exp(old max - new max); p_j = exp(s_j - max), summed.
+        float corr[kGroup];
+        const auto scale = hn::Set(d, p.scale), cap = hn::Set(d, p.softcap), neg_inf = hn::Set(d, -INFINITY);
+        for (int i = 0; i < kGroup; ++i) {
+          float* s = sc + i * kKeyBlock;
+          corr[i] = 1.0f;
+          if (lo[i] >= hi[i]) {  // sees nothing here: adds nothing
+            std::fill(s + j0, s + j1, 0.0f);
+            continue;
+          }
+          auto vmax = neg_inf;
+          for (int64_t j = j0; j < j1; j += N) {
+            auto x = hn::Mul(hn::LoadU(d, s + j), scale);
+            if (p.softcap > 0.0f) x = hn::Mul(hn::Tanh(d, hn::Div(x, cap)), cap);
+            hn::StoreU(x, d, s + j);
+          }
+          for (int64_t j = j0; j < lo[i]; ++j) s[j] = -INFINITY;
+          for (int64_t j = hi[i]; j < j1; ++j) s[j] = -INFINITY;
+          for (int64_t j = j0; j < j1; j += N) vmax = hn::Max(vmax, hn::LoadU(d, s + j));
+          const int64_t m = m0 + i;
+          const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
+          corr[i] = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
+          run_max[m] = new_max;
+          const auto vnew = hn::Set(d, new_max);
+          auto vsum = hn::Zero(d);
+          for (int64_t j = j0; j < j1; j += N) {
+            const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vnew));
+            hn::StoreU(e, d, s + j);
+            vsum = hn::Add(vsum, e);
+          }
+          run_sum[m] = run_sum[m] * corr[i] + hn::GetLane(hn::SumOfLanes(d, vsum));
+        }
 
-      // Per query: scale, softcap, mask; the running max grows to cover
-      // the block and what was summed so far is rescaled by
-      // exp(old max - new max); p_j = exp(s_j - max), summed.
-      float corr[kGroup];
-      const auto scale = hn::Set(d, p.scale), cap = hn::Set(d, p.softcap), neg_inf = hn::Set(d, -INFINITY);
-      for (int i = 0; i < kGroup; ++i) {
-        float* s = sc + i * kKeyBlock;
-        corr[i] = 1.0f;
-        if (lo[i] >= hi[i]) {  // sees nothing here: adds nothing
-          std::fill(s + j0, s + j1, 0.0f);
-          continue;
-        }
-        auto vmax = neg_inf;
-        for (int64_t j = j0; j < j1; j += N) {
-          auto x = hn::Mul(hn::LoadU(d, s + j), scale);
-          if (p.softcap > 0.0f) x = hn::Mul(hn::Tanh(d, hn::Div(x, cap)), cap);
-          hn::StoreU(x, d, s + j);
-        }
-        for (int64_t j = j0; j < lo[i]; ++j) s[j] = -INFINITY;
-        for (int64_t j = hi[i]; j < j1; ++j) s[j] = -INFINITY;
-        for (int64_t j = j0; j < j1; j += N) vmax = hn::Max(vmax, hn::LoadU(d, s + j));
-        const int64_t m = m0 + i;
-        const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
-        corr[i] = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
-        run_max[m] = new_max;
-        const auto vnew = hn::Set(d, new_max);
-        auto vsum = hn::Zero(d);
-        for (int64_t j = j0; j < j1; j += N) {
-          const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vnew));
-          hn::StoreU(e, d, s + j);
-          vsum = hn::Add(vsum, e);
-        }
-        run_sum[m] = run_sum[m] * corr[i] + hn::GetLane(hn::SumOfLanes(d, vsum));
+        // acc = acc * corr + sum_j p_j v_j.
+        const float* v = p.v + (kb * p.KH + g) * Dv;
+        int64_t e = 0;
+        for (; e + 4 * N <= Dv; e += 4 * N) GroupValues<4>(o, corr, sc, v, vstride, glo, ghi, e);
+        for (; e + N <= Dv; e += N) GroupValues<1>(o, corr, sc, v, vstride, glo, ghi, e);
+        for (; e < Dv; ++e)
+          for (int i = 0; i < kGroup && m0 + i < m_end; ++i) {
+            float a = o[i][e] * corr[i];
+            for (int64_t j = glo; j < ghi; ++j) a += sc[i * kKeyBlock + j] * v[j * vstride + e];
+            o[i][e] = a;
+          }
       }
-
-      // acc = acc * corr + sum_j p_j v_j.
-      const float* v = p.v + (kb * p.KH + g) * Dv;
-      int64_t e = 0;
-      for (; e + 4 * N <= Dv; e += 4 * N) GroupValues<4>(o, corr, sc, v, vstride, glo, ghi, e);
-      for (; e + N <= Dv; e += N) GroupValues<1>(o, corr, sc, v, vstride, glo, ghi, e);
-      for (; e < Dv; ++e)
-        for (int i = 0; i < kGroup && m0 + i < M; ++i) {
-          float a = o[i][e] * corr[i];
-          for (int64_t j = glo; j < ghi; ++j) a += sc[i * kKeyBlock + j] * v[j * vstride + e];
-          o[i][e] = a;
-        }
     }
   }
 
   // out = acc / sum; a query that saw no key stays zeros.
   for (int64_t m = 0; m < M; ++m) {
     const int64_t h = h0 + m / nr, r = r0 + m % nr;
+    if (partial) {
+      float* share = partial + (r * p.H + h) * (Dv + 2);
+      std::copy(acc + m * Dv, acc + (m + 1) * Dv, share);
+      share[Dv] = run_max[m];
+      share[Dv + 1] = run_sum[m];
+      continue;
+    }
     float* out = p.out + (r * p.H + h) * Dv;
     const float* o = acc + m * Dv;
     if (run_max[m] == -INFINITY && run_sum[m] == 0.0f) {
@@ -306,6 +324,38 @@ void AttendTask(const Params& p, int64_t g, int64_t h0, int64_t nh, int64_t r0, 
   }
 }
 
+// Rows x heads [i0, i1) of the output from `splits` shares of the keys
+// (AttendTask's partial results, split s at partials + s * S * H * (Dv + 2)):
+// each share rescaled by exp(its max - the overall max), summed, divided by
+// the rescaled sum. A query no share saw a key for gets zeros.
+void CombineSplits(const Params& p, const float* HWY_RESTRICT partials, int64_t splits, int64_t i0, int64_t i1) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d)), Dv = p.Dv, stride = p.S * p.H * (Dv + 2);
+  for (int64_t i = i0; i < i1; ++i) {
+    float* out = p.out + i * Dv;
+    float top = -INFINITY;
+    for (int64_t s = 0; s < splits; ++s) top = std::max(top, partials[s * stride + i * (Dv + 2) + Dv]);
+    std::fill(out, out + Dv, 0.0f);
+    if (top == -INFINITY) continue;
+    float sum = 0;
+    for (int64_t s = 0; s < splits; ++s) {
+      const float* share = partials + s * stride + i * (Dv + 2);
+      if (share[Dv] == -INFINITY) continue;
+      const float w = std::exp(share[Dv] - top);
+      sum += w * share[Dv + 1];
+      const auto vw = hn::Set(d, w);
+      int64_t e = 0;
+      for (; e + N <= Dv; e += N)
+        hn::StoreU(hn::MulAdd(vw, hn::LoadU(d, share + e), hn::LoadU(d, out + e)), d, out + e);
+      for (; e < Dv; ++e) out[e] += w * share[e];
+    }
+    const auto vs = hn::Set(d, sum);
+    int64_t e = 0;
+    for (; e + N <= Dv; e += N) hn::StoreU(hn::Div(hn::LoadU(d, out + e), vs), d, out + e);
+    for (; e < Dv; ++e) out[e] /= sum;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace arch
 HWY_AFTER_NAMESPACE();
@@ -316,6 +366,7 @@ namespace arch {
 HWY_EXPORT(ScratchFloats);
 HWY_EXPORT(TransposeKeys);
 HWY_EXPORT(AttendTask);
+HWY_EXPORT(CombineSplits);
 
 namespace {
 
@@ -325,6 +376,35 @@ using cpu_attention::Params;
 // Query rows per task: enough queries to reuse each K / V block, few
 // enough that a long prompt splits into many tasks.
 constexpr int64_t kQueryBlock = 16;
+// A decode step over at least this many keys splits the keys between the
+// threads (each reading one contiguous share of the cache, every kv head's
+// rows) rather than the kv heads (each thread reading every other row of
+// it), and combines the shares' softmax sums after.
+constexpr int64_t kSplitKeysFrom = 256;
+
+// A decode step's visible keys [lo, hi) split into `splits` contiguous
+// shares (kSplitKeysFrom), a task each: every query head over its share,
+// each key block read once for all kv heads; then the shares are combined
+// per query.
+void split_keys(const Params& p, int64_t lo, int64_t hi, int64_t splits) {
+  const int64_t group = p.H / p.KH, share_floats = p.S * p.H * (p.Dv + 2);
+  const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(p.H * p.S, p.D, p.Dv);
+  thread_local std::vector<float> partial_buffer;  // kept across calls
+  partial_buffer.resize(size_t(splits * share_floats));
+  float* partials = partial_buffer.data();
+#pragma omp parallel
+  {
+    thread_local std::vector<float> scratch;
+    scratch.resize(scratch_floats);
+#pragma omp for schedule(static)
+    for (int64_t s = 0; s < splits; ++s)
+      HWY_DYNAMIC_DISPATCH(AttendTask)(p, 0, p.KH, 0, group, 0, p.S, nullptr, 0, lo + (hi - lo) * s / splits,
+                                       lo + (hi - lo) * (s + 1) / splits, partials + s * share_floats,
+                                       scratch.data());
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < p.S * p.H; ++i) HWY_DYNAMIC_DISPATCH(CombineSplits)(p, partials, splits, i, i + 1);
+  }
+}
 
 Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // The fast case is every case the reference computes with F32 inputs;
@@ -388,6 +468,15 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // take 2.1 µs on two threads against 2.5 on one, over 128 keys 6.3
   // against 10.7.
   const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 14);
+  if (!kt && threads > 1 && p.S <= kQueryBlock) {
+    int64_t lo, hi, unused;  // the keys any query sees
+    cpu_attention::key_range(p, p.past, &lo, &unused);
+    cpu_attention::key_range(p, p.past + p.S - 1, &unused, &hi);
+    if (hi - lo >= kSplitKeysFrom) {
+      split_keys(p, lo, hi, threads);
+      return {};
+    }
+  }
 #pragma omp parallel if (parallel)
   {
     if (kt) {
@@ -405,8 +494,8 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
       const int64_t h0 = g * group + slice * per_slice, nh = std::min(per_slice, group - slice * per_slice);
       const int64_t r0 = rb * kQueryBlock, nr = std::min(kQueryBlock, p.S - r0);
       if (nh > 0)
-        HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, h0, nh, r0, nr, kt ? kt + size_t(g) * head_floats : nullptr, first,
-                                         scratch.data());
+        HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, 1, h0, nh, r0, nr, kt ? kt + size_t(g) * head_floats : nullptr,
+                                         first, 0, p.T, nullptr, scratch.data());
     }
   }
   return {};

@@ -1,6 +1,8 @@
 // The cpu backend's attention (attention_hwy.cpp) against the reference
 // kernel, within the op's tolerance: GQA, prompt and decode shapes, key
 // counts across several key blocks, causal and not, windows, softcap, scale.
+#include <omp.h>
+
 #include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
@@ -68,6 +70,24 @@ TEST(CpuAttention, SoftcapAndScale) {
     check(c, {{"causal", true}, {"softcap", 5.0}, {"window", 4}}, seed += 3, 4.0f);
     check(c, {{"causal", false}, {"softcap", 30.0}, {"scale", 0.5}}, seed += 3);
   }
+}
+
+// Decode over many keys splits them between the threads and combines the
+// shares' softmax sums: uneven shares (3 threads), windows wider than a
+// share, rows whose visible keys end or start inside one share.
+TEST(CpuAttention, DecodeSplitsKeysAcrossThreads) {
+  const int before = omp_get_max_threads();
+  uint64_t seed = 400;
+  for (int threads : {2, 3}) {
+    omp_set_num_threads(threads);
+    for (const Case& c : {Case{1, 1000, 14, 2, 64, 64}, Case{4, 700, 8, 2, 32, 24}, Case{2, 257, 4, 1, 16, 16}}) {
+      check(c, {{"causal", true}}, seed += 3);
+      check(c, {{"causal", true}, {"window", 300}}, seed += 3);
+      check(c, {{"causal", false}, {"window", 400}}, seed += 3);
+      check(c, {{"causal", true}, {"softcap", 30.0}}, seed += 3);
+    }
+  }
+  omp_set_num_threads(before);
 }
 
 // A query that sees no key gives zeros (the reference's rule), not NaN.
