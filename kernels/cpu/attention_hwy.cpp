@@ -107,6 +107,43 @@ HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, i
   return s;
 }
 
+// q . k_j for the 4 keys k, k + kstride, k + 2 kstride, k + 3 kstride into
+// out[0..3], D a multiple of the vector length (at least 4 lanes). The four
+// sums across lanes are one reduction: lanes paired within each 128-bit
+// block (two interleave steps), then the blocks added; a dot product on
+// its own costs a full reduction each.
+HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
+                     float* HWY_RESTRICT out) {
+#if HWY_TARGET == HWY_SCALAR  // one lane: nothing to pair
+  for (int r = 0; r < 4; ++r) out[r] = Dot(q, k + r * kstride, D);
+#else
+  const hn::ScalableTag<float> d;
+  const hn::Repartition<double, decltype(d)> d64;
+  const int64_t N = int64_t(hn::Lanes(d));
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  for (int64_t e = 0; e < D; e += N) {
+    const auto x = hn::LoadU(d, q + e);
+    s0 = hn::MulAdd(x, hn::LoadU(d, k + e), s0);
+    s1 = hn::MulAdd(x, hn::LoadU(d, k + kstride + e), s1);
+    s2 = hn::MulAdd(x, hn::LoadU(d, k + 2 * kstride + e), s2);
+    s3 = hn::MulAdd(x, hn::LoadU(d, k + 3 * kstride + e), s3);
+  }
+  // Per block: [s0 s1 s0 s1] partial sums, then [s0 s1 s2 s3].
+  const auto a = hn::Add(hn::InterleaveLower(d, s0, s1), hn::InterleaveUpper(d, s0, s1));
+  const auto b = hn::Add(hn::InterleaveLower(d, s2, s3), hn::InterleaveUpper(d, s2, s3));
+  const auto a64 = hn::BitCast(d64, a), b64 = hn::BitCast(d64, b);
+  const auto c = hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, a64, b64)),
+                         hn::BitCast(d, hn::InterleaveUpper(d64, a64, b64)));
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(c, d, lanes);
+  for (int r = 0; r < 4; ++r) {
+    float t = 0;
+    for (int64_t blk = 0; blk < N; blk += 4) t += lanes[blk + r];
+    out[r] = t;
+  }
+#endif
+}
+
 // Scores s[i, j] = q_i . k_j for keys [j0, j1) of the block (j0 a multiple
 // of the vector length, j1 padded up to one: the transposed block is
 // zero-padded), kt the block transposed [D, kKeyBlock].
@@ -245,10 +282,18 @@ void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh,
         const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
         if (kt) {
           GroupScores(q, kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D, j0, j1, sc);
-        } else {
-          for (int i = 0; i < kGroup; ++i)
-            for (int64_t j = j0; j < j1; ++j)
-              sc[i * kKeyBlock + j] = j >= lo[i] && j < hi[i] ? Dot(q[i], k + j * kstride, D) : 0.0f;
+        } else {  // only visible keys are read: past them may lie beyond the cache's rows
+          const bool by_four = N >= 4 && D % N == 0;
+          for (int i = 0; i < kGroup; ++i) {
+            float* s = sc + i * kKeyBlock;
+            const int64_t a = std::clamp(lo[i], j0, j1), b = std::clamp(hi[i], a, j1);
+            std::fill(s + j0, s + a, 0.0f);
+            std::fill(s + b, s + j1, 0.0f);
+            int64_t j = a;
+            if (by_four)
+              for (; j + 4 <= b; j += 4) Dot4(q[i], k + j * kstride, kstride, D, s + j);
+            for (; j < b; ++j) s[j] = Dot(q[i], k + j * kstride, D);
+          }
         }
 
         // Per query: scale, softcap, mask; the running max grows to cover
