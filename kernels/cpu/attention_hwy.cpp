@@ -183,17 +183,17 @@ HWY_INLINE void GroupScores(const float* const (&q)[kGroup], const float* HWY_RE
 }
 
 // o_i = o_i * corr_i + sum_j p[i, j] v_j over keys [j0, j1) for the
-// group's VC vectors of output values from e: each V vector loaded once
-// for the 4 queries.
-template <int VC>
+// group's first G queries' VC vectors of output values from e: each V
+// vector loaded once for the G queries.
+template <int G, int VC>
 HWY_INLINE void GroupValues(float* const (&o)[kGroup], const float (&corr)[kGroup], const float* HWY_RESTRICT p,
                             const float* HWY_RESTRICT v, int64_t vstride, int64_t j0, int64_t j1, int64_t e) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   using V = hn::Vec<decltype(d)>;
-  V acc[kGroup][VC];
+  V acc[G][VC];
   #pragma GCC unroll 16
-  for (int i = 0; i < kGroup; ++i)
+  for (int i = 0; i < G; ++i)
     #pragma GCC unroll 16
     for (int c = 0; c < VC; ++c) acc[i][c] = hn::Mul(hn::LoadU(d, o[i] + e + c * N), hn::Set(d, corr[i]));
   for (int64_t j = j0; j < j1; ++j) {
@@ -202,16 +202,27 @@ HWY_INLINE void GroupValues(float* const (&o)[kGroup], const float (&corr)[kGrou
     #pragma GCC unroll 16
     for (int c = 0; c < VC; ++c) vv[c] = hn::LoadU(d, vj + c * N);
     #pragma GCC unroll 16
-    for (int i = 0; i < kGroup; ++i) {
+    for (int i = 0; i < G; ++i) {
       const auto w = hn::Set(d, p[i * kKeyBlock + j]);
       #pragma GCC unroll 16
       for (int c = 0; c < VC; ++c) acc[i][c] = hn::MulAdd(w, vv[c], acc[i][c]);
     }
   }
   #pragma GCC unroll 16
-  for (int i = 0; i < kGroup; ++i)
+  for (int i = 0; i < G; ++i)
     #pragma GCC unroll 16
     for (int c = 0; c < VC; ++c) hn::StoreU(acc[i][c], d, o[i] + e + c * N);
+}
+
+// GroupValues over the whole vectors of Dv from e = 0, 4 at a time then
+// one; e is left at the first value past them.
+template <int G>
+HWY_INLINE void GroupValuesOf(float* const (&o)[kGroup], const float (&corr)[kGroup], const float* HWY_RESTRICT p,
+                              const float* HWY_RESTRICT v, int64_t vstride, int64_t j0, int64_t j1, int64_t Dv,
+                              int64_t& e) {
+  const int64_t N = int64_t(hn::Lanes(hn::ScalableTag<float>()));
+  for (; e + 4 * N <= Dv; e += 4 * N) GroupValues<G, 4>(o, corr, p, v, vstride, j0, j1, e);
+  for (; e + N <= Dv; e += N) GroupValues<G, 1>(o, corr, p, v, vstride, j0, j1, e);
 }
 
 // Query heads [h0, h0 + nh) of each of the kv heads [g0, g0 + ng) (all
@@ -334,8 +345,14 @@ void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh,
         // acc = acc * corr + sum_j p_j v_j.
         const float* v = p.v + (kb * p.KH + g) * Dv;
         int64_t e = 0;
-        for (; e + 4 * N <= Dv; e += 4 * N) GroupValues<4>(o, corr, sc, v, vstride, glo, ghi, e);
-        for (; e + N <= Dv; e += N) GroupValues<1>(o, corr, sc, v, vstride, glo, ghi, e);
+        // As many queries as the group has (a decode step's last group of a
+        // kv head's 7 or 6 query heads is short).
+        switch (std::min<int64_t>(kGroup, m_end - m0)) {
+          case 1: GroupValuesOf<1>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          case 2: GroupValuesOf<2>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          case 3: GroupValuesOf<3>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          default: GroupValuesOf<kGroup>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+        }
         for (; e < Dv; ++e)
           for (int i = 0; i < kGroup && m0 + i < m_end; ++i) {
             float a = o[i][e] * corr[i];
