@@ -164,6 +164,39 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 16})->Args({1, 128})->Args({1, 512})->Args({1, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// One decode step's attention over T keys in each of 24 layers, the
+// layers' caches taken in turn as a model does (0.5B shape: 14/2 heads,
+// head_dim 64): past about 512 keys they no longer fit the caches, so this
+// measures attention as decoding deep into a context meets it, memory
+// included. Time per layer.
+void BM_AttentionLayers(benchmark::State& state) {
+  const int64_t T = state.range(0), layers = 24, H = 14, KH = 2, D = 64;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  auto values = [&](Dims shape) {
+    Tensor t = Tensor::zeros(DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
+    return t;
+  };
+  std::vector<std::vector<Tensor>> inputs;
+  for (int64_t l = 0; l < layers; ++l) inputs.push_back({values({1, H, D}), values({T, KH, D}), values({T, KH, D})});
+  std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {1, H, D})};
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"causal", true}};
+  std::string where = "bench";
+  const Kernel& k = *op_table().kernel("attention", "cpu");
+  int64_t layer = 0;
+  for (auto _ : state) {
+    KernelContext ctx{attrs, inputs[size_t(layer)], outputs, none, 0, where};
+    Status st = k(ctx);
+    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
+    layer = (layer + 1) % layers;
+  }
+  const double kv_bytes = 2.0 * double(T * KH * D) * sizeof(float);
+  state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
+}
+BENCHMARK(BM_AttentionLayers)->Arg(512)->Arg(2048)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
 }  // namespace
 }  // namespace arch
 
