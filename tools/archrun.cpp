@@ -35,6 +35,10 @@ void add_common(CLI::App* cmd, Common& c) {
 int main(int argc, char** argv) {
   CLI::App app{"archrun: run a Hugging Face checkpoint through its family's .arch template"};
   app.require_subcommand(1);
+  app.footer(
+      "Environment:\n"
+      "  ARCHETYPE_CPU=avx2|baseline  run the kernels a CPU without AVX-512 (or without AVX2) would run\n"
+      "  OMP_NUM_THREADS=N            threads, as --threads N");
 
   GenerateArgs g;
   auto* gen = app.add_subcommand("generate", "generate tokens after a prompt");
