@@ -2,9 +2,11 @@
 // and `generate`, the embedded default, and clear errors on bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -336,7 +338,7 @@ namespace arch {
 namespace {
 
 TEST(Archrun, BenchPrintsItsFiguresAsOneJsonObject) {
-  auto r = run_tool(testing::archrun() + " bench -p 16 -n 4 --json");
+  auto r = run_tool(testing::archrun() + " bench -p 16 -n 4 --repeat 3 --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   std::string last = testing::last_line(r.out);
   auto j = nlohmann::json::parse(last);
@@ -348,7 +350,21 @@ TEST(Archrun, BenchPrintsItsFiguresAsOneJsonObject) {
     EXPECT_GT(j[k].get<double>(), 0) << k;
   EXPECT_NEAR(j["decode_gb_s"].get<double>(),
               j["weights_per_token_mb"].get<double>() * j["decode_tok_s"].get<double>() / 1000, 1e-6);
-  // The probe's 256 MiB buffer is not counted as the model's memory.
+  // Each run against the probes beside it; the share reported is the
+  // median of the runs' shares.
+  ASSERT_EQ(j["runs"].size(), 3u);
+  std::vector<double> shares;
+  for (const auto& run : j["runs"]) {
+    EXPECT_GT(run["read_bandwidth_gb_s"].get<double>(), 0);
+    shares.push_back(run["decode_share_of_bandwidth"].get<double>());
+    EXPECT_NEAR(shares.back(),
+                j["weights_per_token_mb"].get<double>() * run["decode_tok_s"].get<double>() / 1000 /
+                    run["read_bandwidth_gb_s"].get<double>(),
+                1e-9);
+  }
+  std::sort(shares.begin(), shares.end());
+  EXPECT_EQ(j["decode_share_of_bandwidth"].get<double>(), shares[1]);
+  // The probes' 256 MiB buffers are not counted as the model's memory.
   EXPECT_LT(j["peak_rss_mb"].get<double>(), 256);
 }
 

@@ -115,24 +115,30 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     }
     return Run{seconds(started, first), seconds(first, clock::now())};
   };
-  // The read bandwidth, probed before the runs and after them (the
-  // machine's moves within minutes; the larger is the bound). The probe's
-  // buffer is no part of the model's peak RSS: the mark is reset after the
-  // first probe (where Linux does not allow that, there is no first probe)
-  // and read before the second.
+  // The read bandwidth, probed before each run and after the last (the
+  // machine's moves within seconds): a run's bound is the larger of the
+  // probes beside it. The probe's buffer is no part of the model's peak
+  // RSS: the peak so far is read before each probe and the mark reset
+  // after it. Where Linux does not allow the reset, there is one probe,
+  // after the runs, and every run has it as its bound.
   const int64_t per_token = weight_bytes_per_token((*m)->program);
   const bool bound = per_token > 0 && new_tokens > 1;
-  double bandwidth = 0;
-  if (bound && reset_peak_rss()) {
-    bandwidth = probe_bandwidth();
+  double peak_rss = peak_rss_mb();  // the load's
+  const bool between = bound && reset_peak_rss();
+  std::vector<double> probes;
+  auto probe = [&] {
+    peak_rss = std::max(peak_rss, peak_rss_mb());
+    probes.push_back(probe_bandwidth());
     reset_peak_rss();
-  }
+  };
   std::vector<Run> runs;
   for (int r = 0; r < std::max(1, repeat); ++r) {
+    if (between) probe();
     auto run = run_once();
     if (!run.ok()) return fail(run.error());
     runs.push_back(*run);
   }
+  if (bound) probe();
   // The median run of each figure: one slow run on a shared machine does
   // not decide it (--repeat; each run is listed in the JSON).
   auto median = [&](auto field) {
@@ -141,14 +147,22 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  const double peak_rss = peak_rss_mb();
+  peak_rss = std::max(peak_rss, peak_rss_mb());
   const double ttft = median([](const Run& r) { return r.ttft_s; });
   const double decode_s = median([](const Run& r) { return r.decode_s; });
   nlohmann::json each = nlohmann::json::array();
-  for (const Run& r : runs)
-    each.push_back({{"ttft_ms", 1000 * r.ttft_s},
-                    {"prompt_tok_s", prompt_tokens / r.ttft_s},
-                    {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / r.decode_s : 0.0}});
+  std::vector<double> bounds, shares;  // per run
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& r = runs[i];
+    const double decode_tok_s = new_tokens > 1 ? (new_tokens - 1) / r.decode_s : 0.0;
+    each.push_back({{"ttft_ms", 1000 * r.ttft_s}, {"prompt_tok_s", prompt_tokens / r.ttft_s}, {"decode_tok_s", decode_tok_s}});
+    if (!bound) continue;
+    const double b = between ? std::max(probes[i], probes[i + 1]) : probes.back();
+    bounds.push_back(b);
+    shares.push_back(b > 0 ? double(per_token) * decode_tok_s / b : 0.0);
+    each.back()["read_bandwidth_gb_s"] = b / 1e9;
+    each.back()["decode_share_of_bandwidth"] = shares.back();
+  }
   nlohmann::json j = {{"model", (*m)->checkpoint.dir},
                       {"family", (*m)->family},
                       {"backend", (*m)->program.backend},
@@ -166,14 +180,17 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"threads", omp_get_max_threads()},
                       {"cpu", cpu_features().describe()}};
   // Decode against the bound memory sets: the weights' bytes per token at
-  // the measured decode rate, beside the machine's read bandwidth.
+  // the measured decode rate, beside the machine's read bandwidth. The
+  // share is the median of the runs' shares, each against its own probes.
   if (bound) {
-    const double decode_bytes_s = double(per_token) * j["decode_tok_s"].get<double>();
-    bandwidth = std::max(bandwidth, probe_bandwidth());
+    auto median_of = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
     j["weights_per_token_mb"] = double(per_token) / 1e6;
-    j["decode_gb_s"] = decode_bytes_s / 1e9;
-    j["read_bandwidth_gb_s"] = bandwidth / 1e9;
-    j["decode_share_of_bandwidth"] = bandwidth > 0 ? decode_bytes_s / bandwidth : 0.0;
+    j["decode_gb_s"] = double(per_token) * j["decode_tok_s"].get<double>() / 1e9;
+    j["read_bandwidth_gb_s"] = median_of(bounds) / 1e9;
+    j["decode_share_of_bandwidth"] = median_of(shares);
   }
   if (profile) j["profile"] = {{"prompt", profile_json(prompt_profile)}, {"decode", profile_json(decode_profile)}};
   if (as_json) {
@@ -194,7 +211,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
     if (j.contains("decode_gb_s"))
       std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "
-                  "read (best of before and after)\n",
+                  "read (each run against the probes before and after it)\n",
                   j["weights_per_token_mb"].get<double>(), j["decode_gb_s"].get<double>(),
                   100 * j["decode_share_of_bandwidth"].get<double>(), j["read_bandwidth_gb_s"].get<double>());
     if (profile) {
