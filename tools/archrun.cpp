@@ -28,6 +28,9 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_flag("--no-plan", c.no_plan, "run the template's graph as written, without the planner's fusions");
   cmd->add_flag("--bf16-activations", c.bf16_activations,
                 "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate)");
+  cmd->add_flag("--kv-f16", c.kv_f16,
+                "keep the KV cache as F16 (half its memory, faster deep into a context, as llama.cpp does; "
+                "not f32-accurate; cpu path)");
 }
 
 }  // namespace

@@ -15,11 +15,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <omp.h>
 
+#include "engine/dtype.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -30,8 +33,9 @@
 namespace arch::cpu_attention {
 struct Params {
   const float* q;  // [S, H, D]
-  const float* k;  // [T, KH, D]
-  const float* v;  // [T, KH, Dv]
+  const void* k;   // [T, KH, D], F32, or F16 if kv_f16
+  const void* v;   // [T, KH, Dv], the same type
+  bool kv_f16 = false;  // the KV cache's rows kept as F16 (--kv-f16)
   float* out;      // [S, H, Dv]
   int64_t S, H, D, T, KH, Dv;
   int64_t past;    // absolute position of query row 0: T - S
@@ -74,22 +78,52 @@ constexpr int64_t kGroup = 4;
 
 // Floats of scratch a task of M queries needs: per query its output
 // accumulator, running max and sum; a group's scores [kGroup, kKeyBlock];
-// a query of zeros and an output for the queries a last group lacks.
+// a query of zeros and an output for the queries a last group lacks; a key
+// block's K and V rows widened from an F16 cache.
 size_t ScratchFloats(int64_t M, int64_t D, int64_t Dv) {
-  return size_t(M * (Dv + 2) + kGroup * kKeyBlock + D + Dv);
+  return size_t(M * (Dv + 2) + kGroup * kKeyBlock + D + Dv + kKeyBlock * (D + Dv));
+}
+
+// A value of the cache as float: F32 as is, F16 widened.
+HWY_INLINE float KVAt(const float* p, int64_t i) { return p[i]; }
+HWY_INLINE float KVAt(const hwy::float16_t* p, int64_t i) {
+  uint16_t bits;
+  std::memcpy(&bits, p + i, 2);
+  return f16_to_f32(bits);
+}
+
+// n rows of `width` F16 values, `stride` apart, widened into out [n, width].
+void WidenRows(const hwy::float16_t* HWY_RESTRICT rows, int64_t stride, int64_t n, int64_t width,
+               float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  const hn::Rebind<hwy::float16_t, decltype(d)> d16;
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (int64_t j = 0; j < n; ++j) {
+    const hwy::float16_t* row = rows + j * stride;
+    float* o = out + j * width;
+    int64_t e = 0;
+    for (; e + N <= width; e += N) hn::StoreU(hn::PromoteTo(d, hn::LoadU(d16, row + e)), d, o + e);
+    for (; e < width; ++e) o[e] = KVAt(row, e);
+  }
 }
 
 // Key block `block` of kv head g (keys from block * kKeyBlock) transposed
 // into out [D, kKeyBlock], zero past the last key. Stores in order: strided
 // stores cost far more than strided loads.
-void TransposeKeys(const Params& p, int64_t g, int64_t block, float* HWY_RESTRICT out) {
+template <typename KV>
+void TransposeKeysT(const Params& p, int64_t g, int64_t block, float* HWY_RESTRICT out) {
   const int64_t kb = block * kKeyBlock, n = std::min(p.T - kb, kKeyBlock), kstride = p.KH * p.D;
-  const float* k = p.k + (kb * p.KH + g) * p.D;
+  const KV* k = static_cast<const KV*>(p.k) + (kb * p.KH + g) * p.D;
   for (int64_t e = 0; e < p.D; ++e) {
     float* row = out + e * kKeyBlock;
-    for (int64_t j = 0; j < n; ++j) row[j] = k[j * kstride + e];
+    for (int64_t j = 0; j < n; ++j) row[j] = KVAt(k, j * kstride + e);
     std::fill(row + n, row + kKeyBlock, 0.0f);
   }
+}
+
+void TransposeKeys(const Params& p, int64_t g, int64_t block, float* HWY_RESTRICT out) {
+  if (p.kv_f16) TransposeKeysT<hwy::float16_t>(p, g, block, out);
+  else TransposeKeysT<float>(p, g, block, out);
 }
 
 HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
@@ -237,9 +271,10 @@ HWY_INLINE void GroupValuesOf(float* const (&o)[kGroup], const float (&corr)[kGr
 // share is left unnormalised for CombineSplits: per (row r, head h), at
 // partial + (r * H + h) * (Dv + 2), the Dv sums of p_j v_j, the running
 // max and the sum of p_j.
-void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
-                const float* kt, int64_t kt_first, int64_t key_lo, int64_t key_hi, float* HWY_RESTRICT partial,
-                float* HWY_RESTRICT scratch) {
+template <typename KV>
+void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
+                 const float* kt, int64_t kt_first, int64_t key_lo, int64_t key_hi, float* HWY_RESTRICT partial,
+                 float* HWY_RESTRICT scratch) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   const int64_t M = ng * nh * nr, D = p.D, Dv = p.Dv;
@@ -249,6 +284,8 @@ void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh,
   float* sc = run_sum + M;
   float* zeros = sc + kGroup * kKeyBlock;
   float* spare = zeros + D;
+  float* k_wide = spare + Dv;              // [kKeyBlock, D]: an F16 block's keys as float
+  float* v_wide = k_wide + kKeyBlock * D;  // [kKeyBlock, Dv]: its values
   std::fill(acc, acc + M * Dv, 0.0f);
   std::fill(run_max, run_max + M, -INFINITY);
   std::fill(run_sum, run_sum + M, 0.0f);
@@ -259,13 +296,26 @@ void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh,
   cpu_attention::key_range(p, p.past + r0, &lo_all, &unused);
   cpu_attention::key_range(p, p.past + r0 + nr - 1, &unused, &hi_all);
   lo_all = std::max(lo_all, key_lo), hi_all = std::min(hi_all, key_hi);
-  const int64_t kstride = p.KH * D, vstride = p.KH * Dv;
+  constexpr bool kF16 = std::is_same_v<KV, hwy::float16_t>;
 
   for (int64_t kb = lo_all / kKeyBlock * kKeyBlock; kb < hi_all; kb += kKeyBlock) {
     const int64_t n = std::min(hi_all, kb + kKeyBlock) - kb;
     for (int64_t gi = 0; gi < ng; ++gi) {
       const int64_t g = g0 + gi, m_end = (gi + 1) * nh * nr;  // this kv head's queries: [gi * nh * nr, m_end)
-      const float* k = p.k + (kb * p.KH + g) * D;
+      // This kv head's rows of the block, as floats: an F16 cache's are
+      // widened once here for all the queries that read them (keys only
+      // when read as stored: prompts take kt).
+      const KV* k_rows = static_cast<const KV*>(p.k) + (kb * p.KH + g) * D;
+      const KV* v_rows = static_cast<const KV*>(p.v) + (kb * p.KH + g) * Dv;
+      const float *k, *v;
+      int64_t kstride, vstride;
+      if constexpr (kF16) {
+        if (!kt) WidenRows(k_rows, p.KH * D, n, D, k_wide);
+        WidenRows(v_rows, p.KH * Dv, n, Dv, v_wide);
+        k = k_wide, v = v_wide, kstride = D, vstride = Dv;
+      } else {
+        k = k_rows, v = v_rows, kstride = p.KH * D, vstride = p.KH * Dv;
+      }
       for (int64_t m0 = gi * nh * nr; m0 < m_end; m0 += kGroup) {
         // The group's queries (missing ones read zeros, see nothing and write
         // to a spare output) and each one's visible keys in this block,
@@ -343,7 +393,6 @@ void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh,
         }
 
         // acc = acc * corr + sum_j p_j v_j.
-        const float* v = p.v + (kb * p.KH + g) * Dv;
         int64_t e = 0;
         // As many queries as the group has (a decode step's last group of a
         // kv head's 7 or 6 query heads is short).
@@ -384,6 +433,15 @@ void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh,
     for (; e + N <= Dv; e += N) hn::StoreU(hn::Div(hn::LoadU(d, o + e), vs), d, out + e);
     for (; e < Dv; ++e) out[e] = o[e] / run_sum[m];
   }
+}
+
+void AttendTask(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh, int64_t r0, int64_t nr,
+                const float* kt, int64_t kt_first, int64_t key_lo, int64_t key_hi, float* HWY_RESTRICT partial,
+                float* HWY_RESTRICT scratch) {
+  if (p.kv_f16)
+    AttendTaskT<hwy::float16_t>(p, g0, ng, h0, nh, r0, nr, kt, kt_first, key_lo, key_hi, partial, scratch);
+  else
+    AttendTaskT<float>(p, g0, ng, h0, nh, r0, nr, kt, kt_first, key_lo, key_hi, partial, scratch);
 }
 
 // Rows x heads [i0, i1) of the output from `splits` shares of the keys
@@ -469,13 +527,16 @@ void split_keys(const Params& p, int64_t lo, int64_t hi, int64_t splits) {
 }
 
 Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
-  // The fast case is every case the reference computes with F32 inputs;
+  // The fast case is every case the reference computes with F32 inputs,
+  // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than
   // queries) goes to the reference for its error message.
   if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1) return reference(ctx);
   for (size_t i = 0; i < 3; ++i)
-    if (!ctx.inputs[i].data || ctx.inputs[i].dtype != DType::F32 || ctx.inputs[i].shape.size() != 3)
-      return reference(ctx);
+    if (!ctx.inputs[i].data || ctx.inputs[i].shape.size() != 3) return reference(ctx);
+  const DType kv = ctx.inputs[1].dtype;
+  if (ctx.inputs[0].dtype != DType::F32 || (kv != DType::F32 && kv != DType::F16) || ctx.inputs[2].dtype != kv)
+    return reference(ctx);
   const Tensor& Q = ctx.inputs[0];
   const Tensor& K = ctx.inputs[1];
   const Tensor& V = ctx.inputs[2];
@@ -487,7 +548,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   p.S = Q.dim(0), p.H = Q.dim(1), p.D = Q.dim(2), p.T = K.dim(0), p.KH = K.dim(1), p.Dv = V.dim(2);
   if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || ctx.outputs[0].shape != Dims{p.S, p.H, p.Dv})
     return reference(ctx);
-  p.q = Q.f32(), p.k = K.f32(), p.v = V.f32(), p.out = ctx.outputs[0].f32();
+  p.q = Q.f32(), p.k = K.data, p.v = V.data, p.kv_f16 = kv == DType::F16, p.out = ctx.outputs[0].f32();
   p.past = p.T - p.S;
   p.window = attr_int(ctx.attrs, "window", 0);
   p.causal = causal;

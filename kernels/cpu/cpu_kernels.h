@@ -19,6 +19,12 @@ void register_cpu_kernels(OpTable& t);  // all of the below
 // (archrun --bf16-activations). Process-wide.
 void set_bf16_activations(bool on);
 bool bf16_activations();
+// The KV cache keeps its rows as F16 (half the memory and the bytes read
+// deep into a context; rows rounded to 11 significant bits) instead of
+// F32. Off unless asked for (archrun --kv-f16). Process-wide; a session's
+// cache keeps the type it started with.
+void set_kv_f16(bool on);
+bool kv_f16();
 // Whether oneDNN has a bf16 matmul on this CPU (2.6: AVX-512 and up).
 // Where it has not, BF16 prompts widen the weights to f32 and
 // --bf16-activations changes nothing.
@@ -42,5 +48,6 @@ void register_cpu_activations(OpTable& t); // activations_hwy.cpp: silu, gelu, g
 void register_cpu_softmax(OpTable& t);     // softmax_hwy.cpp
 void register_cpu_rope(OpTable& t);        // rope_hwy.cpp
 void register_cpu_attention(OpTable& t);   // attention_hwy.cpp: over the KV cache, online softmax
+void register_cpu_kv_cache(OpTable& t);    // kv_cache_cpu.cpp: F32 rows, or F16 with --kv-f16
 
 }  // namespace arch

@@ -13,6 +13,7 @@ void register_cpu_kernels(OpTable& t) {
   register_cpu_softmax(t);
   register_cpu_rope(t);
   register_cpu_attention(t);
+  register_cpu_kv_cache(t);
 }
 
 }  // namespace arch

@@ -5,11 +5,24 @@
 #include <cstring>
 #include <memory>
 
+#include "engine/quant.h"
 #include "kernels/reference/kv_cache.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
 
 namespace arch {
+
+// rows (F32) copied into cache from element `at` on, as the cache stores
+// them (F16: rounded to nearest even).
+static void append_rows(const Tensor& rows, Tensor& cache, int64_t at) {
+  const int64_t n = rows.numel();
+  if (cache.dtype == DType::F32) {
+    std::memcpy(cache.f32() + at, rows.f32(), size_t(n) * sizeof(float));
+    return;
+  }
+  auto* dst = static_cast<uint16_t*>(cache.data) + at;
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(rows.f32()[i]);
+}
 
 static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape> in, std::span<const bool>,
                                                       const Attrs&) {
@@ -26,7 +39,7 @@ static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape
                                  {DType::F32, {Dim::ctx(), v[1], v[2]}}};
 }
 
-static Status kv_cache_kernel(KernelContext& ctx) {
+Status kv_cache_append(KernelContext& ctx, DType storage) {
   ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 0));
   ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 1));
   const Tensor& K = ctx.inputs[0];  // [S, KH, D]
@@ -42,12 +55,15 @@ static Status kv_cache_kernel(KernelContext& ctx) {
       return kernel_error(ctx, "kv_cache", "needs max_context > 0 to size the KV cache, got " +
                                                std::to_string(ctx.max_context));
     auto c = std::make_unique<KvCache>();
-    c->k = Tensor::zeros(DType::F32, {ctx.max_context, KH, D});
-    c->v = Tensor::zeros(DType::F32, {ctx.max_context, KH, Dv});
+    c->k = Tensor::zeros(storage, {ctx.max_context, KH, D});
+    c->v = Tensor::zeros(storage, {ctx.max_context, KH, Dv});
     ctx.state = std::move(c);
   }
   auto* c = dynamic_cast<KvCache*>(ctx.state.get());
   if (!c) return kernel_error(ctx, "kv_cache", "this op's state is not a KV cache");
+  if (c->k.dtype != storage)
+    return kernel_error(ctx, "kv_cache", "the KV cache holds " + std::string(dtype_name(c->k.dtype)) +
+                                             " rows; this call would add " + std::string(dtype_name(storage)));
   if (c->k.dim(1) != KH || c->k.dim(2) != D || c->v.dim(2) != Dv)
     return kernel_error(ctx, "kv_cache", "k " + dims_str(K.shape) + " / v " + dims_str(V.shape) +
                                              " do not match the KV cache rows " + dims_str(c->k.shape) +
@@ -57,14 +73,16 @@ static Status kv_cache_kernel(KernelContext& ctx) {
                                              " positions (holds " + std::to_string(c->len) +
                                              ", this call adds " + std::to_string(S) + ")");
   // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
-  std::memcpy(c->k.f32() + c->len * KH * D, K.f32(), size_t(S * KH * D) * sizeof(float));
-  std::memcpy(c->v.f32() + c->len * KH * Dv, V.f32(), size_t(S * KH * Dv) * sizeof(float));
+  append_rows(K, c->k, c->len * KH * D);
+  append_rows(V, c->v, c->len * KH * Dv);
   c->len += S;
   // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)
-  ctx.outputs[0] = Tensor::view(DType::F32, {c->len, KH, D}, c->k.data, c->k.owner);
-  ctx.outputs[1] = Tensor::view(DType::F32, {c->len, KH, Dv}, c->v.data, c->v.owner);
+  ctx.outputs[0] = Tensor::view(storage, {c->len, KH, D}, c->k.data, c->k.owner);
+  ctx.outputs[1] = Tensor::view(storage, {c->len, KH, Dv}, c->v.data, c->v.owner);
   return {};
 }
+
+static Status kv_cache_kernel(KernelContext& ctx) { return kv_cache_append(ctx, DType::F32); }
 
 void define_kv_cache(OpTable& t) {
   t.define(checked(OpDef{

@@ -18,4 +18,10 @@ struct KvCache : OpState {
   int64_t capacity() const { return k.shape.empty() ? 0 : k.shape[0]; }
 };
 
+// The kv_cache kernel with its rows kept as `storage`: F32 (the reference
+// kernel), or F16 (the cpu backend with --kv-f16: half the memory, rows
+// rounded to F16; its outputs are then F16 views, which the cpu attention
+// reads).
+Status kv_cache_append(KernelContext& ctx, DType storage);
+
 }  // namespace arch

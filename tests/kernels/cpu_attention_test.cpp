@@ -90,6 +90,39 @@ TEST(CpuAttention, DecodeSplitsKeysAcrossThreads) {
   omp_set_num_threads(before);
 }
 
+// K and V as a --kv-f16 cache holds them: the cpu attention reads the F16
+// rows as stored, and matches the reference on the same values widened,
+// within the op's own tolerance (prompts, decode steps split by keys,
+// windows, softcap).
+TEST(CpuAttention, ReadsAnF16CacheAsStored) {
+  const Tolerance tol = def_of("attention").tolerance;
+  uint64_t seed = 500;
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.push_back({1, 1000, 14, 2, 64, 64});
+  cases.push_back({2, 257, 4, 1, 16, 16});
+  for (const Case& c : cases)
+    for (const Attrs& attrs : {Attrs{{"causal", true}}, Attrs{{"causal", true}, {"window", 16}},
+                               Attrs{{"causal", true}, {"softcap", 30.0}}, Attrs{{"causal", false}}}) {
+      seed += 3;
+      Tensor q = f32({c.S, c.H, c.D}, scaled_values(size_t(c.S * c.H * c.D), seed, 3.0f));
+      Tensor k = convert_to(f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), seed + 1, 1.0f)), DType::F16);
+      Tensor v = convert_to(f32({c.T, c.KH, c.Dv}, scaled_values(size_t(c.T * c.KH * c.Dv), seed + 2, 1.0f)), DType::F16);
+      auto ref = run_on("reference", "attention", {q, to_f32(k), to_f32(v)}, attrs);
+      auto cpu = run_on("cpu", "attention", {q, k, v}, attrs);
+      ASSERT_TRUE(ref.ok()) << ref.error().message;
+      ASSERT_TRUE(cpu.ok()) << name(c, attrs) << ": " << cpu.error().message;
+      const Tensor& want = ref->at(0);
+      const Tensor& got = cpu->at(0);
+      double mx = 0, worst = 0;
+      for (int64_t i = 0; i < want.numel(); ++i) {
+        mx = std::max(mx, double(std::fabs(want.f32()[i])));
+        worst = std::max(worst, double(std::fabs(got.f32()[i] - want.f32()[i])));
+      }
+      EXPECT_LE(worst, tol.rel * mx + tol.abs) << name(c, attrs);
+      EXPECT_GT(mx, 0.01) << name(c, attrs);
+    }
+}
+
 // A query that sees no key gives zeros (the reference's rule), not NaN.
 TEST(CpuAttention, QueriesSeeingNothingAreZero) {
   const int64_t S = 6, T = 2, H = 1, D = 4;

@@ -21,6 +21,7 @@ struct Common {
   int threads = 0;           // --threads: 0 = one per core
   bool no_plan = false;      // --no-plan: the template's graph as written, no fusions
   bool bf16_activations = false;  // --bf16-activations: prompt matmuls on BF16 weights in one bf16 pass
+  bool kv_f16 = false;            // --kv-f16: the KV cache's rows kept as F16
   std::string families;
   std::string template_path;
   std::vector<std::string> flags;

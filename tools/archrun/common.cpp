@@ -25,6 +25,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   if (c.threads > 0) omp_set_num_threads(c.threads);
   if (!cpu_features().cap_error.empty()) return error(cpu_features().cap_error);
   set_bf16_activations(c.bf16_activations);
+  set_kv_f16(c.kv_f16);
   for (const auto& f : c.flags) {
     auto eq = f.find('=');
     std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);

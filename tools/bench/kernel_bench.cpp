@@ -168,9 +168,11 @@ BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 16})->Args({1, 128})->Args({
 // layers' caches taken in turn as a model does (0.5B shape: 14/2 heads,
 // head_dim 64): past about 512 keys they no longer fit the caches, so this
 // measures attention as decoding deep into a context meets it, memory
-// included. Time per layer.
+// included. Time per layer; the second argument 1 keeps the caches as F16
+// (--kv-f16).
 void BM_AttentionLayers(benchmark::State& state) {
   const int64_t T = state.range(0), layers = 24, H = 14, KH = 2, D = 64;
+  const bool f16 = state.range(1) != 0;
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   auto values = [&](Dims shape) {
@@ -179,7 +181,8 @@ void BM_AttentionLayers(benchmark::State& state) {
     return t;
   };
   std::vector<std::vector<Tensor>> inputs;
-  for (int64_t l = 0; l < layers; ++l) inputs.push_back({values({1, H, D}), values({T, KH, D}), values({T, KH, D})});
+  auto cache = [&](Dims shape) { return f16 ? convert_to(values(shape), DType::F16) : values(shape); };
+  for (int64_t l = 0; l < layers; ++l) inputs.push_back({values({1, H, D}), cache({T, KH, D}), cache({T, KH, D})});
   std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {1, H, D})};
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"causal", true}};
@@ -192,10 +195,13 @@ void BM_AttentionLayers(benchmark::State& state) {
     if (!st.ok()) state.SkipWithError(st.error().message.c_str());
     layer = (layer + 1) % layers;
   }
-  const double kv_bytes = 2.0 * double(T * KH * D) * sizeof(float);
+  const double kv_bytes = 2.0 * double(T * KH * D) * (f16 ? 2 : 4);
   state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
 }
-BENCHMARK(BM_AttentionLayers)->Arg(512)->Arg(2048)->Arg(4096)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_AttentionLayers)
+    ->ArgsProduct({{512, 2048, 4096}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace arch

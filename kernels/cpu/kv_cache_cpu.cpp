@@ -1,0 +1,28 @@
+// The cpu backend's kv_cache: the reference kernel's, keeping its rows as
+// F32, or as F16 with --kv-f16 (llama.cpp's default: half the cache's
+// memory, and half the bytes attention reads deep into a context, for
+// rows rounded to 11 significant bits; the cpu attention reads them as
+// stored). Not the default: the goldens' float32 rule does not hold with it.
+#include <atomic>
+
+#include "kernels/cpu/cpu_kernels.h"
+#include "kernels/reference/kv_cache.h"
+
+namespace arch {
+
+namespace {
+
+std::atomic<bool> g_kv_f16{false};
+
+Status kv_cache_cpu(KernelContext& ctx) {
+  return kv_cache_append(ctx, g_kv_f16.load(std::memory_order_relaxed) ? DType::F16 : DType::F32);
+}
+
+}  // namespace
+
+void set_kv_f16(bool on) { g_kv_f16 = on; }
+bool kv_f16() { return g_kv_f16; }
+
+void register_cpu_kv_cache(OpTable& t) { t.add_kernel("kv_cache", "cpu", kv_cache_cpu); }
+
+}  // namespace arch
