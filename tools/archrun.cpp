@@ -29,8 +29,7 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_flag("--bf16-activations", c.bf16_activations,
                 "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate)");
   cmd->add_flag("--kv-f16", c.kv_f16,
-                "keep the KV cache as F16 (half its memory, faster deep into a context, as llama.cpp does; "
-                "not f32-accurate; cpu path)");
+                "keep the KV cache as F16 (half its memory, as llama.cpp does; not f32-accurate; cpu path)");
 }
 
 }  // namespace

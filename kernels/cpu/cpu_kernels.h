@@ -19,10 +19,10 @@ void register_cpu_kernels(OpTable& t);  // all of the below
 // (archrun --bf16-activations). Process-wide.
 void set_bf16_activations(bool on);
 bool bf16_activations();
-// The KV cache keeps its rows as F16 (half the memory and the bytes read
-// deep into a context; rows rounded to 11 significant bits) instead of
-// F32. Off unless asked for (archrun --kv-f16). Process-wide; a session's
-// cache keeps the type it started with.
+// The KV cache keeps its rows as F16 (half the memory; rows rounded to 11
+// significant bits) instead of F32. Off unless asked for (archrun
+// --kv-f16). Process-wide; a session's cache keeps the type it started
+// with, and refuses rows of the other.
 void set_kv_f16(bool on);
 bool kv_f16();
 // Whether oneDNN has a bf16 matmul on this CPU (2.6: AVX-512 and up).
