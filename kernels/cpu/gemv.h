@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/dtype.h"
 
@@ -20,6 +21,18 @@ struct GemvArgs {
 };
 
 void gemv(const GemvArgs& a);
+
+// The kernels take up to 4 rows of activations at once, the count a
+// template argument: run(std::integral_constant<int, MR>{}) for mr 1..4.
+template <typename Run>
+inline void with_rows(int64_t mr, Run&& run) {
+  switch (mr) {
+    case 4: return run(std::integral_constant<int, 4>{});
+    case 3: return run(std::integral_constant<int, 3>{});
+    case 2: return run(std::integral_constant<int, 2>{});
+    default: return run(std::integral_constant<int, 1>{});
+  }
+}
 
 // BF16 weights on AVX-512 BF16 (gemv_bf16_avx512.cpp): x given as its
 // two-term bf16 split (split_bf16; lo may be null: hi, the rounding,

@@ -121,12 +121,7 @@ void gemv_bf16x64_split(const uint16_t* hi, const uint16_t* lo, int64_t M, int64
       const int rows = int(std::min<int64_t>(64, n1 - n));
       const uint16_t *h = hi + m * ldx, *l = lo + m * ldx;
       float* out = y + m * ldy + n;
-      switch (mr) {
-        case 4: tile64<4>(h, l, ldx, tile, K, rows, out, ldy); break;
-        case 3: tile64<3>(h, l, ldx, tile, K, rows, out, ldy); break;
-        case 2: tile64<2>(h, l, ldx, tile, K, rows, out, ldy); break;
-        default: tile64<1>(h, l, ldx, tile, K, rows, out, ldy); break;
-      }
+      with_rows(mr, [&](auto MR) { tile64<MR>(h, l, ldx, tile, K, rows, out, ldy); });
     }
   }
 }

@@ -147,12 +147,7 @@ ARCH_VNNI void rows_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int
       const uint8_t* ahead = row + kPrefetchRows * row_bytes;
       if (n + kPrefetchRows < n1)
         for (size_t line = 0; line < row_bytes; line += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
-      switch (mr) {
-        case 4: row_vnni<4>(a, m, row, wt, y + n, ldy); break;
-        case 3: row_vnni<3>(a, m, row, wt, y + n, ldy); break;
-        case 2: row_vnni<2>(a, m, row, wt, y + n, ldy); break;
-        default: row_vnni<1>(a, m, row, wt, y + n, ldy); break;
-      }
+      with_rows(mr, [&](auto MR) { row_vnni<MR>(a, m, row, wt, y + n, ldy); });
     }
   }
 }

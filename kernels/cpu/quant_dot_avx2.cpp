@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "engine/quant.h"
+#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 
 namespace arch {
@@ -101,12 +102,7 @@ ARCH_AVX2 void quant_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType w
     const int64_t mr = std::min<int64_t>(4, a.M - m);
     for (int64_t n = n0; n < n1; ++n) {
       const uint8_t* row = w + size_t(n) * row_bytes;
-      switch (mr) {
-        case 4: row_avx2<4>(a, m, row, wt, y + n, ldy); break;
-        case 3: row_avx2<3>(a, m, row, wt, y + n, ldy); break;
-        case 2: row_avx2<2>(a, m, row, wt, y + n, ldy); break;
-        default: row_avx2<1>(a, m, row, wt, y + n, ldy); break;
-      }
+      with_rows(mr, [&](auto MR) { row_avx2<MR>(a, m, row, wt, y + n, ldy); });
     }
   }
 }

@@ -112,12 +112,7 @@ ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, in
     for (int64_t n = n0; n < n1; n += kInterleave) {
       const uint8_t* tile = w + size_t(n / kInterleave) * tile_bytes;
       const int rows = int(std::min<int64_t>(kInterleave, n1 - n));
-      switch (mr) {
-        case 4: tile_vnni<4, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
-        case 3: tile_vnni<3, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
-        case 2: tile_vnni<2, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
-        default: tile_vnni<1, Q4>(a, m, tile, wt, rows, y + n, ldy); break;
-      }
+      with_rows(mr, [&](auto MR) { tile_vnni<MR, Q4>(a, m, tile, wt, rows, y + n, ldy); });
     }
   }
 }
