@@ -25,6 +25,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   Tensor zeros(DType dtype, Dims shape);
   // The same left as the buffer was (for a kernel that writes every element).
   Tensor uninitialized(DType dtype, Dims shape);
+  // Gives `t` (its dtype and shape set) storage, zero-filled or not, in
+  // place: the interpreter's slots keep their shapes' storage from step to
+  // step, so a decode step allocates nothing from the heap here.
+  void lease(Tensor& t, bool zero);
 
   size_t allocations() const { return allocations_; }  // buffers ever taken from the heap
   size_t reuses() const { return reuses_; }
@@ -34,7 +38,7 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
   void give_back(void* p, size_t bytes);
 
   std::mutex lock_;
-  std::multimap<size_t, void*> free_;  // by rounded size
+  std::map<size_t, std::vector<void*>> free_;  // by rounded size; emptied lists stay, with their capacity
   size_t free_bytes_ = 0;
   size_t allocations_ = 0, reuses_ = 0;
 };

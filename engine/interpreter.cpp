@@ -133,7 +133,7 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
 
 // Re-runs step n with its op's reference kernel and compares every output
 // within the op's tolerance: max|fast - ref| <= rel * max|ref| + abs.
-static Status check_step(const Program& p, RunState& state, size_t n, const std::vector<Tensor>& in,
+static Status check_step(const Program& p, RunState& state, size_t n, std::span<const Tensor> in,
                          const std::vector<Tensor>& fast, const std::vector<TypedShape>& types, int64_t seq,
                          int64_t max_context) {
   const Graph& g = *p.graph;
@@ -183,11 +183,31 @@ static Status check_step(const Program& p, RunState& state, size_t n, const std:
   return {};
 }
 
+namespace {
+
+// Drops a slot's storage reference; its shape's storage stays for reuse.
+void release(Tensor& t) {
+  t.owner.reset();
+  t.data = nullptr;
+  t.mapped = false;
+}
+
+void release_all(RunState& state) {
+  for (auto* slots : {&state.values, &state.node_inputs})
+    for (Tensor& t : *slots) release(t);
+  for (auto& slots : state.node_outputs)
+    for (Tensor& t : slots) release(t);
+}
+
+}  // namespace
+
 Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
                                           const std::map<int, Tensor>& inputs, int64_t seq,
                                           int64_t ctx, const std::vector<int>& keep) {
   const Graph& g = *p.graph;
-  std::vector<Tensor> vals(g.values.size());
+  release_all(state);  // what an earlier call that failed midway still held
+  std::vector<Tensor>& vals = state.values;
+  if (vals.size() < g.values.size()) vals.resize(g.values.size());
   for (auto& [id, t] : inputs) {
     Dims want = concretize(g.values[id].type.shape, seq, ctx);
     for (size_t d = 0; d < want.size() && d < t.shape.size(); ++d)
@@ -202,22 +222,28 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
   // allocated, values freed) is an entry of its own.
   const auto walk_started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   double in_kernels = 0;
-  std::vector<char> kept(g.values.size(), 0);
+  std::vector<char>& kept = state.kept;
+  kept.assign(g.values.size(), 0);
   for (int id : keep) kept[size_t(id)] = 1;
   for (int slot : p.state_of)
     if (state.states.size() <= size_t(slot)) state.states.resize(size_t(slot) + 1);
-  // Reused from node to node: a decode step walks some 400 nodes.
-  std::vector<Tensor> in_buf, outs;
-  std::vector<TypedShape> types;
+  // Slots reused from node to node and call to call: a decode step walks
+  // some 400 nodes, and allocating their shapes alone cost thousands of heap
+  // allocations a token.
+  std::vector<Tensor>& in_buf = state.node_inputs;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     if (p.folded[n]) continue;
     const Node& node = g.nodes[n];
-    // Assigned into the slots kept from the last node, so their shapes'
-    // storage is reused rather than allocated per node.
-    in_buf.resize(node.inputs.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const size_t n_in = node.inputs.size(), n_out = node.outputs.size();
+    if (in_buf.size() < n_in) in_buf.resize(n_in);
+    if (state.node_outputs.size() <= n_out) state.node_outputs.resize(n_out + 1);
+    if (state.node_types.size() <= n_out) state.node_types.resize(n_out + 1);
+    std::vector<Tensor>& outs = state.node_outputs[n_out];
+    std::vector<TypedShape>& types = state.node_types[n_out];
+    const std::span<const Tensor> ins(in_buf.data(), n_in);
+    for (size_t i = 0; i < n_in; ++i) {
       const int in = node.inputs[i];
-      if (in < 0) in_buf[i] = Tensor{};
+      if (in < 0) release(in_buf[i]);
       else in_buf[i] = p.weights[in].data ? p.weights[in] : vals[in];
     }
     // Output shapes: from the IR, or where a dim is `_`, from the op's shape
@@ -226,29 +252,33 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     for (size_t k = 0; k < node.outputs.size(); ++k) types[k] = g.values[node.outputs[k]].type;
     if (p.dynamic[n]) {
       std::vector<TypedShape> in_types;
-      std::unique_ptr<bool[]> present(new bool[in_buf.size()]);
-      for (size_t i = 0; i < in_buf.size(); ++i) {
+      std::unique_ptr<bool[]> present(new bool[n_in]);
+      for (size_t i = 0; i < n_in; ++i) {
         // A weight kept as stored (BF16, Q8_0) still has its declared type.
         int v = node.inputs[i];
         DType dt = v >= 0 && p.weights[v].data ? g.values[v].type.dtype : in_buf[i].dtype;
         in_types.push_back({dt, shape_of(in_buf[i].shape)});
         present[i] = in_buf[i].data != nullptr;
       }
-      auto r = p.defs[n]->shape(in_types, std::span<const bool>(present.get(), in_buf.size()), node.attrs);
+      auto r = p.defs[n]->shape(in_types, std::span<const bool>(present.get(), n_in), node.attrs);
       if (!r.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + r.error().message);
       types = std::move(r.value());
     }
-    outs.clear();
-    for (const auto& t : types) {
-      Dims dims = concretize(t.shape, seq, ctx);
-      outs.push_back(p.views[n]   ? Tensor{t.dtype, dims, nullptr, nullptr}
-                     : p.fills[n] ? state.buffers->uninitialized(t.dtype, dims)
-                                  : state.buffers->zeros(t.dtype, dims));
+    outs.resize(types.size());
+    for (size_t k = 0; k < types.size(); ++k) {
+      Tensor& o = outs[k];
+      release(o);
+      o.dtype = types[k].dtype;
+      // Slots trade shapes' storage as values move in and out of them; room
+      // for any rank a template uses stops that from reallocating.
+      if (o.shape.capacity() < 8) o.shape.reserve(8);
+      concretize_into(types[k].shape, seq, ctx, o.shape);
+      if (!p.views[n]) state.buffers->lease(o, !p.fills[n]);
     }
-    KernelContext ctx{node.attrs, in_buf, outs, state.states[size_t(p.state_of[n])], state.max_context,
-                      g.values[node.outputs[0]].name};
+    KernelContext kctx{node.attrs, ins, outs, state.states[size_t(p.state_of[n])], state.max_context,
+                       g.values[node.outputs[0]].name};
     auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    Status st = (*p.kernels[n])(ctx);
+    Status st = (*p.kernels[n])(kctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + st.error().message);
     if (state.profile) {
       auto& e = state.profile->by_op[node.op];
@@ -257,14 +287,19 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       in_kernels += seconds;
       ++e.calls;
     }
-    if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, in_buf, outs, types, seq, ctx.max_context));
-    for (size_t k = 0; k < node.outputs.size(); ++k) vals[node.outputs[k]] = std::move(outs[k]);
+    if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, seq, kctx.max_context));
+    // Swapped, not moved: the slot taken back keeps its shape's storage.
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      std::swap(vals[node.outputs[k]], outs[k]);
+      release(outs[k]);
+    }
     // Free what no later node reads.
     for (int in : node.inputs)
-      if (in >= 0 && p.last_use[in] == int(n) && !kept[size_t(in)]) vals[in] = Tensor{};
+      if (in >= 0 && p.last_use[in] == int(n) && !kept[size_t(in)]) release(vals[in]);
   }
   std::map<int, Tensor> out;
   for (int id : keep) out[id] = p.weights[id].data ? p.weights[id] : vals[id];
+  release_all(state);
   if (state.profile) {
     auto& e = state.profile->by_op["(between kernels)"];
     e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - walk_started).count() - in_kernels;

@@ -67,6 +67,12 @@ struct RunState {
   const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
   OpProfile* profile = nullptr; // set: time every kernel call
   std::shared_ptr<BufferPool> buffers = BufferPool::make();  // outputs recycled across nodes and steps
+  // The walk's slots, kept from call to call (released, shapes' storage
+  // kept): a decode step then allocates nothing per node.
+  std::vector<Tensor> values, node_inputs;           // node_inputs: never shrunk
+  std::vector<std::vector<Tensor>> node_outputs;     // by output count
+  std::vector<std::vector<TypedShape>> node_types;   // likewise
+  std::vector<char> kept;
 };
 
 // Runs the graph once. `inputs` are by graph input value id; `seq` is the

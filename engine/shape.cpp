@@ -17,9 +17,14 @@ Shape shape_of(const Dims& d) {
   return s;
 }
 
+void concretize_into(const Shape& s, int64_t seq, int64_t ctx, Dims& out) {
+  out.clear();
+  for (const Dim& x : s) out.push_back(x.concrete() ? x.n : x.sym == 1 ? seq : ctx < 0 ? seq : ctx);
+}
+
 Dims concretize(const Shape& s, int64_t seq, int64_t ctx) {
   Dims d;
-  for (const Dim& x : s) d.push_back(x.concrete() ? x.n : x.sym == 1 ? seq : ctx < 0 ? seq : ctx);
+  concretize_into(s, seq, ctx, d);
   return d;
 }
 

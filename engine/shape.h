@@ -31,6 +31,8 @@ std::string shape_str(const Shape& s);          // "[seq, 64]"
 Shape shape_of(const Dims& d);                  // all concrete
 // Replace `seq` and `ctx` by their values at a call (ctx < 0: ctx = seq).
 Dims concretize(const Shape& s, int64_t seq, int64_t ctx = -1);
+// The same written into `out`, reusing its storage.
+void concretize_into(const Shape& s, int64_t seq, int64_t ctx, Dims& out);
 bool is_concrete(const Shape& s);
 bool has_dyn(const Shape& s);  // any `_` dim: the shape is worked out per call
 

@@ -546,7 +546,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     return reference(ctx);
   Params p;
   p.S = Q.dim(0), p.H = Q.dim(1), p.D = Q.dim(2), p.T = K.dim(0), p.KH = K.dim(1), p.Dv = V.dim(2);
-  if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || ctx.outputs[0].shape != Dims{p.S, p.H, p.Dv})
+  if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || !std::ranges::equal(ctx.outputs[0].shape, std::initializer_list<int64_t>{p.S, p.H, p.Dv}))
     return reference(ctx);
   p.q = Q.f32(), p.k = K.data, p.v = V.data, p.kv_f16 = kv == DType::F16, p.out = ctx.outputs[0].f32();
   p.past = p.T - p.S;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -182,9 +183,28 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
     seq_len = std::max(seq_len, int64_t(pos[t]) + 1);
     min_pos = std::min(min_pos, int64_t(pos[t]));
   }
-  auto freqs = rope_frequencies(attr_float(ctx.attrs, "theta", 10000.0), d, attr_json(ctx.attrs, "scaling"),
-                                attr_int(ctx.attrs, "max_position_embeddings", 0), seq_len);
-  if (!freqs.ok()) return reference(ctx);
+  // The frequencies, kept from this thread's last call when they would come
+  // out the same: every layer of every step asks for the same ones, and
+  // working them out allocated.
+  struct LastFrequencies {
+    double theta = 0;
+    int64_t d = 0, max_pos = 0, seq_len = 0;
+    Attrs scaling;
+    bool reads_seq_len = true;
+    std::optional<RopeFrequencies> freqs;
+  };
+  thread_local LastFrequencies last;
+  const double theta = attr_float(ctx.attrs, "theta", 10000.0);
+  const int64_t max_pos = attr_int(ctx.attrs, "max_position_embeddings", 0);
+  const Attrs& scaling = attr_json(ctx.attrs, "scaling");
+  if (!last.freqs || last.theta != theta || last.d != d || last.max_pos != max_pos || last.scaling != scaling ||
+      (last.reads_seq_len && last.seq_len != seq_len)) {
+    auto computed = rope_frequencies(theta, d, scaling, max_pos, seq_len);
+    if (!computed.ok()) return reference(ctx);
+    last = LastFrequencies{theta, d, max_pos, seq_len, scaling, rope_frequencies_read_seq_len(scaling),
+                           std::move(*computed)};
+  }
+  const RopeFrequencies* freqs = &*last.freqs;
   const bool interleaved = attr_bool(ctx.attrs, "interleaved", false);
   if (S == 0 || H == 0) return {};
   std::shared_ptr<const CosSinTable> table;
@@ -194,8 +214,11 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
   float* y = ctx.outputs[0].f32();
 #pragma omp parallel if (S * H * D >= (1 << 17))  // below, one thread beats waking the pool
   {
-    // Per thread: cos / sin of an uncached position, and the interleaved expansion.
-    std::vector<float> cs(size_t(2 * half)), expanded(size_t(2 * d));
+    // Per thread: cos / sin of an uncached position, and the interleaved
+    // expansion (kept: not allocated per call).
+    thread_local std::vector<float> cs, expanded;
+    if (cs.size() < size_t(2 * half)) cs.resize(size_t(2 * half));
+    if (expanded.size() < size_t(2 * d)) expanded.resize(size_t(2 * d));
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < S; ++t) {
       const float *c, *s;

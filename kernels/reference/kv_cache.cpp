@@ -77,8 +77,16 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
   append_rows(V, c->v, c->len * KH * Dv);
   c->len += S;
   // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)
-  ctx.outputs[0] = Tensor::view(storage, {c->len, KH, D}, c->k.data, c->k.owner);
-  ctx.outputs[1] = Tensor::view(storage, {c->len, KH, Dv}, c->v.data, c->v.owner);
+  // Set in place: the outputs' shape storage is the caller's, reused.
+  auto view = [&](Tensor& out, const Tensor& cache, int64_t width) {
+    out.dtype = storage;
+    out.shape.assign({c->len, KH, width});
+    out.data = cache.data;
+    out.owner = cache.owner;
+    out.mapped = false;
+  };
+  view(ctx.outputs[0], c->k, D);
+  view(ctx.outputs[1], c->v, Dv);
   return {};
 }
 

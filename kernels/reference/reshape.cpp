@@ -41,19 +41,25 @@ static Status reshape_kernel(KernelContext& ctx) {
   if (ctx.inputs.empty() || ctx.outputs.empty())
     return kernel_error(ctx, "reshape", "needs one input and one output");
   const Tensor& X = ctx.inputs[0];
-  std::vector<int64_t> spec = attr_ints(ctx.attrs, "shape");
-  Dims dims = ctx.outputs[0].shape;  // concrete, as the caller gives it
-  if (dims.size() != spec.size() || numel(dims) != X.numel()) {
+  Tensor& out = ctx.outputs[0];  // its shape concrete, as the caller gives it
+  const Attrs& given = attr_json(ctx.attrs, "shape");
+  if (out.shape.size() != given.size() || numel(out.shape) != X.numel()) {
     // Not given: solve a single -1 (seq) entry from x's element count.
+    std::vector<int64_t> spec = attr_ints(ctx.attrs, "shape");
     int64_t known = 1, seqs = 0;
     for (int64_t n : spec) n == -1 ? void(++seqs) : void(known *= n);
     if (seqs == 1 && known > 0 && X.numel() % known == 0)
       for (int64_t& n : spec) n = n == -1 ? X.numel() / known : n;
-    dims = spec;
+    out.shape = spec;
   }
-  if (numel(dims) != X.numel())
-    return kernel_error(ctx, "reshape", "cannot view " + dims_str(X.shape) + " as " + dims_str(dims));
-  ctx.outputs[0] = X.reshaped(dims);  // out = x, viewed as dims
+  if (numel(out.shape) != X.numel())
+    return kernel_error(ctx, "reshape", "cannot view " + dims_str(X.shape) + " as " + dims_str(out.shape));
+  // out = x, viewed under its shape; assigned in place, so the shape's
+  // storage is the caller's.
+  out.dtype = X.dtype;
+  out.data = X.data;
+  out.owner = X.owner;
+  out.mapped = X.mapped;
   return {};
 }
 

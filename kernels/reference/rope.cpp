@@ -192,6 +192,11 @@ Result<RopeFrequencies> yarn_frequencies(double theta, int64_t d, const Attrs& s
 
 }  // namespace
 
+bool rope_frequencies_read_seq_len(const Attrs& scaling) {
+  auto type = scaling_type(scaling);
+  return type.ok() && *type == "dynamic";
+}
+
 Result<RopeFrequencies> rope_frequencies(double theta, int64_t d, const Attrs& scaling, int64_t max_pos,
                                          int64_t seq_len) {
   if (!(theta > 0)) return error("rope theta must be positive, got " + std::to_string(theta));

@@ -32,6 +32,9 @@ struct RopeFrequencies {
 // naming it.
 Result<RopeFrequencies> rope_frequencies(double theta, int64_t rope_dim, const Attrs& scaling,
                                          int64_t max_position_embeddings = 0, int64_t seq_len = 0);
+// Whether rope_frequencies reads seq_len for this rope_scaling ("dynamic");
+// otherwise the attributes alone decide the frequencies.
+bool rope_frequencies_read_seq_len(const Attrs& scaling);
 
 // "proportional" rope (transformers 5.x _compute_proportional_rope_parameters):
 // over the whole rope_dim d, the first int(partial_rotary_factor * d // 2)

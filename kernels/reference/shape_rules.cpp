@@ -11,7 +11,7 @@ namespace {
 
 const Attrs* find_attr(const Attrs& a, std::string_view key) {
   if (!a.is_object()) return nullptr;
-  auto it = a.find(std::string(key));
+  auto it = a.find(key);  // a string_view: no std::string made per lookup
   if (it == a.end() || it->is_null()) return nullptr;
   return &*it;
 }
