@@ -94,21 +94,21 @@ void BufferPool::lease(Tensor& t, bool zero) {
       ControlBlockAllocator<char>());
 }
 
-Tensor BufferPool::uninitialized(DType dtype, Dims shape) {
+namespace {
+
+Tensor leased(BufferPool& pool, DType dtype, Dims shape, bool zero) {
   Tensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  lease(t, false);
+  pool.lease(t, zero);
   return t;
 }
 
-Tensor BufferPool::zeros(DType dtype, Dims shape) {
-  Tensor t;
-  t.dtype = dtype;
-  t.shape = std::move(shape);
-  lease(t, true);
-  return t;
-}
+}  // namespace
+
+Tensor BufferPool::uninitialized(DType dtype, Dims shape) { return leased(*this, dtype, std::move(shape), false); }
+
+Tensor BufferPool::zeros(DType dtype, Dims shape) { return leased(*this, dtype, std::move(shape), true); }
 
 void BufferPool::give_back(void* p, size_t bytes) {
   std::lock_guard<std::mutex> guard(lock_);
