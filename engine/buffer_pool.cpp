@@ -94,21 +94,13 @@ void BufferPool::lease(Tensor& t, bool zero) {
       ControlBlockAllocator<char>());
 }
 
-namespace {
-
-Tensor leased(BufferPool& pool, DType dtype, Dims shape, bool zero) {
+Tensor BufferPool::zeros(DType dtype, Dims shape) {
   Tensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  pool.lease(t, zero);
+  lease(t, true);
   return t;
 }
-
-}  // namespace
-
-Tensor BufferPool::uninitialized(DType dtype, Dims shape) { return leased(*this, dtype, std::move(shape), false); }
-
-Tensor BufferPool::zeros(DType dtype, Dims shape) { return leased(*this, dtype, std::move(shape), true); }
 
 void BufferPool::give_back(void* p, size_t bytes) {
   std::lock_guard<std::mutex> guard(lock_);

@@ -23,11 +23,10 @@ class BufferPool : public std::enable_shared_from_this<BufferPool> {
 
   // A zero-filled tensor, in a recycled buffer where one of its size is free.
   Tensor zeros(DType dtype, Dims shape);
-  // The same left as the buffer was (for a kernel that writes every element).
-  Tensor uninitialized(DType dtype, Dims shape);
-  // Gives `t` (its dtype and shape set) storage, zero-filled or not, in
-  // place: the interpreter's slots keep their shapes' storage from step to
-  // step, so a decode step allocates nothing from the heap here.
+  // Gives `t` (its dtype and shape set) storage in place, zero-filled or
+  // left as the buffer was (for a kernel that writes every element): the
+  // interpreter's slots keep their shapes' storage from step to step, so a
+  // decode step allocates nothing from the heap here.
   void lease(Tensor& t, bool zero);
 
   size_t allocations() const { return allocations_; }  // buffers ever taken from the heap

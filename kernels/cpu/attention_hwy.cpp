@@ -546,8 +546,9 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     return reference(ctx);
   Params p;
   p.S = Q.dim(0), p.H = Q.dim(1), p.D = Q.dim(2), p.T = K.dim(0), p.KH = K.dim(1), p.Dv = V.dim(2);
-  if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || !std::ranges::equal(ctx.outputs[0].shape, std::initializer_list<int64_t>{p.S, p.H, p.Dv}))
-    return reference(ctx);
+  const Dims& out_shape = ctx.outputs[0].shape;  // compared in place: no Dims made per call
+  const bool out_fits = out_shape.size() == 3 && out_shape[0] == p.S && out_shape[1] == p.H && out_shape[2] == p.Dv;
+  if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || !out_fits) return reference(ctx);
   p.q = Q.f32(), p.k = K.data, p.v = V.data, p.kv_f16 = kv == DType::F16, p.out = ctx.outputs[0].f32();
   p.past = p.T - p.S;
   p.window = attr_int(ctx.attrs, "window", 0);

@@ -4,9 +4,13 @@
 // counted here, for this test binary).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
 #include <new>
+#include <string>
 
 #include "engine/buffer_pool.h"
 #include "engine/interpreter.h"
@@ -31,11 +35,6 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
-
-#include <unistd.h>
-
-#include <filesystem>
-#include <string>
 
 namespace arch {
 namespace {
