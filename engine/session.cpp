@@ -7,7 +7,10 @@
 
 namespace arch {
 
-Session::Session(const Model& m, int64_t max_context) : m_(m) { state_.max_context = max_context; }
+Session::Session(const Model& m, int64_t max_context) : m_(m) {
+  state_.max_context = max_context;
+  if (adaptive_threads() > 1) governor_ = std::make_unique<ThreadGovernor>(adaptive_threads());
+}
 
 void Session::check_with(CheckStats* stats) {
   state_.check = stats;
@@ -40,7 +43,14 @@ Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids
   }
   ARCH_TRY(std::vector<int> keep, output_values(g, outputs));
   const Program& program = last_only && m_.last_logits.graph ? m_.last_logits : m_.program;
+  // One token is a decode step: its kernels sum the same on any number of
+  // threads, so the governor may choose it (a prompt chunk takes them all).
+  if (governor_) {
+    if (n == 1) governor_->begin_decode();
+    else governor_->begin_prompt();
+  }
   ARCH_TRY(auto vals, run_program(program, state_, inputs, n, position_ + n, keep));
+  if (governor_ && n == 1) governor_->end_decode();
   position_ += n;
   return collect_outputs(g, vals, outputs);
 }

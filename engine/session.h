@@ -4,11 +4,13 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/model.h"
+#include "engine/thread_governor.h"
 
 namespace arch {
 
@@ -35,11 +37,15 @@ class Session {
   const BufferPool& buffers() const { return *state_.buffers; }
   int64_t max_context() const { return state_.max_context; }
   void reset();
+  // The decode steps' thread governor, when adaptive_threads() was on at
+  // construction (null otherwise).
+  const ThreadGovernor* governor() const { return governor_.get(); }
 
  private:
   const Model& m_;
   RunState state_;
   int64_t position_ = 0;
+  std::unique_ptr<ThreadGovernor> governor_;
 };
 
 }  // namespace arch

@@ -496,17 +496,29 @@ using cpu_attention::Params;
 // Query rows per task: enough queries to reuse each K / V block, few
 // enough that a long prompt splits into many tasks.
 constexpr int64_t kQueryBlock = 16;
-// A decode step over at least this many keys splits the keys between the
-// threads (each reading one contiguous share of the cache, every kv head's
-// rows) rather than the kv heads (each thread reading every other row of
-// it), and combines the shares' softmax sums after.
+// A decode step over at least this many keys splits them into contiguous
+// shares (each thread reading one share of the cache, every kv head's rows,
+// rather than every other row of it, as splitting the kv heads would), and
+// combines the shares' softmax sums after. The shares are about
+// kKeysPerSplit keys each, however many threads there are, so that a step
+// computes the same sums on any number of threads (the thread governor
+// changes it between decode steps).
 constexpr int64_t kSplitKeysFrom = 256;
+constexpr int64_t kKeysPerSplit = 256;
 
-// A decode step's visible keys [lo, hi) split into `splits` contiguous
-// shares (kSplitKeysFrom), a task each: every query head over its share,
-// each key block read once for all kv heads; then the shares are combined
-// per query.
-void split_keys(const Params& p, int64_t lo, int64_t hi, int64_t splits) {
+// Share s of a decode step's visible keys [lo, hi) in `splits`: its first
+// key, a multiple of kKeyBlock inside the range.
+int64_t share_start(int64_t lo, int64_t hi, int64_t splits, int64_t s) {
+  if (s == 0) return lo;
+  if (s == splits) return hi;
+  return std::max(lo, (lo + (hi - lo) * s / splits) / kKeyBlock * kKeyBlock);
+}
+
+// A decode step's visible keys [lo, hi) in shares (kKeysPerSplit), a task
+// each: every query head over its share, each key block read once for all
+// kv heads; then the shares are combined per query.
+void split_keys(const Params& p, int64_t lo, int64_t hi) {
+  const int64_t splits = std::clamp<int64_t>((hi - lo) / kKeysPerSplit, 2, 64);
   const int64_t group = p.H / p.KH, share_floats = p.S * p.H * (p.Dv + 2);
   const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(p.H * p.S, p.D, p.Dv);
   thread_local std::vector<float> partial_buffer;  // kept across calls
@@ -518,8 +530,8 @@ void split_keys(const Params& p, int64_t lo, int64_t hi, int64_t splits) {
     scratch.resize(scratch_floats);
 #pragma omp for schedule(static)
     for (int64_t s = 0; s < splits; ++s)
-      HWY_DYNAMIC_DISPATCH(AttendTask)(p, 0, p.KH, 0, group, 0, p.S, nullptr, 0, lo + (hi - lo) * s / splits,
-                                       lo + (hi - lo) * (s + 1) / splits, partials + s * share_floats,
+      HWY_DYNAMIC_DISPATCH(AttendTask)(p, 0, p.KH, 0, group, 0, p.S, nullptr, 0, share_start(lo, hi, splits, s),
+                                       share_start(lo, hi, splits, s + 1), partials + s * share_floats,
                                        scratch.data());
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < p.S * p.H; ++i) HWY_DYNAMIC_DISPATCH(CombineSplits)(p, partials, splits, i, i + 1);
@@ -592,12 +604,12 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // take 2.1 µs on two threads against 2.5 on one, over 128 keys 6.3
   // against 10.7.
   const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 14);
-  if (!kt && threads > 1 && p.S <= kQueryBlock) {
+  if (!kt && p.S <= kQueryBlock) {
     int64_t lo, hi, unused;  // the keys any query sees
     cpu_attention::key_range(p, p.past, &lo, &unused);
     cpu_attention::key_range(p, p.past + p.S - 1, &unused, &hi);
     if (hi - lo >= kSplitKeysFrom) {
-      split_keys(p, lo, hi, threads);
+      split_keys(p, lo, hi);
       return {};
     }
   }

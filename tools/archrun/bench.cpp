@@ -97,7 +97,9 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   OpProfile prompt_profile, decode_profile;
   struct Run {
     double ttft_s, decode_s;
+    long fewer_threads = 0;  // decode steps the governor ran on fewer threads
   };
+  const int threads = omp_get_max_threads();  // as configured: the governor may lower it for decode steps
   // One prompt and its decode through a fresh session (fresh KV caches).
   auto run_once = [&]() -> Result<Run> {
     auto started = clock::now();
@@ -113,7 +115,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
       const Tensor& l = o.at("logits");
       next = argmax({l.f32(), size_t(vocab)});
     }
-    return Run{seconds(started, first), seconds(first, clock::now())};
+    return Run{seconds(started, first), seconds(first, clock::now()), s.governor() ? s.governor()->reduced_steps() : 0};
   };
   // The read bandwidth, probed before each run and after the last (the
   // machine's moves within seconds): a run's bound is the larger of the
@@ -127,6 +129,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   const bool between = bound && reset_peak_rss();
   std::vector<double> probes;
   auto probe = [&] {
+    omp_set_num_threads(threads);  // every thread, whatever the last decode step ran on
     peak_rss = std::max(peak_rss, peak_rss_mb());
     probes.push_back(probe_bandwidth());
     reset_peak_rss();
@@ -152,10 +155,15 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   const double decode_s = median([](const Run& r) { return r.decode_s; });
   nlohmann::json each = nlohmann::json::array();
   std::vector<double> bounds, shares;  // per run
+  long fewer_threads = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& r = runs[i];
     const double decode_tok_s = new_tokens > 1 ? (new_tokens - 1) / r.decode_s : 0.0;
-    each.push_back({{"ttft_ms", 1000 * r.ttft_s}, {"prompt_tok_s", prompt_tokens / r.ttft_s}, {"decode_tok_s", decode_tok_s}});
+    each.push_back({{"ttft_ms", 1000 * r.ttft_s},
+                    {"prompt_tok_s", prompt_tokens / r.ttft_s},
+                    {"decode_tok_s", decode_tok_s},
+                    {"decode_steps_on_fewer_threads", r.fewer_threads}});
+    fewer_threads += r.fewer_threads;
     if (!bound) continue;
     const double b = between ? std::max(probes[i], probes[i + 1]) : probes.back();
     bounds.push_back(b);
@@ -177,7 +185,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"fused_matmuls", (*m)->program.plan.merged_nodes},
                       {"folded_adds", (*m)->program.plan.folded_adds},
                       {"fused_glus", (*m)->program.plan.fused_glus},
-                      {"threads", omp_get_max_threads()},
+                      {"threads", threads},
+                      {"decode_steps_on_fewer_threads", fewer_threads},
                       {"cpu", cpu_features().describe()}};
   // Decode against the bound memory sets: the weights' bytes per token at
   // the measured decode rate, beside the machine's read bandwidth. The
@@ -200,7 +209,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::printf("%s (%s, %s backend, %s, %d threads; %d matmuls fused into %d, %d adds folded into matmuls, %d gated "
                 "activations fused)\n",
                 j["model"].get<std::string>().c_str(), j["family"].get<std::string>().c_str(),
-                j["backend"].get<std::string>().c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads(),
+                j["backend"].get<std::string>().c_str(), j["cpu"].get<std::string>().c_str(), threads,
                 plan.merged_nodes,
                 plan.merged_groups, plan.folded_adds, plan.fused_glus);
     std::printf("  load            %10.1f ms\n", j["load_ms"].get<double>());
@@ -208,6 +217,10 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                 j["prompt_tok_s"].get<double>(), j["ttft_ms"].get<double>());
     std::printf("  decode %5d    %10.1f tok/s\n", new_tokens, j["decode_tok_s"].get<double>());
     if (runs.size() > 1) std::printf("  (medians of %zu runs; --json lists each)\n", runs.size());
+    if (fewer_threads > 0)
+      std::printf("  decode ran %ld of its %ld steps on fewer than %d threads: other work held a core (--threads N "
+                  "keeps N)\n",
+                  fewer_threads, long(runs.size()) * (new_tokens - 1), threads);
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
     if (j.contains("decode_gb_s"))
       std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "

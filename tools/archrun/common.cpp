@@ -1,10 +1,12 @@
 // What every archrun command shares: opening a model or tokenizer, ids, errors.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
 #include <unistd.h>
 
+#include "engine/thread_governor.h"
 #include "importer/toy_checkpoint.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -22,7 +24,10 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   opt.template_path = c.template_path;
   opt.backend = c.path;
   opt.plan = !c.no_plan;
+  // A thread count given is kept; otherwise sessions govern their decode
+  // steps' threads, from one per core down while other work holds a core.
   if (c.threads > 0) omp_set_num_threads(c.threads);
+  else if (!std::getenv("OMP_NUM_THREADS")) set_adaptive_threads(omp_get_max_threads());
   if (!cpu_features().cap_error.empty()) return error(cpu_features().cap_error);
   set_bf16_activations(c.bf16_activations);
   set_kv_f16(c.kv_f16);

@@ -1,0 +1,99 @@
+// The decode-thread governor: its decisions from the threads' CPU shares,
+// and what it rests on: a decode step computes the same logits on any
+// number of threads, so changing the count between steps changes nothing
+// but the speed.
+#include "engine/thread_governor.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <vector>
+
+#include "engine/session.h"
+#include "tests/engine/toy_model.h"
+
+namespace arch {
+namespace {
+
+constexpr double kQuiet = 0.99, kBusy = 0.5;
+
+TEST(ThreadPolicy, TakesAThreadOutAfterTwoBusyWindowsInARow) {
+  ThreadPolicy p(2);
+  EXPECT_EQ(p.after_window(kQuiet), 2);
+  EXPECT_EQ(p.after_window(kBusy), 2);  // one busy window: a passing job
+  EXPECT_EQ(p.after_window(kBusy), 1);
+  EXPECT_EQ(p.after_window(kBusy), 1);  // never under one
+}
+
+TEST(ThreadPolicy, AQuietWindowClearsTheStrikes) {
+  ThreadPolicy p(2);
+  EXPECT_EQ(p.after_window(kBusy), 2);
+  EXPECT_EQ(p.after_window(kQuiet), 2);
+  EXPECT_EQ(p.after_window(kBusy), 2);
+  EXPECT_EQ(p.after_window(kBusy), 1);
+}
+
+TEST(ThreadPolicy, TriesAThreadBackAndWaitsLongerEachTimeTheCoreIsStillTaken) {
+  ThreadPolicy p(4);
+  p.after_window(kBusy);
+  ASSERT_EQ(p.after_window(kBusy), 3);
+  for (int w = 1; w < ThreadPolicy::kRetryAfter; ++w) ASSERT_EQ(p.after_window(kQuiet), 3);
+  EXPECT_EQ(p.after_window(kQuiet), 4);  // the try
+  EXPECT_EQ(p.after_window(kBusy), 3);   // still taken: back at once
+  for (int w = 1; w < 2 * ThreadPolicy::kRetryAfter; ++w) ASSERT_EQ(p.after_window(kQuiet), 3);
+  EXPECT_EQ(p.after_window(kQuiet), 4);  // the next try, twice as late
+  EXPECT_EQ(p.after_window(kQuiet), 4);  // free again: kept
+}
+
+TEST(ThreadPolicy, OneThreadHasNothingToGovern) {
+  ThreadPolicy p(1);
+  for (int w = 0; w < 3 * ThreadPolicy::kRetryAfter; ++w) EXPECT_EQ(p.after_window(w % 2 ? kBusy : kQuiet), 1);
+}
+
+// Greedy decode steps' logits on `threads` threads, past the depth where a
+// step's attention splits its keys into shares.
+std::vector<std::vector<float>> decode_logits(const Model& m, int threads, int steps) {
+  omp_set_num_threads(threads);
+  Session s(m, steps + 8);
+  std::vector<std::vector<float>> all;
+  EXPECT_TRUE(s.step(std::vector<int32_t>{1, 2, 3}).ok());
+  int32_t next = 4;
+  for (int k = 0; k < steps; ++k) {
+    auto out = s.step(std::vector<int32_t>{next});
+    EXPECT_TRUE(out.ok()) << out.error().message;
+    if (!out.ok()) break;
+    const Tensor& l = out->at("logits");
+    all.emplace_back(l.f32(), l.f32() + l.numel());
+    next = int32_t((next * 7 + k) % l.dim(-1));
+  }
+  return all;
+}
+
+TEST(ThreadGovernor, DecodeStepsComputeTheSameOnAnyNumberOfThreads) {
+  auto m = testing::load_toy(3);
+  ASSERT_TRUE(m);
+  const int before = omp_get_max_threads();
+  const auto one = decode_logits(*m, 1, 300), two = decode_logits(*m, 2, 300);
+  omp_set_num_threads(before);
+  ASSERT_EQ(one.size(), two.size());
+  for (size_t k = 0; k < one.size(); ++k) ASSERT_EQ(one[k], two[k]) << "decode step " << k;
+}
+
+TEST(ThreadGovernor, SessionsGovernOnlyWhenAsked) {
+  auto m = testing::load_toy(3);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(Session(*m, 8).governor(), nullptr);
+  set_adaptive_threads(2);
+  Session s(*m, 64);
+  set_adaptive_threads(0);
+  ASSERT_NE(s.governor(), nullptr);
+  ASSERT_TRUE(s.step(std::vector<int32_t>{1, 2}).ok());  // a prompt: not a decode step
+  for (int32_t t = 0; t < 40; ++t) ASSERT_TRUE(s.step(std::vector<int32_t>{t}).ok());
+  EXPECT_EQ(s.governor()->decode_steps(), 40);
+  EXPECT_GE(s.governor()->threads(), 1);
+  EXPECT_LE(s.governor()->threads(), 2);
+  omp_set_num_threads(2);
+}
+
+}  // namespace
+}  // namespace arch
