@@ -1,5 +1,6 @@
 #include "engine/interpreter.h"
 
+#include "engine/load_progress.h"
 #include "engine/planner.h"
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
@@ -33,6 +34,7 @@ void interleave_where_read(const Graph& g, const OpTable& ops, const std::string
     if (verdict[v] == 1) {
       Tensor stored = weights[v];
       weights[v] = interleave_rows(stored);
+      weights_read(int64_t(stored.nbytes()));
       release_pages(stored);
     }
 }
@@ -68,6 +70,7 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     if (widen[v]) {
       Tensor stored = p.weights[v];
       p.weights[v] = to_f32(stored);
+      weights_read(int64_t(stored.nbytes()));
       release_pages(stored);  // read once, not again
     }
   interleave_where_read(g, ops, backend, p.weights);

@@ -3,6 +3,7 @@
 #include "dsl/parse.h"
 #include "engine/bind.h"
 #include "engine/dispatch.h"
+#include "engine/load_progress.h"
 #include "kernels/kernels.h"
 
 namespace arch {
@@ -36,6 +37,9 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   io.tensor_exists = has;
   io.flag_overrides = opt.flags;
   ARCH_TRY(m->instance, dsl::instantiate(m->tmpl, io, op_table()));
+  int64_t total_bytes = 0;
+  for (const auto& [name, t] : m->checkpoint.tensors) total_bytes += int64_t(t.nbytes());
+  LoadProgressScope progress(opt.progress, total_bytes);
   ARCH_TRY(BoundWeights w, bind_weights(m->instance.graph, m->checkpoint));
   m->unused_tensors = std::move(w.unused);
   ARCH_TRY(m->program, make_program(m->instance.graph, op_table(), std::move(w.by_value), opt.backend, opt.plan));
@@ -43,7 +47,10 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   if (auto g = last_row_graph(*m->program.graph, m->program.weights, "logits", origin)) {
     // Only a shortcut: where it cannot be built, generation runs the full program.
     auto last = make_program(*g, op_table(), m->program.weights, opt.backend, false);
-    if (!last.ok()) return m;
+    if (!last.ok()) {
+      weights_read(total_bytes);
+      return m;
+    }
     m->last_logits = std::move(last).value();
     m->last_logits.owned_graph = g;
     m->last_logits.plan = m->program.plan;
@@ -51,6 +58,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     for (size_t n = 0; n < origin.size(); ++n)
       m->last_logits.state_of[n] = origin[n] >= 0 ? m->program.state_of[size_t(origin[n])] : base + int(n);
   }
+  weights_read(total_bytes);  // the rest is mapped, read when first used
   return m;
 }
 

@@ -10,6 +10,7 @@
 #include "dsl/ast.h"
 #include "dsl/instantiate.h"
 #include "engine/interpreter.h"
+#include "engine/load_progress.h"
 #include "importer/checkpoint.h"
 
 namespace arch {
@@ -20,6 +21,7 @@ struct LoadOptions {
   std::map<std::string, bool> flags;    // override flags
   std::string backend = "cpu";          // fast kernels where there are some; "reference": plain ones only
   bool plan = true;                     // the planner's rewrites (engine/planner.h) on a fast backend
+  LoadProgress progress;                // bytes of weights read so far, of all (engine/load_progress.h)
 };
 
 struct Model {

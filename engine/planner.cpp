@@ -1,5 +1,6 @@
 #include "engine/planner.h"
 
+#include "engine/load_progress.h"
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
 #include "engine/weight_arena.h"
@@ -281,7 +282,10 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
       const bool interleave = interleavable(parts[0]->dtype, parts[0]->dim(1)) &&
                               ops.takes_stored(head.op, backend, head.attrs, 1, interleaved_of(parts[0]->dtype));
       Tensor merged = interleave ? interleave_rows(parts) : concat_rows(parts);
-      for (const Tensor* part : parts) release_pages(*part);  // read once; back from the file if touched again
+      for (const Tensor* part : parts) {
+        weights_read(int64_t(part->nbytes()));
+        release_pages(*part);  // read once; back from the file if touched again
+      }
       const Node& first = g.nodes[i];
       Value wv{names + ".weight", {DType::F32, shape_of(merged.shape)}, -1, first.loc};
       int w_id = out->add_value(wv);

@@ -1,7 +1,10 @@
 // What every archrun command shares: opening a model or tokenizer, ids, errors.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 
 #include <unistd.h>
@@ -18,12 +21,43 @@ namespace fs = std::filesystem;
 
 namespace arch::cli {
 
+namespace {
+
+// A line on a terminal's stderr while a load runs past half a second:
+// how much of the weights has been read and rewritten; cleared when done.
+LoadProgress load_progress_line() {
+  if (!isatty(2)) return nullptr;
+  using clock = std::chrono::steady_clock;
+  struct Shown {
+    clock::time_point started = clock::now(), last;
+    bool any = false;
+  };
+  auto shown = std::make_shared<Shown>();
+  return [shown](int64_t read, int64_t total) {
+    const auto now = clock::now();
+    if (read >= total) {
+      if (shown->any) std::fprintf(stderr, "\r\033[K");
+      shown->any = false;
+      return;
+    }
+    if (now - shown->started < std::chrono::milliseconds(500) || now - shown->last < std::chrono::milliseconds(100))
+      return;
+    shown->last = now;
+    shown->any = true;
+    std::fprintf(stderr, "\r\033[Kloading: %.1f of %.1f GB of weights read (%d%%)", double(read) / 1e9,
+                 double(total) / 1e9, int(100 * read / std::max<int64_t>(total, 1)));
+  };
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Model>> open_model(const Common& c) {
   LoadOptions opt;
   opt.families = c.families;
   opt.template_path = c.template_path;
   opt.backend = c.path;
   opt.plan = !c.no_plan;
+  opt.progress = load_progress_line();
   // A thread count given is kept; otherwise sessions govern their decode
   // steps' threads, from one per core down while other work holds a core.
   if (c.threads > 0) omp_set_num_threads(c.threads);
