@@ -62,7 +62,7 @@ void ThreadGovernor::find_clocks() {
   {
     const int t = omp_get_thread_num();
     clockid_t c;
-    if (t < n && pthread_getcpuclockid(pthread_self(), &c) == 0) found[size_t(t)] = c, have[size_t(t)] = 1;
+    if (pthread_getcpuclockid(pthread_self(), &c) == 0) found[size_t(t)] = c, have[size_t(t)] = 1;
   }
   clocks_.clear();
   for (int t = 0; t < n; ++t)

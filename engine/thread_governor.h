@@ -6,10 +6,11 @@
 // its core, and two threads decode slower than one would (0.5B q4 on two
 // cores, one of them busy: 52 tok/s on 2 threads, 101 on 1).
 //
-// The governor measures what share of each decode step's wall time every
-// thread of the team got on a CPU (its CPU clock; a waiting thread spins,
-// so an unloaded one gets all of it). When the least share stays clearly
-// under one for two windows of steps in a row, it takes a thread out of
+// The governor measures, over windows of kWindow decode steps, what share
+// of the steps' wall time every thread of the team got on a CPU (its CPU
+// clock; a waiting thread spins, so an unloaded one gets all of it). When
+// the least share stays clearly under one for two windows in a row, it
+// takes a thread out of
 // decode steps; after a while with fewer it tries one back. Prompt chunks
 // keep every thread: oneDNN's sums may depend on the team's size, while a
 // decode step's kernels compute the same on any number of threads.
