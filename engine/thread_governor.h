@@ -10,10 +10,10 @@
 // of the steps' wall time every thread of the team got on a CPU (its CPU
 // clock; a waiting thread spins, so an unloaded one gets all of it). When
 // the least share stays clearly under one for two windows in a row, it
-// takes a thread out of
-// decode steps; after a while with fewer it tries one back. Prompt chunks
-// keep every thread: oneDNN's sums may depend on the team's size, while a
-// decode step's kernels compute the same on any number of threads.
+// takes a thread out of decode steps; after a while with fewer it tries
+// one back. Prompt chunks keep every thread: oneDNN's sums may depend on
+// the team's size, while a decode step's kernels compute the same on any
+// number of threads.
 #pragma once
 
 #include <ctime>
