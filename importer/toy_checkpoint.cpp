@@ -85,35 +85,57 @@ Tensor draw(NormalSource& normal, Dims shape, double base, double std, bool bf16
   return t;
 }
 
+// One tensor to draw: `base + std * N(0, 1)` of this shape.
+struct TensorSpec {
+  std::string name;
+  Dims shape;
+  double base, std;
+};
+
 // Every tensor save_pretrained writes for such a model, in module order;
 // linear weights [out, in] scaled so activations keep unit size, norms near 1.
-std::vector<std::pair<std::string, Tensor>> tensors_of(const LlamaShape& m, uint64_t seed) {
-  NormalSource normal(seed);
-  auto linear = [&](int64_t out, int64_t in) { return draw(normal, {out, in}, 0.0, 1.0 / std::sqrt(double(in)), m.bf16); };
-  auto norm = [&](int64_t n) { return draw(normal, {n}, 1.0, 0.1, m.bf16); };
+std::vector<TensorSpec> specs_of(const LlamaShape& m) {
+  auto linear = [&](std::string name, int64_t out, int64_t in) {
+    return TensorSpec{std::move(name), {out, in}, 0.0, 1.0 / std::sqrt(double(in))};
+  };
+  auto norm = [&](std::string name, int64_t n) { return TensorSpec{std::move(name), {n}, 1.0, 0.1}; };
   const int64_t q_out = m.num_attention_heads * m.head_dim;
   const int64_t kv_out = m.num_key_value_heads * m.head_dim;
-  std::vector<std::pair<std::string, Tensor>> t;
-  t.emplace_back("model.embed_tokens.weight", draw(normal, {m.vocab_size, m.hidden_size}, 0.0, 1.0, m.bf16));
+  std::vector<TensorSpec> t;
+  t.push_back({"model.embed_tokens.weight", {m.vocab_size, m.hidden_size}, 0.0, 1.0});
   for (int64_t i = 0; i < m.num_hidden_layers; ++i) {
     std::string L = "model.layers." + std::to_string(i) + ".";
-    t.emplace_back(L + "input_layernorm.weight", norm(m.hidden_size));
-    t.emplace_back(L + "self_attn.q_proj.weight", linear(q_out, m.hidden_size));
-    t.emplace_back(L + "self_attn.k_proj.weight", linear(kv_out, m.hidden_size));
-    t.emplace_back(L + "self_attn.v_proj.weight", linear(kv_out, m.hidden_size));
+    t.push_back(norm(L + "input_layernorm.weight", m.hidden_size));
+    t.push_back(linear(L + "self_attn.q_proj.weight", q_out, m.hidden_size));
+    t.push_back(linear(L + "self_attn.k_proj.weight", kv_out, m.hidden_size));
+    t.push_back(linear(L + "self_attn.v_proj.weight", kv_out, m.hidden_size));
     if (m.qkv_bias) {  // Qwen2
-      t.emplace_back(L + "self_attn.q_proj.bias", draw(normal, {q_out}, 0.0, 0.1, m.bf16));
-      t.emplace_back(L + "self_attn.k_proj.bias", draw(normal, {kv_out}, 0.0, 0.1, m.bf16));
-      t.emplace_back(L + "self_attn.v_proj.bias", draw(normal, {kv_out}, 0.0, 0.1, m.bf16));
+      t.push_back({L + "self_attn.q_proj.bias", {q_out}, 0.0, 0.1});
+      t.push_back({L + "self_attn.k_proj.bias", {kv_out}, 0.0, 0.1});
+      t.push_back({L + "self_attn.v_proj.bias", {kv_out}, 0.0, 0.1});
     }
-    t.emplace_back(L + "self_attn.o_proj.weight", linear(m.hidden_size, q_out));
-    t.emplace_back(L + "post_attention_layernorm.weight", norm(m.hidden_size));
-    t.emplace_back(L + "mlp.gate_proj.weight", linear(m.intermediate_size, m.hidden_size));
-    t.emplace_back(L + "mlp.up_proj.weight", linear(m.intermediate_size, m.hidden_size));
-    t.emplace_back(L + "mlp.down_proj.weight", linear(m.hidden_size, m.intermediate_size));
+    t.push_back(linear(L + "self_attn.o_proj.weight", m.hidden_size, q_out));
+    t.push_back(norm(L + "post_attention_layernorm.weight", m.hidden_size));
+    t.push_back(linear(L + "mlp.gate_proj.weight", m.intermediate_size, m.hidden_size));
+    t.push_back(linear(L + "mlp.up_proj.weight", m.intermediate_size, m.hidden_size));
+    t.push_back(linear(L + "mlp.down_proj.weight", m.hidden_size, m.intermediate_size));
   }
-  t.emplace_back("model.norm.weight", norm(m.hidden_size));
-  if (!m.tied) t.emplace_back("lm_head.weight", linear(m.vocab_size, m.hidden_size));
+  t.push_back(norm("model.norm.weight", m.hidden_size));
+  if (!m.tied) t.push_back(linear("lm_head.weight", m.vocab_size, m.hidden_size));
+  return t;
+}
+
+// The tensors drawn in order from one generator (so a seed gives the same
+// file), `progress` told after each.
+std::vector<std::pair<std::string, Tensor>> tensors_of(const LlamaShape& m, uint64_t seed,
+                                                       const ToyProgress& progress) {
+  NormalSource normal(seed);
+  const std::vector<TensorSpec> specs = specs_of(m);
+  std::vector<std::pair<std::string, Tensor>> t;
+  for (const TensorSpec& spec : specs) {
+    t.emplace_back(spec.name, draw(normal, spec.shape, spec.base, spec.std, m.bf16));
+    if (progress) progress(int64_t(t.size()), int64_t(specs.size()), spec.name);
+  }
   return t;
 }
 
@@ -148,13 +170,14 @@ std::optional<LlamaShape> llama_shape(const std::string& name) {
   return std::nullopt;
 }
 
-Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed) {
+Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed,
+                               const ToyProgress& progress) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return error(dir + ": cannot create directory: " + ec.message());
   ARCH_TRY_STATUS(write_text((fs::path(dir) / "config.json").string(), config_of(shape).dump(2) + "\n"));
-  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors_of(shape, seed),
+  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors_of(shape, seed, progress),
                            {{"format", "pt"}});
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -29,8 +30,12 @@ struct LlamaShape {
 // "toy", "qwen2.5-0.5b", "llama-3.2-1b".
 std::optional<LlamaShape> llama_shape(const std::string& name);
 
-// Random weights of a real model's shape (the same draws as the toy's).
-Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed = 0);
+// Random weights of a real model's shape (the same draws as the toy's);
+// `progress` is told after each tensor is drawn (a 1B shape takes tens of
+// seconds).
+using ToyProgress = std::function<void(int64_t done, int64_t total, const std::string& name)>;
+Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed = 0,
+                               const ToyProgress& progress = nullptr);
 
 // Creates `dir` if needed and writes config.json and model.safetensors there.
 // Weights are drawn from `seed` by a generator of our own over

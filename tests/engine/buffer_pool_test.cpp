@@ -23,6 +23,10 @@ std::atomic<bool> g_counting{false};
 std::atomic<long> g_news{0};
 }  // namespace
 
+// The replacements below pair operator new with malloc and delete with
+// free; GCC sees free on a pointer from new and warns, wrongly here.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void* operator new(size_t n) {
   if (g_counting.load(std::memory_order_relaxed)) {
     g_news.fetch_add(1, std::memory_order_relaxed);
