@@ -7,14 +7,15 @@
 # Decode is timed from an empty context on both sides (llama-bench's tg).
 # Each NAME pairs a GGUF file (tools/bench/to_gguf.py, then llama-quantize
 # --pure) with the same weights for archrun (a checkpoint directory or an
-# `archrun import` file). Prints one line per pair: prompt and decode tok/s.
+# `archrun import` file). Prints one line per pair: prompt and decode tok/s,
+# and the read bandwidth archrun probed beside its decode runs.
 # ARCHRUN_ARGS adds options to archrun's side (e.g. --bf16-activations).
 set -euo pipefail
 llama_bench=$1 archrun=$2
 shift 2
 prompt=${PROMPT:-512} decode=${DECODE:-64} threads=${THREADS:-2} repeat=${REPEAT:-3}
 read -r -a extra <<<"${ARCHRUN_ARGS:-}"
-printf '%-10s %14s %14s %14s %14s\n' type llama.cpp_pp archrun_pp llama.cpp_tg archrun_tg
+printf '%-10s %14s %14s %14s %14s %14s\n' type llama.cpp_pp archrun_pp llama.cpp_tg archrun_tg read_GB/s
 for pair in "$@"; do
   name=${pair%%=*} rest=${pair#*=}
   gguf=${rest%%:*} ours=${rest#*:}
@@ -27,6 +28,9 @@ for pair in "$@"; do
       tail -1
   }
   app=$(ours_json "$prompt" 1 | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["prompt_tok_s"],1))')
-  atg=$(ours_json 1 "$decode" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["decode_tok_s"],1))')
-  printf '%-10s %14s %14s %14s %14s\n' "$name" "$lpp" "$app" "$ltg" "$atg"
+  # The decode runs' read bandwidth beside them: the machine's varies by
+  # up to 2x within minutes, and says which state a decode pair met.
+  read -r atg abw < <(ours_json 1 "$decode" | python3 -c 'import json,sys; j=json.load(sys.stdin)
+print(round(j["decode_tok_s"],1), round(j.get("read_bandwidth_gb_s",0),1))')
+  printf '%-10s %14s %14s %14s %14s %14s\n' "$name" "$lpp" "$app" "$ltg" "$atg" "$abw"
 done
