@@ -5,8 +5,6 @@
 //   archrun info MODEL
 // MODEL may be omitted (or be "toy"): the embedded default, a tiny
 // random-weight Llama the tool writes itself, needing no download.
-#include <unistd.h>
-
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -189,12 +187,11 @@ int main(int argc, char** argv) {
   if (toy->parsed()) {
     LlamaShape shape = *llama_shape(toy_shape);
     shape.bf16 = toy_dtype == "bf16";
-    const bool tty = isatty(2);
-    auto progress = [&](int64_t done, int64_t total, const std::string& name) {
-      if (tty) std::fprintf(stderr, "\r\033[Ktoy: %lld/%lld %s", (long long)done, (long long)total, name.c_str());
+    auto progress = [](int64_t done, int64_t total, const std::string& name) {
+      show_progress_count("toy", done, total, name);
     };
     Status st = write_random_checkpoint(toy_dir, shape, toy_seed, progress);
-    if (tty) std::fprintf(stderr, "\r\033[K");
+    clear_progress_line();
     if (!st.ok()) return fail(st.error());
     std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());
   }

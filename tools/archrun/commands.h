@@ -63,6 +63,10 @@ Result<std::shared_ptr<Model>> open_model(const Common& c);
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
 int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
+// "LABEL: done/total name" over the line before, when stderr is a terminal
+// (a long job's progress per tensor); clear_progress_line() after.
+void show_progress_count(const char* label, int64_t done, int64_t total, const std::string& name);
+void clear_progress_line();
 // The --check summary line (on stderr), `failed` when a step missed.
 void report_check(const CheckStats& stats, bool failed);
 

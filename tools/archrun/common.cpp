@@ -36,7 +36,7 @@ LoadProgress load_progress_line() {
   return [shown](int64_t read, int64_t total) {
     const auto now = clock::now();
     if (read >= total) {
-      if (shown->any) std::fprintf(stderr, "\r\033[K");
+      if (shown->any) clear_progress_line();
       shown->any = false;
       return;
     }
@@ -81,6 +81,14 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   fs::remove_all(dir, ec);
   if (m.ok()) (*m)->checkpoint.dir = "toy (the embedded default, seed 0)";
   return m;
+}
+
+void show_progress_count(const char* label, int64_t done, int64_t total, const std::string& name) {
+  if (isatty(2)) std::fprintf(stderr, "\r\033[K%s: %lld/%lld %s", label, (long long)done, (long long)total, name.c_str());
+}
+
+void clear_progress_line() {
+  if (isatty(2)) std::fprintf(stderr, "\r\033[K");
 }
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {

@@ -19,8 +19,8 @@ int run_import(const std::string& dir, const std::string& out, const std::string
   const bool tty = isatty(2);
   auto started = std::chrono::steady_clock::now();
   auto progress = [&](int64_t done, int64_t total, const std::string& name) {
-    if (tty) std::fprintf(stderr, "\r\033[Kimport: %lld/%lld %s", (long long)done, (long long)total, name.c_str());
-    else if (done == total) std::fprintf(stderr, "import: %lld tensors written\n", (long long)total);
+    show_progress_count("import", done, total, name);
+    if (!tty && done == total) std::fprintf(stderr, "import: %lld tensors written\n", (long long)total);
   };
   auto r = import_checkpoint(dir, out, *type, progress);
   if (tty) std::fprintf(stderr, "\n");
