@@ -47,16 +47,14 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   if (auto g = last_row_graph(*m->program.graph, m->program.weights, "logits", origin)) {
     // Only a shortcut: where it cannot be built, generation runs the full program.
     auto last = make_program(*g, op_table(), m->program.weights, opt.backend, false);
-    if (!last.ok()) {
-      weights_read(total_bytes);
-      return m;
+    if (last.ok()) {
+      m->last_logits = std::move(last).value();
+      m->last_logits.owned_graph = g;
+      m->last_logits.plan = m->program.plan;
+      const int base = int(m->program.graph->nodes.size());
+      for (size_t n = 0; n < origin.size(); ++n)
+        m->last_logits.state_of[n] = origin[n] >= 0 ? m->program.state_of[size_t(origin[n])] : base + int(n);
     }
-    m->last_logits = std::move(last).value();
-    m->last_logits.owned_graph = g;
-    m->last_logits.plan = m->program.plan;
-    const int base = int(m->program.graph->nodes.size());
-    for (size_t n = 0; n < origin.size(); ++n)
-      m->last_logits.state_of[n] = origin[n] >= 0 ? m->program.state_of[size_t(origin[n])] : base + int(n);
   }
   weights_read(total_bytes);  // the rest is mapped, read when first used
   return m;
