@@ -228,13 +228,14 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
   out.scale.resize(size_t(M * blocks));
   out.scale_sum.resize(size_t(M * blocks));
   out.sum.resize(size_t(M * blocks));
-  const bool avx512 = has_avx512_vnni();
+  const bool avx512 = has_avx512_vnni(), avx2 = cpu_features().avx2;
 #pragma omp parallel for schedule(static) if (M * K >= (1 << 16))
   for (int64_t m = 0; m < M; ++m)
     for (int64_t b = 0; b < blocks; ++b) {
       const size_t at = size_t(m * blocks + b);
       int8_t* q = out.q.data() + m * K + b * B;
       if (avx512) quantize_block_avx512(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
+      else if (avx2) quantize_block_avx2(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
       else quantize_block(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
     }
   if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk

@@ -42,6 +42,9 @@ void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, 
 // run. Activations in natural order (q4_order false).
 void quant_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                      int64_t ldy);
+// One block of 32 activations quantized on AVX2: q, its scale, scale *
+// sum(q) and sum(q), the same values as the plain loop gives.
+void quantize_block_avx2(const float* v, int8_t* q, float& scale, float& scale_sum, int32_t& block_sum);
 
 // The same with plain loops: what CPUs without AVX2 run (and the tests hold
 // the vector paths to).

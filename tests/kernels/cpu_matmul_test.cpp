@@ -173,6 +173,37 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
   }
 }
 
+// The AVX2 activation quantizer gives what the plain rule does: the
+// block's largest |x| maps to 127, values rounded to nearest, ties to even.
+TEST(CpuMatmul, Avx2QuantizerMatchesThePlainRule) {
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) GTEST_SKIP() << "no AVX2 here";
+  Tensor a = random_f32({4, 32}, 21);
+  a.f32()[32 + 5] = 40.0f;                          // an outlier sets the scale
+  for (int i = 64; i < 96; ++i) a.f32()[i] = 0.0f;  // an all-zero block
+  // Ties: with 127 the largest, the scale is 1 and x.5 rounds to even.
+  const float ties[] = {127.0f, 2.5f, -3.5f, 0.5f, -0.5f, 1.5f, 126.5f, -2.5f};
+  for (int i = 0; i < 32; ++i) a.f32()[96 + i] = ties[i % 8];
+  for (int row = 0; row < 4; ++row) {
+    const float* v = a.f32() + row * 32;
+    int8_t q[32];
+    float scale, scale_sum;
+    int32_t sum;
+    quantize_block_avx2(v, q, scale, scale_sum, sum);
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::abs(v[i]));
+    const float d = amax / 127.0f, inv = d != 0 ? 1.0f / d : 0.0f;
+    int32_t want_sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int8_t want = int8_t(std::nearbyint(v[i] * inv));
+      EXPECT_EQ(q[i], want) << "row " << row << " value " << i;
+      want_sum += want;
+    }
+    EXPECT_EQ(scale, d);
+    EXPECT_EQ(sum, want_sum);
+    EXPECT_EQ(scale_sum, d * float(want_sum));
+  }
+}
+
 TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
   for (DType dtype : {DType::BF16, DType::BF16x64}) {
     if (dtype == DType::BF16x64 && !has_avx512_bf16_dot()) continue;
