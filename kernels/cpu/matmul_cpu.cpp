@@ -385,10 +385,10 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
   // BF16 tiles pay only with the AVX-512 BF16 kernels; elsewhere BF16 stays
   // in rows (Highway's widening gemv, oneDNN or f32 slabs for prompts).
-  // Integer tiles likewise only with VNNI (the portable loop over tiles is
-  // for tests; rows run it faster).
+  // Integer tiles likewise only with VNNI or AVX2 (the portable loop over
+  // tiles is for tests; rows run it faster).
   if (stored == DType::BF16x64) return has_avx512_bf16_dot();
-  if (stored == DType::Q8_0x16 || stored == DType::Q4_0x16) return has_avx512_vnni();
+  if (stored == DType::Q8_0x16 || stored == DType::Q4_0x16) return has_avx512_vnni() || cpu_features().avx2;
   return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored);
 }
 

@@ -62,6 +62,10 @@ void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_
                       int64_t ldy);
 void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                                int64_t ldy);
+// The same on AVX2 without VNNI (quant_interleaved_avx2.cpp), for decode
+// and prompts alike; activations in natural order.
+void interleaved_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+                           int64_t ldy);
 
 // The same for many rows of activations (prompts): each weight vector
 // loaded serves several rows (quant_interleaved_gemm.cpp).

@@ -10,6 +10,7 @@
 
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 
@@ -121,7 +122,10 @@ ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, in
 
 void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                       int64_t ldy) {
-  if (!has_avx512_vnni()) return interleaved_gemv_portable(a, w, wt, n0, n1, y, ldy);
+  if (!has_avx512_vnni()) {
+    if (cpu_features().avx2) return interleaved_gemv_avx2(a, w, wt, n0, n1, y, ldy);
+    return interleaved_gemv_portable(a, w, wt, n0, n1, y, ldy);
+  }
   if (wt == DType::Q4_0x16) tiles_vnni<true>(a, w, wt, n0, n1, y, ldy);
   else tiles_vnni<false>(a, w, wt, n0, n1, y, ldy);
 }

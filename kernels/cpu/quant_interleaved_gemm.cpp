@@ -146,7 +146,7 @@ ARCH_VNNI void gemm_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int
 
 void interleaved_gemm(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                       int64_t ldy) {
-  if (!has_avx512_vnni()) return interleaved_gemv_portable(a, w, wt, n0, n1, y, ldy);
+  if (!has_avx512_vnni()) return interleaved_gemv(a, w, wt, n0, n1, y, ldy);  // AVX2's serves both
   if (wt == DType::Q4_0x16) gemm_vnni<true>(a, w, wt, n0, n1, y, ldy);
   else gemm_vnni<false>(a, w, wt, n0, n1, y, ldy);
 }

@@ -16,6 +16,7 @@
 #include "engine/session.h"
 #include "importer/canonical.h"
 #include "importer/safetensors.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
@@ -200,8 +201,9 @@ TEST(DenseImport, MatricesAreInterleavedAtLoad) {
       }
       SCOPED_TRACE(std::string(backend) + " " + std::string(dtype_name(rows)));
       // Tiles only where the CPU has the dot products they pay with: AVX-512
-      // BF16 for BF16, VNNI for Q8_0 / Q4_0.
-      const bool tiled = std::string(backend) == "cpu" && (rows == DType::BF16 ? has_avx512_bf16_dot() : has_avx512_vnni());
+      // BF16 for BF16, VNNI or AVX2 for Q8_0 / Q4_0.
+      const bool tiled = std::string(backend) == "cpu" && (rows == DType::BF16 ? has_avx512_bf16_dot()
+                                                                               : has_avx512_vnni() || cpu_features().avx2);
       if (tiled) {
         EXPECT_EQ(in_rows, 0);
         EXPECT_GT(in_tiles, 0);

@@ -13,6 +13,7 @@
 
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
@@ -163,6 +164,26 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
         for (size_t i = 0; i < fast.size(); ++i)
           EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " M=" << c.M;
       }
+  // And the AVX2 tiles kernel, decode and prompt shapes, in two ranges
+  // split at a tile (a last tile of 1 to 16 rows).
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    for (DType dtype : {DType::Q8_0x16, DType::Q4_0x16})
+      for (const Case& c : kCases) {
+        if (!storable(dtype, c.K)) continue;
+        Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
+        QuantizedActs q;
+        quantize_acts(a.f32(), c.M, c.K, c.K, q, DType::Q8_0);  // natural order
+        const auto* data = static_cast<const uint8_t*>(w.data);
+        std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
+        const int64_t split = std::min<int64_t>(c.N, kInterleave);
+        for (auto [n0, n1] : {std::pair{int64_t(0), split}, std::pair{split, c.N}}) {
+          interleaved_gemv_avx2(q, data, dtype, n0, n1, fast.data(), c.N);
+          interleaved_gemv_portable(q, data, dtype, n0, n1, plain.data(), c.N);
+        }
+        for (size_t i = 0; i < fast.size(); ++i)
+          EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i])))
+              << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
+      }
   for (const Case& c : kCases) {
     if (c.M > 4) continue;
     Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = convert_to(w, DType::BF16);
@@ -250,7 +271,8 @@ TEST(CpuMatmul, ReadsStoredWeightsWithoutWidening) {
   const OpTable& t = op_table();
   Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
   for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16, DType::BF16x64}) {
-    const bool tiles_need = d == DType::BF16x64 ? has_avx512_bf16_dot() : !is_interleaved(d) || has_avx512_vnni();
+    const bool tiles_need =
+        d == DType::BF16x64 ? has_avx512_bf16_dot() : !is_interleaved(d) || has_avx512_vnni() || cpu_features().avx2;
     EXPECT_EQ(t.takes_stored("matmul", "cpu", tb, 1, d), tiles_need) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "cpu", plain, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "reference", tb, 1, d)) << dtype_name(d);
