@@ -37,26 +37,56 @@ HWY_INLINE float Widen(TW v) {
   }
 }
 
-// MR rows of x against NR rows of w, all K.
+// MR rows of x against NR rows of w, all K. Each sum runs in C chains
+// over alternate vectors of k, enough that consecutive FMAs do not wait on
+// each other, and GCC 12 keeps the accumulators in registers only with
+// the small loops unrolled (left alone it stored one to memory after every
+// FMA). One row of x, one core, in cache: F32 42 -> 66 GB/s on AVX-512,
+// BF16 rows 17 -> 49 on AVX2.
 template <int MR, int NR, typename TW>
 HWY_INLINE void Tile(const float* x, int64_t ldx, const TW* w, int64_t K, float* y, int64_t ldy) {
+  constexpr int C = MR * NR >= 4 ? 1 : 4 / (MR * NR);
   const hn::ScalableTag<float> df;
   const int64_t L = int64_t(hn::Lanes(df));
-  hn::Vec<decltype(df)> acc[MR][NR];
-  for (int m = 0; m < MR; ++m)
-    for (int r = 0; r < NR; ++r) acc[m][r] = hn::Zero(df);
+  hn::Vec<decltype(df)> acc[C][MR][NR];
+  #pragma GCC unroll 4
+  for (int c = 0; c < C; ++c)
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m)
+      #pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) acc[c][m][r] = hn::Zero(df);
   int64_t k = 0;
+  for (; k + C * L <= K; k += C * L)
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) {
+      hn::Vec<decltype(df)> wv[NR];
+      #pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) wv[r] = LoadWidened(df, w + r * K + k + c * L);
+      #pragma GCC unroll 4
+      for (int m = 0; m < MR; ++m) {
+        const auto xv = hn::LoadU(df, x + m * ldx + k + c * L);
+        #pragma GCC unroll 4
+        for (int r = 0; r < NR; ++r) acc[c][m][r] = hn::MulAdd(xv, wv[r], acc[c][m][r]);
+      }
+    }
   for (; k + L <= K; k += L) {
     hn::Vec<decltype(df)> wv[NR];
+    #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) wv[r] = LoadWidened(df, w + r * K + k);
+    #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
       const auto xv = hn::LoadU(df, x + m * ldx + k);
-      for (int r = 0; r < NR; ++r) acc[m][r] = hn::MulAdd(xv, wv[r], acc[m][r]);
+      #pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) acc[0][m][r] = hn::MulAdd(xv, wv[r], acc[0][m][r]);
     }
   }
+  #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m)
+    #pragma GCC unroll 4
     for (int r = 0; r < NR; ++r) {
-      float s = hn::GetLane(hn::SumOfLanes(df, acc[m][r]));
+      #pragma GCC unroll 4
+      for (int c = 1; c < C; ++c) acc[0][m][r] = hn::Add(acc[0][m][r], acc[c][m][r]);
+      float s = hn::GetLane(hn::SumOfLanes(df, acc[0][m][r]));
       for (int64_t t = k; t < K; ++t) s += x[m * ldx + t] * Widen(w[r * K + t]);
       y[m * ldy + r] = s;
     }
