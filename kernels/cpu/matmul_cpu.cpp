@@ -7,7 +7,8 @@
 //     that are oneDNN's BA16a64b2a layout; F16 widened to f32 and Q8_0 /
 //     Q4_0 rows dequantized to bf16, a slab of rows at a time; Q8_0 / Q4_0
 //     in 16-row tiles (as loaded) in integers on the tiles
-//     (quant_interleaved_gemm.cpp);
+//     (quant_interleaved_gemm.cpp on VNNI, quant_interleaved_avx2.cpp on
+//     AVX2);
 //   - a few rows (decode): F32/F16 rows widened in registers (gemv_hwy.cpp);
 //     BF16 tiles on AVX-512 BF16 (gemv_bf16_avx512.cpp); Q8_0 / Q4_0 with
 //     the activations quantized per block and integer dot products
@@ -287,7 +288,7 @@ Status matmul_product(KernelContext& ctx) {
   const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
   // Prompts on rows (MoE experts keep them; so does every matrix on CPUs
-  // without VNNI), compute-bound: dequantized to bf16 for oneDNN's bf16
+  // without AVX2), compute-bound: dequantized to bf16 for oneDNN's bf16
   // kernels, the activations rounded to bf16. Without those (before
   // AVX-512), the AVX2 integer kernel below beats f32 slabs (0.5B q4, 64
   // tokens: 124 against 36 tok/s); with neither, f32 slabs.
