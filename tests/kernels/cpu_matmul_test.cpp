@@ -130,60 +130,36 @@ TEST(CpuMatmul, WritesEveryOutputElement) {
 // The paths this CPU does not take by itself: the portable quantized loops
 // and the Highway gemv on BF16, against what it does take.
 TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
-  // Rows and tiles alike, in two ranges split at a tile, as threads split them.
-  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16})
-    for (const Case& c : kCases) {
-      if (!storable(dtype, c.K) || c.M > 4) continue;
-      Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
-      QuantizedActs q;
-      quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
-      const auto* data = static_cast<const uint8_t*>(w.data);
-      const bool tiles = is_interleaved(dtype);
-      std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
-      const int64_t split = std::min<int64_t>(c.N, kInterleave);
-      for (auto [n0, n1] : {std::pair{int64_t(0), split}, std::pair{split, c.N}}) {
-        (tiles ? interleaved_gemv : quant_gemv)(q, data, dtype, n0, n1, fast.data(), c.N);
-        (tiles ? interleaved_gemv_portable : quant_gemv_portable)(q, data, dtype, n0, n1, plain.data(), c.N);
-      }
-      for (size_t i = 0; i < fast.size(); ++i)
-        EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " N=" << c.N;
-    }
-  // The AVX2 rows kernel (CPUs without VNNI), whatever ARCHETYPE_CPU says:
-  // activations in natural order, as it takes them.
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    for (DType dtype : {DType::Q8_0, DType::Q4_0})
+  using Kernel = void (*)(const QuantizedActs&, const uint8_t*, DType, int64_t, int64_t, float*, int64_t);
+  // Rows and tiles alike, in two ranges split at a tile (a last tile of 1
+  // to 16 rows), as threads split them. Without `natural_order` the
+  // activations are quantized for the weight type (Q4_0 on VNNI reorders).
+  auto agree = [](Kernel rows, Kernel tiles, bool natural_order, int64_t max_m) {
+    for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16})
       for (const Case& c : kCases) {
-        if (!storable(dtype, c.K)) continue;
+        if (!storable(dtype, c.K) || c.M > max_m) continue;
         Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
         QuantizedActs q;
-        quantize_acts(a.f32(), c.M, c.K, c.K, q, DType::Q8_0);  // no reordering
+        quantize_acts(a.f32(), c.M, c.K, c.K, q, natural_order ? DType::Q8_0 : dtype);
         const auto* data = static_cast<const uint8_t*>(w.data);
-        std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
-        quant_gemv_avx2(q, data, dtype, 0, c.N, fast.data(), c.N);
-        quant_gemv_portable(q, data, dtype, 0, c.N, plain.data(), c.N);
-        for (size_t i = 0; i < fast.size(); ++i)
-          EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i]))) << dtype_name(dtype) << " M=" << c.M;
-      }
-  // And the AVX2 tiles kernel, decode and prompt shapes, in two ranges
-  // split at a tile (a last tile of 1 to 16 rows).
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    for (DType dtype : {DType::Q8_0x16, DType::Q4_0x16})
-      for (const Case& c : kCases) {
-        if (!storable(dtype, c.K)) continue;
-        Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
-        QuantizedActs q;
-        quantize_acts(a.f32(), c.M, c.K, c.K, q, DType::Q8_0);  // natural order
-        const auto* data = static_cast<const uint8_t*>(w.data);
+        const bool tiled = is_interleaved(dtype);
         std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
         const int64_t split = std::min<int64_t>(c.N, kInterleave);
         for (auto [n0, n1] : {std::pair{int64_t(0), split}, std::pair{split, c.N}}) {
-          interleaved_gemv_avx2(q, data, dtype, n0, n1, fast.data(), c.N);
-          interleaved_gemv_portable(q, data, dtype, n0, n1, plain.data(), c.N);
+          (tiled ? tiles : rows)(q, data, dtype, n0, n1, fast.data(), c.N);
+          (tiled ? interleaved_gemv_portable : quant_gemv_portable)(q, data, dtype, n0, n1, plain.data(), c.N);
         }
         for (size_t i = 0; i < fast.size(); ++i)
           EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i])))
               << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
       }
+  };
+  // What this CPU takes (decode shapes).
+  agree(quant_gemv, interleaved_gemv, false, 4);
+  // The AVX2 kernels (CPUs without VNNI), whatever ARCHETYPE_CPU says,
+  // decode and prompt shapes; they take the activations in natural order.
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    agree(quant_gemv_avx2, interleaved_gemv_avx2, true, 1 << 20);
   for (const Case& c : kCases) {
     if (c.M > 4) continue;
     Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = convert_to(w, DType::BF16);
