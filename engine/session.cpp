@@ -43,8 +43,8 @@ Result<std::map<std::string, Tensor>> Session::step(std::span<const int32_t> ids
   }
   ARCH_TRY(std::vector<int> keep, output_values(g, outputs));
   const Program& program = last_only && m_.last_logits.graph ? m_.last_logits : m_.program;
-  // One token is a decode step: its kernels sum the same on any number of
-  // threads, so the governor may choose it (a prompt chunk takes them all).
+  // One token is a decode step, measured by the governor; a prompt chunk
+  // runs on the count it has come to (both sum the same on any number).
   if (governor_) {
     if (n == 1) governor_->begin_decode();
     else governor_->begin_prompt();

@@ -98,7 +98,7 @@ void ThreadGovernor::end_decode() {
 }
 
 void ThreadGovernor::begin_prompt() {
-  omp_set_num_threads(max_);
+  omp_set_num_threads(threads());
   steps_ = 0;  // a window is decode steps back to back
 }
 

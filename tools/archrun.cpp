@@ -25,7 +25,7 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--path", c.path, "cpu: fast kernels where there are some (default); reference: the plain kernels only")
       ->check(CLI::IsMember({"cpu", "reference"}));
   cmd->add_flag("--check", c.check, "compare every fast step with its op's reference kernel; stop at the first that misses");
-  cmd->add_option("--threads", c.threads, "threads for the cpu kernels, kept as given (default: one per core, fewer for decode steps while other work holds a core)")
+  cmd->add_option("--threads", c.threads, "threads for the cpu kernels, kept as given (default: one per core, fewer while other work holds a core)")
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--no-plan", c.no_plan, "run the template's graph as written, without the planner's fusions");
   cmd->add_flag("--bf16-activations", c.bf16_activations,

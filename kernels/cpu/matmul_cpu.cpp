@@ -55,10 +55,10 @@ struct MatmulPrimitive {
   dnnl::matmul prim;
 };
 
-// (M, K, N, transpose_b, operand type, accumulate into C, C's row stride)
 // (M, K, N, transpose_b, operand type, accumulate into C, C's row stride,
-// B as BF16x64 tiles)
-using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t, bool, dt, bool, int64_t, bool>;
+// B as BF16x64 tiles, threads): a primitive keeps the team size it was
+// made for, and the thread governor may run a session's prompts on fewer.
+using PrimitiveKey = std::tuple<int64_t, int64_t, int64_t, bool, dt, bool, int64_t, bool, int>;
 
 struct OneDnn {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
@@ -67,7 +67,7 @@ struct OneDnn {
 
   MatmulPrimitive& primitive(int64_t M, int64_t K, int64_t N, bool tb, dt type, bool accumulate, int64_t ldc,
                              bool tiles) {
-    auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc, tiles);
+    auto key = std::make_tuple(M, K, N, tb, type, accumulate, ldc, tiles, omp_get_max_threads());
     auto it = primitives.find(key);
     if (it != primitives.end()) return it->second;
     // One per shape, M in buckets (run() splits M into bucket-sized runs);

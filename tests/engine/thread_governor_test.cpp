@@ -1,7 +1,7 @@
-// The decode-thread governor: its decisions from the threads' CPU shares,
-// and what it rests on: a decode step computes the same logits on any
-// number of threads, so changing the count between steps changes nothing
-// but the speed.
+// The thread governor: its decisions from the threads' CPU shares, and
+// what it rests on: decode steps and prompts compute the same logits on
+// any number of threads, so changing the count between steps changes
+// nothing but the speed.
 #include "engine/thread_governor.h"
 
 #include <gtest/gtest.h>
@@ -76,18 +76,35 @@ std::vector<std::vector<float>> decode_logits(const Model& m, int threads, int s
   return all;
 }
 
+// A prompt's logits (every position) on `threads` threads.
+std::vector<float> prompt_logits(const Model& m, int threads, int n) {
+  omp_set_num_threads(threads);
+  Session s(m, n + 8);
+  std::vector<int32_t> ids;
+  for (int k = 0; k < n; ++k) ids.push_back((k * 37 + 5) % 1000);
+  auto out = s.step(ids);
+  EXPECT_TRUE(out.ok()) << out.error().message;
+  if (!out.ok()) return {};
+  const Tensor& l = out->at("logits");
+  return std::vector<float>(l.f32(), l.f32() + l.numel());
+}
+
 void expect_same_on_one_and_two_threads(const Model& m) {
   const int before = omp_get_max_threads();
   const auto one = decode_logits(m, 1, 300), two = decode_logits(m, 2, 300);
-  omp_set_num_threads(before);
   ASSERT_EQ(one.size(), two.size());
   for (size_t k = 0; k < one.size(); ++k) ASSERT_EQ(one[k], two[k]) << "decode step " << k;
+  // Prompts too, through oneDNN (F32, BF16) and the integer tiles (Q8_0,
+  // Q4_0), one after the other in one process as a governed session
+  // meets them.
+  for (int n : {3, 40, 300}) EXPECT_EQ(prompt_logits(m, 1, n), prompt_logits(m, 2, n)) << "prompt of " << n;
+  omp_set_num_threads(before);
 }
 
 // Wide enough that the matmuls split their rows between threads, stored
 // as F32 and imported as Q4, Q8 and BF16 (the integer kernels on tiles and
 // the BF16 ones).
-TEST(ThreadGovernor, DecodeStepsComputeTheSameOnAnyNumberOfThreads) {
+TEST(ThreadGovernor, StepsComputeTheSameOnAnyNumberOfThreads) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("governor_model_" + std::to_string(getpid()));
   LlamaShape shape;
