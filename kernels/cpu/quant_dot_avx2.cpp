@@ -10,8 +10,9 @@
 //     (q - 128), and their sign moved onto the activations (|w| <= 128, so
 //     a pair is at most 2 * 128 * 127 = 32512).
 //
-// What sets its speed (one core, in cache, 4864 x 896: Q4_0 194 -> 112 µs,
-// Q8_0 211 -> 155 µs against a block at a time with its scales in scalars):
+// What sets its speed (one core, in cache, 4864 x 896: Q4_0 194 -> 112
+// µs, Q8_0 211 -> 155-168 µs, against a block at a time with its scales
+// in scalars):
 //   - the two scales' products are formed 8 blocks at a time (one f16
 //     conversion, one multiply, and for Q4_0 one FMA for the offset) and
 //     each block takes its lane with a permute;
