@@ -1,4 +1,5 @@
-// Decode steps on a machine where other work holds some of the cores.
+// Decode steps and prompts on a machine where other work holds some of the
+// cores.
 //
 // An OpenMP team waits for its slowest thread at every barrier, and a decode
 // step has about a hundred of them. When another process shares a core with

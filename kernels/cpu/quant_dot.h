@@ -39,7 +39,7 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy);
 
 // The same on AVX2 (quant_dot_avx2.cpp): what CPUs without AVX-512 VNNI
-// run. Activations in natural order (q4_order false).
+// run on rows (MoE experts). Activations in natural order (q4_order false).
 void quant_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                      int64_t ldy);
 // One block of 32 activations quantized on AVX2: q, its scale, scale *

@@ -1,7 +1,9 @@
-// Q8_0 / Q4_0 rows on AVX2 (CPUs without AVX-512 VNNI): the same integer
-// dot products as the VNNI kernel, a block of 32 at a time with
-// vpmaddubsw (unsigned x signed bytes, pairs summed to int16) and vpmaddwd
-// (pairs of those to int32).
+// Q8_0 / Q4_0 rows on AVX2 (CPUs without AVX-512 VNNI), which MoE experts
+// keep (dense matrices take 16-row tiles and quant_interleaved_avx2.cpp):
+// the same integer dot products as the VNNI kernel, a block of 32 at a
+// time with vpmaddubsw (unsigned x signed bytes, pairs summed to int16)
+// and vpmaddwd (pairs of those to int32). Also the AVX2 activation
+// quantizer every AVX2 path uses.
 //
 // vpmaddubsw saturates at 32767, so the weights' range matters:
 //   - Q4_0 nibbles (0..15) times |q| <= 127 stay far below it; the weights'
@@ -10,8 +12,8 @@
 //     (q - 128), and their sign moved onto the activations (|w| <= 128, so
 //     a pair is at most 2 * 128 * 127 = 32512).
 //
-// What sets its speed (one core, in cache, 4864 x 896: Q4_0 194 -> 112
-// µs, Q8_0 211 -> 155-168 µs, against a block at a time with its scales
+// What sets its speed (one core, in cache, 4864 x 896: Q4_0 194 -> 136
+// µs, Q8_0 211 -> 163 µs, against a block at a time with its scales
 // in scalars):
 //   - the two scales' products are formed 8 blocks at a time (one f16
 //     conversion, one multiply, and for Q4_0 one FMA for the offset) and
@@ -118,8 +120,9 @@ ARCH_AVX2_INLINE void load_pair(const uint8_t* row, int64_t b, __m256i& w0, __m2
 // MR rows of activations (in natural order) against one weight row. Each
 // row's blocks go round its accumulators (four for a lone row, else two
 // each; Q4_0 with 3-4 rows one each, which are chains enough and spare the
-// registers: prompt 128 on 0.5B q4 128 -> 161 tok/s, while Q8_0 lost as
-// much that way), so that consecutive FMAs do not wait on each other.
+// registers: prompt 128 on 0.5B q4 in rows 128 -> 161 tok/s, while Q8_0
+// lost as much that way), so that consecutive FMAs do not wait on each
+// other.
 template <int MR, bool Q8>
 ARCH_AVX2_INLINE void row_avx2(const QuantizedActs& a, int64_t m0, const uint8_t* row, float* y, int64_t ldy) {
   constexpr DType wt = Q8 ? DType::Q8_0 : DType::Q4_0;
@@ -170,62 +173,15 @@ ARCH_AVX2_INLINE void row_avx2(const QuantizedActs& a, int64_t m0, const uint8_t
   }
 }
 
-// Four Q4_0 weight rows against one row of activations m (decode): the
-// activations' loads and the lane broadcasts serve all four, and the four
-// sums are reduced together and stored at once (in cache 15-20% faster
-// than a row at a time). Each row's bytes are asked for four rows ahead as
-// it is read. Q8_0 stays a row at a time: four of its rows at once read
-// from memory slower (0.5B q8 decode 34-36 against 44-49 tok/s).
-ARCH_AVX2_INLINE void four_q4_rows_avx2(const QuantizedActs& a, int64_t m, const uint8_t* row0, size_t row_bytes,
-                                        float* y) {
-  const int64_t K = a.K, blocks = K / B;
-  const uint8_t* rows[4] = {row0, row0 + row_bytes, row0 + 2 * row_bytes, row0 + 3 * row_bytes};
-  const size_t scales_at = quant_scales_offset(DType::Q4_0, K), ahead = 4 * row_bytes;
-  const int8_t* q = a.q.data() + m * K;
-  __m256 acc[4], off[4], sv[4];
-  for (int r = 0; r < 4; ++r) acc[r] = off[r] = _mm256_setzero_ps();
-  for (int64_t b8 = 0; b8 < blocks; b8 += 8) {
-    const int64_t n = std::min<int64_t>(8, blocks - b8);  // even: Q4_0 rows are whole 64s
-#pragma GCC unroll 4
-    for (int r = 0; r < 4; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(rows[r] + ahead + scales_at + 2 * b8), _MM_HINT_T0);
-      scale_products<1>(a, m, reinterpret_cast<const uint16_t*>(rows[r] + scales_at), b8, n, false, &sv[r], &off[r]);
-    }
-    for (int64_t j = 0; j < n; j += 2) {
-      const int64_t b = b8 + j;
-      const __m256i x0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + b * B));
-      const __m256i x1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q + (b + 1) * B));
-      const __m256i l0 = _mm256_set1_epi32(int(j)), l1 = _mm256_set1_epi32(int(j + 1));
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; ++r) {
-        _mm_prefetch(reinterpret_cast<const char*>(rows[r] + ahead + b * B / 2), _MM_HINT_T0);
-        __m256i w0, w1;
-        load_pair<false>(rows[r], b, w0, w1);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w0, x0, false)), _mm256_permutevar8x32_ps(sv[r], l0),
-                                 acc[r]);
-        acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_dot(w1, x1, false)), _mm256_permutevar8x32_ps(sv[r], l1),
-                                 acc[r]);
-      }
-    }
-  }
-  for (int r = 0; r < 4; ++r) acc[r] = _mm256_fnmadd_ps(_mm256_set1_ps(8.0f), off[r], acc[r]);
-  // Lanes of rows 0-3 summed pairwise, then the halves: [sum0, sum1, sum2, sum3].
-  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
-  _mm_storeu_ps(y, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
-}
-
 // Weight rows [n0, n1) against MR rows of activations from m0.
 template <int MR, bool Q8>
 ARCH_AVX2 void rows_avx2(const QuantizedActs& a, int64_t m0, const uint8_t* w, int64_t n0, int64_t n1, float* y,
                          int64_t ldy) {
   const size_t row_bytes = quant_row_bytes(Q8 ? DType::Q8_0 : DType::Q4_0, a.K);
-  int64_t n = n0;
-  if (MR == 1 && !Q8)
-    for (; n + 4 <= n1; n += 4) four_q4_rows_avx2(a, m0, w + size_t(n) * row_bytes, row_bytes, y + m0 * ldy + n);
-  for (; n < n1; ++n) {
+  for (int64_t n = n0; n < n1; ++n) {
     // Decode: the start of the row four ahead asked for, before the
-    // hardware prefetcher gets going in it (0.5B q8 44-49 -> 49-55 tok/s;
-    // the whole of a long row cost 30% in cache).
+    // hardware prefetcher gets going in it (0.5B q8 in rows 44-49 -> 49-55
+    // tok/s; the whole of a long row cost 30% in cache).
     if (MR == 1 && n + 4 < n1) {
       const uint8_t* ahead = w + size_t(n + 4) * row_bytes;
       for (size_t line = 0; line < std::min<size_t>(row_bytes, 1024); line += 64)
