@@ -1,7 +1,8 @@
 // The kernels' own benchmark (Google Benchmark): the machine's memory
-// bandwidth and GEMM peak as the yardsticks, then the cpu matmul at decode
-// and prompt shapes for each weight type, as GB/s of weight read and
-// GFLOP/s. `build/bench_kernels --benchmark_filter=Gemv` runs a part.
+// bandwidth, GEMM peak and arithmetic peaks as the yardsticks, then the cpu
+// matmul at decode and prompt shapes for each weight type, as GB/s of
+// weight read and GFLOP/s. `build/bench_kernels --benchmark_filter=Gemv`
+// runs a part.
 //
 // Shapes are Qwen2.5-0.5B's (hidden 896, FFN 4864, vocab 151936) and
 // Llama-3.2-1B's (hidden 2048, FFN 8192).
@@ -17,20 +18,35 @@
 
 #include "engine/quant.h"
 #include "engine/quant_interleaved.h"
+#include "engine/weight_arena.h"
 #include "kernels/kernels.h"
+#include "tools/bench/compute_peak.h"
 #include "tools/bench/read_bandwidth.h"
 
 namespace arch {
 namespace {
 
 // The yardsticks, measured once before the benchmarks run (best of a few
-// passes, the machine being shared): bytes/s and oneDNN's f32 GFLOP/s.
+// passes, the machine being shared): bytes/s, oneDNN's f32 GFLOP/s and the
+// instructions' peaks.
 struct Yardsticks {
   double bandwidth = 0, gemm_gflops = 0;
+  ComputePeaks peaks;
 };
+
 Yardsticks& yardsticks() {
   static Yardsticks y;
   return y;
+}
+
+// The arithmetic a weight type's kernels run on: f32 FMAs for F32 and F16
+// (widened), bf16 dot products for BF16 where the CPU has them, int8 dot
+// products for Q8_0 / Q4_0. 0: none measured.
+double compute_peak(DType dtype) {
+  const ComputePeaks& p = yardsticks().peaks;
+  if (dtype == DType::BF16 || dtype == DType::BF16x64) return p.bf16 > 0 ? p.bf16 : p.f32;
+  if (is_block_quantized(dtype)) return p.int8;
+  return p.f32;
 }
 
 void BM_MemoryRead(benchmark::State& state) {
@@ -43,13 +59,18 @@ void BM_MemoryRead(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// f32 values stored as `dtype` (interleaved types as a loaded model tiles them).
+Tensor stored_as(const Tensor& f, DType dtype) {
+  if (is_interleaved(dtype)) return interleave_rows(convert_to(f, rows_of(dtype)));
+  return convert_to(f, dtype);
+}
+
 Tensor random_weight(DType dtype, int64_t N, int64_t K) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   Tensor f = Tensor::zeros(DType::F32, {N, K});
   for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = dist(rng);
-  if (is_interleaved(dtype)) return interleave_rows(convert_to(f, rows_of(dtype)));
-  return convert_to(f, dtype);
+  return stored_as(f, dtype);
 }
 
 // The cpu backend's matmul kernel on [M, K] x [N, K]^T.
@@ -80,6 +101,10 @@ void run_matmul(benchmark::State& state, DType dtype, int64_t M, int64_t N, int6
     state.counters["of_gemm_peak"] = benchmark::Counter(
         2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9 / y.gemm_gflops,
         benchmark::Counter::kIsRate);
+  if (const double peak = compute_peak(dtype); peak > 0)
+    state.counters["of_compute_peak"] = benchmark::Counter(
+        2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9 / peak,
+        benchmark::Counter::kIsRate);
 }
 
 // Best of a few runs of oneDNN's f32 GEMM at 1024^3 through the cpu matmul.
@@ -108,8 +133,10 @@ void BM_Gemm(benchmark::State& state, DType dtype) {
   run_matmul(state, dtype, state.range(0), state.range(1), state.range(2));
 }
 
+// 1024 x 896 fits the caches (the kernel's own rate); the rest are a
+// model's matrices, read from memory.
 void decode_shapes(benchmark::internal::Benchmark* b) {
-  b->Args({4864, 896})->Args({896, 4864})->Args({151936, 896})->Args({8192, 2048})->Args({2048, 8192})->Args({128256, 2048});
+  b->Args({1024, 896})->Args({4864, 896})->Args({896, 4864})->Args({151936, 896})->Args({8192, 2048})->Args({2048, 8192})->Args({128256, 2048});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 void prompt_shapes(benchmark::internal::Benchmark* b) {
@@ -133,6 +160,66 @@ BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16x64)->Apply(prompt_shapes);  // as l
 BENCHMARK_CAPTURE(BM_Gemm, f16, DType::F16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0x16)->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0x16)->Apply(prompt_shapes);
+
+// The matmuls of one decode step of the Qwen2.5-0.5B shape in a model's
+// order, each its own kernel call: 24 layers of the fused QKV (1152 rows),
+// output (896), fused gate/up (9728) and down (896 x 4864) projections,
+// then the tied output projection (151936). Weights as a loaded model holds
+// them (tiles, in the weight arena's 2 MiB pages), every one a separate
+// matrix so that none is read from cache. GB/s of weights: what decode's
+// matmuls reach with a model's matrix sizes, apart from its other ops
+// (`archrun bench --profile` shows those).
+// Values from a hash, not the normal distribution: half a billion of them.
+Tensor arena_weight(DType dtype, int64_t N, int64_t K) {
+  Tensor f = Tensor::zeros(DType::F32, {N, K});
+  for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = float(int64_t(uint32_t(i) * 2654435761u >> 24) - 128) / 6400.0f;
+  const Tensor w = stored_as(f, dtype);
+  Tensor out = weight_zeros(w.dtype, w.shape);
+  std::memcpy(out.data, w.data, w.nbytes());
+  return out;
+}
+
+void BM_DecodeStepMatmuls(benchmark::State& state, DType dtype) {
+  struct Shape {
+    int64_t N, K;
+  };
+  std::vector<Shape> shapes;
+  for (int l = 0; l < 24; ++l)
+    for (Shape s : {Shape{1152, 896}, Shape{896, 896}, Shape{9728, 896}, Shape{896, 4864}}) shapes.push_back(s);
+  shapes.push_back({151936, 896});
+  std::vector<Tensor> weights;
+  size_t bytes = 0;
+  for (const Shape& s : shapes) {
+    weights.push_back(arena_weight(dtype, s.N, s.K));
+    bytes += weights.back().nbytes();
+  }
+  Tensor x896 = Tensor::zeros(DType::F32, {1, 896}), x4864 = Tensor::zeros(DType::F32, {1, 4864});
+  for (int64_t i = 0; i < 896; ++i) x896.f32()[i] = float(i % 13) / 13.0f - 0.5f;
+  for (int64_t i = 0; i < 4864; ++i) x4864.f32()[i] = float(i % 11) / 11.0f - 0.5f;
+  std::vector<std::vector<Tensor>> inputs, outputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back({shapes[i].K == 896 ? x896 : x4864, weights[i]});
+    outputs.push_back({Tensor::zeros(DType::F32, {1, shapes[i].N})});
+  }
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"transpose_b", true}};
+  std::string where = "bench";
+  const Kernel& k = *op_table().kernel("matmul", "cpu");
+  for (auto _ : state)
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      KernelContext ctx{attrs, inputs[i], outputs[i], none, 0, where};
+      Status st = k(ctx);
+      if (!st.ok()) state.SkipWithError(st.error().message.c_str());
+    }
+  state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
+  const Yardsticks& yd = yardsticks();
+  if (yd.bandwidth > 0)
+    state.counters["of_bandwidth"] =
+        benchmark::Counter(double(bytes) * double(state.iterations()) / yd.bandwidth, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q4, DType::Q4_0x16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q8, DType::Q8_0x16)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, bf16, DType::BF16x64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The cpu attention, causal, Qwen2.5-0.5B's heads (14 query heads, 2 kv
 // heads, head_dim 64): S queries over T keys (S = T: a prompt; S = 1: a
@@ -212,11 +299,18 @@ int main(int argc, char** argv) {
   auto& y = arch::yardsticks();
   y.bandwidth = arch::read_bandwidth(size_t(1) << 30, 5);
   y.gemm_gflops = arch::measure_gemm_gflops();
+  y.peaks = arch::measure_compute_peaks();
   std::printf("yardsticks: memory read %.1f GB/s, oneDNN f32 GEMM 1024^3 %.1f GFLOP/s (%d threads); "
               "of_bandwidth and of_gemm_peak below are shares of these\n",
               y.bandwidth / 1e9, y.gemm_gflops, omp_get_max_threads());
+  std::printf("arithmetic peaks: f32 FMA %.1f GFLOP/s, bf16 dot %.1f GFLOP/s, int8 dot %.1f GOP/s (0: not on "
+              "this CPU); of_compute_peak is a share of the one a weight type's kernels run on\n",
+              y.peaks.f32, y.peaks.bf16, y.peaks.int8);
   benchmark::AddCustomContext("memory_read_GBps", std::to_string(y.bandwidth / 1e9));
   benchmark::AddCustomContext("gemm_f32_GFLOPps", std::to_string(y.gemm_gflops));
+  benchmark::AddCustomContext("peak_f32_fma_GFLOPps", std::to_string(y.peaks.f32));
+  benchmark::AddCustomContext("peak_bf16_dot_GFLOPps", std::to_string(y.peaks.bf16));
+  benchmark::AddCustomContext("peak_int8_dot_GOPps", std::to_string(y.peaks.int8));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
