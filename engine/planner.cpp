@@ -113,8 +113,9 @@ int fold_adds(Graph& g, const std::vector<Tensor>& weights) {
 }
 
 // A merged projection's biases: matmul -> slice per member -> add(slice,
-// bias [width]). The biases, concatenated (zeros where a slice has none),
-// become the matmul's third input and the slices produce the adds' values.
+// bias [width]). The biases (f32, or bf16 / f16 widened exactly),
+// concatenated as f32 (zeros where a slice has none), become the matmul's
+// third input and the slices produce the adds' values.
 int fold_slice_biases(Graph& g, std::vector<Tensor>& weights) {
   std::vector<std::vector<int>> readers(g.values.size());
   for (size_t n = 0; n < g.nodes.size(); ++n)
@@ -149,7 +150,9 @@ int fold_slice_biases(Graph& g, std::vector<Tensor>& weights) {
         const int other = a.op == "add" && a.inputs.size() == 2 && a.attrs.empty()
                               ? (a.inputs[0] == so ? a.inputs[1] : a.inputs[0])
                               : -1;
-        if (other >= 0 && other != so && weights[size_t(other)].data && weights[size_t(other)].dtype == DType::F32 &&
+        const DType bt = other >= 0 ? weights[size_t(other)].dtype : DType::F32;
+        if (other >= 0 && other != so && weights[size_t(other)].data &&
+            (bt == DType::F32 || bt == DType::BF16 || bt == DType::F16) &&
             weights[size_t(other)].numel() == end - start && g.values[size_t(other)].type.shape.size() == 1 &&
             g.values[size_t(a.outputs[0])].type.shape == g.values[size_t(so)].type.shape) {
           add = readers[size_t(so)][0];
@@ -165,7 +168,8 @@ int fold_slice_biases(Graph& g, std::vector<Tensor>& weights) {
     for (auto& [sn, add, bias] : parts) {
       if (add < 0) continue;
       const int64_t start = g.nodes[size_t(sn)].attrs.value("start", int64_t(0));
-      std::memcpy(merged.f32() + start, weights[size_t(bias)].data, weights[size_t(bias)].nbytes());
+      const Tensor b32 = to_f32(weights[size_t(bias)]);  // a BF16 / F16 bias widens exactly
+      std::memcpy(merged.f32() + start, b32.data, b32.nbytes());
       Node& sl = g.nodes[size_t(sn)];
       g.values[size_t(sl.outputs[0])].producer = -1;  // no longer made
       sl.outputs = g.nodes[size_t(add)].outputs;      // the slice now yields the biased value

@@ -406,6 +406,28 @@ TEST(Archrun, ToyWritesBf16WeightsThatRunLikeTheF32Ones) {
   EXPECT_NE(bad.exit_code, 0);
 }
 
+// A bf16 checkpoint's bench says what --bf16-activations would change, on a
+// CPU with bf16 arithmetic (its header line names it) and only there; the
+// JSON says whether the option was on.
+TEST(Archrun, BenchOfBf16WeightsNamesTheBf16ActivationsOption) {
+  TempDir tmp("bench_bf16");
+  const std::string dir = (tmp / "bf16").string();
+  ASSERT_EQ(run_tool(testing::archrun() + " toy -o " + dir + " --dtype bf16").exit_code, 0);
+  for (const char* cpu : {"", "ARCHETYPE_CPU=avx2 "}) {
+    auto r = run_tool(std::string(cpu) + testing::archrun() + " bench " + dir + " -p 8 -n 2");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::string header = r.out.substr(0, r.out.find('\n'));
+    const bool bf16_cpu = header.find("bf16)") != std::string::npos;
+    EXPECT_EQ(r.out.find("prompts kept f32-grade") != std::string::npos, bf16_cpu) << cpu << r.out;
+  }
+  auto on = run_tool(testing::archrun() + " bench " + dir + " -p 8 -n 2 --bf16-activations --json");
+  ASSERT_EQ(on.exit_code, 0) << on.out;
+  EXPECT_TRUE(nlohmann::json::parse(testing::last_line(on.out))["bf16_activations"].get<bool>());
+  auto f32 = run_tool(testing::archrun() + " bench -p 8 -n 2");  // the embedded toy: f32 weights
+  ASSERT_EQ(f32.exit_code, 0) << f32.out;
+  EXPECT_EQ(f32.out.find("bf16 weights:"), std::string::npos) << f32.out;
+}
+
 }  // namespace
 }  // namespace arch
 

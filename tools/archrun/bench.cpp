@@ -14,6 +14,7 @@
 #include "engine/sampler.h"
 #include "engine/session.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/cpu_kernels.h"
 #include "tools/archrun/commands.h"
 #include "tools/bench/read_bandwidth.h"
 
@@ -47,6 +48,20 @@ int64_t weight_bytes_per_token(const Program& p) {
         bytes += int64_t(p.weights[size_t(in)].nbytes());
   }
   return bytes;
+}
+
+// Whether a matmul of the program multiplies by BF16 weights (as stored or
+// in tiles): their prompts are where --bf16-activations changes anything
+// (on CPUs with bf16 arithmetic; elsewhere they are widened to f32).
+bool has_bf16_matmuls(const Program& p) {
+  for (const Node& n : p.graph->nodes) {
+    if (n.op != "matmul" || n.inputs.size() < 2) continue;
+    const int w = n.inputs[1];
+    if (w >= 0 && size_t(w) < p.weights.size() && p.weights[size_t(w)].data &&
+        (p.weights[size_t(w)].dtype == DType::BF16 || p.weights[size_t(w)].dtype == DType::BF16x64))
+      return true;
+  }
+  return false;
 }
 
 // Resets the kernel's peak-RSS mark to the present RSS (Linux: "5" to
@@ -186,6 +201,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"folded_adds", (*m)->program.plan.folded_adds},
                       {"fused_glus", (*m)->program.plan.fused_glus},
                       {"threads", threads},
+                      {"bf16_activations", c.bf16_activations},
                       {"decode_steps_on_fewer_threads", fewer_threads},
                       {"cpu", cpu_features().describe()}};
   // Decode against the bound memory sets: the weights' bytes per token at
@@ -221,6 +237,11 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
       std::printf("  decode ran %ld of its %ld steps on fewer than %d threads: other work held a core (--threads N "
                   "keeps N)\n",
                   fewer_threads, long(runs.size()) * (new_tokens - 1), threads);
+    if (has_bf16_matmuls((*m)->program) && (*m)->program.backend == "cpu" && onednn_has_bf16())
+      std::printf(c.bf16_activations
+                      ? "  bf16 weights: prompt activations rounded to bf16 (--bf16-activations), as llama.cpp does\n"
+                      : "  bf16 weights: prompts kept f32-grade (two bf16 passes); --bf16-activations rounds the "
+                        "activations to bf16 as llama.cpp does, about 1.7x faster, not f32-accurate\n");
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
     if (j.contains("decode_gb_s"))
       std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "
