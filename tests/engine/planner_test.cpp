@@ -38,6 +38,17 @@ Tensor logits(const Program& p) {
   return r.ok() ? r->at(out) : Tensor{};
 }
 
+// Within the goldens' float32 rule: 1e-4 of the largest |logit|, plus 1e-5.
+void expect_close(const Tensor& want, const Tensor& got) {
+  ASSERT_EQ(want.numel(), got.numel());
+  double worst = 0, top = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    worst = std::max(worst, double(std::abs(want.f32()[i] - got.f32()[i])));
+    top = std::max(top, double(std::abs(want.f32()[i])));
+  }
+  EXPECT_LE(worst, 1e-4 * top + 1e-5);
+}
+
 TEST(Planner, FoldsAddsAndFusesGatedActivations) {
   auto m = testing::load_toy(5, "reference");
   ASSERT_TRUE(m);
@@ -69,13 +80,7 @@ TEST(Planner, FoldsAddsAndFusesGatedActivations) {
     }
   // The same logits as the template's graph on the reference kernels.
   Tensor want = logits(m->program), got = logits(*planned);
-  ASSERT_EQ(want.numel(), got.numel());
-  double worst = 0, top = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    worst = std::max(worst, double(std::abs(want.f32()[i] - got.f32()[i])));
-    top = std::max(top, double(std::abs(want.f32()[i])));
-  }
-  EXPECT_LE(worst, 1e-4 * top + 1e-5);
+  expect_close(want, got);
 }
 
 // Qwen's q, k and v biases stored as BF16, as a bf16 checkpoint holds
@@ -102,13 +107,7 @@ TEST(Planner, FoldsBf16BiasesOfAMergedProjection) {
   EXPECT_EQ(planned.plan.folded_adds, 2 * 5);
   EXPECT_EQ(count(*planned.graph, "add"), count((*reference)->graph(), "add") - 2 * 5);
   Tensor want = logits((*reference)->program), got = logits(planned);
-  ASSERT_EQ(want.numel(), got.numel());
-  double worst = 0, top = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    worst = std::max(worst, double(std::abs(want.f32()[i] - got.f32()[i])));
-    top = std::max(top, double(std::abs(want.f32()[i])));
-  }
-  EXPECT_LE(worst, 1e-4 * top + 1e-5);
+  expect_close(want, got);
 }
 
 }  // namespace

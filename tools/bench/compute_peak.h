@@ -28,67 +28,47 @@ namespace peak_detail {
 
 constexpr int64_t kIters = 1 << 22;
 
-// Twelve chains of `step`, chain i from start(i) (different starts, or the
-// compiler merges them into one), summed by the caller so that nothing is
-// optimised away. The asm keeps the compiler from hoisting `x`.
-#define ARCH_PEAK_CHAINS(T, start, step)                                                          \
-  T c0 = start(0), c1 = start(1), c2 = start(2), c3 = start(3), c4 = start(4), c5 = start(5),      \
-    c6 = start(6), c7 = start(7), c8 = start(8), c9 = start(9), c10 = start(10), c11 = start(11);  \
-  for (int64_t i = 0; i < kIters; ++i) {                                                           \
-    asm volatile("" : "+v"(x));                                                                    \
-    c0 = step(c0); c1 = step(c1); c2 = step(c2); c3 = step(c3); c4 = step(c4); c5 = step(c5);      \
-    c6 = step(c6); c7 = step(c7); c8 = step(c8); c9 = step(c9); c10 = step(c10); c11 = step(c11);  \
+// A function `name`, compiled for `isa`, running twelve chains of `step`
+// (of x, which the asm keeps the compiler from hoisting) from start(i):
+// different starts, or the compiler merges the chains into one. The
+// chains' sum (`add`), one lane of it (`lane`), is returned so that nothing
+// is optimised away.
+#define ARCH_PEAK_CHAINS(name, isa, T, x_init, start, step, add, lane)                             \
+  __attribute__((target(isa))) inline float name() {                                               \
+    auto x = x_init;                                                                               \
+    T c0 = start(0), c1 = start(1), c2 = start(2), c3 = start(3), c4 = start(4), c5 = start(5),    \
+      c6 = start(6), c7 = start(7), c8 = start(8), c9 = start(9), c10 = start(10), c11 = start(11); \
+    for (int64_t i = 0; i < kIters; ++i) {                                                         \
+      asm volatile("" : "+v"(x));                                                                  \
+      c0 = step(c0); c1 = step(c1); c2 = step(c2); c3 = step(c3); c4 = step(c4); c5 = step(c5);    \
+      c6 = step(c6); c7 = step(c7); c8 = step(c8); c9 = step(c9); c10 = step(c10); c11 = step(c11); \
+    }                                                                                              \
+    const T s = add(add(add(add(c0, c1), add(c2, c3)), add(add(c4, c5), add(c6, c7))),             \
+                    add(add(c8, c9), add(c10, c11)));                                              \
+    return float(lane(s));                                                                         \
   }
 
-__attribute__((target("avx512f"))) inline float f32_avx512() {
-  __m512 x = _mm512_set1_ps(0.5f);
-#define START(i) _mm512_set1_ps(float(i))
-#define STEP(c) _mm512_fmadd_ps(c, x, x)
-  ARCH_PEAK_CHAINS(__m512, START, STEP)
-#undef START
-#undef STEP
-  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
-                                 _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
-  return _mm512_cvtss_f32(_mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11))));
-}
-
-__attribute__((target("avx2,fma"))) inline float f32_avx2() {
-  __m256 x = _mm256_set1_ps(0.5f);
-#define START(i) _mm256_set1_ps(float(i))
-#define STEP(c) _mm256_fmadd_ps(c, x, x)
-  ARCH_PEAK_CHAINS(__m256, START, STEP)
-#undef START
-#undef STEP
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c0, c1), _mm256_add_ps(c2, c3)),
-                           _mm256_add_ps(_mm256_add_ps(c4, c5), _mm256_add_ps(c6, c7)));
-  return _mm256_cvtss_f32(_mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(c8, c9), _mm256_add_ps(c10, c11))));
-}
-
-__attribute__((target("avx512f,avx512bf16"))) inline float bf16_avx512() {
-  __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f00);  // 0.5 in bf16
-#define START(i) _mm512_set1_ps(float(i))
-#define STEP(c) _mm512_dpbf16_ps(c, x, x)
-  ARCH_PEAK_CHAINS(__m512, START, STEP)
-#undef START
-#undef STEP
-  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(c0, c1), _mm512_add_ps(c2, c3)),
-                                 _mm512_add_ps(_mm512_add_ps(c4, c5), _mm512_add_ps(c6, c7)));
-  return _mm512_cvtss_f32(_mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(c8, c9), _mm512_add_ps(c10, c11))));
-}
-
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline float int8_avx512() {
-  __m512i x = _mm512_set1_epi8(1);
-#define START(i) _mm512_set1_epi32(i)
-#define STEP(c) _mm512_dpbusd_epi32(c, x, x)
-  ARCH_PEAK_CHAINS(__m512i, START, STEP)
-#undef START
-#undef STEP
-  const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(c0, c1), _mm512_add_epi32(c2, c3)),
-                                     _mm512_add_epi32(_mm512_add_epi32(c4, c5), _mm512_add_epi32(c6, c7)));
-  return float(
-      _mm512_cvtsi512_si32(_mm512_add_epi32(s, _mm512_add_epi32(_mm512_add_epi32(c8, c9), _mm512_add_epi32(c10, c11)))));
-}
-
+#define PS512(i) _mm512_set1_ps(float(i))
+#define FMA512(c) _mm512_fmadd_ps(c, x, x)
+ARCH_PEAK_CHAINS(f32_avx512, "avx512f", __m512, _mm512_set1_ps(0.5f), PS512, FMA512, _mm512_add_ps, _mm512_cvtss_f32)
+#define PS256(i) _mm256_set1_ps(float(i))
+#define FMA256(c) _mm256_fmadd_ps(c, x, x)
+ARCH_PEAK_CHAINS(f32_avx2, "avx2,fma", __m256, _mm256_set1_ps(0.5f), PS256, FMA256, _mm256_add_ps, _mm256_cvtss_f32)
+// x: 0.5 in bf16, in every half of every lane.
+#define DPBF16(c) _mm512_dpbf16_ps(c, x, x)
+ARCH_PEAK_CHAINS(bf16_avx512, "avx512f,avx512bf16", __m512, (__m512bh)_mm512_set1_epi16(0x3f00), PS512, DPBF16,
+                 _mm512_add_ps, _mm512_cvtss_f32)
+#define EPI512(i) _mm512_set1_epi32(i)
+#define DPBUSD(c) _mm512_dpbusd_epi32(c, x, x)
+ARCH_PEAK_CHAINS(int8_avx512, "avx512f,avx512bw,avx512vnni", __m512i, _mm512_set1_epi8(1), EPI512, DPBUSD,
+                 _mm512_add_epi32, _mm512_cvtsi512_si32)
+#undef PS512
+#undef FMA512
+#undef PS256
+#undef FMA256
+#undef DPBF16
+#undef EPI512
+#undef DPBUSD
 #undef ARCH_PEAK_CHAINS
 
 // Operations per second of `chains` on every thread, best of three runs;
