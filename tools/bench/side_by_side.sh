@@ -12,6 +12,9 @@
 # varies by up to 2x within minutes): archrun's probes around its runs,
 # and one taken by archrun just before llama-bench's.
 # ARCHRUN_ARGS adds options to archrun's side (e.g. --bf16-activations).
+# A pair named bf16... also gets a line for archrun's prompt with
+# --bf16-activations (llama.cpp's arithmetic: activations rounded to bf16)
+# beside the f32-grade default; decode is the same either way.
 set -euo pipefail
 llama_bench=$1 archrun=$2
 shift 2
@@ -40,4 +43,10 @@ for pair in "$@"; do
   read -r atg abw < <(ours_json 1 "$decode" | python3 -c 'import json,sys; j=json.load(sys.stdin)
 print(round(j["decode_tok_s"],1), round(j.get("read_bandwidth_gb_s",0),1))')
   printf '%-10s %14s %14s %14s %14s %14s %14s\n' "$name" "$lpp" "$app" "$ltg" "$atg" "$lbw" "$abw"
+  if [[ $name == bf16* && " ${extra[*]} " != *" --bf16-activations "* ]]; then
+    extra+=(--bf16-activations)
+    app=$(ours_json "$prompt" 1 | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["prompt_tok_s"],1))')
+    unset 'extra[${#extra[@]}-1]'
+    printf '%-10s %14s %14s %14s %14s %14s %14s\n' "$name/act" "$lpp" "$app" - - - -
+  fi
 done
