@@ -241,7 +241,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
       std::printf(c.bf16_activations
                       ? "  bf16 weights: prompt activations rounded to bf16 (--bf16-activations), as llama.cpp does\n"
                       : "  bf16 weights: prompts kept f32-grade (two bf16 passes); --bf16-activations rounds the "
-                        "activations to bf16 as llama.cpp does, about 1.7x faster, not f32-accurate\n");
+                        "activations to bf16 as llama.cpp does: one pass, faster, not f32-accurate\n");
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
     if (j.contains("decode_gb_s"))
       std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "
