@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "dsl/ast.h"
-#include "engine/error.h"
-#include "engine/op.h"
+#include "core/error.h"
+#include "core/op.h"
 
 namespace arch::dsl {
 

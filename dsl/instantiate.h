@@ -12,8 +12,8 @@
 
 #include "dsl/ast.h"
 #include "dsl/value.h"
-#include "engine/graph.h"
-#include "engine/op.h"
+#include "core/graph.h"
+#include "core/op.h"
 
 namespace arch::dsl {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "dsl/ast.h"
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace arch::dsl {
 

@@ -4,10 +4,10 @@
 #include <filesystem>
 #include <mutex>
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "importer/config.h"
-#include "importer/json_text.h"
-#include "importer/mapped_file.h"
+#include "core/json_text.h"
+#include "core/mapped_file.h"
 #include "importer/safetensors.h"
 
 namespace arch {

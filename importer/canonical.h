@@ -12,7 +12,7 @@
 // tokenizer.json, tokenizer_config.json, generation_config.json,
 // special_tokens_map.json, chat_template.jinja); "archetype.quantized": a
 // JSON object tensor name -> {"dtype": "Q8_0", "shape": [N, K]} for each
-// tensor stored as U8 rows in that block layout (engine/quant.h).
+// tensor stored as U8 rows in that block layout (core/quant.h).
 #pragma once
 
 #include <functional>
@@ -20,7 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "importer/checkpoint.h"
 
 namespace arch {

@@ -8,8 +8,8 @@
 
 #include "importer/canonical.h"
 #include "importer/config.h"
-#include "importer/json_text.h"
-#include "importer/mapped_file.h"
+#include "core/json_text.h"
+#include "core/mapped_file.h"
 #include "importer/safetensors.h"
 
 namespace arch {

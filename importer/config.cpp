@@ -1,7 +1,7 @@
 #include "importer/config.h"
 
-#include "importer/json_text.h"
-#include "importer/mapped_file.h"
+#include "core/json_text.h"
+#include "core/mapped_file.h"
 
 namespace arch {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace arch {
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "importer/mapped_file.h"
+#include "core/mapped_file.h"
 
 // Debian's libstb.so already holds stb_image's implementation (stbi_load,
 // stbi_load_from_memory, stbi_failure_reason, ...): this file includes the

@@ -29,8 +29,8 @@
 
 #include <string>
 
-#include "engine/error.h"
-#include "engine/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace arch {
 

@@ -7,8 +7,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "importer/json_text.h"
-#include "importer/mapped_file.h"
+#include "core/json_text.h"
+#include "core/mapped_file.h"
 
 namespace arch {
 

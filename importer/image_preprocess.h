@@ -33,8 +33,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/error.h"
-#include "engine/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace arch {
 

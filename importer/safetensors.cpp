@@ -1,6 +1,6 @@
 #include "importer/safetensors.h"
 
-#include "engine/quant.h"
+#include "core/quant.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,8 +12,8 @@
 #include <set>
 #include <tuple>
 
-#include "importer/json_text.h"
-#include "importer/mapped_file.h"
+#include "core/json_text.h"
+#include "core/mapped_file.h"
 
 namespace arch {
 

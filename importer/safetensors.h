@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/tensor.h"
+#include "core/error.h"
+#include "core/tensor.h"
 
 namespace arch {
 

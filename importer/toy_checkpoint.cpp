@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/tensor.h"
+#include "core/tensor.h"
 #include "importer/safetensors.h"
 
 namespace arch {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/error.h"
+#include "core/error.h"
 
 namespace arch {
 

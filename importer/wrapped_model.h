@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/error.h"
+#include "core/error.h"
 #include "importer/checkpoint.h"
 
 namespace arch {

@@ -2,7 +2,7 @@
 // fast backends' kernels registered on top.
 #pragma once
 
-#include "engine/op.h"
+#include "core/op.h"
 
 namespace arch {
 

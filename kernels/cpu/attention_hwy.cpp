@@ -22,7 +22,7 @@
 
 #include <omp.h>
 
-#include "engine/dtype.h"
+#include "core/dtype.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 

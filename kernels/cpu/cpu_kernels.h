@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "engine/op.h"
+#include "core/op.h"
 
 namespace arch {
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 

@@ -30,8 +30,8 @@
 
 #include <dnnl.hpp>
 
-#include "engine/quant.h"
-#include "engine/quant_interleaved.h"
+#include "core/quant.h"
+#include "core/quant_interleaved.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
@@ -237,7 +237,7 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
   return {};
 }
 
-// BF16 weights in 64-row tiles (BF16x64, engine/quant_interleaved.h):
+// BF16 weights in 64-row tiles (BF16x64, core/quant_interleaved.h):
 // prompts are oneDNN's two f32-grade bf16 passes (one with
 // --bf16-activations) straight on the tiles, which are its BA16a64b2a
 // layout; decode runs the tile kernel on the split activations

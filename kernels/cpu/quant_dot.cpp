@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemv.h"
 

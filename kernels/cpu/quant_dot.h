@@ -1,4 +1,4 @@
-// Integer dot products for block-quantized weights (engine/quant.h): the
+// Integer dot products for block-quantized weights (core/quant.h): the
 // activations are quantized per block of 32 to int8 with an f32 scale (as
 // llama.cpp's q8_0 does), each block's dot product is exact in int32, and
 // the two scales are applied per block. On AVX-512 VNNI one vpdpbusd takes
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/dtype.h"
+#include "core/dtype.h"
 
 namespace arch {
 
@@ -55,7 +55,7 @@ void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out);
 
 // The same for weights with 16 rows interleaved (Q8_0x16 / Q4_0x16,
-// engine/quant_interleaved.h), w [N, K]: y columns [n0, n1), n0 a multiple
+// core/quant_interleaved.h), w [N, K]: y columns [n0, n1), n0 a multiple
 // of 16. Each 64-byte load holds 4 values of 16 rows, so a vpdpbusd against
 // 4 activation bytes broadcast adds to the 16 rows' sums at once.
 void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,

@@ -27,7 +27,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 

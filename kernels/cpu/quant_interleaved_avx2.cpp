@@ -1,5 +1,5 @@
 // Integer dot products on Q8_0 / Q4_0 weights with 16 rows interleaved
-// (engine/quant_interleaved.h) for CPUs with AVX2 but not AVX-512 VNNI,
+// (core/quant_interleaved.h) for CPUs with AVX2 but not AVX-512 VNNI,
 // decode and prompts alike. A tile's 64-byte value group holds 4 values of
 // each of its 16 rows; its two 32-byte halves are rows 0-7 and 8-15, and
 // lane r of every vector here is row r of a half: vpmaddubsw against 4
@@ -22,8 +22,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "engine/quant.h"
-#include "engine/quant_interleaved.h"
+#include "core/quant.h"
+#include "core/quant_interleaved.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 

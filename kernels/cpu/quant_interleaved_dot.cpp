@@ -1,5 +1,5 @@
 // Integer dot products on weights with 16 rows interleaved
-// (engine/quant_interleaved.h). Lane r of every vector is row r of the
+// (core/quant_interleaved.h). Lane r of every vector is row r of the
 // tile: the block's int32 sums, its scales and the running totals, so the
 // 16 results come out stored as they are, with no reduction across lanes.
 #include <immintrin.h>
@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/quant.h"
-#include "engine/quant_interleaved.h"
+#include "core/quant.h"
+#include "core/quant_interleaved.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"

@@ -1,5 +1,5 @@
 // Many rows of activations (prompts) against Q8_0 / Q4_0 weights in
-// 16-row tiles (engine/quant_interleaved.h), in integers: the activations
+// 16-row tiles (core/quant_interleaved.h), in integers: the activations
 // quantized per block of 32 as for decode, vpdpbusd on the tiles as they
 // are loaded, no dequantized copy of the weights. Compute-bound, so each
 // weight vector loaded serves MR rows of activations and each broadcast of
@@ -14,8 +14,8 @@
 
 #include <algorithm>
 
-#include "engine/quant.h"
-#include "engine/quant_interleaved.h"
+#include "core/quant.h"
+#include "core/quant_interleaved.h"
 #include "kernels/cpu/quant_dot.h"
 
 namespace arch {

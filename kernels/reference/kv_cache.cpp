@@ -5,7 +5,7 @@
 #include <cstring>
 #include <memory>
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "kernels/reference/kv_cache.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"

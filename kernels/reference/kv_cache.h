@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "engine/op.h"
+#include "core/op.h"
 
 namespace arch {
 

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "engine/op.h"
+#include "core/op.h"
 
 namespace arch {
 

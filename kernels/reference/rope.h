@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "engine/op.h"
+#include "core/op.h"
 
 namespace arch {
 

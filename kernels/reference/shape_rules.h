@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/op.h"
+#include "core/op.h"
 
 namespace arch {
 

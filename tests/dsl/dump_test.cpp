@@ -9,7 +9,7 @@
 
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
-#include "engine/graph.h"
+#include "core/graph.h"
 #include "importer/checkpoint.h"
 #include "importer/toy_checkpoint.h"
 #include "kernels/kernels.h"

@@ -4,9 +4,9 @@
 // outputs.
 #include <gtest/gtest.h>
 
-#include "engine/generate.h"
-#include "engine/model.h"
-#include "engine/session.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"
 

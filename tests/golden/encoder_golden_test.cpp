@@ -3,9 +3,9 @@
 // golden README's float32 rule.
 #include <gtest/gtest.h>
 
-#include "engine/compare.h"
-#include "engine/forward.h"
-#include "engine/model.h"
+#include "tooling/compare.h"
+#include "runtime/forward.h"
+#include "runtime/model.h"
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"
 

@@ -9,9 +9,9 @@
 
 #include <filesystem>
 
-#include "engine/generate.h"
-#include "engine/model.h"
-#include "engine/session.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"
 

@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <tuple>
 
-#include "engine/generate.h"
-#include "engine/model.h"
-#include "engine/sampler.h"
-#include "engine/session.h"
+#include "runtime/generate.h"
+#include "runtime/model.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
 #include "importer/canonical.h"
 #include "importer/safetensors.h"
 #include "kernels/cpu/cpu_features.h"
@@ -21,7 +21,7 @@
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 #include "tests/golden/golden_case.h"
-#include "tests/importer/test_files.h"
+#include "tests/test_files.h"
 
 namespace arch {
 namespace {

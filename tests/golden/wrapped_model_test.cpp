@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/model.h"
-#include "engine/session.h"
+#include "runtime/model.h"
+#include "runtime/session.h"
 #include "importer/checkpoint.h"
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"

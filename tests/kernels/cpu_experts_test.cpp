@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/cpu_test_util.h"

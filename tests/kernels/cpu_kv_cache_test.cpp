@@ -2,7 +2,7 @@
 // --kv-f16 (set_kv_f16) F16 rows, rounded to nearest even, and F16 views.
 #include "tests/kernels/cpu_test_util.h"
 
-#include "engine/quant.h"
+#include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/kv_cache.h"
 

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <random>
 
-#include "engine/quant.h"
-#include "engine/quant_interleaved.h"
+#include "core/quant.h"
+#include "core/quant_interleaved.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"

@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/sampler.h"
-#include "engine/session.h"
+#include "runtime/sampler.h"
+#include "runtime/session.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "tools/archrun/commands.h"

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/forward.h"
+#include "runtime/forward.h"
 #include "importer/image.h"
 #include "importer/image_preprocess.h"
 #include "tools/archrun/commands.h"

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.h"
-#include "engine/interpreter.h"
-#include "engine/model.h"
-#include "importer/tokenizer/tokenizer.h"
+#include "core/error.h"
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace arch::cli {
 

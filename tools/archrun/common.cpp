@@ -9,7 +9,8 @@
 
 #include <unistd.h>
 
-#include "engine/thread_governor.h"
+#include "runtime/model_text.h"
+#include "runtime/thread_governor.h"
 #include "importer/toy_checkpoint.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -117,7 +118,7 @@ int fail(const Error& e) {
 // The checkpoint's tokenizer (MODEL may hold only tokenizer files).
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model) {
   if (model == "toy") return error("the embedded default model has no tokenizer: give token ids with --ids");
-  return load_tokenizer(model);
+  return load_model_tokenizer(model);
 }
 
 void report_check(const CheckStats& s, bool failed) {

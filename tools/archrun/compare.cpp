@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/compare.h"
+#include "tooling/compare.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

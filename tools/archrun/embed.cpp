@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/forward.h"
+#include "runtime/forward.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

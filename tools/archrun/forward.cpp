@@ -1,7 +1,7 @@
 // archrun forward: one pass over named inputs; named outputs written to safetensors.
 #include <algorithm>
 
-#include "engine/forward.h"
+#include "runtime/forward.h"
 #include "importer/safetensors.h"
 #include "tools/archrun/commands.h"
 

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/generate.h"
-#include "importer/text_stream.h"
+#include "runtime/generate.h"
+#include "text/text_stream.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/generate.h"
-#include "importer/chat_template/load.h"
-#include "importer/text_stream.h"
+#include "runtime/generate.h"
+#include "runtime/model_text.h"
+#include "text/text_stream.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
@@ -55,7 +55,7 @@ Result<nlohmann::ordered_json> read_messages(const std::string& path) {
 }
 
 int run_template(const std::string& model, const std::string& messages_path, bool add_generation_prompt, bool as_json) {
-  auto info = load_chat_template(model);
+  auto info = load_model_chat_template(model);
   if (!info.ok()) return fail(info.error());
   auto tok = open_tokenizer(model);
   if (!tok.ok()) return fail(tok.error());
@@ -75,7 +75,7 @@ int run_template(const std::string& model, const std::string& messages_path, boo
 int run_chat(const ChatArgs& a) {
   auto tok = open_tokenizer(a.common.model);
   if (!tok.ok()) return fail(tok.error());
-  auto info = load_chat_template(a.common.model);
+  auto info = load_model_chat_template(a.common.model);
   if (!info.ok()) return fail(info.error());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());

@@ -17,9 +17,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "engine/quant.h"
-#include "engine/quant_interleaved.h"
-#include "engine/weight_arena.h"
+#include "core/quant.h"
+#include "core/quant_interleaved.h"
+#include "core/weight_arena.h"
 #include "kernels/kernels.h"
 #include "tools/bench/compute_peak.h"
 #include "tools/bench/read_bandwidth.h"
@@ -148,7 +148,7 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_Gemv, f32, DType::F32)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, f16, DType::F16)->Apply(decode_shapes);
 // bf16, q8 and q4 as a loaded model holds them (tiles of interleaved rows,
-// engine/quant_interleaved.h); the row layout is what MoE experts keep.
+// core/quant_interleaved.h); the row layout is what MoE experts keep.
 BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::BF16x64)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, bf16_rows, DType::BF16)->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0x16)->Apply(decode_shapes);

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/weight_arena.h"
+#include "core/weight_arena.h"
 
 namespace arch {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importer/tokenizer/tokenizer.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -1,0 +1,115 @@
+// The op vocabulary. Each op is defined once (kernels/reference/<op>.cpp):
+// its inputs, attributes, shape rule, reference kernel and tolerance. Fast
+// kernels register against the same name for another backend.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace arch {
+
+// Attributes are a JSON object: printable, comparable, and able to carry a
+// config's structured fields (rope_scaling) unchanged.
+using Attrs = nlohmann::json;
+
+struct TypedShape {
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
+// Per-instance state an op keeps across calls of one session (a KV cache).
+struct OpState {
+  virtual ~OpState() = default;
+};
+
+struct KernelContext {
+  const Attrs& attrs;
+  std::span<const Tensor> inputs;     // an absent optional input has data == nullptr
+  std::vector<Tensor>& outputs;       // preallocated, zero-filled, concrete shapes
+  std::unique_ptr<OpState>& state;    // this op instance's state, owned by the session
+  int64_t max_context = 0;            // cache capacity a stateful op sizes itself to
+  const std::string& where;           // the value's name, for messages
+};
+
+using Kernel = std::function<Status(KernelContext&)>;
+// Which stored element types a fast kernel reads directly at input `i`: a
+// weight read only by such kernels stays as the checkpoint stores it
+// (memory-mapped BF16, a quantized block format) instead of being widened to
+// F32 at load.
+using TakesStored = std::function<bool(const Attrs& attrs, size_t input, DType stored)>;
+
+// Shape rule: output types from input types (an absent optional input has an
+// empty shape and `present[i] == false`) and attributes.
+using ShapeRule =
+    std::function<Result<std::vector<TypedShape>>(std::span<const TypedShape> in,
+                                                  std::span<const bool> present, const Attrs&)>;
+
+struct AttrSpec {
+  std::string name;
+  enum Kind { Int, Float, Bool, Str, Json, IntList } kind = Int;
+  nlohmann::json default_value;  // null: required
+};
+
+struct Tolerance {
+  double rel = 1e-5;  // relative to the reference tensor's max |value|
+  double abs = 1e-6;
+};
+
+// The bound --check holds a fast kernel to on these inputs, where it
+// computes differently by design (a quantized weight's kernel quantizes the
+// activations too); given the op's own tolerance.
+using CheckTolerance = std::function<Tolerance(const Tolerance& op, std::span<const Tensor> inputs)>;
+
+struct OpDef {
+  std::string name;
+  std::vector<std::string> inputs;  // names; a trailing '?' marks an optional input, a
+                                    // trailing '*' (last only) any number of them (stack)
+  std::vector<AttrSpec> attrs;
+  int num_outputs = 1;
+  ShapeRule shape;
+  Tolerance tolerance;
+  bool stateful = false;  // keeps an OpState across calls (KV cache)
+  bool view = false;      // output aliases input 0 (reshape): no allocation
+  std::string doc;        // one line: what it computes
+};
+
+class OpTable {
+ public:
+  void define(OpDef def, Kernel reference);
+  // `fills`: the kernel writes every element of its outputs (on every path,
+  // its fallbacks included), so they need not be zeroed first.
+  void add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes = nullptr,
+                  CheckTolerance check = nullptr, bool fills = false);
+
+  const OpDef* find(const std::string& name) const;
+  // The kernel for `backend`, else the reference one.
+  const Kernel* kernel(const std::string& op, const std::string& backend) const;
+  std::vector<std::string> names() const;
+  // F32 always; else what the backend's own kernel declared.
+  // The op's tolerance, or what the backend's kernel declared for these inputs.
+  Tolerance check_tolerance(const std::string& op, const std::string& backend, std::span<const Tensor> inputs) const;
+  bool takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
+                    DType stored) const;
+  // Whether the kernel `kernel(op, backend)` gives writes every output
+  // element (reference kernels may accumulate into zeroed outputs).
+  bool fills_outputs(const std::string& op, const std::string& backend) const;
+
+ private:
+  std::map<std::string, OpDef> defs_;
+  std::map<std::string, std::map<std::string, Kernel>> kernels_;
+  std::map<std::string, std::map<std::string, TakesStored>> takes_;
+  std::map<std::string, std::map<std::string, CheckTolerance>> check_;
+  std::map<std::string, std::map<std::string, bool>> fills_;
+};
+
+}  // namespace arch

@@ -1,0 +1,65 @@
+#include "core/weight_arena.h"
+
+#include <sys/mman.h>
+
+#include <mutex>
+#include <new>
+
+namespace arch {
+
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kBlock = size_t(64) << 20;  // address space; untouched pages cost nothing
+constexpr size_t kAlign = 64;                // every SIMD width the kernels use
+
+struct Block {
+  uint8_t* base = nullptr;  // kHugePage-aligned
+  void* mapping = nullptr;
+  size_t mapped = 0, size = 0, used = 0;
+  ~Block() {
+    if (mapping) munmap(mapping, mapped);
+  }
+};
+
+// A fresh anonymous mapping (zero pages), aligned to a huge page and
+// advised to use them. The advice may be refused (THP off): the pages then
+// stay small and nothing else changes.
+std::shared_ptr<Block> new_block(size_t size) {
+  auto b = std::make_shared<Block>();
+  b->size = (size + kHugePage - 1) / kHugePage * kHugePage;
+  b->mapped = b->size + kHugePage;
+  b->mapping = mmap(nullptr, b->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (b->mapping == MAP_FAILED) {
+    b->mapping = nullptr;
+    throw std::bad_alloc();
+  }
+  b->base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(b->mapping) + kHugePage - 1) / kHugePage *
+                                       kHugePage);
+  madvise(b->base, b->size, MADV_HUGEPAGE);
+  return b;
+}
+
+std::mutex arena_mutex;
+std::weak_ptr<Block> current;  // weak: the arena itself keeps no memory alive
+
+}  // namespace
+
+Tensor weight_zeros(DType dtype, Dims shape) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  const size_t bytes = (std::max<size_t>(t.nbytes(), 1) + kAlign - 1) / kAlign * kAlign;
+  std::lock_guard<std::mutex> lock(arena_mutex);
+  std::shared_ptr<Block> block = current.lock();
+  if (!block || block->size - block->used < bytes) {
+    block = new_block(std::max(bytes, kBlock));
+    if (bytes < kBlock) current = block;  // a block of its own is full already
+  }
+  t.data = block->base + block->used;
+  block->used += bytes;
+  t.owner = std::shared_ptr<const void>(block, t.data);
+  return t;
+}
+
+}  // namespace arch

@@ -1,0 +1,16 @@
+// Storage for weights rewritten at load (interleaved tiles, merged
+// matrices): packed one after another in large blocks that ask the kernel
+// for 2 MiB pages. Decode streams every weight once a token; with 4 KiB
+// pages that is a TLB miss every 4 KiB, and small matrices each on their own
+// allocation would never fill a huge page.
+#pragma once
+
+#include "core/tensor.h"
+
+namespace arch {
+
+// A zero-filled tensor in the weight arena. Its block lives as long as any
+// tensor in it; a block no tensor holds any more is returned to the system.
+Tensor weight_zeros(DType dtype, Dims shape);
+
+}  // namespace arch

@@ -1,0 +1,61 @@
+#include "runtime/generate.h"
+
+#include "importer/canonical.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "runtime/session.h"
+
+namespace arch {
+
+std::vector<int32_t> eos_ids(const Model& m) {
+  std::vector<int32_t> out;
+  auto add = [&](const nlohmann::json& v) {
+    if (v.is_number_integer()) out.push_back(v.get<int32_t>());
+    if (v.is_array())
+      for (auto& x : v)
+        if (x.is_number_integer()) out.push_back(x.get<int32_t>());
+  };
+  if (auto it = m.checkpoint.config.find("eos_token_id"); it != m.checkpoint.config.end()) add(*it);
+  // generation_config.json may name more (chat models list their end-of-turn token).
+  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
+  if (text.ok() && text->has_value()) {
+    auto g = nlohmann::json::parse(**text, nullptr, false);
+    if (g.is_object() && g.contains("eos_token_id")) add(g["eos_token_id"]);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt,
+                                const GenerateOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  GenerateResult r;
+  r.stop_reason = "length";
+  if (prompt.empty()) return error("the prompt is empty: give at least one token id");
+  Session s(m, int64_t(prompt.size()) + opt.max_new_tokens);
+  if (opt.check) s.check_with(opt.check);
+  Sampler sampler(opt.sampling);
+  auto t0 = clock::now();
+  std::vector<int32_t> next = prompt;
+  for (int k = 0; k < opt.max_new_tokens; ++k) {
+    ARCH_TRY(auto outs, s.step(next, {"logits"}, /*last_only=*/true));
+    const Tensor& logits = outs.at("logits");
+    int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
+    int32_t tok = sampler.next({logits.f32() + (rows - 1) * vocab, size_t(vocab)});
+    if (k == 0) r.prompt_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    r.tokens.push_back(tok);
+    if (opt.on_token) opt.on_token(tok);
+    if (std::find(opt.stop_ids.begin(), opt.stop_ids.end(), tok) != opt.stop_ids.end()) {
+      r.stop_reason = "eos";
+      break;
+    }
+    next = {tok};
+  }
+  r.decode_seconds = std::chrono::duration<double>(clock::now() - t0).count() - r.prompt_seconds;
+  return r;
+}
+
+}  // namespace arch

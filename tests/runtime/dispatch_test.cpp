@@ -1,0 +1,115 @@
+// Dispatch follows seeds/004: model_type, then tensor presence, then a
+// refusal that names the candidates; ambiguity is an error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "runtime/dispatch.h"
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Families {
+  fs::path dir = fs::temp_directory_path() / ("dispatch_test_" + std::to_string(getpid()));
+  explicit Families(const std::string& toml) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "registry.toml") << toml;
+  }
+  ~Families() { fs::remove_all(dir); }
+};
+
+const char* kTwo = R"(
+[[family]]
+name = "LlamaStyle"
+template = "llama.arch"
+model_types = ["llama", "qwen2"]
+signature = ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.gate_proj.weight"]
+
+[[family]]
+name = "BertStyle"
+template = "bert.arch"
+model_types = ["bert"]
+signature = ["embeddings.word_embeddings.weight"]
+)";
+
+auto has(std::set<std::string> names) {
+  return [names](const std::string& n) { return names.count(n) > 0; };
+}
+
+TEST(Dispatch, ModelTypeFirst) {
+  Families f(kTwo);
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok()) << reg.error().message;
+  auto d = dispatch(*reg, {{"model_type", "qwen2"}}, has({"embeddings.word_embeddings.weight"}));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->family->name, "LlamaStyle");  // model_type wins over the tensors
+  EXPECT_NE(d->reason.find("model_type 'qwen2'"), std::string::npos);
+  EXPECT_EQ(d->family->template_path, (f.dir / "llama.arch").string());
+}
+
+TEST(Dispatch, TensorPresenceWhenTheTypeIsUnlisted) {
+  Families f(kTwo);
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok());
+  auto d = dispatch(*reg, {{"model_type", "my_llama"}},
+                    has({"model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.gate_proj.weight"}));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->family->name, "LlamaStyle");
+  EXPECT_NE(d->reason.find("signature"), std::string::npos);
+}
+
+TEST(Dispatch, AmbiguousIsAnErrorNamingBoth) {
+  Families f(kTwo);
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok());
+  auto d = dispatch(*reg, {{"model_type", "hybrid"}},
+                    has({"model.layers.0.self_attn.q_proj.weight", "model.layers.0.mlp.gate_proj.weight",
+                         "embeddings.word_embeddings.weight"}));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("ambiguous"), std::string::npos);
+  EXPECT_NE(d.error().message.find("LlamaStyle, BertStyle"), std::string::npos) << d.error().message;
+}
+
+TEST(Dispatch, UnknownIsRefusedWithCandidates) {
+  Families f(kTwo);
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok());
+  auto d = dispatch(*reg, {{"model_type", "alien"}}, has({}));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("no family for model_type 'alien'"), std::string::npos);
+  EXPECT_NE(d.error().message.find("candidates: LlamaStyle, BertStyle"), std::string::npos) << d.error().message;
+}
+
+TEST(Dispatch, RegistryErrors) {
+  {
+    Families f("[[family]]\nname = \"A\"\ntemplate = \"a.arch\"\nmodel_types = [\"x\"]\n"
+               "[[family]]\nname = \"B\"\ntemplate = \"b.arch\"\nmodel_types = [\"x\"]\n");
+    auto reg = load_registry(f.dir.string());
+    ASSERT_FALSE(reg.ok());
+    EXPECT_NE(reg.error().message.find("'x' is listed by both A and B"), std::string::npos);
+  }
+  {
+    Families f("[[family]\nname = 3\n");
+    auto reg = load_registry(f.dir.string());
+    ASSERT_FALSE(reg.ok());
+    EXPECT_NE(reg.error().message.find("registry.toml:1:"), std::string::npos) << reg.error().message;
+  }
+}
+
+TEST(Dispatch, TheProjectRegistryListsTheLlamaStyleTypes) {
+  auto reg = load_registry(ARCHETYPE_FAMILIES_DIR);
+  ASSERT_TRUE(reg.ok()) << reg.error().message;
+  for (const char* mt : {"llama", "mistral", "qwen2", "qwen3"}) {
+    auto d = dispatch(*reg, {{"model_type", mt}}, has({}));
+    ASSERT_TRUE(d.ok()) << mt;
+    EXPECT_EQ(d->family->name, "LlamaStyle") << mt;
+    EXPECT_TRUE(fs::exists(d->family->template_path));
+  }
+}
+
+}  // namespace
+}  // namespace arch

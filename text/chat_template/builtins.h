@@ -1,0 +1,34 @@
+// The global names a chat template can call, as transformers' jinja2
+// environment defines them: range, dict, namespace, joiner (jinja2's), and
+// raise_exception, strftime_now (transformers').
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "text/chat_template/value.h"
+
+namespace arch::jinja {
+
+// `now` fixes what strftime_now sees (local time); unset: the clock.
+std::vector<std::pair<std::string, Value>> global_names(
+    std::optional<std::chrono::system_clock::time_point> now);
+
+// namespace(...): the one mutable value, assigned with {% set ns.x = ... %}.
+class Namespace : public Object {
+ public:
+  std::string type_name() const override { return "Namespace"; }
+  std::optional<Value> get_attr(const std::string& name) const override;
+  bool set_attr(const std::string& name, Value value) override;
+  std::string repr(int level) const override;
+  int depth() const override { return depth_; }
+
+ private:
+  std::vector<std::pair<std::string, Value>> attrs_;
+  int depth_ = 1;  // an upper bound: it only grows
+};
+
+}  // namespace arch::jinja

@@ -1,0 +1,26 @@
+// A template's graph checked against a checkpoint, everything at once
+// (archc --check --model): weights it reads that the checkpoint lacks,
+// shapes that disagree, checkpoint tensors nothing reads, and norm weights
+// whose values contradict how the template reads them (w vs 1 + w).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/graph.h"
+#include "importer/checkpoint.h"
+
+namespace arch {
+
+struct CheckpointFindings {
+  std::vector<std::string> errors;    // "file:line:col: error: ..."
+  std::vector<std::string> warnings;  // "file:line:col: warning: ..." or "DIR: warning: ..."
+};
+
+CheckpointFindings check_against_checkpoint(const Graph& g, const Checkpoint& ckpt);
+
+// Applies the registry's view of the checkpoint (a wrapper's nested text
+// model, a family's tensor prefixes), as loading a model would.
+Status apply_family_view(Checkpoint& ckpt, const std::string& families_dir = "");
+
+}  // namespace arch
