@@ -22,6 +22,12 @@ int Graph::find_input(const std::string& name) const {
   return -1;
 }
 
+bool Graph::is_held(int value) const {
+  for (int v : held_inputs)
+    if (v == value) return true;
+  return false;
+}
+
 namespace {
 std::string type_str(const TypedShape& t) {
   std::string d(dtype_name(t.dtype));
@@ -33,7 +39,7 @@ std::string type_str(const TypedShape& t) {
 std::string print_graph(const Graph& g) {
   std::ostringstream out;
   out << "graph " << g.name << "  # family " << g.family << "\n";
-  for (int v : g.inputs) out << "input " << g.values[v].name << ": " << type_str(g.values[v].type) << "\n";
+  for (int v : g.inputs) out << (g.is_held(v) ? "state " : "input ") << g.values[v].name << ": " << type_str(g.values[v].type) << "\n";
   for (const auto& w : g.weights) {
     out << "weight " << g.values[w.value].name << ": " << type_str(g.values[w.value].type);
     if (w.tensor != g.values[w.value].name) out << " = " << w.tensor;

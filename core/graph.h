@@ -52,6 +52,9 @@ struct Graph {
   std::vector<Value> values;
   std::vector<Node> nodes;               // in execution order
   std::vector<int> inputs;               // value ids, in declaration order
+  // The inputs declared `state`: a session holds each once given, and what
+  // is computed from them (and weights) alone is computed once per session.
+  std::vector<int> held_inputs;
   std::vector<WeightRef> weights;
   std::vector<GraphOutput> outputs;
 
@@ -62,6 +65,7 @@ struct Graph {
   const WeightRef* weight_of(int value) const;
   int find_value(const std::string& name) const;  // -1 when absent
   int find_input(const std::string& name) const;
+  bool is_held(int value) const;
 };
 
 // Stable, diff-friendly text of a graph (archc dump).

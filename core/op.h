@@ -30,7 +30,18 @@ struct TypedShape {
 // Per-instance state an op keeps across calls of one session (a KV cache).
 struct OpState {
   virtual ~OpState() = default;
+  // Forget what was appended after the first `positions` (a chat turn whose
+  // text differs from what the session holds). False: this state cannot.
+  virtual bool rewind(int64_t positions) { return false; }
 };
+
+// How a model's kernels compute, chosen when it is loaded (per program,
+// never process-wide): two models in one process may differ.
+struct KernelOptions {
+  bool bf16_activations = false;  // matmuls on BF16 weights round their activations to bf16 (llama.cpp's arithmetic)
+  bool kv_f16 = false;            // KV caches keep their rows as F16 (half the memory)
+};
+inline const KernelOptions kDefaultKernelOptions{};
 
 struct KernelContext {
   const Attrs& attrs;
@@ -39,6 +50,7 @@ struct KernelContext {
   std::unique_ptr<OpState>& state;    // this op instance's state, owned by the session
   int64_t max_context = 0;            // cache capacity a stateful op sizes itself to
   const std::string& where;           // the value's name, for messages
+  const KernelOptions* options = &kDefaultKernelOptions;  // the model's (never null)
 };
 
 using Kernel = std::function<Status(KernelContext&)>;

@@ -101,6 +101,7 @@ struct BlockDef {
 
 struct GraphInput {
   std::string name;
+  bool held = false;  // `state NAME: ...`: the session holds it once given
   std::string dtype;
   std::vector<ExprPtr> shape;
   Loc loc;

@@ -31,6 +31,16 @@ class Checker {
   void call(const Expr& e, const Scope& s);
   void body(const Body& b, const Scope& s);
   void collect(const Body& b, Scope& s);
+  // A graph's inputs, and the run-time dims their shapes name (a bare name
+  // that is no config field or flag: `frames`, `src`).
+  static void add_inputs(const GraphDef& g, Scope& s) {
+    for (const auto& in : g.inputs) {
+      s.names.insert(in.name);
+      for (const auto& d : in.shape)
+        if (d->kind == Expr::Path && d->path.size() == 1 && d->path[0].kind == PathSeg::Name)
+          s.names.insert(d->path[0].name);
+    }
+  }
   bool weight_matches(const std::vector<PathSeg>& p, bool prefix = false) const;
   std::vector<std::string> known(const Scope& s) const;
 
@@ -265,8 +275,8 @@ std::vector<Error> Checker::run() {
     Scope s;
     s.in_block = true;
     s.names.insert({"seq", "_"});
-    for (const auto& g : t_.graphs)  // blocks see the graphs' inputs
-      for (const auto& in : g.inputs) s.names.insert(in.name);
+    for (const auto& g : t_.graphs)  // blocks see the graphs' inputs and run-time dims
+      add_inputs(g, s);
     s.names.insert(b.params.begin(), b.params.end());
     collect(b.body, s);
     body(b.body, s);
@@ -275,7 +285,7 @@ std::vector<Error> Checker::run() {
   for (const auto& g : t_.graphs) {
     Scope s;
     s.names.insert({"seq", "_"});
-    for (auto& in : g.inputs) s.names.insert(in.name);
+    add_inputs(g, s);
     collect(g.body, s);
     body(g.body, s);
   }

@@ -209,10 +209,13 @@ struct params : seq<must<params_open>, ws, opt<list<param_name, comma>>, ws, mus
 struct block_def : seq<kw_block, ws, must<block_name>, ws, params, ws, must<body>> {};
 
 // graph step(tokens: i32[seq], positions: i32[seq]) { ... }
+// graph decode(tokens: i32[seq], state encoder_hidden_states: f32[src, d_model]) { ... }
+// `state`: the session holds the input once given (not a reserved word).
+struct state_mark : TAO_PEGTL_KEYWORD("state") {};
 struct input_colon : one<':'> {};
 struct input_dtype : identifier {};
 struct input_shape : list_lit {};
-struct graph_input : seq<param_name, ws, must<input_colon>, ws, must<input_dtype>, must<input_shape>> {};
+struct graph_input : seq<opt<state_mark, ws, at<name_chars>>, param_name, ws, must<input_colon>, ws, must<input_dtype>, must<input_shape>> {};
 struct inputs_open : one<'('> {};
 struct inputs_close : one<')'> {};
 struct graph_inputs : seq<must<inputs_open>, ws, opt<list<graph_input, comma>>, ws,

@@ -134,8 +134,19 @@ Status Instantiator::run_graph(const GraphDef& gd) {
   seq.i = 1;
   inputs_.vars["seq"] = seq;
   Val dyn = seq;  // `_`: a dim known only from a call's inputs (an image's height)
-  dyn.i = 3;
+  dyn.i = kDynSym;
   inputs_.vars["_"] = dyn;
+  // A bare name in an input's shape that the config does not define is a
+  // run-time dim of this graph (`frames`, `src`), bound at each call to the
+  // size the input brings; the body sees it as it sees `seq`.
+  for (const auto& in : gd.inputs)
+    for (const auto& d : in.shape)
+      if (d->kind == Expr::Path && d->path.size() == 1 && d->path[0].kind == PathSeg::Name &&
+          !inputs_.find(d->path[0].name)) {
+        Val named = seq;
+        named.i = dim_symbol(d->path[0].name);
+        inputs_.vars[d->path[0].name] = named;
+      }
   for (const auto& in : gd.inputs) {
     static const std::map<std::string, DType> dtypes = {{"i32", DType::I32}, {"f32", DType::F32}, {"i64", DType::I64}};
     auto dt = dtypes.find(in.dtype);
@@ -143,9 +154,9 @@ Status Instantiator::run_graph(const GraphDef& gd) {
     Shape shape;
     for (auto& d : in.shape) {
       ARCH_TRY(Val x, eval(*d, inputs_));
-      if (x.kind == Val::Seq) shape.push_back(x.i == 3 ? Dim::dyn() : Dim::seq());
+      if (x.kind == Val::Seq) shape.push_back(Dim::named(int(x.i)));
       else if (x.kind == Val::Int) shape.push_back(Dim::of(x.i));
-      else return fail(d->loc, "an input dim must be an int, seq or _, not " + x.describe());
+      else return fail(d->loc, "an input dim must be an int, a run-time dim (seq, _, or a name of its own) or a config field, not " + x.describe());
     }
     Value v;
     v.name = in.name;
@@ -155,6 +166,7 @@ Status Instantiator::run_graph(const GraphDef& gd) {
     provisional_.push_back("");
     used_names_.insert(in.name);
     g().inputs.push_back(id);
+    if (in.held) g().held_inputs.push_back(id);
     inputs_.vars[in.name] = Val::of_tensor(id);
   }
   Env env;
@@ -186,6 +198,17 @@ Result<Instance> Instantiator::run() {
 Result<Instance> instantiate(const Template& t, const InstantiateOptions& opt, const OpTable& ops) {
   detail::Instantiator in(t, opt, ops);
   return in.run();
+}
+
+Result<std::map<std::string, bool>> parse_flag_overrides(const std::vector<std::string>& given) {
+  std::map<std::string, bool> out;
+  for (const auto& f : given) {
+    auto eq = f.find('=');
+    std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
+    if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
+    out[f.substr(0, eq)] = v == "true";
+  }
+  return out;
 }
 
 }  // namespace arch::dsl

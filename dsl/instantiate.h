@@ -25,6 +25,10 @@ struct InstantiateOptions {
   std::string graph;                                  // empty: the template's first graph
 };
 
+// Flag overrides as the tools take them: "NAME=true", "NAME=false", or
+// "NAME" alone (true).
+Result<std::map<std::string, bool>> parse_flag_overrides(const std::vector<std::string>& given);
+
 struct Instance {
   std::vector<std::pair<std::string, Val>> config;  // every field, resolved, in order
   std::vector<std::pair<std::string, bool>> flags;

@@ -27,7 +27,7 @@ using selector = pt::selector<
         g::list_type, g::field_default, g::flag_decl, g::weight_decl, g::optional_mark,
         g::weight_pattern, g::alias_decl, g::alias_target, g::pattern_var, g::path_index,
         g::path_member, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
-        g::param_name, g::graph_def, g::graph_name, g::graph_input, g::input_dtype,
+        g::param_name, g::graph_def, g::graph_name, g::graph_input, g::state_mark, g::input_dtype,
         g::input_shape, g::body, g::assign, g::identifier, g::output_stmt, g::output_name,
         g::return_stmt, g::if_stmt, g::for_stmt, g::loop_var, g::scope_name, g::index,
         g::number, g::string_body, g::kw_true, g::kw_false, g::kw_null, g::list_lit, g::path,
@@ -300,9 +300,11 @@ Template build_template(const Node& root) {
         else if (is<g::graph_input>(*c)) {
           GraphInput in;
           in.loc = loc_of(*c);
-          in.name = c->children.at(0)->string();
-          in.dtype = c->children.at(1)->string();
-          for (auto& d : c->children.at(2)->children) in.shape.push_back(build_expr(*d));
+          size_t k = 0;
+          if (is<g::state_mark>(*c->children.at(0))) in.held = true, k = 1;
+          in.name = c->children.at(k)->string();
+          in.dtype = c->children.at(k + 1)->string();
+          for (auto& d : c->children.at(k + 2)->children) in.shape.push_back(build_expr(*d));
           gd.inputs.push_back(std::move(in));
         } else if (is<g::body>(*c)) gd.body = build_body(*c);
       }

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "core/shape.h"
+
 namespace arch::dsl {
 
 std::string Val::path_str() const {
@@ -21,7 +23,7 @@ std::string Val::describe() const {
     case Json: return "a json object";
     case Tensor: return "a tensor";
     case Path: return "the weight path " + path_str();
-    case Seq: return i == 3 ? "the run-time dim _" : "the run-time dim seq";
+    case Seq: return "the run-time dim " + dim_symbol_name(int(i));
   }
   return "?";
 }
@@ -33,7 +35,7 @@ nlohmann::json Val::to_json() const {
     case Bool: return b;
     case Str: return s;
     case Json: return json;
-    case Seq: return -1;
+    case Seq: return -i;  // as shape attributes spell run-time dims: -1 seq, -4 on named ones
     case List: {
       auto a = nlohmann::json::array();
       for (auto& v : list) a.push_back(v.to_json());

@@ -3,9 +3,9 @@
 // resize, center crop, rescale, normalize, in that order.
 //
 // The settings come from the checkpoint's preprocessor_config.json when it
-// has one (the keys of ViTImageProcessor, CLIPImageProcessor and
-// ConvNextImageProcessor, which ResNet checkpoints use too), else from
-// defaults chosen by the model config's model_type.
+// has one, else from defaults chosen by the model config's model_type
+// (importer/image_processor_config.h); resizing and cropping are
+// importer/image_resample.h.
 //
 // Fidelity: the target is transformers' PIL-based ("slow") image processors.
 //   - Resize is Pillow's Image.resize on an 8-bit image, reproduced exactly
@@ -31,12 +31,13 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/error.h"
 #include "core/tensor.h"
 
 namespace arch {
+
+// The largest image side a setting may ask for.
+constexpr int kMaxImageSide = 16384;
 
 struct ImagePreprocess {
   bool do_resize = true;
@@ -65,33 +66,6 @@ struct ImagePreprocess {
   std::vector<float> std = {0.5f, 0.5f, 0.5f};
 };
 
-// Settings for the checkpoint in `dir`: dir/preprocessor_config.json when
-// present, else defaults for model_config's model_type:
-//   vit                      ViTImageProcessor: resize to image_size x image_size
-//                            (224 without it), bilinear, mean = std = 0.5
-//   clip_vision_model, clip  CLIPImageProcessor: shortest edge image_size,
-//                            bicubic, center crop image_size x image_size,
-//                            OpenAI CLIP mean/std
-//   resnet, convnext         ConvNextImageProcessor as microsoft/resnet-50
-//                            and facebook/convnext-tiny-224 configure it:
-//                            shortest edge 224, crop_pct 0.875, bicubic,
-//                            ImageNet mean/std
-// and an error for any other model_type.
-//
-// In preprocessor_config.json missing keys take the defaults of the
-// processor class named by image_processor_type (or the older
-// feature_extractor_type) - ViT*, CLIP*, ConvNext* - or, without one, of the
-// model_type's class above; for another class, a key without a universal
-// default (size, resample, image_mean, image_std when used) must be present.
-// A plain number for size means shortest_edge for CLIP-, ConvNext-, BiT- and
-// MobileNet-style classes and height = width for the others, as
-// transformers' get_size_dict does per class. Errors name the file and the
-// key: wrong types, sizes outside 1..16384, an unknown resample code,
-// size {longest_edge} (not supported), mean/std not of 1 or 3 numbers, a
-// zero std, a crop_pct with a center crop of its own (PoolFormer's scheme,
-// not supported).
-Result<ImagePreprocess> read_preprocessor_config(const std::string& dir, const nlohmann::json& model_config);
-
 // A problem with hand-made settings (what read_preprocessor_config checks),
 // or "" when they are usable by preprocess().
 std::string preprocess_problem(const ImagePreprocess& p);
@@ -101,15 +75,5 @@ std::string preprocess_problem(const ImagePreprocess& p);
 // otherwise): `rgb` is F32 with shape [3, H, W], H, W >= 1, and
 // preprocess_problem(p) is "".
 Tensor preprocess(const Tensor& rgb, const ImagePreprocess& p);
-
-// Pillow's Image.resize of an 8-bit image, one channel plane at a time: F32
-// [C, H, W] (values rounded and clamped to 0..255 first) -> F32
-// [C, height, width] of integers 0..255. `resample` as in ImagePreprocess.
-Tensor resize_image(const Tensor& image, int height, int width, const std::string& resample);
-
-// transformers' center_crop: F32 [C, H, W] -> [C, height, width], the crop
-// window at ((H - height) // 2, (W - width) // 2) (floor division), zero
-// padding where the window leaves the image.
-Tensor center_crop_image(const Tensor& image, int height, int width);
 
 }  // namespace arch

@@ -1,5 +1,6 @@
 #include "runtime/dispatch.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
@@ -118,8 +119,16 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
     for (const auto& s : f.signature) all = all && present(f, s);
     if (all) matches.push_back(&f);
   }
+  // Each family once, with its templates: "ViTStyle (vit.arch, clip_vision.arch)".
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (const auto& f : reg.families) {
+    const std::string file = std::filesystem::path(f.template_path).filename().string();
+    auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& l) { return l.first == f.name; });
+    if (it == listed.end()) listed.push_back({f.name, file});
+    else it->second += ", " + file;
+  }
   std::string names;
-  for (const auto& f : reg.families) names += (names.empty() ? "" : ", ") + f.name;
+  for (const auto& [name, files] : listed) names += (names.empty() ? "" : ", ") + name + " (" + files + ")";
   if (matches.size() == 1)
     return DispatchResult{matches[0], "model_type '" + model_type + "' is not listed; the tensors " +
                                           "of " + matches[0]->name + "'s signature are all present"};
@@ -132,6 +141,12 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
   }
   return error("no family for model_type '" + model_type + "': it is not listed in " + reg.path +
                " and no family's signature tensors are all present (candidates: " + names + ")");
+}
+
+Status apply_views(Checkpoint& ckpt, const DispatchResult& d) {
+  if (d.unwrap) ARCH_TRY_STATUS(unwrap(ckpt, *d.unwrap));
+  if (!d.family->tensor_names.prefixes.empty()) ARCH_TRY_STATUS(unwrap(ckpt, d.family->tensor_names));
+  return {};
 }
 
 }  // namespace arch

@@ -44,6 +44,11 @@ struct DispatchResult {
 Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& config,
                                 const std::function<bool(const std::string&)>& has_tensor);
 
+// The checkpoint rewritten to the view its family reads: a wrapper's inner
+// model (its nested config and tensor prefixes), then the family's own
+// tensor prefixes.
+Status apply_views(Checkpoint& ckpt, const DispatchResult& d);
+
 // --families, else $ARCHETYPE_FAMILIES, else the source tree's families/.
 std::string families_dir(const std::string& override_dir = "");
 

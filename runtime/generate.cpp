@@ -1,15 +1,13 @@
 #include "runtime/generate.h"
 
-#include "importer/canonical.h"
-
 #include <algorithm>
 #include <chrono>
 
-#include "runtime/session.h"
+#include "importer/canonical.h"
 
 namespace arch {
 
-std::vector<int32_t> eos_ids(const Model& m) {
+std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   std::vector<int32_t> out;
   auto add = [&](const nlohmann::json& v) {
     if (v.is_number_integer()) out.push_back(v.get<int32_t>());
@@ -24,6 +22,7 @@ std::vector<int32_t> eos_ids(const Model& m) {
     auto g = nlohmann::json::parse(**text, nullptr, false);
     if (g.is_object() && g.contains("eos_token_id")) add(g["eos_token_id"]);
   }
+  if (tok && tok->eos_id()) out.push_back(*tok->eos_id());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -31,11 +30,19 @@ std::vector<int32_t> eos_ids(const Model& m) {
 
 Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt,
                                 const GenerateOptions& opt) {
+  Session s(m, int64_t(prompt.size()) + opt.max_new_tokens);
+  return generate(s, prompt, opt);
+}
+
+Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, const GenerateOptions& opt) {
   using clock = std::chrono::steady_clock;
   GenerateResult r;
   r.stop_reason = "length";
   if (prompt.empty()) return error("the prompt is empty: give at least one token id");
-  Session s(m, int64_t(prompt.size()) + opt.max_new_tokens);
+  if (s.position() + int64_t(prompt.size()) + opt.max_new_tokens > s.max_context() && s.max_context() > 0)
+    return error("the context is too small: " + std::to_string(s.position()) + " positions held + " +
+                 std::to_string(prompt.size()) + " prompt tokens + " + std::to_string(opt.max_new_tokens) +
+                 " new ones exceed the " + std::to_string(s.max_context()) + " it was sized for");
   if (opt.check) s.check_with(opt.check);
   Sampler sampler(opt.sampling);
   auto t0 = clock::now();

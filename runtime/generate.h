@@ -1,13 +1,16 @@
-// Generation: a prompt chunk, then one decode step per new token, each
-// token chosen by the sampler from the last row of logits.
+// Generation: a prompt chunk at the session's position, then one decode
+// step per new token, each token chosen by the sampler from the last row of
+// logits. The session keeps its KV cache afterwards, so a chat's next turn
+// prefills only what it adds.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <vector>
 
-#include "runtime/model.h"
 #include "runtime/sampler.h"
+#include "runtime/session.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace arch {
 
@@ -26,10 +29,14 @@ struct GenerateResult {
   double decode_seconds = 0;
 };
 
-Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt,
-                                const GenerateOptions& opt);
+// `prompt` runs at the session's position (a whole prompt, or what a chat
+// turn adds); the session must have room for it and max_new_tokens more.
+Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, const GenerateOptions& opt);
+// The same in a session of its own, sized to the prompt and max_new_tokens.
+Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt, const GenerateOptions& opt);
 
-// The config's eos_token_id (an int or a list), as stop ids.
-std::vector<int32_t> eos_ids(const Model& m);
+// What ends generation: the config's eos_token_id (an int or a list), those
+// generation_config.json names, and the tokenizer's EOS where there is one.
+std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok = nullptr);
 
 }  // namespace arch

@@ -14,10 +14,26 @@ namespace arch {
 
 namespace {
 
+// A stored weight in the form `made`, from `prepared` where another
+// program of the model made it already.
+Tensor prepare(const Tensor& stored, DType made, PreparedWeights* prepared, Tensor (*make)(const Tensor&)) {
+  if (prepared) {
+    auto it = prepared->made.find({stored.data, made});
+    if (it != prepared->made.end()) return it->second;
+  }
+  Tensor t = make(stored);
+  weights_read(int64_t(stored.nbytes()));
+  release_pages(stored);  // read once, not again
+  if (prepared) prepared->made[{stored.data, made}] = t;
+  return t;
+}
+
+Tensor interleave_one(const Tensor& rows) { return interleave_rows(rows); }
+
 // A Q8_0 / Q4_0 / BF16 matrix every reader of which takes it in tiles of
 // interleaved rows (core/quant_interleaved.h) is converted once, here.
 void interleave_where_read(const Graph& g, const OpTable& ops, const std::string& backend,
-                           std::vector<Tensor>& weights) {
+                           std::vector<Tensor>& weights, PreparedWeights* prepared) {
   std::vector<int> verdict(g.values.size(), -1);  // -1 unread, 0 no, 1 yes
   for (const Node& node : g.nodes)
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -31,20 +47,17 @@ void interleave_where_read(const Graph& g, const OpTable& ops, const std::string
     }
   for (const GraphOutput& o : g.outputs) verdict[size_t(o.value)] = 0;
   for (size_t v = 0; v < verdict.size(); ++v)
-    if (verdict[v] == 1) {
-      Tensor stored = weights[v];
-      weights[v] = interleave_rows(stored);
-      weights_read(int64_t(stored.nbytes()));
-      release_pages(stored);
-    }
+    if (verdict[v] == 1) weights[v] = prepare(weights[v], interleaved_of(weights[v].dtype), prepared, interleave_one);
 }
 
 }  // namespace
 
 Result<Program> make_program(const Graph& source, const OpTable& ops, std::vector<Tensor> weights,
-                             const std::string& backend, bool plan) {
+                             const std::string& backend, bool plan, const KernelOptions& options,
+                             PreparedWeights* prepared) {
   Program p;
   p.graph = &source;
+  p.options = options;
   if (plan && backend != "reference") {  // the reference path runs the template's graph as written
     Plan plan = plan_graph(source, std::move(weights), ops, backend);
     p.owned_graph = std::move(plan.graph);
@@ -57,6 +70,8 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
   p.weights = std::move(weights);
   p.weights.resize(g.values.size());
   p.last_use.assign(g.values.size(), -1);
+  p.held.assign(g.values.size(), 0);
+  for (int v : g.held_inputs) p.held[size_t(v)] = 1;
   // Weights stay as stored (mapped, not copied) where every reader's kernel
   // reads that type; the rest are widened to F32 once, here.
   std::vector<char> widen(g.values.size(), 0);
@@ -67,37 +82,40 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
         widen[in] = 1;
     }
   for (size_t v = 0; v < widen.size(); ++v)
-    if (widen[v]) {
-      Tensor stored = p.weights[v];
-      p.weights[v] = to_f32(stored);
-      weights_read(int64_t(stored.nbytes()));
-      release_pages(stored);  // read once, not again
-    }
-  interleave_where_read(g, ops, backend, p.weights);
+    if (widen[v]) p.weights[v] = prepare(p.weights[v], DType::F32, prepared, to_f32);
+  interleave_where_read(g, ops, backend, p.weights, prepared);
   std::vector<std::unique_ptr<OpState>> no_state(1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
-    const Kernel* k = ops.kernel(node.op, backend);
-    const OpDef* def = ops.find(node.op);
-    if (!k || !def) return error("no kernel for op '" + node.op + "' (" + backend + ")");
-    p.kernels.push_back(k);
-    p.defs.push_back(def);
-    p.views.push_back(def->view);
-    p.fills.push_back(ops.fills_outputs(node.op, backend));
-    bool dynamic = false;
-    for (int o : node.outputs) dynamic = dynamic || has_dyn(g.values[o].type.shape);
-    p.dynamic.push_back(dynamic);
-    p.state_of.push_back(int(n));
+    Step step;
+    step.kernel = ops.kernel(node.op, backend);
+    step.def = ops.find(node.op);
+    if (!step.kernel || !step.def) return error("no kernel for op '" + node.op + "' (" + backend + ")");
+    const OpDef* def = step.def;
+    step.view = def->view;
+    step.fills = ops.fills_outputs(node.op, backend);
+    for (int o : node.outputs) step.dynamic = step.dynamic || has_dyn(g.values[o].type.shape);
+    step.state_slot = int(n);
     bool already = !node.outputs.empty();  // folded by the program this one derives from
     for (int o : node.outputs) already = already && p.weights[o].data;
     if (already) {
-      p.folded.push_back(true);
+      step.folded = true;
+      p.steps.push_back(step);
       continue;
     }
-    bool foldable = !def->stateful;
-    for (int in : node.inputs) foldable = foldable && (in < 0 || p.weights[in].data);
+    bool foldable = !def->stateful, per_session = !def->stateful, reads_held = false;
+    for (int in : node.inputs) {
+      const bool weight = in < 0 || p.weights[in].data;
+      foldable = foldable && weight;
+      per_session = per_session && (weight || p.held[size_t(in)]);
+      reads_held = reads_held || (in >= 0 && p.held[size_t(in)]);
+    }
     for (int o : node.outputs) foldable = foldable && is_concrete(g.values[o].type.shape);
-    p.folded.push_back(foldable);
+    step.folded = foldable;
+    step.per_session = !foldable && per_session && reads_held;
+    if (step.per_session)
+      for (int o : node.outputs) p.held[size_t(o)] = 1;
+    p.steps.push_back(step);
     if (!foldable) {
       for (int in : node.inputs)
         if (in >= 0) p.last_use[in] = int(n);
@@ -110,8 +128,8 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
       outs.push_back(def->view ? Tensor{g.values[o].type.dtype, dims, nullptr, nullptr}
                                : Tensor::zeros(g.values[o].type.dtype, dims));
     }
-    KernelContext ctx{node.attrs, ins, outs, no_state[0], 0, g.values[node.outputs[0]].name};
-    Status st = (*k)(ctx);
+    KernelContext ctx{node.attrs, ins, outs, no_state[0], 0, g.values[node.outputs[0]].name, &p.options};
+    Status st = (*step.kernel)(ctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + ", at load): " + st.error().message);
     for (size_t i = 0; i < outs.size(); ++i) p.weights[node.outputs[i]] = std::move(outs[i]);
   }
@@ -124,7 +142,7 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
   std::vector<char> read(g.values.size(), 0), read_per_call(g.values.size(), 0);
   for (size_t n = 0; n < g.nodes.size(); ++n)
     for (int in : g.nodes[n].inputs)
-      if (in >= 0) (p.folded[n] ? read : read_per_call)[size_t(in)] = 1;
+      if (in >= 0) (p.steps[n].folded ? read : read_per_call)[size_t(in)] = 1;
   for (const GraphOutput& o : g.outputs) read_per_call[size_t(o.value)] = 1;
   for (size_t v = 0; v < read.size(); ++v) {
     if (read_per_call[v] || !p.weights[v].data) continue;
@@ -137,16 +155,16 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
 // Re-runs step n with its op's reference kernel and compares every output
 // within the op's tolerance: max|fast - ref| <= rel * max|ref| + abs.
 static Status check_step(const Program& p, RunState& state, size_t n, std::span<const Tensor> in,
-                         const std::vector<Tensor>& fast, const std::vector<TypedShape>& types, int64_t seq,
-                         int64_t max_context) {
+                         const std::vector<Tensor>& fast, const std::vector<TypedShape>& types,
+                         const DimValues& dims, int64_t max_context) {
   const Graph& g = *p.graph;
   const Node& node = g.nodes[n];
   const Kernel* reference = state.ops ? state.ops->kernel(node.op, "reference") : nullptr;
-  if (!reference || reference == p.kernels[n]) {
+  if (!reference || reference == p.steps[n].kernel) {
     ++state.check->skipped;
     return {};
   }
-  if (p.defs[n]->stateful) {
+  if (p.steps[n].def->stateful) {
     ++state.check->stateful;
     return {};
   }
@@ -159,11 +177,11 @@ static Status check_step(const Program& p, RunState& state, size_t n, std::span<
                          : t);
   std::vector<Tensor> ref;
   for (const auto& t : types) {
-    Dims dims = concretize(t.shape, seq);
-    ref.push_back(p.views[n] ? Tensor{t.dtype, dims, nullptr, nullptr} : Tensor::zeros(t.dtype, dims));
+    Dims d = concretize(t.shape, dims);
+    ref.push_back(p.steps[n].view ? Tensor{t.dtype, d, nullptr, nullptr} : Tensor::zeros(t.dtype, d));
   }
   std::unique_ptr<OpState> none;
-  KernelContext ctx{node.attrs, ref_in, ref, none, max_context, g.values[node.outputs[0]].name};
+  KernelContext ctx{node.attrs, ref_in, ref, none, max_context, g.values[node.outputs[0]].name, &p.options};
   ARCH_TRY_STATUS((*reference)(ctx));
   const Tolerance tol = state.ops->check_tolerance(node.op, p.backend, in);
   for (size_t k = 0; k < ref.size(); ++k) {
@@ -204,23 +222,61 @@ void release_all(RunState& state) {
 
 }  // namespace
 
+namespace {
+
+// The inputs of this call, with the held ones it leaves out taken from the
+// state (and those it gives kept there); the named dims bound from them.
+// Returns whether the per-session steps must be computed (again).
+Result<bool> take_inputs(const Program& p, RunState& state, const std::map<int, Tensor>& given, DimValues& dims) {
+  const Graph& g = *p.graph;
+  std::vector<Tensor>& vals = state.values;
+  if (state.held.size() < g.values.size()) state.held.resize(g.values.size());
+  bool recompute = !state.held_ready;
+  auto take = [&](int id, const Tensor& t) -> Status {
+    const Shape& declared = g.values[id].type.shape;
+    if (t.shape.size() == declared.size())
+      for (size_t d = 0; d < declared.size(); ++d)
+        if (declared[d].is_named() && dims.get(declared[d].sym) < 0) dims.set(declared[d].sym, t.shape[d]);
+    Dims want = concretize(declared, dims);
+    for (size_t d = 0; d < want.size() && d < t.shape.size(); ++d)
+      if (declared[d].sym == kDynSym) want[d] = t.shape[d];  // `_`: whatever this call brings
+    if (t.shape != want || t.dtype != g.values[id].type.dtype)
+      return error("input '" + g.values[id].name + "' is " + std::string(dtype_name(t.dtype)) + dims_str(t.shape) +
+                   ", the graph takes " + std::string(dtype_name(g.values[id].type.dtype)) + shape_str(declared) +
+                   " (here " + dims_str(want) + ")");
+    return {};
+  };
+  for (int id : g.held_inputs) {
+    auto it = given.find(id);
+    if (it != given.end()) {
+      const Tensor& held = state.held[size_t(id)];
+      if (held.data != it->second.data || held.shape != it->second.shape || held.dtype != it->second.dtype)
+        recompute = true;
+      state.held[size_t(id)] = it->second;
+    } else if (!state.held[size_t(id)].data) {
+      return error("input '" + g.values[id].name + "' is missing (the session holds it once it is given)");
+    }
+    ARCH_TRY_STATUS(take(id, state.held[size_t(id)]));
+  }
+  for (auto& [id, t] : given) {
+    if (p.held[size_t(id)]) continue;
+    ARCH_TRY_STATUS(take(id, t));
+    vals[id] = t;
+  }
+  return recompute;
+}
+
+}  // namespace
+
 Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
-                                          const std::map<int, Tensor>& inputs, int64_t seq,
-                                          int64_t ctx, const std::vector<int>& keep) {
+                                          const std::map<int, Tensor>& inputs, DimValues dims,
+                                          const std::vector<int>& keep) {
   const Graph& g = *p.graph;
   release_all(state);  // what an earlier call that failed midway still held
   std::vector<Tensor>& vals = state.values;
   if (vals.size() < g.values.size()) vals.resize(g.values.size());
-  for (auto& [id, t] : inputs) {
-    Dims want = concretize(g.values[id].type.shape, seq, ctx);
-    for (size_t d = 0; d < want.size() && d < t.shape.size(); ++d)
-      if (g.values[id].type.shape[d].sym == 3) want[d] = t.shape[d];  // `_`: whatever this call brings
-    if (t.shape != want || t.dtype != g.values[id].type.dtype)
-      return error("input '" + g.values[id].name + "' is " + std::string(dtype_name(t.dtype)) +
-                   dims_str(t.shape) + ", the graph takes " +
-                   std::string(dtype_name(g.values[id].type.dtype)) + dims_str(want));
-    vals[id] = t;
-  }
+  ARCH_TRY(const bool compute_held, take_inputs(p, state, inputs, dims));
+  state.held_ready = false;  // until the walk has computed them
   // With a profile, the time between kernels (inputs gathered, outputs
   // allocated, values freed) is an entry of its own.
   const auto walk_started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
@@ -228,14 +284,15 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
   std::vector<char>& kept = state.kept;
   kept.assign(g.values.size(), 0);
   for (int id : keep) kept[size_t(id)] = 1;
-  for (int slot : p.state_of)
-    if (state.states.size() <= size_t(slot)) state.states.resize(size_t(slot) + 1);
+  for (const Step& step : p.steps)
+    if (state.states.size() <= size_t(step.state_slot)) state.states.resize(size_t(step.state_slot) + 1);
   // Slots reused from node to node and call to call: a decode step walks
   // some 400 nodes, and allocating their shapes alone cost thousands of heap
   // allocations a token.
   std::vector<Tensor>& in_buf = state.node_inputs;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
-    if (p.folded[n]) continue;
+    const Step& step = p.steps[n];
+    if (step.folded || (step.per_session && !compute_held)) continue;
     const Node& node = g.nodes[n];
     const size_t n_in = node.inputs.size(), n_out = node.outputs.size();
     if (in_buf.size() < n_in) in_buf.resize(n_in);
@@ -247,13 +304,13 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     for (size_t i = 0; i < n_in; ++i) {
       const int in = node.inputs[i];
       if (in < 0) release(in_buf[i]);
-      else in_buf[i] = p.weights[in].data ? p.weights[in] : vals[in];
+      else in_buf[i] = p.weights[in].data ? p.weights[in] : p.held[size_t(in)] ? state.held[size_t(in)] : vals[in];
     }
     // Output shapes: from the IR, or where a dim is `_`, from the op's shape
     // rule over this call's concrete inputs.
     types.resize(node.outputs.size());
     for (size_t k = 0; k < node.outputs.size(); ++k) types[k] = g.values[node.outputs[k]].type;
-    if (p.dynamic[n]) {
+    if (step.dynamic) {
       std::vector<TypedShape> in_types;
       std::unique_ptr<bool[]> present(new bool[n_in]);
       for (size_t i = 0; i < n_in; ++i) {
@@ -263,7 +320,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
         in_types.push_back({dt, shape_of(in_buf[i].shape)});
         present[i] = in_buf[i].data != nullptr;
       }
-      auto r = p.defs[n]->shape(in_types, std::span<const bool>(present.get(), n_in), node.attrs);
+      auto r = step.def->shape(in_types, std::span<const bool>(present.get(), n_in), node.attrs);
       if (!r.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + r.error().message);
       types = std::move(r.value());
     }
@@ -275,13 +332,13 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       // Slots trade shapes' storage as values move in and out of them; room
       // for any rank a template uses stops that from reallocating.
       if (o.shape.capacity() < 8) o.shape.reserve(8);
-      concretize_into(types[k].shape, seq, ctx, o.shape);
-      if (!p.views[n]) state.buffers->lease(o, !p.fills[n]);
+      concretize_into(types[k].shape, dims, o.shape);
+      if (!step.view) state.buffers->lease(o, !step.fills);
     }
-    KernelContext kctx{node.attrs, ins, outs, state.states[size_t(p.state_of[n])], state.max_context,
-                       g.values[node.outputs[0]].name};
+    KernelContext kctx{node.attrs, ins, outs, state.states[size_t(step.state_slot)], state.max_context,
+                       g.values[node.outputs[0]].name, &p.options};
     auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    Status st = (*p.kernels[n])(kctx);
+    Status st = (*step.kernel)(kctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + st.error().message);
     if (state.profile) {
       auto& e = state.profile->by_op[node.op];
@@ -290,18 +347,21 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       in_kernels += seconds;
       ++e.calls;
     }
-    if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, seq, kctx.max_context));
+    if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, dims, kctx.max_context));
     // Swapped, not moved: the slot taken back keeps its shape's storage.
+    // A per-session step's outputs stay in the state for the calls after.
     for (size_t k = 0; k < node.outputs.size(); ++k) {
-      std::swap(vals[node.outputs[k]], outs[k]);
+      if (step.per_session) state.held[size_t(node.outputs[k])] = outs[k];
+      else std::swap(vals[node.outputs[k]], outs[k]);
       release(outs[k]);
     }
     // Free what no later node reads.
     for (int in : node.inputs)
       if (in >= 0 && p.last_use[in] == int(n) && !kept[size_t(in)]) release(vals[in]);
   }
+  state.held_ready = true;
   std::map<int, Tensor> out;
-  for (int id : keep) out[id] = p.weights[id].data ? p.weights[id] : vals[id];
+  for (int id : keep) out[id] = p.weights[id].data ? p.weights[id] : p.held[size_t(id)] ? state.held[size_t(id)] : vals[id];
   release_all(state);
   if (state.profile) {
     auto& e = state.profile->by_op["(between kernels)"];

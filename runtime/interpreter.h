@@ -15,22 +15,38 @@
 
 namespace arch {
 
+// One node of a program: its kernel and what the walk needs to know of it.
+struct Step {
+  const Kernel* kernel = nullptr;
+  const OpDef* def = nullptr;
+  bool view = false;         // the kernel aliases its input: allocate nothing
+  bool fills = false;        // the kernel writes every output element: no zeroing
+  bool folded = false;       // computed once at load (reads only weights and constants)
+  bool per_session = false;  // computed once per session: reads only weights, constants,
+                             // held inputs and other such steps (cross-attention K/V)
+  bool dynamic = false;      // an output has a `_` dim: its shape is worked out per call
+  int state_slot = -1;       // its slot in RunState::states (its own index unless the
+                             // program was derived from another whose state it shares)
+};
+
 // A graph with its weights bound and kernels chosen, ready to run.
 struct Program {
   const Graph* graph = nullptr;       // the template's, or the planner's rewrite of it (owned_graph)
   std::shared_ptr<const Graph> owned_graph;
   PlanStats plan;
+  std::vector<Step> steps;            // by node
   std::vector<Tensor> weights;        // by value id; empty where the value is not a weight
-  std::vector<const Kernel*> kernels; // by node
-  std::vector<char> views;            // by node: the kernel aliases its input, allocate nothing
-  std::vector<char> fills;            // by node: the kernel writes every output element (no zeroing)
-  std::vector<char> folded;           // by node: computed once at load (reads only weights and constants)
-  std::vector<const OpDef*> defs;     // by node
-  std::vector<char> dynamic;          // by node: an output has a `_` dim, its shape is worked out per call
   std::vector<int> last_use;          // by value: the last node reading it (-1: none)
-  std::vector<int> state_of;          // by node: its slot in RunState::states (its own index unless
-                                      // the program was derived from another whose state it shares)
+  std::vector<char> held;             // by value: a held input or a per-session step's output
+  KernelOptions options;              // how its kernels compute (the model's load options)
   std::string backend = "reference";
+};
+
+// Weights a model's programs prepared at load (widened to F32, tiled),
+// keyed by the stored tensor and the form made: a weight two graphs read
+// is prepared once and shared.
+struct PreparedWeights {
+  std::map<std::pair<const void*, DType>, Tensor> made;
 };
 
 // Chooses each node's kernel for `backend`, works out value lifetimes, and
@@ -39,8 +55,10 @@ struct Program {
 // rather than per call: load-time fix-ups are written in the template.
 // `plan`: on a backend other than reference, first let the planner rewrite
 // the graph (runtime/planner.h).
+// `prepared`: shared with the model's other programs (null: this one's alone).
 Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Tensor> weights,
-                             const std::string& backend = "reference", bool plan = true);
+                             const std::string& backend = "reference", bool plan = true,
+                             const KernelOptions& options = {}, PreparedWeights* prepared = nullptr);
 
 // One session's per-op state (KV caches), sized once.
 // What --check saw (seeds/002's check=True): each step that ran a fast
@@ -62,6 +80,10 @@ struct OpProfile {
 
 struct RunState {
   std::vector<std::unique_ptr<OpState>> states;  // by node
+  // Held inputs (as last given) and per-session steps' outputs, by value id;
+  // `held_ready`: the steps were computed from the inputs held now.
+  std::vector<Tensor> held;
+  bool held_ready = false;
   int64_t max_context = 0;
   CheckStats* check = nullptr;  // set: check every fast step, stop at the first miss
   const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
@@ -75,11 +97,19 @@ struct RunState {
   std::vector<char> kept;
 };
 
-// Runs the graph once. `inputs` are by graph input value id; `seq` is the
-// run-time token count and `ctx` the positions the KV caches hold after this
-// call (position + seq); the values named in `keep` are returned by id.
+// Runs the graph once. `inputs` are by graph input value id (a held input
+// may be left out once given: the state keeps it); `dims` has the run-time
+// dims the inputs do not bring: `seq`, the token count, and `ctx`, the
+// positions the KV caches hold after this call (position + seq); named
+// dims are bound from the inputs. The values named in `keep` are returned
+// by id.
 Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
-                                          const std::map<int, Tensor>& inputs, int64_t seq,
-                                          int64_t ctx, const std::vector<int>& keep);
+                                          const std::map<int, Tensor>& inputs, DimValues dims,
+                                          const std::vector<int>& keep);
+inline Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
+                                                 const std::map<int, Tensor>& inputs, int64_t seq, int64_t ctx,
+                                                 const std::vector<int>& keep) {
+  return run_program(p, state, inputs, DimValues(seq, ctx), keep);
+}
 
 }  // namespace arch

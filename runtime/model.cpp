@@ -1,10 +1,12 @@
 #include "runtime/model.h"
 
+#include <algorithm>
+
 #include "dsl/parse.h"
+#include "kernels/kernels.h"
 #include "runtime/bind.h"
 #include "runtime/dispatch.h"
 #include "runtime/load_progress.h"
-#include "kernels/kernels.h"
 
 namespace arch {
 
@@ -13,6 +15,47 @@ int64_t Model::config_int(const std::string& name, int64_t fallback) const {
     if (n == name && v.kind == dsl::Val::Int) return v.i;
   return fallback;
 }
+
+std::vector<std::string> Model::graph_names() const {
+  std::vector<std::string> names;
+  for (const auto& g : graphs) names.push_back(g->name());
+  return names;
+}
+
+Result<const ModelGraph*> Model::find_graph(const std::string& name) const {
+  if (name.empty()) return &main();
+  for (const auto& g : graphs)
+    if (g->name() == name) return g.get();
+  std::string have;
+  for (const auto& n : graph_names()) have += (have.empty() ? "" : ", ") + n;
+  return error(template_path + ": the template has no graph '" + name + "' (it has: " + have + ")");
+}
+
+namespace {
+
+// The program of one graph, and its last-position shortcut where there is one.
+Status make_programs(ModelGraph& mg, std::vector<Tensor> weights, const LoadOptions& opt, PreparedWeights& prepared) {
+  ARCH_TRY(mg.program, make_program(mg.graph, op_table(), std::move(weights), opt.backend, opt.plan, opt.kernels,
+                                    &prepared));
+  for (const Step& s : mg.program.steps) mg.has_kv_cache = mg.has_kv_cache || s.def->stateful;
+  std::vector<int> origin;
+  if (auto g = last_row_graph(*mg.program.graph, mg.program.weights, "logits", origin)) {
+    // Only a shortcut: where it cannot be built, generation runs the full program.
+    auto last = make_program(*g, op_table(), mg.program.weights, opt.backend, false, opt.kernels, &prepared);
+    if (last.ok()) {
+      mg.last_logits = std::move(last).value();
+      mg.last_logits.owned_graph = g;
+      mg.last_logits.plan = mg.program.plan;
+      const int base = int(mg.program.graph->nodes.size());
+      for (size_t n = 0; n < origin.size(); ++n)
+        mg.last_logits.steps[n].state_slot =
+            origin[n] >= 0 ? mg.program.steps[size_t(origin[n])].state_slot : base + int(n);
+    }
+  }
+  return {};
+}
+
+}  // namespace
 
 Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOptions& opt) {
   auto m = std::make_shared<Model>();
@@ -27,35 +70,47 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->family = d.family->name;
     m->template_path = d.family->template_path;
     m->reason = d.reason;
-    if (d.unwrap) ARCH_TRY_STATUS(unwrap(m->checkpoint, *d.unwrap));
-    if (!d.family->tensor_names.prefixes.empty()) ARCH_TRY_STATUS(unwrap(m->checkpoint, d.family->tensor_names));
+    ARCH_TRY_STATUS(apply_views(m->checkpoint, d));
   }
   ARCH_TRY(m->tmpl, dsl::parse_template_file(m->template_path));
   if (m->family.empty()) m->family = m->tmpl.family;
+  m->kernel_options = opt.kernels;
   dsl::InstantiateOptions io;
   io.config = m->checkpoint.config;
   io.tensor_exists = has;
   io.flag_overrides = opt.flags;
-  ARCH_TRY(m->instance, dsl::instantiate(m->tmpl, io, op_table()));
+  for (const auto& gd : m->tmpl.graphs) {
+    io.graph = gd.name;
+    ARCH_TRY(dsl::Instance inst, dsl::instantiate(m->tmpl, io, op_table()));
+    auto mg = std::make_unique<ModelGraph>();
+    mg->graph = std::move(inst.graph);
+    if (m->graphs.empty()) {
+      m->instance = std::move(inst);
+      m->instance.graph = Graph{};
+    }
+    m->graphs.push_back(std::move(mg));
+  }
+  if (m->graphs.empty()) return error(m->template_path + ": the template defines no graph");
   int64_t total_bytes = 0;
   for (const auto& [name, t] : m->checkpoint.tensors) total_bytes += int64_t(t.nbytes());
   LoadProgressScope progress(opt.progress, total_bytes);
-  ARCH_TRY(BoundWeights w, bind_weights(m->instance.graph, m->checkpoint));
-  m->unused_tensors = std::move(w.unused);
-  ARCH_TRY(m->program, make_program(m->instance.graph, op_table(), std::move(w.by_value), opt.backend, opt.plan));
-  std::vector<int> origin;
-  if (auto g = last_row_graph(*m->program.graph, m->program.weights, "logits", origin)) {
-    // Only a shortcut: where it cannot be built, generation runs the full program.
-    auto last = make_program(*g, op_table(), m->program.weights, opt.backend, false);
-    if (last.ok()) {
-      m->last_logits = std::move(last).value();
-      m->last_logits.owned_graph = g;
-      m->last_logits.plan = m->program.plan;
-      const int base = int(m->program.graph->nodes.size());
-      for (size_t n = 0; n < origin.size(); ++n)
-        m->last_logits.state_of[n] = origin[n] >= 0 ? m->program.state_of[size_t(origin[n])] : base + int(n);
-    }
+  // Every graph binds its weights by name from the one checkpoint; what the
+  // programs prepare from them (widened, tiled) is made once for all.
+  PreparedWeights prepared;
+  std::vector<std::string> unused;
+  for (size_t k = 0; k < m->graphs.size(); ++k) {
+    ModelGraph& mg = *m->graphs[k];
+    ARCH_TRY(BoundWeights w, bind_weights(mg.graph, m->checkpoint));
+    if (k == 0) unused = std::move(w.unused);
+    else
+      unused.erase(std::remove_if(unused.begin(), unused.end(),
+                                  [&](const std::string& n) {
+                                    return !std::binary_search(w.unused.begin(), w.unused.end(), n);
+                                  }),
+                   unused.end());
+    ARCH_TRY_STATUS(make_programs(mg, std::move(w.by_value), opt, prepared));
   }
+  m->unused_tensors = std::move(unused);
   weights_read(total_bytes);  // the rest is mapped, read when first used
   return m;
 }

@@ -1,5 +1,7 @@
-// A model ready to run: checkpoint → family (dispatch) → template → IR with
-// the config and flags → weights bound → a program for one backend.
+// A model ready to run: checkpoint → family (dispatch) → template → one IR
+// graph per graph the template defines (`step`; `encode` and `decode`;
+// `denoise`), with the config and flags → weights bound → a program for one
+// backend per graph, over one shared set of weights.
 #pragma once
 
 #include <map>
@@ -9,9 +11,9 @@
 
 #include "dsl/ast.h"
 #include "dsl/instantiate.h"
+#include "importer/checkpoint.h"
 #include "runtime/interpreter.h"
 #include "runtime/load_progress.h"
-#include "importer/checkpoint.h"
 
 namespace arch {
 
@@ -21,7 +23,21 @@ struct LoadOptions {
   std::map<std::string, bool> flags;    // override flags
   std::string backend = "cpu";          // fast kernels where there are some; "reference": plain ones only
   bool plan = true;                     // the planner's rewrites (runtime/planner.h) on a fast backend
+  KernelOptions kernels;                // bf16 activations, F16 KV cache: this model's, not the process's
   LoadProgress progress;                // bytes of weights read so far, of all (runtime/load_progress.h)
+};
+
+// One of a template's graphs, instantiated, bound and ready to run.
+struct ModelGraph {
+  Graph graph;                          // as the template instantiates it
+  Program program;                      // points into graph: a ModelGraph is never moved
+  // The same program with `logits` for the last position only (generation
+  // asks for nothing else), sharing its weights and KV-cache slots; absent
+  // (no graph) when the template's logits are not reached row by row.
+  Program last_logits;
+  bool has_kv_cache = false;            // runs at a session's position, advancing it
+
+  const std::string& name() const { return graph.name; }
 };
 
 struct Model {
@@ -30,15 +46,18 @@ struct Model {
   std::string template_path;
   std::string reason;                   // why this family was chosen
   dsl::Template tmpl;
-  dsl::Instance instance;               // config, flags, graph
-  std::vector<std::string> unused_tensors;
-  Program program;                      // points into instance.graph: Model is not moved
-  // The same program with `logits` for the last position only (generation
-  // asks for nothing else), sharing its weights and KV-cache slots; absent
-  // (no graph) when the template's logits are not reached row by row.
-  Program last_logits;
+  dsl::Instance instance;               // config and flags (the graphs are in `graphs`)
+  std::vector<std::string> unused_tensors;  // read by no graph
+  std::vector<std::unique_ptr<ModelGraph>> graphs;  // in template order; the first is the default
+  KernelOptions kernel_options;         // as loaded
 
-  const Graph& graph() const { return instance.graph; }
+  const ModelGraph& main() const { return *graphs.front(); }
+  // The graph named `name` (empty: the first); an error names the ones there are.
+  Result<const ModelGraph*> find_graph(const std::string& name) const;
+  std::vector<std::string> graph_names() const;
+  // The first graph's, as most commands need.
+  const Graph& graph() const { return main().graph; }
+  const Program& program() const { return main().program; }
   int64_t config_int(const std::string& name, int64_t fallback) const;
 };
 

@@ -48,8 +48,6 @@ double seconds(clockid_t clock) {
   return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
 
-std::atomic<int> g_adaptive{0};
-
 }  // namespace
 
 ThreadGovernor::ThreadGovernor(int max_threads) : max_(std::max(1, max_threads)), policy_(max_) {}
@@ -102,7 +100,5 @@ void ThreadGovernor::begin_prompt() {
   steps_ = 0;  // a window is decode steps back to back
 }
 
-void set_adaptive_threads(int max_threads) { g_adaptive = std::max(0, max_threads); }
-int adaptive_threads() { return g_adaptive; }
 
 }  // namespace arch

@@ -79,10 +79,4 @@ class ThreadGovernor {
   long steps_total_ = 0, reduced_total_ = 0;
 };
 
-// Whether sessions govern their decode threads, and how many they may use
-// (0: they don't; the thread count is left as set). archrun turns it on
-// when no thread count was given.
-void set_adaptive_threads(int max_threads);
-int adaptive_threads();
-
 }  // namespace arch

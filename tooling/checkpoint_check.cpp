@@ -28,29 +28,10 @@ bool constant_value(const Graph& g, int v, double* out) {
   return true;
 }
 
-}  // namespace
-
-CheckpointFindings check_against_checkpoint(const Graph& g, const Checkpoint& ckpt) {
-  CheckpointFindings f;
-  std::set<std::string> read;
-  for (const auto& w : g.weights) {
-    read.insert(w.tensor);
-    const Tensor* t = ckpt.find(w.tensor);
-    if (!t) {
-      f.errors.push_back(at(w.loc) + ": error: the template reads " + w.tensor + ", which " + ckpt.dir + " lacks");
-      continue;
-    }
-    Dims want = concretize(g.values[w.value].type.shape, 0);
-    if (t->shape != want)
-      f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) + " in the checkpoint, the template declares " +
-                         dims_str(want) + " for this config");
-  }
-  for (const auto& [name, t] : ckpt.tensors)
-    if (!read.count(name)) f.warnings.push_back(ckpt.dir + ": warning: checkpoint tensor " + name + " is read by nothing");
-  // Norm weights: the scale a norm applies is w, or 1 + w where the template
-  // adds 1. A scale averaging near 0 would all but erase the activations: the
-  // weights are then almost surely read in the wrong convention.
-  std::set<std::string> seen;
+// Norm weights: the scale a norm applies is w, or 1 + w where the template
+// adds 1. A scale averaging near 0 would all but erase the activations: the
+// weights are then almost surely read in the wrong convention.
+void check_norms(const Graph& g, const Checkpoint& ckpt, std::set<std::string>& seen, CheckpointFindings& f) {
   for (const auto& n : g.nodes) {
     if ((n.op != "rms_norm" && n.op != "layer_norm") || n.inputs.size() < 2 || n.inputs[1] < 0) continue;
     int w = n.inputs[1];
@@ -73,6 +54,30 @@ CheckpointFindings check_against_checkpoint(const Graph& g, const Checkpoint& ck
                            ": read as " + (plus_one ? "1 + w" : "w") + " the norm would scale by about " +
                            std::to_string(scale) + (plus_one ? "; is it stored as it is?" : "; is it stored as w - 1?"));
   }
+}
+
+}  // namespace
+
+CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt) {
+  CheckpointFindings f;
+  std::set<std::string> read;  // by any graph: each reported once
+  for (const Graph* g : graphs)
+    for (const auto& w : g->weights) {
+      if (!read.insert(w.tensor).second) continue;
+      const Tensor* t = ckpt.find(w.tensor);
+      if (!t) {
+        f.errors.push_back(at(w.loc) + ": error: the template reads " + w.tensor + ", which " + ckpt.dir + " lacks");
+        continue;
+      }
+      Dims want = concretize(g->values[w.value].type.shape, 0);
+      if (t->shape != want)
+        f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) +
+                           " in the checkpoint, the template declares " + dims_str(want) + " for this config");
+    }
+  for (const auto& [name, t] : ckpt.tensors)
+    if (!read.count(name)) f.warnings.push_back(ckpt.dir + ": warning: checkpoint tensor " + name + " is read by nothing");
+  std::set<std::string> seen;
+  for (const Graph* g : graphs) check_norms(*g, ckpt, seen, f);
   return f;
 }
 
@@ -80,9 +85,7 @@ Status apply_family_view(Checkpoint& ckpt, const std::string& families) {
   ARCH_TRY(Registry reg, load_registry(families_dir(families)));
   auto d = dispatch(reg, ckpt.config, [&](const std::string& n) { return ckpt.has(n); });
   if (!d.ok()) return {};  // no family: the checkpoint is taken as it is
-  if (d->unwrap) ARCH_TRY_STATUS(unwrap(ckpt, *d->unwrap));
-  if (!d->family->tensor_names.prefixes.empty()) ARCH_TRY_STATUS(unwrap(ckpt, d->family->tensor_names));
-  return {};
+  return apply_views(ckpt, *d);
 }
 
 }  // namespace arch

@@ -17,7 +17,11 @@ struct CheckpointFindings {
   std::vector<std::string> warnings;  // "file:line:col: warning: ..." or "DIR: warning: ..."
 };
 
-CheckpointFindings check_against_checkpoint(const Graph& g, const Checkpoint& ckpt);
+// `graphs`: every graph of one template (a tensor one graph reads is read).
+CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt);
+inline CheckpointFindings check_against_checkpoint(const Graph& g, const Checkpoint& ckpt) {
+  return check_against_checkpoint(std::vector<const Graph*>{&g}, ckpt);
+}
 
 // Applies the registry's view of the checkpoint (a wrapper's nested text
 // model, a family's tensor prefixes), as loading a model would.

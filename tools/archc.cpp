@@ -37,6 +37,7 @@ namespace {
 struct ConfigSource {
   std::string config, model;
   std::vector<std::string> flags;
+  std::string graph;  // which of the template's graphs (empty: the first)
 };
 
 Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::shared_ptr<Checkpoint>& ckpt) {
@@ -51,12 +52,8 @@ Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::
   if (!c.config.empty()) {
     ARCH_TRY(opt.config, read_config(c.config));
   }
-  for (const auto& f : c.flags) {
-    auto eq = f.find('=');
-    std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
-    if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
-    opt.flag_overrides[f.substr(0, eq)] = v == "true";
-  }
+  ARCH_TRY(opt.flag_overrides, dsl::parse_flag_overrides(c.flags));
+  opt.graph = c.graph;
   return opt;
 }
 
@@ -81,13 +78,25 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
     problems += int(errors.size());
     // With a config, shapes are known: instantiate to check them too.
     if (errors.empty() && opt) {
-      auto inst = dsl::instantiate(*t, *opt, op_table());
-      if (!inst.ok()) {
-        std::fprintf(stderr, "%s\n", inst.error().message.c_str());
-        ++problems;
-      } else if (ckpt) {
+      // Every graph (or the one --graph names), instantiated.
+      std::vector<Graph> graphs;
+      for (const auto& gd : t->graphs) {
+        if (!opt->graph.empty() && gd.name != opt->graph) continue;
+        dsl::InstantiateOptions one = *opt;
+        one.graph = gd.name;
+        auto inst = dsl::instantiate(*t, one, op_table());
+        if (!inst.ok()) {
+          std::fprintf(stderr, "%s\n", inst.error().message.c_str());
+          ++problems;
+        } else {
+          graphs.push_back(std::move(inst->graph));
+        }
+      }
+      if (ckpt && !graphs.empty() && graphs.size() == t->graphs.size()) {
         // With a checkpoint: every weight, shape, unread tensor and norm convention.
-        auto found = check_against_checkpoint(inst->graph, *ckpt);
+        std::vector<const Graph*> all;
+        for (const auto& g : graphs) all.push_back(&g);
+        auto found = check_against_checkpoint(all, *ckpt);
         for (const auto& e : found.errors) std::fprintf(stderr, "%s\n", e.c_str());
         for (const auto& w : found.warnings) std::fprintf(stderr, "%s\n", w.c_str());
         problems += int(found.errors.size());
@@ -326,6 +335,7 @@ int main(int argc, char** argv) {
   d->add_option("--config", cs.config, "config.json to fill the template with");
   d->add_option("--model", cs.model, "checkpoint directory: its config, and tensor presence for flags");
   d->add_option("--flag", cs.flags, "override a flag: NAME=true|false")->take_all();
+  d->add_option("--graph", cs.graph, "which of the template's graphs (default: the first)");
 
   std::string gtmpl, gout;
   ConfigSource gcs;
@@ -335,6 +345,7 @@ int main(int argc, char** argv) {
   gr->add_option("--config", gcs.config, "config.json to fill the template with");
   gr->add_option("--model", gcs.model, "checkpoint directory: its config, and tensor presence for flags");
   gr->add_option("--flag", gcs.flags, "override a flag: NAME=true|false")->take_all();
+  gr->add_option("--graph", gcs.graph, "which of the template's graphs (default: the first)");
   gr->add_flag("--dot", gdot, "Graphviz source (the default)");
   gr->add_flag("--svg", gsvg, "SVG, rendered by Graphviz's dot");
   gr->add_option("-o,--out", gout, "file to write (default: standard output)");

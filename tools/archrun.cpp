@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
   cht->add_option("-n,--max-new-tokens", ch.n, "most tokens per reply")->check(CLI::Range(1, 1 << 20));
   cht->add_option("--temperature", ch.temperature, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0));
   cht->add_option("--seed", ch.seed, "sampling seed");
+  cht->add_option("--context", ch.context, "positions the conversation's KV cache holds (default 4096)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  cht->add_flag("--stats", ch.stats, "per turn, on stderr: tokens prefilled, and reused from the session");
 
   Common kc;
   std::string image;

@@ -11,7 +11,7 @@ PACKAGES=(
   build-essential cmake ccache pkg-config
   tao-pegtl-dev libtomlplusplus-dev libyaml-cpp-dev libdnnl-dev libhwy-dev
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev ocl-icd-opencl-dev libstb-dev
-  libpcre2-dev libutf8proc-dev libsentencepiece-dev
+  libpcre2-dev libutf8proc-dev libsentencepiece-dev graphviz
 )
 
 if [ -z "${SKIP_APT:-}" ]; then

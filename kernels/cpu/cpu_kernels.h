@@ -12,19 +12,17 @@ namespace arch {
 
 void register_cpu_kernels(OpTable& t);  // all of the below
 
-// Prompt-sized matmuls with BF16 weights round their activations to bf16
-// (one pass of oneDNN's bf16 kernels, as llama.cpp does) instead of the
-// two-term split that keeps f32-grade accuracy. Faster, but no longer
-// within the goldens' float32 tolerance; off unless asked for
-// (archrun --bf16-activations). Process-wide.
-void set_bf16_activations(bool on);
-bool bf16_activations();
-// The KV cache keeps its rows as F16 (half the memory; rows rounded to 11
-// significant bits) instead of F32. Off unless asked for (archrun
-// --kv-f16). Process-wide; a session's cache keeps the type it started
-// with, and refuses rows of the other.
-void set_kv_f16(bool on);
-bool kv_f16();
+// Two choices a model is loaded with (KernelOptions, core/op.h; per
+// program, not process-wide):
+// - bf16_activations: prompt-sized matmuls with BF16 weights round their
+//   activations to bf16 (one pass of oneDNN's bf16 kernels, as llama.cpp
+//   does) instead of the two-term split that keeps f32-grade accuracy.
+//   Faster, but no longer within the goldens' float32 tolerance; off unless
+//   asked for (archrun --bf16-activations).
+// - kv_f16: the KV cache keeps its rows as F16 (half the memory; rows
+//   rounded to 11 significant bits) instead of F32 (archrun --kv-f16). A
+//   session's cache keeps the type it started with, and refuses rows of the
+//   other.
 // Whether oneDNN has a bf16 matmul on this CPU (2.6: AVX-512 and up).
 // Where it has not, BF16 prompts widen the weights to f32 and
 // --bf16-activations changes nothing.

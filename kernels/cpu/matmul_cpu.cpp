@@ -21,7 +21,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -166,11 +165,9 @@ void activations_bf16(const float* a, int64_t M, int64_t K, uint16_t* hi, uint16
 // accuracy. So each activation is split a = hi + lo, both bf16 (hi its
 // rounding, lo the rounding of the rest), and C = hi B + lo B: the products
 // are exact in f32 and what is lost is below 2^-16 of |a|, f32-grade.
-std::atomic<bool> g_bf16_activations{false};
-
 // `tiles`: the weight is in BF16x64 tiles (oneDNN's BA16a64b2a), else rows.
 Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N, bool tiles = false) {
-  const bool split = !g_bf16_activations.load(std::memory_order_relaxed);
+  const bool split = !ctx.options->bf16_activations;
   thread_local std::vector<uint16_t> hi_buffer, lo_buffer;
   uint16_t* hi = scratch(hi_buffer, M * K);
   uint16_t* lo = split ? scratch(lo_buffer, M * K) : nullptr;
@@ -395,8 +392,6 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 
 }  // namespace
 
-void set_bf16_activations(bool on) { g_bf16_activations = on; }
-bool bf16_activations() { return g_bf16_activations; }
 
 Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
   Tolerance t = op;

@@ -66,7 +66,8 @@ Result<std::vector<TypedShape>> conv2d_shape(std::span<const TypedShape> in, std
   static const char* names[] = {"x", "weight", "bias"};
   // x's H and W may be `_` (known per call): then so are the output's.
   Shape x = in[0].shape;
-  bool dyn_h = x.size() == 3 && x[1].sym == 3, dyn_w = x.size() == 3 && x[2].sym == 3;
+  auto per_call = [](const Dim& d) { return d.sym == kDynSym || d.is_named(); };  // `_` or a graph's named dim
+  bool dyn_h = x.size() == 3 && per_call(x[1]), dyn_w = x.size() == 3 && per_call(x[2]);
   if (dyn_h) x[1] = Dim::of(int64_t(1) << 20);
   if (dyn_w) x[2] = Dim::of(int64_t(1) << 20);
   for (size_t i = 0; i < in.size(); ++i)

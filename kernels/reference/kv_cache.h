@@ -16,12 +16,17 @@ struct KvCache : OpState {
   int64_t len = 0;  // rows [0, len) hold the positions seen so far
 
   int64_t capacity() const { return k.shape.empty() ? 0 : k.shape[0]; }
+  bool rewind(int64_t positions) override {
+    if (positions < 0 || positions > len) return false;
+    len = positions;
+    return true;
+  }
 };
 
 // The kv_cache kernel with its rows kept as `storage`: F32 (the reference
-// kernel), or F16 (the cpu backend with --kv-f16: half the memory, rows
-// rounded to F16; its outputs are then F16 views, which the cpu attention
-// reads).
+// kernel), or F16 (the cpu backend on a model loaded with kv_f16: half the
+// memory, rows rounded to F16; its outputs are then F16 views, which the
+// cpu attention reads).
 Status kv_cache_append(KernelContext& ctx, DType storage);
 
 }  // namespace arch

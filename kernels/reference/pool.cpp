@@ -61,7 +61,7 @@ Result<std::vector<TypedShape>> pool_shape(const std::string& op, std::span<cons
                                            const Attrs& attrs) {
   const Shape& x = in[0].shape;
   if (x.size() != 3) return error(op + ": x must be [C, H, W], got " + shape_str(x));
-  bool dyn_h = x[1].sym == 3, dyn_w = x[2].sym == 3;  // `_`: known per call
+  bool dyn_h = x[1].sym == kDynSym || x[1].is_named(), dyn_w = x[2].sym == kDynSym || x[2].is_named();  // per call
   if ((!x[1].concrete() && !dyn_h) || (!x[2].concrete() && !dyn_w))
     return error(op + ": x " + shape_str(x) + " must have concrete (or `_`) H and W");
   // C passes through as it is (it may be symbolic); H and W are computed.

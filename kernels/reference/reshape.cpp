@@ -1,5 +1,8 @@
 // reshape(x) attr shape -> shape: the same elements under another shape, a
-// view of x's storage. Entries: n > 0 is that size, -1 is the run-time `seq`.
+// view of x's storage. Entries: n > 0 is that size, -1 is the run-time `seq`,
+// -s a template's run-time dim s (core/shape.h: -4 on, `src`, `frames`).
+#include <algorithm>
+
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -11,7 +14,8 @@ static Result<Shape> target_shape(const Attrs& attrs) {
   for (int64_t n : attr_ints(attrs, "shape")) {
     if (n == -1) out.push_back(Dim::seq());
     else if (n > 0) out.push_back(Dim::of(n));
-    else return error("reshape: shape entries must be positive or -1 (seq), got " + std::to_string(n));
+    else if (n < -kDynSym) out.push_back(Dim::named(int(-n)));
+    else return error("reshape: shape entries must be positive, -1 (seq) or a named run-time dim, got " + std::to_string(n));
   }
   return out;
 }
@@ -20,20 +24,25 @@ static Result<std::vector<TypedShape>> reshape_shape(std::span<const TypedShape>
                                                      std::span<const bool>, const Attrs& attrs) {
   const Shape& x = in[0].shape;
   ARCH_TRY(Shape out, target_shape(attrs));
-  // Same element count: as many seq dims on each side, equal concrete products.
+  // Same element count: the same run-time dims on each side, equal concrete
+  // products.
   auto count = [](const Shape& s, int64_t* prod) {
-    int seqs = 0;
+    std::vector<int> syms;
     *prod = 1;
-    for (const Dim& d : s) d.concrete() ? void(*prod *= d.n) : void(++seqs);
-    return seqs;
+    for (const Dim& d : s) d.concrete() ? void(*prod *= d.n) : syms.push_back(d.sym);
+    std::sort(syms.begin(), syms.end());
+    return syms;
+  };
+  auto product = [](int64_t n, const std::vector<int>& syms) {
+    std::string s = std::to_string(n);
+    for (int sym : syms) s += " * " + dim_symbol_name(sym);
+    return s;
   };
   int64_t px = 1, po = 1;
-  int sx = count(x, &px), so = count(out, &po);
+  std::vector<int> sx = count(x, &px), so = count(out, &po);
   if (sx != so || px != po)
     return error("reshape: cannot reshape " + shape_str(x) + " to " + shape_str(out) +
-                 " (element counts differ: " + std::to_string(px) + (sx ? " * seq" : "") +
-                 (sx > 1 ? "^" + std::to_string(sx) : "") + " vs " + std::to_string(po) +
-                 (so ? " * seq" : "") + (so > 1 ? "^" + std::to_string(so) : "") + ")");
+                 " (element counts differ: " + product(px, sx) + " vs " + product(po, so) + ")");
   return one_output(out, in[0].dtype);
 }
 

@@ -39,7 +39,7 @@ OpDef checked(OpDef def);
 
 // One dim as a message shows it: "64", "seq" or "ctx".
 inline std::string dim_str(const Dim& d) {
-  return d.concrete() ? std::to_string(d.n) : d.sym == 1 ? "seq" : "ctx";
+  return d.concrete() ? std::to_string(d.n) : dim_symbol_name(d.sym);
 }
 
 // An axis attribute (negative counts from the end) as an index into a shape of

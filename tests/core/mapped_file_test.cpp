@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include "test_files.h"
+#include "tests/test_files.h"
 
 namespace arch {
 namespace {

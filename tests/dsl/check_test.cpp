@@ -238,3 +238,25 @@ TEST(Check, AMisspellingInTheRealTemplateIsFound) {
 
 }  // namespace
 }  // namespace arch::dsl
+
+namespace arch::dsl {
+namespace {
+
+// A graph's run-time dims are names its body and blocks may use; a name
+// no input's shape introduces is still undefined.
+TEST(Check, NamedRunTimeDimsAreInScope) {
+  EXPECT_EQ(check(R"(family T
+config { hidden: int }
+block heads(x) {
+  return reshape(x, shape: [src, 2, 4])
+}
+graph decode(tokens: i32[seq], state memory: f32[src, hidden]) {
+  output k = heads(memory)
+  output bad = reshape(memory, shape: [frames, hidden])
+}
+)"),
+            Lines{"t.arch:8:40: error: undefined name 'frames'"});
+}
+
+}  // namespace
+}  // namespace arch::dsl

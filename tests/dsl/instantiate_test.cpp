@@ -856,3 +856,45 @@ TEST(InstantiateLlama, UnknownActivationStopsWithTheTemplatesMessage) {
 
 }  // namespace
 }  // namespace arch::dsl
+
+namespace arch::dsl {
+namespace {
+
+// A graph's own run-time dims and `state` inputs: `src` is bound per call,
+// kept symbolic, usable in a reshape; the `state` input is marked held; an
+// input may still be called `state`.
+TEST(InstantiateGraphs, NamedDimsAndStateInputs) {
+  const char* src = R"(family T
+config { hidden: int }
+graph decode(tokens: i32[seq], state memory: f32[src, hidden], state: i32[seq]) {
+  k = reshape(memory, shape: [src, 2, 4])
+  output k = k
+}
+graph encode(input_ids: i32[src]) {
+  output ids = input_ids
+}
+)";
+  InstantiateOptions opt;
+  opt.config = {{"hidden", 8}};
+  auto r = run_with(src, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  EXPECT_EQ(g.name, "decode");  // the first graph when none is named
+  ASSERT_EQ(g.inputs.size(), 3u);
+  EXPECT_EQ(g.values[size_t(g.inputs[1])].name, "memory");
+  EXPECT_EQ(shape_str(g.values[size_t(g.inputs[1])].type.shape), "[src, 8]");
+  EXPECT_EQ(g.values[size_t(g.inputs[2])].name, "state");
+  EXPECT_EQ(g.held_inputs, std::vector<int>{g.inputs[1]});
+  EXPECT_EQ(shape_str(g.values[size_t(g.find_value("k"))].type.shape), "[src, 2, 4]");
+  EXPECT_NE(print_graph(g).find("state memory: f32[src, 8]"), std::string::npos) << print_graph(g);
+  opt.graph = "encode";
+  auto e = run_with(src, opt);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->graph.name, "encode");
+  EXPECT_TRUE(e->graph.held_inputs.empty());
+  opt.graph = "denoise";
+  EXPECT_NE(error_with(src, opt).find("no graph 'denoise' (it has: decode, encode)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arch::dsl

@@ -15,7 +15,7 @@ TEST(PlannerGolden, Qwen2BiasesAndResidualsFoldIntoMatmuls) {
   ARCH_REQUIRE_SHARED(golden);
   auto model = load_model(golden);
   ASSERT_TRUE(model.ok()) << model.error().message;
-  const Program& p = (*model)->program;
+  const Program& p = (*model)->program();
   // 2 layers: 3 biases and 2 residual adds each.
   EXPECT_EQ(p.plan.folded_adds, 10);
   int adds = 0, biased = 0;

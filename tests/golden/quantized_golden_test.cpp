@@ -35,9 +35,9 @@ struct Quality {
   size_t greedy_same = 0;  // greedy tokens equal to transformers' before the first difference
 };
 
-Quality measure(const std::string& model_path, const std::string& golden) {
+Quality measure(const std::string& model_path, const std::string& golden, const LoadOptions& load = {}) {
   Quality q;
-  auto model = load_model(model_path);
+  auto model = load_model(model_path, load);
   EXPECT_TRUE(model.ok()) << (model.ok() ? "" : model.error().message);
   if (!model.ok()) return q;
   auto expected = read_safetensors(golden + "/expected.safetensors");
@@ -114,9 +114,9 @@ TEST_P(QuantizedGolden, ImportedModelsStayCloseToTransformers) {
 TEST_P(QuantizedGolden, F16KvCacheStaysClose) {
   std::string golden = golden_dir(GetParam());
   ARCH_REQUIRE_SHARED(golden);
-  set_kv_f16(true);
-  Quality q = measure(golden, golden);
-  set_kv_f16(false);
+  LoadOptions f16;
+  f16.kernels.kv_f16 = true;
+  Quality q = measure(golden, golden, f16);
   std::printf("[ kv-f16    ] %-12s logit error %.4f of max|logit|, top-1 %.2f, greedy %zu/16 before the first difference\n",
               GetParam(), q.rel_err, q.top1, q.greedy_same);
   EXPECT_GT(q.rel_err, 0.0);  // the option did take: F16 rows round
@@ -168,7 +168,7 @@ TEST(QuantizedMoE, ExpertsStayQuantizedAtLoad) {
   auto model = load_model(out);
   ASSERT_TRUE(model.ok()) << model.error().message;
   int stacked_q4 = 0, stacked_f32 = 0;
-  for (const Tensor& w : (*model)->program.weights)
+  for (const Tensor& w : (*model)->program().weights)
     if (w.data && w.shape.size() == 3) {
       stacked_q4 += w.dtype == DType::Q4_0;
       stacked_f32 += w.dtype == DType::F32;
@@ -195,7 +195,7 @@ TEST(DenseImport, MatricesAreInterleavedAtLoad) {
       auto model = load_model(out, opt);
       ASSERT_TRUE(model.ok()) << model.error().message;
       int in_rows = 0, in_tiles = 0;
-      for (const Tensor& w : (*model)->program.weights) {
+      for (const Tensor& w : (*model)->program().weights) {
         in_rows += w.data && w.dtype == rows;
         in_tiles += w.data && w.dtype == interleaved;
       }

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "importer/image_preprocess.h"
-#include "test_files.h"
+#include "importer/image_processor_config.h"
+#include "importer/image_resample.h"
+#include "tests/test_files.h"
 
 // Debian's libstb holds stb_image_write's implementation too: no
 // STB_IMAGE_WRITE_IMPLEMENTATION here.

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <random>
 
-#include "test_files.h"
+#include "tests/test_files.h"
 
 namespace arch {
 namespace {

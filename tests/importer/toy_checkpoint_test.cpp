@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "importer/checkpoint.h"
-#include "test_files.h"
+#include "tests/test_files.h"
 
 namespace arch {
 namespace {

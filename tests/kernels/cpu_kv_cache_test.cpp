@@ -1,5 +1,5 @@
 // The cpu kv_cache: F32 rows by default, as the reference keeps them; with
-// --kv-f16 (set_kv_f16) F16 rows, rounded to nearest even, and F16 views.
+// a model loaded with kv_f16 (KernelOptions) F16 rows, rounded to nearest even, and F16 views.
 #include "tests/kernels/cpu_test_util.h"
 
 #include "core/quant.h"
@@ -13,7 +13,6 @@ namespace {
 float f16_rounded(float x) { return f16_to_f32(f32_to_f16(x)); }
 
 TEST(CpuKvCache, F32RowsByDefault) {
-  ASSERT_FALSE(kv_f16());
   Tensor k = f32({2, 1, 3}, random_values(6, 1)), v = f32({2, 1, 3}, random_values(6, 2));
   Runner cpu, ref;
   cpu.backend = "cpu";
@@ -32,12 +31,11 @@ TEST(CpuKvCache, F16RowsWhenAsked) {
   Runner r;
   r.backend = "cpu";
   r.max_context = 3;
-  set_kv_f16(true);
+  r.options.kv_f16 = true;
   auto first = r.run("kv_cache", {f32({2, KH, D}, {k.begin(), k.begin() + 2 * KH * D}),
                                   f32({2, KH, D}, {v.begin(), v.begin() + 2 * KH * D})});
   auto second = r.run("kv_cache", {f32({1, KH, D}, {k.begin() + 2 * KH * D, k.end()}),
                                    f32({1, KH, D}, {v.begin() + 2 * KH * D, v.end()})});
-  set_kv_f16(false);
   ASSERT_TRUE(first.ok()) << first.error().message;
   ASSERT_TRUE(second.ok()) << second.error().message;
   for (int o = 0; o < 2; ++o) {
@@ -48,8 +46,9 @@ TEST(CpuKvCache, F16RowsWhenAsked) {
     for (int64_t i = 0; i < all.numel(); ++i)
       EXPECT_EQ(f16_to_f32(static_cast<const uint16_t*>(all.data)[i]), f16_rounded(x[size_t(i)])) << o << " " << i;
   }
-  // The setting changed mid-session: the cache keeps its type, and says so.
+  // Rows of the other type into the same cache: it keeps its type, and says so.
   r.max_context = 4;
+  r.options.kv_f16 = false;
   std::string msg = run_error(r, "kv_cache", {f32({1, KH, D}, {k.begin(), k.begin() + KH * D}),
                                               f32({1, KH, D}, {v.begin(), v.begin() + KH * D})});
   EXPECT_NE(msg.find("the KV cache holds F16 rows; this call would add F32"), std::string::npos) << msg;

@@ -37,14 +37,15 @@ bool storable(DType dtype, int64_t k) {
 
 // `fill`: what the output holds before the kernel runs (the engine leaves
 // it unzeroed for a kernel registered as filling its outputs).
-Tensor run(const std::string& backend, const Tensor& a, const Tensor& b, float fill = 0.0f) {
+Tensor run(const std::string& backend, const Tensor& a, const Tensor& b, float fill = 0.0f,
+           const KernelOptions& options = {}) {
   Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
   std::fill(out.f32(), out.f32() + out.numel(), fill);
   std::vector<Tensor> inputs{a, b}, outputs{out};
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"transpose_b", true}};
   std::string where = "test";
-  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where, &options};
   Status st = (*op_table().kernel("matmul", backend))(ctx);
   EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
   return outputs[0];
@@ -207,11 +208,10 @@ TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
     SCOPED_TRACE(dtype_name(dtype));
     Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), dtype);
     Tensor want = run("reference", a, to_f32(w));
-    ASSERT_FALSE(bf16_activations());
-    Tensor exact = run("cpu", a, w);
-    set_bf16_activations(true);
-    Tensor rounded = run("cpu", a, w);
-    set_bf16_activations(false);
+    Tensor exact = run("cpu", a, w);  // the default
+    KernelOptions rounding;
+    rounding.bf16_activations = true;
+    Tensor rounded = run("cpu", a, w, 0.0f, rounding);
     double exact_err = 0, rounded_err = 0;
     for (int64_t i = 0; i < want.numel(); ++i) {
       exact_err = std::max(exact_err, double(std::abs(exact.f32()[i] - want.f32()[i])));

@@ -84,6 +84,7 @@ struct Runner {
   int64_t ctx = -1;  // what a `ctx` dim of an output stands for (< 0: seq)
   std::string where = "layers.0.test";
   std::string backend = "reference";  // whose kernel runs
+  KernelOptions options;              // as a model is loaded with them
 
   // Shape rule, then the kernel on zero-filled outputs of the inferred shapes
   // (inputs concrete; `seq` stands for any seq dim the rule returns, `ctx` for
@@ -107,7 +108,7 @@ struct Runner {
     }
     const Kernel* k = op_table().kernel(op, backend);
     if (!k) return error("no kernel for " + op);
-    KernelContext kctx{attrs, inputs, outputs, state, max_context, where};
+    KernelContext kctx{attrs, inputs, outputs, state, max_context, where, &options};
     ARCH_TRY_STATUS((*k)(kctx));
     if (outputs.size() != size_t(d.num_outputs))
       return error(op + ": " + std::to_string(outputs.size()) + " outputs, the op declares " +

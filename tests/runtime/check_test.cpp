@@ -17,7 +17,7 @@ std::shared_ptr<Model> toy() { return testing::load_toy(3, "reference"); }
 
 Result<std::map<int, Tensor>> run_with(const Model& m, const OpTable& ops, const std::string& backend,
                                        CheckStats* stats) {
-  ARCH_TRY(Program p, make_program(m.graph(), ops, m.program.weights, backend));
+  ARCH_TRY(Program p, make_program(m.graph(), ops, m.program().weights, backend));
   RunState state;
   state.max_context = 3;
   state.check = stats;

@@ -81,7 +81,25 @@ TEST(Dispatch, UnknownIsRefusedWithCandidates) {
   auto d = dispatch(*reg, {{"model_type", "alien"}}, has({}));
   ASSERT_FALSE(d.ok());
   EXPECT_NE(d.error().message.find("no family for model_type 'alien'"), std::string::npos);
-  EXPECT_NE(d.error().message.find("candidates: LlamaStyle, BertStyle"), std::string::npos) << d.error().message;
+  EXPECT_NE(d.error().message.find("candidates: LlamaStyle (llama.arch), BertStyle (bert.arch)"), std::string::npos)
+      << d.error().message;
+}
+
+// A family with two templates is a candidate once, naming both.
+TEST(Dispatch, CandidatesNameEachFamilyOnceWithItsTemplates) {
+  Families f(std::string(kTwo) + R"(
+[[family]]
+name = "LlamaStyle"
+template = "llama_variant.arch"
+model_types = ["variant"]
+)");
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok()) << reg.error().message;
+  auto d = dispatch(*reg, {{"model_type", "alien"}}, has({}));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("candidates: LlamaStyle (llama.arch, llama_variant.arch), BertStyle (bert.arch))"),
+            std::string::npos)
+      << d.error().message;
 }
 
 TEST(Dispatch, RegistryErrors) {

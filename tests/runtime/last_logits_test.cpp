@@ -14,7 +14,7 @@ namespace arch {
 namespace {
 
 void expect_last_row_matches(const Model& m, const std::vector<int32_t>& ids) {
-  ASSERT_TRUE(m.last_logits.graph) << "no last-position program";
+  ASSERT_TRUE(m.main().last_logits.graph) << "no last-position program";
   Session full(m, 64), last(m, 64);
   auto a = full.step(ids);
   auto b = last.step(ids, {"logits"}, true);
@@ -44,7 +44,7 @@ TEST(LastLogits, ToyModel) {
   ASSERT_TRUE(m.ok()) << m.error().message;
   // The cut: one slice of the final norm's output, feeding the lm_head.
   int slices = 0;
-  for (const Node& n : (*m)->last_logits.graph->nodes) slices += n.op == "slice" && n.attrs.value("axis", -1) == 0;
+  for (const Node& n : (*m)->main().last_logits.graph->nodes) slices += n.op == "slice" && n.attrs.value("axis", -1) == 0;
   EXPECT_EQ(slices, 1);
   expect_last_row_matches(**m, {1, 2, 3, 4, 5});
 }

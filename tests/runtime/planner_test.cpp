@@ -53,7 +53,7 @@ TEST(Planner, FoldsAddsAndFusesGatedActivations) {
   auto m = testing::load_toy(5, "reference");
   ASSERT_TRUE(m);
   const Graph& g = m->graph();
-  auto planned = make_program(g, op_table(), m->program.weights, "cpu", true);
+  auto planned = make_program(g, op_table(), m->program().weights, "cpu", true);
   ASSERT_TRUE(planned.ok()) << planned.error().message;
   const Graph& p = *planned->graph;
   // Two layers, each adding the attention output and the MLP output to the
@@ -79,7 +79,7 @@ TEST(Planner, FoldsAddsAndFusesGatedActivations) {
       EXPECT_EQ(n.attrs["up_start"], n.attrs["width"]);
     }
   // The same logits as the template's graph on the reference kernels.
-  Tensor want = logits(m->program), got = logits(*planned);
+  Tensor want = logits(m->program()), got = logits(*planned);
   expect_close(want, got);
 }
 
@@ -102,11 +102,11 @@ TEST(Planner, FoldsBf16BiasesOfAMergedProjection) {
   fs::remove_all(dir);
   ASSERT_TRUE(reference.ok()) << reference.error().message;
   ASSERT_TRUE(cpu.ok()) << cpu.error().message;
-  const Program& planned = (*cpu)->program;
+  const Program& planned = (*cpu)->program();
   // Per layer: q, k and v's biases and the two residual adds.
   EXPECT_EQ(planned.plan.folded_adds, 2 * 5);
   EXPECT_EQ(count(*planned.graph, "add"), count((*reference)->graph(), "add") - 2 * 5);
-  Tensor want = logits((*reference)->program), got = logits(planned);
+  Tensor want = logits((*reference)->program()), got = logits(planned);
   expect_close(want, got);
 }
 

@@ -51,6 +51,28 @@ TEST(Session, ContextIsSizedOnce) {
   EXPECT_TRUE(s.step(std::vector<int32_t>{4, 5}).ok());
 }
 
+// Rewound to an earlier position, a session continues as if the positions
+// after it had never run (a chat turn whose text departs from what it holds).
+TEST(Session, RewindForgetsLaterPositions) {
+  auto m = toy_model();
+  ASSERT_TRUE(m);
+  Session fresh(*m, 16);
+  auto want = fresh.step(std::vector<int32_t>{1, 17, 200, 8, 8});
+  ASSERT_TRUE(want.ok());
+  Session s(*m, 16);
+  ASSERT_TRUE(s.step(std::vector<int32_t>{1, 17, 200, 45, 9, 88}).ok());
+  ASSERT_TRUE(s.rewind(3).ok());
+  EXPECT_EQ(s.position(), 3);
+  auto got = s.step(std::vector<int32_t>{8, 8});
+  ASSERT_TRUE(got.ok()) << got.error().message;
+  const Tensor& a = want->at("logits");
+  const Tensor& b = got->at("logits");
+  const int64_t vocab = a.dim(-1);
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t v = 0; v < vocab; ++v) ASSERT_NEAR(b.f32()[r * vocab + v], a.f32()[(3 + r) * vocab + v], 1e-4);
+  EXPECT_FALSE(s.rewind(9).ok());  // past the position: refused
+}
+
 TEST(Session, UnknownOutputIsAnError) {
   auto m = toy_model();
   ASSERT_TRUE(m);

@@ -130,9 +130,7 @@ TEST(ThreadGovernor, SessionsGovernOnlyWhenAsked) {
   ASSERT_TRUE(m);
   EXPECT_EQ(Session(*m, 8).governor(), nullptr);
   const int before = omp_get_max_threads();
-  set_adaptive_threads(2);
-  Session s(*m, 64);
-  set_adaptive_threads(0);
+  Session s(*m, SessionOptions{.max_context = 64, .adaptive_threads = 2});
   ASSERT_NE(s.governor(), nullptr);
   ASSERT_TRUE(s.step(std::vector<int32_t>{1, 2}).ok());  // a prompt: not a decode step
   for (int32_t t = 0; t < 40; ++t) ASSERT_TRUE(s.step(std::vector<int32_t>{t}).ok());

@@ -135,3 +135,43 @@ TEST(ArchrunText, ChatReadsTurnsFromAPipe) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// A chat keeps its session between turns: the second turn prefills only
+// what its rendering adds past what the session holds (--stats says so).
+TEST(ArchrunText, ChatsSecondTurnPrefillsOnlyItsNewTokens) {
+  std::string src = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(src);
+  fs::path dir = fs::temp_directory_path() / ("archrun_chat_turns_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"})
+    fs::create_symlink(fs::path(src) / f, dir / f);
+  auto cfg = nlohmann::json::parse(std::ifstream(src + "/tokenizer_config.json"));
+  // The reply follows "A:" as it was generated, so it is reused too.
+  cfg["chat_template"] =
+      "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}Q: {{ m['content'] }}\nA:"
+      "{% else %}{{ m['content'] }}\n{% endif %}{% endfor %}";
+  std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+  auto r = run_tool("(printf 'Once upon a time\\nThe cat sat\\n' | " + testing::archrun() + " chat " + dir.string() +
+                    " -n 8 --stats 2>&1 >/dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  int turn[2][4] = {};
+  const char* fmt = "turn %d: %d prompt tokens, %d prefilled, %d reused";
+  size_t second = r.out.find("turn 2:");
+  ASSERT_NE(second, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + r.out.find("turn 1:"), fmt, &turn[0][0], &turn[0][1], &turn[0][2], &turn[0][3]), 4)
+      << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + second, fmt, &turn[1][0], &turn[1][1], &turn[1][2], &turn[1][3]), 4) << r.out;
+  EXPECT_EQ(turn[0][3], 0);                         // nothing to reuse on the first turn
+  EXPECT_EQ(turn[0][2], turn[0][1]);
+  EXPECT_GE(turn[1][3], turn[0][1]);                // at least the whole first prompt is reused
+  EXPECT_EQ(turn[1][2] + turn[1][3], turn[1][1]);   // the rest prefilled
+  std::printf("[ chat      ] turn 1: %d prefilled; turn 2: %d of %d prefilled, %d reused\n", turn[0][2], turn[1][2],
+              turn[1][1], turn[1][3]);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace arch

@@ -42,7 +42,7 @@ int64_t weight_bytes_per_token(const Program& p) {
   for (size_t i = 0; i < p.graph->nodes.size(); ++i) {
     const Node& n = p.graph->nodes[i];
     if (n.op == "routed_matmul") return -1;
-    if (n.op == "embed" || p.folded[i]) continue;
+    if (n.op == "embed" || p.steps[i].folded) continue;
     for (int in : n.inputs)
       if (in >= 0 && size_t(in) < p.weights.size() && p.weights[size_t(in)].data && !seen[size_t(in)]++)
         bytes += int64_t(p.weights[size_t(in)].nbytes());
@@ -118,7 +118,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   // One prompt and its decode through a fresh session (fresh KV caches).
   auto run_once = [&]() -> Result<Run> {
     auto started = clock::now();
-    Session s(**m, prompt_tokens + new_tokens);
+    Session s(**m, session_options(c, prompt_tokens + new_tokens));
     if (profile) s.profile_with(&prompt_profile);
     ARCH_TRY(auto out, s.step(prompt, {"logits"}, /*last_only=*/true));
     const Tensor& logits = out.at("logits");
@@ -138,7 +138,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   // RSS: the peak so far is read before each probe and the mark reset
   // after it. Where Linux does not allow the reset, there is one probe,
   // after the runs, and every run has it as its bound.
-  const int64_t per_token = weight_bytes_per_token((*m)->program);
+  const int64_t per_token = weight_bytes_per_token((*m)->program());
   const bool bound = per_token > 0 && new_tokens > 1;
   double peak_rss = peak_rss_mb();  // the load's
   const bool between = bound && reset_peak_rss();
@@ -188,7 +188,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   }
   nlohmann::json j = {{"model", (*m)->checkpoint.dir},
                       {"family", (*m)->family},
-                      {"backend", (*m)->program.backend},
+                      {"backend", (*m)->program().backend},
                       {"prompt_tokens", prompt_tokens},
                       {"new_tokens", new_tokens},
                       {"load_ms", 1000 * seconds(t0, t1)},
@@ -197,9 +197,9 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / decode_s : 0.0},
                       {"runs", each},
                       {"peak_rss_mb", peak_rss},
-                      {"fused_matmuls", (*m)->program.plan.merged_nodes},
-                      {"folded_adds", (*m)->program.plan.folded_adds},
-                      {"fused_glus", (*m)->program.plan.fused_glus},
+                      {"fused_matmuls", (*m)->program().plan.merged_nodes},
+                      {"folded_adds", (*m)->program().plan.folded_adds},
+                      {"fused_glus", (*m)->program().plan.fused_glus},
                       {"threads", threads},
                       {"bf16_activations", c.bf16_activations},
                       {"decode_steps_on_fewer_threads", fewer_threads},
@@ -221,7 +221,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   if (as_json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
-    const PlanStats& plan = (*m)->program.plan;
+    const PlanStats& plan = (*m)->program().plan;
     std::printf("%s (%s, %s backend, %s, %d threads; %d matmuls fused into %d, %d adds folded into matmuls, %d gated "
                 "activations fused)\n",
                 j["model"].get<std::string>().c_str(), j["family"].get<std::string>().c_str(),
@@ -237,7 +237,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
       std::printf("  decode ran %ld of its %ld steps on fewer than %d threads: other work held a core (--threads N "
                   "keeps N)\n",
                   fewer_threads, long(runs.size()) * (new_tokens - 1), threads);
-    if (has_bf16_matmuls((*m)->program) && (*m)->program.backend == "cpu" && onednn_has_bf16())
+    if (has_bf16_matmuls((*m)->program()) && (*m)->program().backend == "cpu" && onednn_has_bf16())
       std::printf(c.bf16_activations
                       ? "  bf16 weights: prompt activations rounded to bf16 (--bf16-activations), as llama.cpp does\n"
                       : "  bf16 weights: prompts kept f32-grade (two bf16 passes); --bf16-activations rounds the "

@@ -7,7 +7,7 @@
 
 #include "runtime/forward.h"
 #include "importer/image.h"
-#include "importer/image_preprocess.h"
+#include "importer/image_processor_config.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

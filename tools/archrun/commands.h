@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
+#include "runtime/session.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace arch::cli {
@@ -54,6 +55,8 @@ struct ChatArgs {
   Common common;
   std::string system;
   int n = 512;
+  int64_t context = 4096;  // --context: positions the conversation's KV cache holds
+  bool stats = false;      // --stats: per turn, the tokens prefilled and reused, on stderr
   float temperature = 0.0f;
   uint64_t seed = 0;
 };
@@ -61,6 +64,9 @@ struct ChatArgs {
 // MODEL: a checkpoint directory, or "toy" for the embedded default.
 Result<std::shared_ptr<Model>> open_model(const Common& c);
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
+// A session of the model's, its decode threads governed unless --threads
+// (or OMP_NUM_THREADS) fixed them.
+SessionOptions session_options(const Common& c, int64_t max_context);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
 int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
 // "LABEL: done/total name" over the line before, when stderr is a terminal

@@ -59,19 +59,11 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   opt.backend = c.path;
   opt.plan = !c.no_plan;
   opt.progress = load_progress_line();
-  // A thread count given is kept; otherwise sessions govern their decode
-  // steps' threads, from one per core down while other work holds a core.
   if (c.threads > 0) omp_set_num_threads(c.threads);
-  else if (!std::getenv("OMP_NUM_THREADS")) set_adaptive_threads(omp_get_max_threads());
   if (!cpu_features().cap_error.empty()) return error(cpu_features().cap_error);
-  set_bf16_activations(c.bf16_activations);
-  set_kv_f16(c.kv_f16);
-  for (const auto& f : c.flags) {
-    auto eq = f.find('=');
-    std::string v = eq == std::string::npos ? "true" : f.substr(eq + 1);
-    if (v != "true" && v != "false") return error("--flag " + f + ": the value must be true or false");
-    opt.flags[f.substr(0, eq)] = v == "true";
-  }
+  opt.kernels.bf16_activations = c.bf16_activations;
+  opt.kernels.kv_f16 = c.kv_f16;
+  ARCH_TRY(opt.flags, dsl::parse_flag_overrides(c.flags));
   if (c.model != "toy") return load_model(c.model, opt);
   // The embedded default: written fresh (it is tiny) to a directory of this
   // process's own, loaded, and removed; the mapping outlives the files.
@@ -82,6 +74,15 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   fs::remove_all(dir, ec);
   if (m.ok()) (*m)->checkpoint.dir = "toy (the embedded default, seed 0)";
   return m;
+}
+
+SessionOptions session_options(const Common& c, int64_t max_context) {
+  SessionOptions s;
+  s.max_context = max_context;
+  // A thread count given is kept; otherwise sessions govern their decode
+  // steps' threads, from one per core down while other work holds a core.
+  if (c.threads <= 0 && !std::getenv("OMP_NUM_THREADS")) s.adaptive_threads = omp_get_max_threads();
+  return s;
 }
 
 void show_progress_count(const char* label, int64_t done, int64_t total, const std::string& name) {

@@ -33,10 +33,7 @@ int run_generate(const GenerateArgs& a) {
   opt.sampling.top_k = a.top_k;
   opt.sampling.top_p = a.top_p;
   opt.sampling.seed = a.seed;
-  if (!a.ignore_eos) {
-    opt.stop_ids = eos_ids(**m);
-    if (tok && tok->eos_id()) opt.stop_ids.push_back(*tok->eos_id());
-  }
+  if (!a.ignore_eos) opt.stop_ids = eos_ids(**m, tok.get());
   // Text streams as it is generated; ids print as they come.
   std::optional<TextStream> stream;
   if (tok) stream.emplace(tok, true);
@@ -50,7 +47,8 @@ int run_generate(const GenerateArgs& a) {
     opt.on_token = [&](int32_t t) { stream->push(t); };
   CheckStats check;
   if (a.common.check) opt.check = &check;
-  auto r = generate(**m, prompt, opt);
+  Session session(**m, session_options(a.common, int64_t(prompt.size()) + a.n));
+  auto r = generate(session, prompt, opt);
   if (a.common.check) report_check(check, !r.ok());
   if (!r.ok()) return fail(r.error());
   if (a.json) {
@@ -63,7 +61,10 @@ int run_generate(const GenerateArgs& a) {
     std::printf("%s\n", j.dump().c_str());
   } else {
     if (stream) std::fputs(stream->finish().c_str(), stdout);
+    // The text ends its line, on stdout, before the summary goes to stderr:
+    // through one pipe (2>&1) the two would otherwise meet on one line.
     std::printf("\n");
+    std::fflush(stdout);
     double tps = r->decode_seconds > 0 ? double(r->tokens.size() - 1) / r->decode_seconds : 0;
     std::fprintf(stderr, "%s (%s): %zu prompt tokens in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
                  (*m)->family.c_str(), (*m)->template_path.c_str(), prompt.size(), r->prompt_seconds,

@@ -81,9 +81,15 @@ int run_chat(const ChatArgs& a) {
   if (!m.ok()) return fail(m.error());
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
-  std::vector<int32_t> stop = eos_ids(**m);
-  if ((*tok)->eos_id()) stop.push_back(*(*tok)->eos_id());
+  const std::vector<int32_t> stop = eos_ids(**m, tok->get());
+  // One session for the whole conversation: its KV cache holds `held`, the
+  // ids run so far, and each turn prefills only where its rendering departs
+  // from them (the new user turn, and whatever the template writes around
+  // the last reply).
+  Session session(**m, session_options(a.common, a.context));
+  std::vector<int32_t> held;
   bool interactive = isatty(0);
+  int turn = 0;
   for (std::string line;;) {
     if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
     if (!std::getline(std::cin, line)) break;
@@ -102,11 +108,30 @@ int run_chat(const ChatArgs& a) {
       std::fputs(stream.push(t).c_str(), stdout);
       std::fflush(stdout);
     };
-    auto r = generate(**m, (*tok)->encode(*rendered, false), opt);
+    const std::vector<int32_t> ids = (*tok)->encode(*rendered, false);
+    size_t same = 0;
+    while (same < held.size() && same < ids.size() && held[same] == ids[same]) ++same;
+    if (same == ids.size() && same > 0) --same;  // the last prompt token is run again for its logits
+    if (auto st = session.rewind(int64_t(same)); !st.ok()) return fail(st.error());
+    held.resize(same);
+    const std::vector<int32_t> fresh(ids.begin() + int64_t(same), ids.end());
+    if (session.position() + int64_t(fresh.size()) + opt.max_new_tokens > session.max_context())
+      return fail(error("the conversation has outgrown its context: " + std::to_string(ids.size()) +
+                        " tokens and up to " + std::to_string(opt.max_new_tokens) + " new ones exceed " +
+                        std::to_string(session.max_context()) + " positions (--context N holds more)"));
+    auto r = generate(session, fresh, opt);
     if (!r.ok()) return fail(r.error());
+    // The session now holds the prompt and every new token but the last
+    // (drawn, never run).
+    held.insert(held.end(), fresh.begin(), fresh.end());
+    if (!r->tokens.empty()) held.insert(held.end(), r->tokens.begin(), r->tokens.end() - 1);
     std::fputs(stream.finish().c_str(), stdout);
     std::printf("\n");
     std::fflush(stdout);
+    ++turn;
+    if (a.stats)
+      std::fprintf(stderr, "turn %d: %zu prompt tokens, %zu prefilled, %zu reused from the session; %zu new\n", turn,
+                   ids.size(), fresh.size(), same, r->tokens.size());
     std::vector<int32_t> reply = r->tokens;
     if (!reply.empty() && r->stop_reason == "eos") reply.pop_back();
     messages.push_back({{"role", "assistant"}, {"content", (*tok)->decode(reply, true)}});
