@@ -111,18 +111,25 @@ TEST(ArchrunText, ABrokenTokenizerFileIsAClearError) {
 namespace arch {
 namespace {
 
-// A conversation through a pipe: stories260K with a minimal chat template
-// added (its own files have none).
-TEST(ArchrunText, ChatReadsTurnsFromAPipe) {
-  std::string src = testing::shared_dir() + "/models/stories260K";
-  ARCH_REQUIRE_SHARED(src);
-  fs::path dir = fs::temp_directory_path() / ("archrun_chat_" + std::to_string(getpid()));
+// stories260K (`src`) in a scratch directory of its own, with `chat_template`
+// added to its tokenizer_config.json (its own files have none).
+fs::path with_chat_template(const std::string& src, const std::string& name, const std::string& chat_template) {
+  fs::path dir = fs::temp_directory_path() / (name + "_" + std::to_string(getpid()));
   fs::create_directories(dir);
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"})
     fs::create_symlink(fs::path(src) / f, dir / f);
   auto cfg = nlohmann::json::parse(std::ifstream(src + "/tokenizer_config.json"));
-  cfg["chat_template"] = "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+  cfg["chat_template"] = chat_template;
   std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+  return dir;
+}
+
+// A conversation through a pipe.
+TEST(ArchrunText, ChatReadsTurnsFromAPipe) {
+  std::string src = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(src);
+  fs::path dir = with_chat_template(src, "archrun_chat",
+                                    "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}");
   auto r = run_tool("(printf 'Once upon a time\\nThe cat\\n' | " + testing::archrun() + " chat " + dir.string() +
                     " -n 12 2>/dev/null)");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -133,27 +140,17 @@ TEST(ArchrunText, ChatReadsTurnsFromAPipe) {
   fs::remove_all(dir);
 }
 
-}  // namespace
-}  // namespace arch
-
-namespace arch {
-namespace {
-
 // A chat keeps its session between turns: the second turn prefills only
 // what its rendering adds past what the session holds (--stats says so).
 TEST(ArchrunText, ChatsSecondTurnPrefillsOnlyItsNewTokens) {
   std::string src = testing::shared_dir() + "/models/stories260K";
   ARCH_REQUIRE_SHARED(src);
-  fs::path dir = fs::temp_directory_path() / ("archrun_chat_turns_" + std::to_string(getpid()));
-  fs::create_directories(dir);
-  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "generation_config.json"})
-    fs::create_symlink(fs::path(src) / f, dir / f);
-  auto cfg = nlohmann::json::parse(std::ifstream(src + "/tokenizer_config.json"));
-  // The reply follows "A:" as it was generated, so it is reused too.
-  cfg["chat_template"] =
-      "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}Q: {{ m['content'] }}\nA:"
-      "{% else %}{{ m['content'] }}\n{% endif %}{% endfor %}";
-  std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+  // The reply is rendered after "A:" where it was generated; decoding drops
+  // its leading space, so it is tokenized anew and the first prompt is what
+  // the session keeps.
+  fs::path dir = with_chat_template(src, "archrun_chat_turns",
+                                    "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
+                                    "Q: {{ m['content'] }}\nA:{% else %}{{ m['content'] }}\n{% endif %}{% endfor %}");
   auto r = run_tool("(printf 'Once upon a time\\nThe cat sat\\n' | " + testing::archrun() + " chat " + dir.string() +
                     " -n 8 --stats 2>&1 >/dev/null)");
   ASSERT_EQ(r.exit_code, 0) << r.out;
