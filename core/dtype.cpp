@@ -7,10 +7,9 @@ namespace arch {
 size_t dtype_size(DType t) {
   switch (t) {
     case DType::F32: case DType::I32: return 4;
-    case DType::F16: case DType::BF16: case DType::BF16x64: return 2;
+    case DType::F16: case DType::BF16: return 2;
     case DType::I64: case DType::F64: return 8;
-    case DType::U8: case DType::I8: case DType::BOOL: case DType::Q8_0: case DType::Q4_0:
-    case DType::Q8_0x16: case DType::Q4_0x16: return 1;
+    case DType::U8: case DType::I8: case DType::BOOL: case DType::Q8_0: case DType::Q4_0: return 1;
   }
   return 0;
 }
@@ -28,9 +27,6 @@ std::string_view dtype_name(DType t) {
     case DType::BOOL: return "BOOL";
     case DType::Q8_0: return "Q8_0";
     case DType::Q4_0: return "Q4_0";
-    case DType::Q8_0x16: return "Q8_0x16";
-    case DType::Q4_0x16: return "Q4_0x16";
-    case DType::BF16x64: return "BF16x64";
   }
   return "?";
 }

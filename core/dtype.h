@@ -10,14 +10,13 @@
 
 namespace arch {
 
-// Append-only: the numeric values are not persisted, but keep order stable
-// so dumps and logs stay comparable.
+// The types a file stores. Append-only: the numeric values are not
+// persisted, but keep order stable so dumps and logs stay comparable.
 // Q8_0 and Q4_0 are block-quantized matrices (core/quant.h): a tensor of
-// them has its logical [N, K] shape and quant_row_bytes per row.
-// Q8_0x16, Q4_0x16 and BF16x64 are the same values with 16 rows
-// interleaved (core/quant_interleaved.h): made at load for the cpu
-// kernels, never stored in a file.
-enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL, Q8_0, Q4_0, Q8_0x16, Q4_0x16, BF16x64 };
+// them has its logical [N, K] shape and quant_row_bytes per row. A
+// backend's own arrangement of such a matrix (the cpu backend's tiles of
+// interleaved rows) is not a type but a Tensor::layout.
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL, Q8_0, Q4_0 };
 
 size_t dtype_size(DType t);  // per element; 1 for the block-quantized types (see storage_bytes)
 std::string_view dtype_name(DType t);                 // "F32", "BF16", ...

@@ -20,6 +20,19 @@ void OpTable::add_kernel(const std::string& op, const std::string& backend, Kern
   fills_[op][backend] = fills;
 }
 
+void OpTable::add_weight_layout(const std::string& op, const std::string& backend, PrepareWeight prepare) {
+  if (!defs_.count(op)) throw std::logic_error("a weight layout for an undefined op: " + op);
+  prepare_[op][backend] = std::move(prepare);
+}
+
+uint8_t OpTable::weight_layout_for(const std::string& op, const std::string& backend, const Attrs& attrs,
+                                   size_t input, const Tensor& stored) const {
+  auto it = prepare_.find(op);
+  if (it == prepare_.end()) return 0;
+  auto p = it->second.find(backend);
+  return p == it->second.end() ? 0 : p->second(attrs, input, stored);
+}
+
 bool OpTable::fills_outputs(const std::string& op, const std::string& backend) const {
   auto it = fills_.find(op);
   if (it == fills_.end()) return false;

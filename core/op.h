@@ -59,6 +59,13 @@ using Kernel = std::function<Status(KernelContext&)>;
 // (memory-mapped BF16, a quantized block format) instead of being widened to
 // F32 at load.
 using TakesStored = std::function<bool(const Attrs& attrs, size_t input, DType stored)>;
+// The prepare-weight hook: the layout (Tensor::layout, registered with
+// register_layout) in which a fast kernel would read the weight at input
+// `i`, stored as `stored`; 0: as stored; kAnyLayout: whichever the other
+// readers ask for (it reads rows through widen_row). A weight every reader
+// of which asks for one layout (or any) is rearranged into it once, at load.
+using PrepareWeight = std::function<uint8_t(const Attrs& attrs, size_t input, const Tensor& stored)>;
+constexpr uint8_t kAnyLayout = 255;
 
 // Shape rule: output types from input types (an absent optional input has an
 // empty shape and `present[i] == false`) and attributes.
@@ -103,6 +110,9 @@ class OpTable {
   void add_kernel(const std::string& op, const std::string& backend, Kernel k, TakesStored takes = nullptr,
                   CheckTolerance check = nullptr, bool fills = false);
 
+  // The prepare-weight hook of `backend`'s kernel for `op`.
+  void add_weight_layout(const std::string& op, const std::string& backend, PrepareWeight prepare);
+
   const OpDef* find(const std::string& name) const;
   // The kernel for `backend`, else the reference one.
   const Kernel* kernel(const std::string& op, const std::string& backend) const;
@@ -112,6 +122,10 @@ class OpTable {
   Tolerance check_tolerance(const std::string& op, const std::string& backend, std::span<const Tensor> inputs) const;
   bool takes_stored(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
                     DType stored) const;
+  // The layout `backend`'s kernel for `op` reads input `input` in, stored
+  // as `stored` (0: as stored, or no hook).
+  uint8_t weight_layout_for(const std::string& op, const std::string& backend, const Attrs& attrs, size_t input,
+                            const Tensor& stored) const;
   // Whether the kernel `kernel(op, backend)` gives writes every output
   // element (reference kernels may accumulate into zeroed outputs).
   bool fills_outputs(const std::string& op, const std::string& backend) const;
@@ -122,6 +136,7 @@ class OpTable {
   std::map<std::string, std::map<std::string, TakesStored>> takes_;
   std::map<std::string, std::map<std::string, CheckTolerance>> check_;
   std::map<std::string, std::map<std::string, bool>> fills_;
+  std::map<std::string, std::map<std::string, PrepareWeight>> prepare_;
 };
 
 }  // namespace arch

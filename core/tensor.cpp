@@ -1,16 +1,40 @@
 #include "core/tensor.h"
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 
 namespace arch {
+
+namespace {
+
+// Registered at startup (a backend's op table), read on every nbytes():
+// set once per id, never changed, so readers need no lock.
+std::array<WeightLayout, 256> g_layouts;
+std::mutex g_layouts_mutex;
+
+}  // namespace
+
+bool register_layout(uint8_t id, const WeightLayout& layout) {
+  std::lock_guard<std::mutex> lock(g_layouts_mutex);
+  if (id == 0 || (g_layouts[id].nbytes && g_layouts[id].name != layout.name)) return false;
+  g_layouts[id] = layout;
+  return true;
+}
+
+const WeightLayout* weight_layout(uint8_t id) { return id && g_layouts[id].nbytes ? &g_layouts[id] : nullptr; }
+
+std::string stored_name(const Tensor& t) {
+  if (const WeightLayout* l = weight_layout(t.layout)) return l->name;
+  return std::string(dtype_name(t.dtype));
+}
 
 int64_t numel(const Dims& shape) {
   int64_t n = 1;
@@ -64,18 +88,17 @@ void release_pages(const Tensor& t) {
 }
 
 size_t row_bytes(DType dtype, int64_t k) {
-  if (is_interleaved(dtype)) return row_bytes(rows_of(dtype), k);
   return is_quantized(dtype) ? quant_row_bytes(dtype, k) : size_t(k) * dtype_size(dtype);
 }
 
 size_t Tensor::nbytes() const {
-  if (shape.empty() || !(is_quantized(dtype) || is_interleaved(dtype))) return size_t(numel()) * dtype_size(dtype);
-  int64_t rows = numel() / shape.back();
-  if (is_interleaved(dtype)) {  // whole tiles
-    const int64_t tile = tile_rows(dtype);
-    rows = (rows + tile - 1) / tile * tile;
+  if (layout) {
+    const WeightLayout* l = weight_layout(layout);
+    if (!l) throw std::runtime_error("a tensor of an unregistered layout " + std::to_string(int(layout)));
+    return l->nbytes(*this);
   }
-  return size_t(rows) * row_bytes(dtype, shape.back());
+  if (shape.empty() || !is_quantized(dtype)) return size_t(numel()) * dtype_size(dtype);
+  return size_t(numel() / shape.back()) * row_bytes(dtype, shape.back());
 }
 
 namespace {
@@ -111,7 +134,11 @@ void widen_row(DType dtype, const void* row, int64_t k, float* out) {
 void widen_row(const Tensor& t, int64_t r, float* out) {
   const int64_t k = t.shape.empty() ? 1 : t.shape.back();
   const auto* data = static_cast<const uint8_t*>(t.data);
-  if (is_interleaved(t.dtype)) return interleaved_row(t.dtype, data, k, r, out);
+  if (t.layout) {
+    const WeightLayout* l = weight_layout(t.layout);
+    if (!l) throw std::runtime_error("a tensor of an unregistered layout " + std::to_string(int(t.layout)));
+    return l->widen_row(t, r, out);
+  }
   widen_row(t.dtype, data + size_t(r) * row_bytes(t.dtype, k), k, out);
 }
 
@@ -123,7 +150,7 @@ Tensor to_f32(const Tensor& t) {
 }
 
 Tensor convert_to(const Tensor& t, DType to) {
-  if (t.dtype == to) return t;
+  if (t.dtype == to && !t.layout) return t;
   Tensor f = to_f32(t);
   if (to == DType::F32) return f;
   Tensor out = Tensor::zeros(to, t.shape);

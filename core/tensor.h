@@ -24,6 +24,10 @@ struct Tensor {
   // `data` lies in a read-only file mapping: its pages can be handed back to
   // the system and are read from the file again if touched (release_pages).
   bool mapped = false;
+  // 0: rows, as `dtype` stores them. Else a backend's own arrangement of
+  // the same values (the cpu kernels' tiles of interleaved rows), which the
+  // core knows only through what the backend registered (WeightLayout).
+  uint8_t layout = 0;
 
   int64_t numel() const { return arch::numel(shape); }
   size_t nbytes() const;  // storage, block-quantized rows included
@@ -42,6 +46,22 @@ struct Tensor {
   Tensor reshaped(Dims new_shape) const;
 };
 
+// A backend's arrangement of a stored matrix, as the core needs to know it:
+// how many bytes it takes, how to read a row back, how to make it from
+// matrices in rows (several of one type and width: their rows one after
+// another). A backend registers each of its layouts under an id of its own.
+struct WeightLayout {
+  std::string name;                                               // "Q8_0x16"
+  size_t (*nbytes)(const Tensor& t) = nullptr;
+  void (*widen_row)(const Tensor& t, int64_t r, float* out) = nullptr;  // row r as float32
+  Tensor (*make)(const std::vector<const Tensor*>& rows) = nullptr;
+};
+// Fails (false) when `id` is 0 or taken by another layout.
+bool register_layout(uint8_t id, const WeightLayout& layout);
+const WeightLayout* weight_layout(uint8_t id);  // null for 0 or an id nobody registered
+// "Q8_0", or its layout's name ("Q8_0x16").
+std::string stored_name(const Tensor& t);
+
 // Drops a mapped tensor's pages from this process's resident memory (they
 // come back from the file if read again); does nothing to other tensors.
 void release_pages(const Tensor& t);
@@ -51,8 +71,7 @@ void release_pages(const Tensor& t);
 // checkpoint stores).
 Tensor to_f32(const Tensor& t);
 // Bytes a row of k values takes stored as `dtype` (block-quantized rows
-// included; an interleaved type's rows are not contiguous, but take as many
-// bytes in all).
+// included).
 size_t row_bytes(DType dtype, int64_t k);
 // Row r (of the last dim) of a float or block-quantized tensor, as float32.
 void widen_row(const Tensor& t, int64_t r, float* out);

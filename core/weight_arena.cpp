@@ -45,9 +45,10 @@ std::weak_ptr<Block> current;  // weak: the arena itself keeps no memory alive
 
 }  // namespace
 
-Tensor weight_zeros(DType dtype, Dims shape) {
+Tensor weight_zeros(DType dtype, Dims shape, uint8_t layout) {
   Tensor t;
   t.dtype = dtype;
+  t.layout = layout;
   t.shape = std::move(shape);
   const size_t bytes = (std::max<size_t>(t.nbytes(), 1) + kAlign - 1) / kAlign * kAlign;
   std::lock_guard<std::mutex> lock(arena_mutex);

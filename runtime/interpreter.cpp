@@ -3,7 +3,6 @@
 #include "runtime/load_progress.h"
 #include "runtime/planner.h"
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
 
 #include <chrono>
 #include <cmath>
@@ -14,40 +13,45 @@ namespace arch {
 
 namespace {
 
-// A stored weight in the form `made`, from `prepared` where another
-// program of the model made it already.
-Tensor prepare(const Tensor& stored, DType made, PreparedWeights* prepared, Tensor (*make)(const Tensor&)) {
+// A stored weight in the form (`dtype`, `layout`), from `prepared` where
+// another program of the model made it already.
+template <typename Make>
+Tensor prepare(const Tensor& stored, DType dtype, uint8_t layout, PreparedWeights* prepared, Make make) {
+  const auto key = std::make_tuple(static_cast<const void*>(stored.data), dtype, layout);
   if (prepared) {
-    auto it = prepared->made.find({stored.data, made});
+    auto it = prepared->made.find(key);
     if (it != prepared->made.end()) return it->second;
   }
   Tensor t = make(stored);
   weights_read(int64_t(stored.nbytes()));
   release_pages(stored);  // read once, not again
-  if (prepared) prepared->made[{stored.data, made}] = t;
+  if (prepared) prepared->made[key] = t;
   return t;
 }
 
-Tensor interleave_one(const Tensor& rows) { return interleave_rows(rows); }
-
-// A Q8_0 / Q4_0 / BF16 matrix every reader of which takes it in tiles of
-// interleaved rows (core/quant_interleaved.h) is converted once, here.
-void interleave_where_read(const Graph& g, const OpTable& ops, const std::string& backend,
-                           std::vector<Tensor>& weights, PreparedWeights* prepared) {
-  std::vector<int> verdict(g.values.size(), -1);  // -1 unread, 0 no, 1 yes
+// A weight all of whose readers' kernels ask for one layout of the
+// backend's (the cpu's tiles of interleaved rows; a reader that takes any
+// agrees with the rest) is rearranged into it once, here.
+void prepare_layouts(const Graph& g, const OpTable& ops, const std::string& backend, std::vector<Tensor>& weights,
+                     PreparedWeights* prepared) {
+  std::vector<int> verdict(g.values.size(), -1);  // -1: no reader asked yet; 0: rows; else the layout
   for (const Node& node : g.nodes)
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const int in = node.inputs[i];
       if (in < 0 || !weights[size_t(in)].data) continue;
-      const Tensor& w = weights[size_t(in)];
-      if (w.shape.size() != 2 || !interleavable(w.dtype, w.dim(1))) continue;
-      const bool takes = ops.takes_stored(node.op, backend, node.attrs, i, interleaved_of(w.dtype));
+      const uint8_t want = ops.weight_layout_for(node.op, backend, node.attrs, i, weights[size_t(in)]);
+      if (want == kAnyLayout) continue;
       int& v = verdict[size_t(in)];
-      v = (v != 0 && takes) ? 1 : 0;
+      v = (v == -1 || v == want) ? want : 0;
     }
   for (const GraphOutput& o : g.outputs) verdict[size_t(o.value)] = 0;
-  for (size_t v = 0; v < verdict.size(); ++v)
-    if (verdict[v] == 1) weights[v] = prepare(weights[v], interleaved_of(weights[v].dtype), prepared, interleave_one);
+  for (size_t v = 0; v < verdict.size(); ++v) {
+    if (verdict[v] <= 0) continue;
+    const WeightLayout* layout = weight_layout(uint8_t(verdict[v]));
+    if (!layout) continue;
+    weights[v] = prepare(weights[v], weights[v].dtype, uint8_t(verdict[v]), prepared,
+                         [&](const Tensor& w) { return layout->make({&w}); });
+  }
 }
 
 }  // namespace
@@ -82,8 +86,8 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
         widen[in] = 1;
     }
   for (size_t v = 0; v < widen.size(); ++v)
-    if (widen[v]) p.weights[v] = prepare(p.weights[v], DType::F32, prepared, to_f32);
-  interleave_where_read(g, ops, backend, p.weights, prepared);
+    if (widen[v]) p.weights[v] = prepare(p.weights[v], DType::F32, 0, prepared, to_f32);
+  prepare_layouts(g, ops, backend, p.weights, prepared);
   std::vector<std::unique_ptr<OpState>> no_state(1);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
@@ -171,8 +175,7 @@ static Status check_step(const Program& p, RunState& state, size_t n, std::span<
   // The reference kernels read F32: widen what the fast one read as stored.
   std::vector<Tensor> ref_in;
   for (const Tensor& t : in)
-    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_quantized(t.dtype) ||
-                                is_interleaved(t.dtype))
+    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_quantized(t.dtype) || t.layout)
                          ? to_f32(t)
                          : t);
   std::vector<Tensor> ref;
@@ -211,6 +214,7 @@ void release(Tensor& t) {
   t.owner.reset();
   t.data = nullptr;
   t.mapped = false;
+  t.layout = 0;
 }
 
 void release_all(RunState& state) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "runtime/buffer_pool.h"
@@ -42,11 +43,11 @@ struct Program {
   std::string backend = "reference";
 };
 
-// Weights a model's programs prepared at load (widened to F32, tiled),
-// keyed by the stored tensor and the form made: a weight two graphs read
-// is prepared once and shared.
+// Weights a model's programs prepared at load (widened to F32, put in a
+// backend's layout), keyed by the stored tensor and the form made: a weight
+// two graphs read is prepared once and shared.
 struct PreparedWeights {
-  std::map<std::pair<const void*, DType>, Tensor> made;
+  std::map<std::tuple<const void*, DType, uint8_t>, Tensor> made;
 };
 
 // Chooses each node's kernel for `backend`, works out value lifetimes, and

@@ -2,7 +2,6 @@
 
 #include "runtime/load_progress.h"
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
 #include "core/weight_arena.h"
 
 #include <algorithm>
@@ -280,12 +279,11 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
         parts.push_back(&weights[size_t(g.nodes[m].inputs[1])]);
         names += (names.empty() ? "" : "+") + g.values[size_t(g.nodes[m].outputs[0])].name;
       }
-      // Straight into the tiles the kernel wants, when it wants them: one
-      // copy of the merged weight, not two.
+      // Straight into the layout the kernel wants (the cpu's tiles), when it
+      // wants one: one copy of the merged weight, not two.
       const Node& head = g.nodes[i];
-      const bool interleave = interleavable(parts[0]->dtype, parts[0]->dim(1)) &&
-                              ops.takes_stored(head.op, backend, head.attrs, 1, interleaved_of(parts[0]->dtype));
-      Tensor merged = interleave ? interleave_rows(parts) : concat_rows(parts);
+      const WeightLayout* layout = weight_layout(ops.weight_layout_for(head.op, backend, head.attrs, 1, *parts[0]));
+      Tensor merged = layout ? layout->make(parts) : concat_rows(parts);
       for (const Tensor* part : parts) {
         weights_read(int64_t(part->nbytes()));
         release_pages(*part);  // read once; back from the file if touched again

@@ -3,7 +3,7 @@
 // with the output projection (tied weights) stays mapped once instead of
 // widened to F32.
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -31,12 +31,18 @@ Status embed_cpu(KernelContext& ctx) {
 }
 
 bool embed_takes(const Attrs&, size_t input, DType stored) {
-  return input == 0 &&
-         (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored));
+  return input == 0 && (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored));
 }
+
+// A table in tiles (a tied lm_head's, tiled for the matmul) is read as it
+// is: widen_row knows every registered layout.
+uint8_t embed_layout(const Attrs&, size_t input, const Tensor&) { return input == 0 ? kAnyLayout : 0; }
 
 }  // namespace
 
-void register_cpu_embed(OpTable& t) { t.add_kernel("embed", "cpu", embed_cpu, embed_takes); }
+void register_cpu_embed(OpTable& t) {
+  t.add_kernel("embed", "cpu", embed_cpu, embed_takes);
+  t.add_weight_layout("embed", "cpu", embed_layout);
+}
 
 }  // namespace arch

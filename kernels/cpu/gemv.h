@@ -41,7 +41,7 @@ bool has_avx512_bf16_dot();
 void split_bf16(const float* x, int64_t n, uint16_t* hi, uint16_t* lo);
 void gemv_bf16_split(const uint16_t* hi, const uint16_t* lo, int64_t M, int64_t ldx, const uint16_t* w, int64_t K,
                      int64_t n0, int64_t n1, float* y, int64_t ldy);
-// The same on BF16x64 weights (64-row tiles, core/quant_interleaved.h),
+// The same on BF16x64 weights (64-row tiles, kernels/cpu/tiles.h),
 // lo required; n0 a multiple of 64.
 void gemv_bf16x64_split(const uint16_t* hi, const uint16_t* lo, int64_t M, int64_t ldx, const uint8_t* w, int64_t K,
                         int64_t n0, int64_t n1, float* y, int64_t ldy);

@@ -73,7 +73,7 @@ ARCH_AVX512_BF16 inline __m512bh pair(const uint16_t* x) {
   return (__m512bh)_mm512_set1_epi32(v);
 }
 
-// One tile of BF16x64 weights (core/quant_interleaved.h) against MR rows
+// One tile of BF16x64 weights (kernels/cpu/tiles.h) against MR rows
 // of split activations: the four vectors of a pair's 256 bytes are rows
 // 0-15, 16-31, 32-47 and 48-63, lane r of each one row; each meets the
 // activation pair broadcast, so the 64 row sums build up with no sums

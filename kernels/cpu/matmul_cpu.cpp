@@ -30,7 +30,7 @@
 #include <dnnl.hpp>
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
@@ -234,7 +234,7 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
   return {};
 }
 
-// BF16 weights in 64-row tiles (BF16x64, core/quant_interleaved.h):
+// BF16 weights in 64-row tiles (BF16x64, kernels/cpu/tiles.h):
 // prompts are oneDNN's two f32-grade bf16 passes (one with
 // --bf16-activations) straight on the tiles, which are its BA16a64b2a
 // layout; decode runs the tile kernel on the split activations
@@ -268,6 +268,8 @@ Status matmul_product(KernelContext& ctx) {
     return kernel_error(ctx, "matmul", "shapes a " + dims_str(A.shape) + ", b " + dims_str(B.shape) + " disagree");
   if (M == 0 || N == 0) return {};
   const bool many = M > kGemvRows;
+  // Tiles first: a tiled matrix keeps its stored dtype (BF16, Q8_0, Q4_0).
+  if (tiles_of(B) == Tiles::BF16x64) return matmul_bf16x64(ctx, M, K, N);
   if (B.dtype == DType::F32 && (many || !tb))
     return onednn_matmul(ctx, M, K, N, tb, dt::f32, false, A.data, B.data, C.data);
   if (B.dtype == DType::BF16 && many && onednn_has_bf16()) return matmul_onednn_bf16(ctx, M, K, N);
@@ -281,15 +283,14 @@ Status matmul_product(KernelContext& ctx) {
       for (int64_t k = 0; k < K; ++k) dst[k] = bf16_to_f32(w16[n * K + k]);
     });
   }
-  if (B.dtype == DType::BF16x64) return matmul_bf16x64(ctx, M, K, N);
-  const bool interleaved = is_interleaved(B.dtype);  // Q8_0x16 / Q4_0x16 from here
+  const bool interleaved = is_tiled(B);  // Q8_0x16 / Q4_0x16 from here
   const auto* wq = static_cast<const uint8_t*>(B.data);
   // Prompts on rows (MoE experts keep them; so does every matrix on CPUs
   // without AVX2), compute-bound: dequantized to bf16 for oneDNN's bf16
   // kernels, the activations rounded to bf16. Without those (before
   // AVX-512), the AVX2 integer kernel below beats f32 slabs (0.5B q4, 64
   // tokens: 124 against 36 tok/s); with neither, f32 slabs.
-  if (is_block_quantized(B.dtype) && many && !interleaved && (onednn_has_bf16() || !cpu_features().avx2)) {
+  if (is_quantized(B.dtype) && many && !interleaved && (onednn_has_bf16() || !cpu_features().avx2)) {
     const size_t row_bytes = quant_row_bytes(B.dtype, K);
     if (!onednn_has_bf16())
       return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1, [&](int64_t n, int64_t, float* dst) {
@@ -302,15 +303,16 @@ Status matmul_product(KernelContext& ctx) {
       dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
     });
   }
-  if (is_block_quantized(B.dtype)) {
+  if (is_quantized(B.dtype)) {
     thread_local QuantizedActs buffer;
     QuantizedActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
-    quantize_acts(A.f32(), M, K, K, acts, B.dtype);
+    // Tiles take the activations in natural order; Q4_0 rows on VNNI reorder them.
+    quantize_acts(A.f32(), M, K, K, acts, interleaved ? DType::Q8_0 : B.dtype);
     for_row_chunks(
         M, N, K,
         [&](int64_t n0, int64_t n1) {
-          if (interleaved && many) interleaved_gemm(acts, wq, B.dtype, n0, n1, C.f32(), N);
-          else if (interleaved) interleaved_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
+          if (interleaved && many) interleaved_gemm(acts, wq, tiles_of(B), n0, n1, C.f32(), N);
+          else if (interleaved) interleaved_gemv(acts, wq, tiles_of(B), n0, n1, C.f32(), N);
           else quant_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
         },
         interleaved ? kInterleave : 4);
@@ -381,13 +383,21 @@ namespace {
 
 bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
-  // BF16 tiles pay only with the AVX-512 BF16 kernels; elsewhere BF16 stays
-  // in rows (Highway's widening gemv, oneDNN or f32 slabs for prompts).
-  // Integer tiles likewise only with VNNI or AVX2 (the portable loop over
-  // tiles is for tests; rows run it faster).
-  if (stored == DType::BF16x64) return has_avx512_bf16_dot();
-  if (stored == DType::Q8_0x16 || stored == DType::Q4_0x16) return has_avx512_vnni() || cpu_features().avx2;
-  return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored) || is_interleaved(stored);
+  return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored);
+}
+
+// The prepare-weight hook: which weights the kernels read in tiles. BF16
+// tiles pay only with the AVX-512 BF16 kernels; elsewhere BF16 stays in
+// rows (Highway's widening gemv, oneDNN or f32 slabs for prompts). Integer
+// tiles likewise only with VNNI or AVX2 (the portable loop over tiles is
+// for tests; rows run it faster).
+uint8_t matmul_layout(const Attrs& attrs, size_t input, const Tensor& stored) {
+  if (input != 1 || !attr_bool(attrs, "transpose_b", true) || stored.shape.size() != 2 || stored.layout ||
+      !tileable(stored.dtype, stored.dim(1)))
+    return 0;
+  const Tiles tiles = tiles_for(stored.dtype);
+  const bool pays = tiles == Tiles::BF16x64 ? has_avx512_bf16_dot() : has_avx512_vnni() || cpu_features().avx2;
+  return pays ? uint8_t(tiles) : 0;
 }
 
 }  // namespace
@@ -396,12 +406,13 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
   Tolerance t = op;
   for (const Tensor& in : inputs)
-    if (in.data && is_block_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
+    if (in.data && is_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
   return t;
 }
 
 void register_cpu_matmul(OpTable& t) {
   t.add_kernel("matmul", "cpu", matmul_cpu, matmul_takes, quantized_check_tolerance, /*fills=*/true);
+  t.add_weight_layout("matmul", "cpu", matmul_layout);
 }
 
 }  // namespace arch

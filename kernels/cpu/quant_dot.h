@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "kernels/cpu/tiles.h"
 
 namespace arch {
 
@@ -55,21 +56,21 @@ void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out);
 
 // The same for weights with 16 rows interleaved (Q8_0x16 / Q4_0x16,
-// core/quant_interleaved.h), w [N, K]: y columns [n0, n1), n0 a multiple
+// kernels/cpu/tiles.h), w [N, K]: y columns [n0, n1), n0 a multiple
 // of 16. Each 64-byte load holds 4 values of 16 rows, so a vpdpbusd against
 // 4 activation bytes broadcast adds to the 16 rows' sums at once.
-void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                       int64_t ldy);
-void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                                int64_t ldy);
 // The same on AVX2 without VNNI (quant_interleaved_avx2.cpp), for decode
 // and prompts alike; activations in natural order.
-void interleaved_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemv_avx2(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                            int64_t ldy);
 
 // The same for many rows of activations (prompts): each weight vector
 // loaded serves several rows (quant_interleaved_gemm.cpp).
-void interleaved_gemm(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemm(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                       int64_t ldy);
 
 }  // namespace arch

@@ -1,5 +1,5 @@
 // Integer dot products on Q8_0 / Q4_0 weights with 16 rows interleaved
-// (core/quant_interleaved.h) for CPUs with AVX2 but not AVX-512 VNNI,
+// (kernels/cpu/tiles.h) for CPUs with AVX2 but not AVX-512 VNNI,
 // decode and prompts alike. A tile's 64-byte value group holds 4 values of
 // each of its 16 rows; its two 32-byte halves are rows 0-7 and 8-15, and
 // lane r of every vector here is row r of a half: vpmaddubsw against 4
@@ -23,7 +23,7 @@
 #include <cstring>
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 
@@ -145,7 +145,7 @@ ARCH_AVX2 void tile_avx2(const QuantizedActs& a, int64_t m0, const uint8_t* tile
 // Tiles outside, rows of activations inside: a tile (8 KiB of Q4_0 at K =
 // 896) stays in L1 while the activations pass over it.
 template <bool Q4>
-ARCH_AVX2 void tiles_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+ARCH_AVX2 void tiles_avx2(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                           int64_t ldy) {
   const size_t tile_bytes = interleaved_tile_bytes(wt, a.K);
   for (int64_t n = n0; n < n1; n += kInterleave) {
@@ -158,9 +158,9 @@ ARCH_AVX2 void tiles_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, in
 
 }  // namespace
 
-void interleaved_gemv_avx2(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemv_avx2(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                            int64_t ldy) {
-  if (wt == DType::Q4_0x16) tiles_avx2<true>(a, w, wt, n0, n1, y, ldy);
+  if (wt == Tiles::Q4_0x16) tiles_avx2<true>(a, w, wt, n0, n1, y, ldy);
   else tiles_avx2<false>(a, w, wt, n0, n1, y, ldy);
 }
 

@@ -1,5 +1,5 @@
 // Integer dot products on weights with 16 rows interleaved
-// (core/quant_interleaved.h). Lane r of every vector is row r of the
+// (kernels/cpu/tiles.h). Lane r of every vector is row r of the
 // tile: the block's int32 sums, its scales and the running totals, so the
 // 16 results come out stored as they are, with no reduction across lanes.
 #include <immintrin.h>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
@@ -20,11 +20,11 @@ namespace {
 
 constexpr int64_t B = kQuantBlock;
 
-int offset_of(DType wt) { return wt == DType::Q8_0x16 ? 128 : 8; }
+int offset_of(Tiles wt) { return wt == Tiles::Q8_0x16 ? 128 : 8; }
 
 }  // namespace
 
-void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemv_portable(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                                int64_t ldy) {
   const int64_t K = a.K, blocks = K / B;
   for (int64_t n = n0; n < n1; ++n)
@@ -54,7 +54,7 @@ ARCH_VNNI inline __m512i broadcast4(const int8_t* q) {
 
 // One tile (16 rows) against MR rows of activations.
 template <int MR, bool Q4>
-ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* tile, DType wt, int rows, float* y,
+ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* tile, Tiles wt, int rows, float* y,
                          int64_t ldy) {
   const int64_t K = a.K, blocks = K / B;
   const size_t block_bytes = interleaved_block_bytes(wt), values_bytes = interleaved_values_bytes(wt);
@@ -105,7 +105,7 @@ ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* tile
 }
 
 template <bool Q4>
-ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                           int64_t ldy) {
   const size_t tile_bytes = interleaved_tile_bytes(wt, a.K);
   for (int64_t m = 0; m < a.M; m += 4) {
@@ -120,13 +120,13 @@ ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, in
 
 }  // namespace
 
-void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemv(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                       int64_t ldy) {
   if (!has_avx512_vnni()) {
     if (cpu_features().avx2) return interleaved_gemv_avx2(a, w, wt, n0, n1, y, ldy);
     return interleaved_gemv_portable(a, w, wt, n0, n1, y, ldy);
   }
-  if (wt == DType::Q4_0x16) tiles_vnni<true>(a, w, wt, n0, n1, y, ldy);
+  if (wt == Tiles::Q4_0x16) tiles_vnni<true>(a, w, wt, n0, n1, y, ldy);
   else tiles_vnni<false>(a, w, wt, n0, n1, y, ldy);
 }
 

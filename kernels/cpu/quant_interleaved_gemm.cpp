@@ -1,5 +1,5 @@
 // Many rows of activations (prompts) against Q8_0 / Q4_0 weights in
-// 16-row tiles (core/quant_interleaved.h), in integers: the activations
+// 16-row tiles (kernels/cpu/tiles.h), in integers: the activations
 // quantized per block of 32 as for decode, vpdpbusd on the tiles as they
 // are loaded, no dequantized copy of the weights. Compute-bound, so each
 // weight vector loaded serves MR rows of activations and each broadcast of
@@ -15,7 +15,7 @@
 #include <algorithm>
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/cpu/quant_dot.h"
 
 namespace arch {
@@ -118,7 +118,7 @@ ARCH_VNNI void rows_of_tiles(const QuantizedActs& a, int64_t m0, int64_t m1, con
 }
 
 template <bool Q4>
-ARCH_VNNI void gemm_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+ARCH_VNNI void gemm_vnni(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                          int64_t ldy) {
   constexpr int NT = 2;
   const size_t tile_bytes = interleaved_tile_bytes(wt, a.K);
@@ -144,10 +144,10 @@ ARCH_VNNI void gemm_vnni(const QuantizedActs& a, const uint8_t* w, DType wt, int
 
 }  // namespace
 
-void interleaved_gemm(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
+void interleaved_gemm(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                       int64_t ldy) {
   if (!has_avx512_vnni()) return interleaved_gemv(a, w, wt, n0, n1, y, ldy);  // AVX2's serves both
-  if (wt == DType::Q4_0x16) gemm_vnni<true>(a, w, wt, n0, n1, y, ldy);
+  if (wt == Tiles::Q4_0x16) gemm_vnni<true>(a, w, wt, n0, n1, y, ldy);
   else gemm_vnni<false>(a, w, wt, n0, n1, y, ldy);
 }
 

@@ -1,10 +1,12 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/tiles.h"
 
 namespace arch {
 
 void register_cpu_kernels(OpTable& t) {
   cpu_features();  // any ARCHETYPE_CPU cap reaches Highway and oneDNN before they run
+  register_cpu_tiles();  // the tile layouts the matmul and embed kernels prepare weights in
   register_cpu_matmul(t);
   register_cpu_experts(t);
   register_cpu_embed(t);

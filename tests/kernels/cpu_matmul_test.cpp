@@ -12,7 +12,7 @@
 #include <random>
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
@@ -25,14 +25,16 @@ namespace {
 
 Tensor random_f32(Dims shape, uint32_t seed) { return test::normal_f32(std::move(shape), seed); }
 
-// w stored as `dtype`; the interleaved types by way of their row layout, as
-// make_program makes them.
-Tensor stored_as(const Tensor& w, DType dtype) {
-  return is_interleaved(dtype) ? interleave_rows(convert_to(w, rows_of(dtype))) : convert_to(w, dtype);
-}
+// The forms the kernels read: rows, and the tiles a loaded model makes.
+const WeightForm kF32{DType::F32}, kBF16{DType::BF16}, kF16{DType::F16}, kQ8{DType::Q8_0}, kQ4{DType::Q4_0};
+const WeightForm kBF16x64{DType::BF16, Tiles::BF16x64}, kQ8x16{DType::Q8_0, Tiles::Q8_0x16},
+    kQ4x16{DType::Q4_0, Tiles::Q4_0x16};
+
+// w stored as `form`; tiles by way of their row layout, as make_program makes them.
+Tensor stored_as(const Tensor& w, WeightForm form) { return stored_in(w, form); }
 // BF16x64 only where the CPU has AVX-512 BF16 (the only place it is made).
-bool storable(DType dtype, int64_t k) {
-  return dtype == DType::BF16x64 ? k % 16 == 0 && has_avx512_bf16_dot() : quantizable(is_interleaved(dtype) ? rows_of(dtype) : dtype, k);
+bool storable(WeightForm form, int64_t k) {
+  return form.tiles == Tiles::BF16x64 ? k % 16 == 0 && has_avx512_bf16_dot() : quantizable(form.dtype, k);
 }
 
 // `fill`: what the output holds before the kernel runs (the engine leaves
@@ -65,29 +67,29 @@ const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 
                        {100, 24, 64}};             // oneDNN in two runs of rows: 96 + 4
 
 TEST(CpuMatmul, WidenedTypesMatchTheReference) {
-  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::BF16x64})
+  for (WeightForm form : {kF32, kBF16, kF16, kBF16x64})
     for (const Case& c : kCases) {
-      if (dtype == DType::BF16x64 && !storable(dtype, c.K)) continue;
+      if (form.tiles == Tiles::BF16x64 && !storable(form, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 1), w = random_f32({c.N, c.K}, 2);
-      Tensor stored = stored_as(w, dtype);
+      Tensor stored = stored_as(w, form);
       Tensor want = run("reference", a, to_f32(stored)), got = run("cpu", a, stored);
       double bound = 1e-5 * max_abs(want) + 1e-6, worst = 0;
       for (int64_t i = 0; i < want.numel(); ++i) worst = std::max(worst, double(std::abs(got.f32()[i] - want.f32()[i])));
-      EXPECT_LE(worst, bound) << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
+      EXPECT_LE(worst, bound) << form_name(form) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
     }
 }
 
 TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
-  for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16})
+  for (WeightForm form : {kQ8, kQ4, kQ8x16, kQ4x16})
     for (const Case& c : kCases) {
-      if (!storable(dtype, c.K)) continue;
+      if (!storable(form, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 3), w = random_f32({c.N, c.K}, 4);
-      Tensor stored = stored_as(w, dtype);
+      Tensor stored = stored_as(w, form);
       Tensor got = run("cpu", a, stored);
       // The same product worked out plainly: dequantized weights times
       // dequantized activations, in double.
       QuantizedActs q;
-      quantize_acts(a.f32(), c.M, c.K, c.K, q, dtype);
+      quantize_acts(a.f32(), c.M, c.K, c.K, q, form.dtype);
       Tensor wf = to_f32(stored), exact_f32 = run("reference", a, wf);
       double bound = 1e-5 * max_abs(exact_f32) + 1e-5, worst = 0, drift = 0;
       for (int64_t m = 0; m < c.M; ++m)
@@ -99,13 +101,13 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
           worst = std::max(worst, std::abs(want - got.f32()[m * c.N + n]));
           drift = std::max(drift, std::abs(double(exact_f32.f32()[m * c.N + n]) - got.f32()[m * c.N + n]));
         }
-      if (c.M <= 4 || is_interleaved(dtype)) {  // tiles: the gemv, or the gemm's MR x NT blocks and tails
-        EXPECT_LE(worst, bound) << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
+      if (c.M <= 4 || form.tiles != Tiles::None) {  // tiles: the gemv, or the gemm's MR x NT blocks and tails
+        EXPECT_LE(worst, bound) << form_name(form) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
         // int8 activations: within about 1% of the product with f32 activations.
-        EXPECT_LE(drift, 0.02 * max_abs(exact_f32)) << dtype_name(dtype) << " M=" << c.M;
+        EXPECT_LE(drift, 0.02 * max_abs(exact_f32)) << form_name(form) << " M=" << c.M;
       } else {
         // bf16 activations (8 significant bits): well within 1%.
-        EXPECT_LE(drift, 0.01 * max_abs(exact_f32)) << dtype_name(dtype) << " M=" << c.M;
+        EXPECT_LE(drift, 0.01 * max_abs(exact_f32)) << form_name(form) << " M=" << c.M;
       }
     }
 }
@@ -116,43 +118,49 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
 TEST(CpuMatmul, WritesEveryOutputElement) {
   EXPECT_TRUE(op_table().fills_outputs("matmul", "cpu"));
   EXPECT_FALSE(op_table().fills_outputs("matmul", "reference"));
-  for (DType dtype : {DType::F32, DType::BF16, DType::F16, DType::BF16x64, DType::Q8_0, DType::Q4_0, DType::Q8_0x16,
-                      DType::Q4_0x16})
+  for (WeightForm form : {kF32, kBF16, kF16, kBF16x64, kQ8, kQ4, kQ8x16, kQ4x16})
     for (const Case& c : kCases) {
-      if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F16 && !storable(dtype, c.K)) continue;
-      Tensor a = random_f32({c.M, c.K}, 12), w = stored_as(random_f32({c.N, c.K}, 13), dtype);
+      const bool rows_of_floats = form.tiles == Tiles::None && !is_quantized(form.dtype);
+      if (!rows_of_floats && !storable(form, c.K)) continue;
+      Tensor a = random_f32({c.M, c.K}, 12), w = stored_as(random_f32({c.N, c.K}, 13), form);
       Tensor got = run("cpu", a, w, std::nanf(""));
       int64_t skipped = 0;
       for (int64_t i = 0; i < got.numel(); ++i) skipped += std::isnan(got.f32()[i]);
-      EXPECT_EQ(skipped, 0) << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
+      EXPECT_EQ(skipped, 0) << form_name(form) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
     }
 }
 
 // The paths this CPU does not take by itself: the portable quantized loops
 // and the Highway gemv on BF16, against what it does take.
 TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
-  using Kernel = void (*)(const QuantizedActs&, const uint8_t*, DType, int64_t, int64_t, float*, int64_t);
+  using RowsKernel = void (*)(const QuantizedActs&, const uint8_t*, DType, int64_t, int64_t, float*, int64_t);
+  using TilesKernel = void (*)(const QuantizedActs&, const uint8_t*, Tiles, int64_t, int64_t, float*, int64_t);
   // Rows and tiles alike, in two ranges split at a tile (a last tile of 1
   // to 16 rows), as threads split them. Without `natural_order` the
   // activations are quantized for the weight type (Q4_0 on VNNI reorders).
-  auto agree = [](Kernel rows, Kernel tiles, bool natural_order, int64_t max_m) {
-    for (DType dtype : {DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16})
+  auto agree = [](RowsKernel rows, TilesKernel tiles, bool natural_order, int64_t max_m) {
+    for (WeightForm form : {kQ8, kQ4, kQ8x16, kQ4x16})
       for (const Case& c : kCases) {
-        if (!storable(dtype, c.K) || c.M > max_m) continue;
-        Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), dtype);
-        QuantizedActs q;
-        quantize_acts(a.f32(), c.M, c.K, c.K, q, natural_order ? DType::Q8_0 : dtype);
+        if (!storable(form, c.K) || c.M > max_m) continue;
+        Tensor a = random_f32({c.M, c.K}, 8), w = stored_as(random_f32({c.N, c.K}, 9), form);
+        const bool tiled = form.tiles != Tiles::None;
+        QuantizedActs q;  // tiles take the activations in natural order, as rows on AVX2 do
+        quantize_acts(a.f32(), c.M, c.K, c.K, q, natural_order || tiled ? DType::Q8_0 : form.dtype);
         const auto* data = static_cast<const uint8_t*>(w.data);
-        const bool tiled = is_interleaved(dtype);
         std::vector<float> fast(size_t(c.M * c.N)), plain(size_t(c.M * c.N));
         const int64_t split = std::min<int64_t>(c.N, kInterleave);
         for (auto [n0, n1] : {std::pair{int64_t(0), split}, std::pair{split, c.N}}) {
-          (tiled ? tiles : rows)(q, data, dtype, n0, n1, fast.data(), c.N);
-          (tiled ? interleaved_gemv_portable : quant_gemv_portable)(q, data, dtype, n0, n1, plain.data(), c.N);
+          if (tiled) {
+            tiles(q, data, form.tiles, n0, n1, fast.data(), c.N);
+            interleaved_gemv_portable(q, data, form.tiles, n0, n1, plain.data(), c.N);
+          } else {
+            rows(q, data, form.dtype, n0, n1, fast.data(), c.N);
+            quant_gemv_portable(q, data, form.dtype, n0, n1, plain.data(), c.N);
+          }
         }
         for (size_t i = 0; i < fast.size(); ++i)
           EXPECT_NEAR(fast[i], plain[i], 1e-4 * (1 + std::abs(plain[i])))
-              << dtype_name(dtype) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
+              << form_name(form) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
       }
   };
   // What this CPU takes (decode shapes).
@@ -203,10 +211,10 @@ TEST(CpuMatmul, Avx2QuantizerMatchesThePlainRule) {
 }
 
 TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
-  for (DType dtype : {DType::BF16, DType::BF16x64}) {
-    if (dtype == DType::BF16x64 && !has_avx512_bf16_dot()) continue;
-    SCOPED_TRACE(dtype_name(dtype));
-    Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), dtype);
+  for (WeightForm form : {kBF16, kBF16x64}) {
+    if (form.tiles == Tiles::BF16x64 && !has_avx512_bf16_dot()) continue;
+    SCOPED_TRACE(form_name(form));
+    Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), form);
     Tensor want = run("reference", a, to_f32(w));
     Tensor exact = run("cpu", a, w);  // the default
     KernelOptions rounding;
@@ -236,7 +244,7 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
   std::vector<Tensor> f32_in{a, w}, q8_in{a, convert_to(w, DType::Q8_0)}, bf16_in{a, convert_to(w, DType::BF16)};
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", f32_in).rel, own.rel);
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16_in).rel, own.rel);
-  std::vector<Tensor> bf16x64_in{a, stored_as(w, DType::BF16x64)};
+  std::vector<Tensor> bf16x64_in{a, stored_as(w, kBF16x64)};
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", bf16x64_in).rel, own.rel);  // f32-grade, as BF16
   EXPECT_EQ(t.check_tolerance("matmul", "cpu", q8_in).rel, 2e-2);
   EXPECT_EQ(t.check_tolerance("matmul", "reference", q8_in).rel, own.rel);
@@ -246,14 +254,34 @@ TEST(CpuMatmul, CheckToleranceIsLooserOnlyForQuantizedWeights) {
 TEST(CpuMatmul, ReadsStoredWeightsWithoutWidening) {
   const OpTable& t = op_table();
   Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
-  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_0x16, DType::Q4_0x16, DType::BF16x64}) {
-    const bool tiles_need =
-        d == DType::BF16x64 ? has_avx512_bf16_dot() : !is_interleaved(d) || has_avx512_vnni() || cpu_features().avx2;
-    EXPECT_EQ(t.takes_stored("matmul", "cpu", tb, 1, d), tiles_need) << dtype_name(d);
+  for (DType d : {DType::BF16, DType::F16, DType::Q8_0, DType::Q4_0}) {
+    EXPECT_TRUE(t.takes_stored("matmul", "cpu", tb, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "cpu", plain, 1, d)) << dtype_name(d);
     EXPECT_FALSE(t.takes_stored("matmul", "reference", tb, 1, d)) << dtype_name(d);
     EXPECT_TRUE(t.takes_stored("embed", "cpu", {}, 0, d)) << dtype_name(d);
   }
+}
+
+// The prepare-weight hook: the matmul asks for tiles where its kernels pay
+// for them (BF16 with AVX-512 BF16, Q8_0/Q4_0 with VNNI or AVX2), never on
+// the reference path or for a b that is not transposed; embed reads any.
+TEST(CpuMatmul, AsksForTilesWhereTheyPay) {
+  const OpTable& t = op_table();
+  Attrs tb = {{"transpose_b", true}}, plain = {{"transpose_b", false}};
+  const bool ints = has_avx512_vnni() || cpu_features().avx2;
+  for (auto [form, pays] : {std::pair{kBF16x64, has_avx512_bf16_dot()}, std::pair{kQ8x16, ints}, std::pair{kQ4x16, ints}}) {
+    const Tensor w = convert_to(random_f32({32, 64}, 3), form.dtype);
+    EXPECT_EQ(t.weight_layout_for("matmul", "cpu", tb, 1, w), pays ? uint8_t(form.tiles) : 0) << form_name(form);
+    EXPECT_EQ(t.weight_layout_for("matmul", "cpu", plain, 1, w), 0) << form_name(form);
+    EXPECT_EQ(t.weight_layout_for("matmul", "reference", tb, 1, w), 0) << form_name(form);
+    EXPECT_EQ(t.weight_layout_for("embed", "cpu", {}, 0, w), kAnyLayout) << form_name(form);
+    // The core reads the tiles through what the backend registered.
+    const Tensor tiled = stored_as(w, form);
+    ASSERT_NE(weight_layout(tiled.layout), nullptr);
+    EXPECT_EQ(stored_name(tiled), form_name(form));
+    EXPECT_EQ(test::values(to_f32(tiled)), test::values(to_f32(w))) << form_name(form);
+  }
+  EXPECT_EQ(t.weight_layout_for("matmul", "cpu", tb, 1, random_f32({32, 64}, 3)), 0);  // F32 stays in rows
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ bool has_bf16_matmuls(const Program& p) {
     if (n.op != "matmul" || n.inputs.size() < 2) continue;
     const int w = n.inputs[1];
     if (w >= 0 && size_t(w) < p.weights.size() && p.weights[size_t(w)].data &&
-        (p.weights[size_t(w)].dtype == DType::BF16 || p.weights[size_t(w)].dtype == DType::BF16x64))
+        p.weights[size_t(w)].dtype == DType::BF16)
       return true;
   }
   return false;

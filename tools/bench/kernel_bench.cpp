@@ -18,7 +18,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/quant.h"
-#include "core/quant_interleaved.h"
+#include "kernels/cpu/tiles.h"
 #include "core/weight_arena.h"
 #include "kernels/kernels.h"
 #include "tools/bench/compute_peak.h"
@@ -43,10 +43,10 @@ Yardsticks& yardsticks() {
 // The arithmetic a weight type's kernels run on: f32 FMAs for F32 and F16
 // (widened), bf16 dot products for BF16 where the CPU has them, int8 dot
 // products for Q8_0 / Q4_0. 0: none measured.
-double compute_peak(DType dtype) {
+double compute_peak(WeightForm form) {
   const ComputePeaks& p = yardsticks().peaks;
-  if (dtype == DType::BF16 || dtype == DType::BF16x64) return p.bf16 > 0 ? p.bf16 : p.f32;
-  if (is_block_quantized(dtype)) return p.int8;
+  if (form.dtype == DType::BF16) return p.bf16 > 0 ? p.bf16 : p.f32;
+  if (is_quantized(form.dtype)) return p.int8;
   return p.f32;
 }
 
@@ -60,25 +60,19 @@ void BM_MemoryRead(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// f32 values stored as `dtype` (interleaved types as a loaded model tiles them).
-Tensor stored_as(const Tensor& f, DType dtype) {
-  if (is_interleaved(dtype)) return interleave_rows(convert_to(f, rows_of(dtype)));
-  return convert_to(f, dtype);
-}
-
-Tensor random_weight(DType dtype, int64_t N, int64_t K) {
+Tensor random_weight(WeightForm form, int64_t N, int64_t K) {
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   Tensor f = Tensor::zeros(DType::F32, {N, K});
   for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = dist(rng);
-  return stored_as(f, dtype);
+  return stored_in(f, form);
 }
 
 // The cpu backend's matmul kernel on [M, K] x [N, K]^T.
-void run_matmul(benchmark::State& state, DType dtype, int64_t M, int64_t N, int64_t K) {
+void run_matmul(benchmark::State& state, WeightForm form, int64_t M, int64_t N, int64_t K) {
   Tensor a = Tensor::zeros(DType::F32, {M, K});
   for (int64_t i = 0; i < M * K; ++i) a.f32()[i] = float((i * 37) % 101) / 101.0f - 0.5f;
-  Tensor b = random_weight(dtype, N, K);
+  Tensor b = random_weight(form, N, K);
   std::vector<Tensor> inputs{a, b}, outputs{Tensor::zeros(DType::F32, {M, N})};
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"transpose_b", true}};
@@ -102,7 +96,7 @@ void run_matmul(benchmark::State& state, DType dtype, int64_t M, int64_t N, int6
     state.counters["of_gemm_peak"] = benchmark::Counter(
         2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9 / y.gemm_gflops,
         benchmark::Counter::kIsRate);
-  if (const double peak = compute_peak(dtype); peak > 0)
+  if (const double peak = compute_peak(form); peak > 0)
     state.counters["of_compute_peak"] = benchmark::Counter(
         2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9 / peak,
         benchmark::Counter::kIsRate);
@@ -111,7 +105,7 @@ void run_matmul(benchmark::State& state, DType dtype, int64_t M, int64_t N, int6
 // Best of a few runs of oneDNN's f32 GEMM at 1024^3 through the cpu matmul.
 double measure_gemm_gflops() {
   const int64_t n = 1024;
-  Tensor a = Tensor::zeros(DType::F32, {n, n}), b = random_weight(DType::F32, n, n);
+  Tensor a = Tensor::zeros(DType::F32, {n, n}), b = random_weight(WeightForm{DType::F32}, n, n);
   std::vector<Tensor> inputs{a, b}, outputs{Tensor::zeros(DType::F32, {n, n})};
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"transpose_b", true}};
@@ -127,11 +121,11 @@ double measure_gemm_gflops() {
   return 2.0 * double(n * n * n) / best / 1e9;
 }
 
-void BM_Gemv(benchmark::State& state, DType dtype) {
-  run_matmul(state, dtype, 1, state.range(0), state.range(1));
+void BM_Gemv(benchmark::State& state, WeightForm form) {
+  run_matmul(state, form, 1, state.range(0), state.range(1));
 }
-void BM_Gemm(benchmark::State& state, DType dtype) {
-  run_matmul(state, dtype, state.range(0), state.range(1), state.range(2));
+void BM_Gemm(benchmark::State& state, WeightForm form) {
+  run_matmul(state, form, state.range(0), state.range(1), state.range(2));
 }
 
 // 1024 x 896 fits the caches (the kernel's own rate); the rest are a
@@ -145,22 +139,22 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
-BENCHMARK_CAPTURE(BM_Gemv, f32, DType::F32)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, f16, DType::F16)->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, f32, WeightForm{DType::F32})->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, f16, WeightForm{DType::F16})->Apply(decode_shapes);
 // bf16, q8 and q4 as a loaded model holds them (tiles of interleaved rows,
-// core/quant_interleaved.h); the row layout is what MoE experts keep.
-BENCHMARK_CAPTURE(BM_Gemv, bf16, DType::BF16x64)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, bf16_rows, DType::BF16)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, q8, DType::Q8_0x16)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, q4, DType::Q4_0x16)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, q8_rows, DType::Q8_0)->Apply(decode_shapes);
-BENCHMARK_CAPTURE(BM_Gemv, q4_rows, DType::Q4_0)->Apply(decode_shapes);
+// kernels/cpu/tiles.h); the row layout is what MoE experts keep.
+BENCHMARK_CAPTURE(BM_Gemv, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, bf16_rows, WeightForm{DType::BF16})->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q8_rows, WeightForm{DType::Q8_0})->Apply(decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q4_rows, WeightForm{DType::Q4_0})->Apply(decode_shapes);
 // f32 at 1024^3 on oneDNN is the machine's GEMM peak as this project sees it.
-BENCHMARK_CAPTURE(BM_Gemm, f32, DType::F32)->Apply(prompt_shapes);
-BENCHMARK_CAPTURE(BM_Gemm, bf16, DType::BF16x64)->Apply(prompt_shapes);  // as loaded: oneDNN's BA16a64b2a
-BENCHMARK_CAPTURE(BM_Gemm, f16, DType::F16)->Apply(prompt_shapes);
-BENCHMARK_CAPTURE(BM_Gemm, q8, DType::Q8_0x16)->Apply(prompt_shapes);
-BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0x16)->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, f32, WeightForm{DType::F32})->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Apply(prompt_shapes);  // as loaded: oneDNN's BA16a64b2a
+BENCHMARK_CAPTURE(BM_Gemm, f16, WeightForm{DType::F16})->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(prompt_shapes);
 
 // The matmuls of one decode step of the Qwen2.5-0.5B shape in a model's
 // order, each its own kernel call: 24 layers of the fused QKV (1152 rows),
@@ -171,16 +165,16 @@ BENCHMARK_CAPTURE(BM_Gemm, q4, DType::Q4_0x16)->Apply(prompt_shapes);
 // matmuls reach with a model's matrix sizes, apart from its other ops
 // (`archrun bench --profile` shows those).
 // Values from a hash, not the normal distribution: half a billion of them.
-Tensor arena_weight(DType dtype, int64_t N, int64_t K) {
+Tensor arena_weight(WeightForm form, int64_t N, int64_t K) {
   Tensor f = Tensor::zeros(DType::F32, {N, K});
   for (int64_t i = 0; i < N * K; ++i) f.f32()[i] = float(int64_t(uint32_t(i) * 2654435761u >> 24) - 128) / 6400.0f;
-  const Tensor w = stored_as(f, dtype);
-  Tensor out = weight_zeros(w.dtype, w.shape);
+  const Tensor w = stored_in(f, form);
+  Tensor out = weight_zeros(w.dtype, w.shape, w.layout);
   std::memcpy(out.data, w.data, w.nbytes());
   return out;
 }
 
-void BM_DecodeStepMatmuls(benchmark::State& state, DType dtype) {
+void BM_DecodeStepMatmuls(benchmark::State& state, WeightForm form) {
   struct Shape {
     int64_t N, K;
   };
@@ -190,10 +184,10 @@ void BM_DecodeStepMatmuls(benchmark::State& state, DType dtype) {
   shapes.push_back({151936, 896});
   // Made once per type: Google Benchmark calls this several times to
   // settle on an iteration count.
-  static std::map<DType, std::vector<Tensor>> made;
-  std::vector<Tensor>& weights = made[dtype];
+  static std::map<WeightForm, std::vector<Tensor>> made;
+  std::vector<Tensor>& weights = made[form];
   if (weights.empty())
-    for (const Shape& s : shapes) weights.push_back(arena_weight(dtype, s.N, s.K));
+    for (const Shape& s : shapes) weights.push_back(arena_weight(form, s.N, s.K));
   size_t bytes = 0;
   for (const Tensor& w : weights) bytes += w.nbytes();
   Tensor x896 = Tensor::zeros(DType::F32, {1, 896}), x4864 = Tensor::zeros(DType::F32, {1, 4864});
@@ -220,9 +214,9 @@ void BM_DecodeStepMatmuls(benchmark::State& state, DType dtype) {
     state.counters["of_bandwidth"] =
         benchmark::Counter(double(bytes) * double(state.iterations()) / yd.bandwidth, benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q4, DType::Q4_0x16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q8, DType::Q8_0x16)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, bf16, DType::BF16x64)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The cpu attention, causal, Qwen2.5-0.5B's heads (14 query heads, 2 kv
 // heads, head_dim 64): S queries over T keys (S = T: a prompt; S = 1: a
