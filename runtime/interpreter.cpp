@@ -224,10 +224,6 @@ void release_all(RunState& state) {
     for (Tensor& t : slots) release(t);
 }
 
-}  // namespace
-
-namespace {
-
 // The inputs of this call, with the held ones it leaves out taken from the
 // state (and those it gives kept there); the named dims bound from them.
 // Returns whether the per-session steps must be computed (again).

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   fwd->add_option("--out", f.out, "safetensors to write (float32, batch dim 1 kept)")->required();
   fwd->add_option("--outputs", f.outputs, "outputs to write (default: logits, else last_hidden_state)")->delimiter(',');
   fwd->add_flag("--all-outputs", f.all_outputs, "write every output the template declares");
+  fwd->add_option("--graph", f.graph, "which of the template's graphs to run (default: the first; archrun info lists them)");
 
   Common ic;
   bool info_json = false;

@@ -446,5 +446,26 @@ TEST(Archrun, ForwardRefusesAPaddedAttentionMask) {
   EXPECT_FALSE(fs::exists(tmp / "out.safetensors"));
 }
 
+// A template's graphs, as info lists them and forward --graph picks one;
+// a graph it lacks is refused with the ones it has.
+TEST(Archrun, InfoListsTheGraphsAndForwardPicksOne) {
+  auto info = run_tool(testing::archrun() + " info toy");
+  ASSERT_EQ(info.exit_code, 0) << info.out;
+  EXPECT_NE(info.out.find("graph step(tokens: i32[seq], positions: i32[seq]) -> embeddings, layer_outputs, "
+                          "last_hidden_state, logits"),
+            std::string::npos)
+      << info.out;
+  TempDir tmp("graph");
+  Tensor ids = Tensor::zeros(DType::I64, {1, 3});
+  ASSERT_TRUE(write_safetensors((tmp / "in.safetensors").string(), {{"input_ids", ids}}).ok());
+  const std::string base = testing::archrun() + " forward --inputs " + (tmp / "in.safetensors").string() + " --out " +
+                           (tmp / "out.safetensors").string();
+  auto step = run_tool(base + " --graph step");
+  EXPECT_EQ(step.exit_code, 0) << step.out;
+  auto none = run_tool(base + " --graph denoise");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.out.find("no graph 'denoise' (it has: step)"), std::string::npos) << none.out;
+}
+
 }  // namespace
 }  // namespace arch

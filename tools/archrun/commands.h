@@ -43,6 +43,7 @@ struct ForwardArgs {
   std::string inputs, out;
   std::vector<std::string> outputs;
   bool all_outputs = false;
+  std::string graph;  // --graph: which of the template's graphs (empty: the first)
 };
 
 struct EmbedArgs {
