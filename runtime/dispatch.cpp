@@ -27,6 +27,9 @@ Result<Registry> load_registry(const std::string& dir) {
     return error(reg.path + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
                  ": error: " + std::string(e.description()));
   }
+  if (auto* generic = tbl["generic_config_fields"].as_array())
+    for (auto& x : *generic)
+      if (auto s = x.value<std::string>()) reg.generic_config_fields.push_back(*s);
   const toml::array* fams = tbl["family"].as_array();
   if (!fams) return error(reg.path + ": error: no [[family]] entries");
   auto strings = [](const toml::node_view<const toml::node> n) {
@@ -47,7 +50,10 @@ Result<Registry> load_registry(const std::string& dir) {
     f.template_path = (fs::path(dir) / tmpl).string();
     toml::node_view<const toml::node> view(*t);
     f.model_types = strings(view["model_types"]);
-    f.signature = strings(view["signature"]);
+    for (std::string s : strings(view["signature"])) {
+      if (!s.empty() && s[0] == '!') f.absent.push_back(s.substr(1));
+      else f.signature.push_back(std::move(s));
+    }
     if (auto* pairs = view["tensor_prefixes"].as_array())
       for (auto& pr : *pairs) {
         auto* a = pr.as_array();
@@ -117,6 +123,7 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
   for (const auto& f : reg.families) {
     bool all = !f.signature.empty();
     for (const auto& s : f.signature) all = all && present(f, s);
+    for (const auto& s : f.absent) all = all && !present(f, s);
     if (all) matches.push_back(&f);
   }
   // Each family once, with its templates: "ViTStyle (vit.arch, clip_vision.arch)".
@@ -129,9 +136,13 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
   }
   std::string names;
   for (const auto& [name, files] : listed) names += (names.empty() ? "" : ", ") + name + " (" + files + ")";
-  if (matches.size() == 1)
-    return DispatchResult{matches[0], "model_type '" + model_type + "' is not listed; the tensors " +
-                                          "of " + matches[0]->name + "'s signature are all present"};
+  if (matches.size() == 1) {
+    DispatchResult d{matches[0], "model_type '" + model_type + "' is not listed; the tensors of " + matches[0]->name +
+                                     "'s signature are all present" +
+                                     (matches[0]->absent.empty() ? "" : " and those it rules out absent")};
+    d.by_signature = true;
+    return d;
+  }
   if (matches.size() > 1) {
     std::string m;
     for (auto* f : matches) m += (m.empty() ? "" : ", ") + f->name;
@@ -141,6 +152,34 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
   }
   return error("no family for model_type '" + model_type + "': it is not listed in " + reg.path +
                " and no family's signature tensors are all present (candidates: " + names + ")");
+}
+
+Result<DispatchResult> dispatch_forced(const Registry& reg, const std::string& name) {
+  std::vector<const FamilyEntry*> found;
+  for (const auto& f : reg.families)
+    if (f.name == name || fs::path(f.template_path).filename().string() == name) found.push_back(&f);
+  if (found.size() == 1)
+    return DispatchResult{found[0], "--force-family " + name + " (" + fs::path(found[0]->template_path).filename().string() + ")"};
+  std::string names;
+  for (const auto& f : reg.families)
+    names += (names.empty() ? "" : ", ") + f.name + " (" + fs::path(f.template_path).filename().string() + ")";
+  if (found.empty()) return error("--force-family " + name + ": no such family in " + reg.path + " (it has: " + names + ")");
+  return error("--force-family " + name + ": several templates are " + name + "; name one by its file (" + names + ")");
+}
+
+std::vector<std::string> unread_config_fields(const nlohmann::json& config, const std::vector<std::string>& read,
+                                              const Registry* reg) {
+  std::vector<std::string> out;
+  if (!config.is_object()) return out;
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::find(read.begin(), read.end(), key) != read.end()) continue;
+    if (reg && std::find(reg->generic_config_fields.begin(), reg->generic_config_fields.end(), key) !=
+                   reg->generic_config_fields.end())
+      continue;
+    out.push_back(key);
+  }
+  return out;
 }
 
 Status apply_views(Checkpoint& ckpt, const DispatchResult& d) {

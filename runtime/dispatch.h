@@ -18,6 +18,7 @@ struct FamilyEntry {
   std::string template_path;             // absolute: <families>/llama.arch
   std::vector<std::string> model_types;
   std::vector<std::string> signature;    // tensors whose presence identifies it
+  std::vector<std::string> absent;       // tensors whose presence rules it out ("!name" in the signature)
   // Wrapper model types whose inner text model is this family
   // ([[family.wrapper]] model_type, config, tensor_prefixes).
   std::map<std::string, Unwrap> wrappers;
@@ -29,6 +30,10 @@ struct FamilyEntry {
 struct Registry {
   std::string path;
   std::vector<FamilyEntry> families;
+  // Config fields of every Hugging Face config (generation defaults,
+  // dropouts, ids, bookkeeping) that change nothing a template computes:
+  // not a tell of another architecture when a template leaves them unread.
+  std::vector<std::string> generic_config_fields;
 };
 
 // Reads <families_dir>/registry.toml.
@@ -38,11 +43,21 @@ struct DispatchResult {
   const FamilyEntry* family = nullptr;
   std::string reason;            // one line: how it was chosen
   const Unwrap* unwrap = nullptr;  // set when the checkpoint wraps the family's model
+  bool by_signature = false;       // its model_type is not listed: only its tensors chose
 };
 
 // seeds/004's priority: model_type, then tensor presence, then refusal.
 Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& config,
                                 const std::function<bool(const std::string&)>& has_tensor);
+
+// The family `name` names (a family's name, or the file name of one of its
+// templates where a family has several), as --force-family asks.
+Result<DispatchResult> dispatch_forced(const Registry& reg, const std::string& name);
+
+// The config fields a template leaves unread: those of `config` (top level)
+// that are neither among `read` nor generic (the registry's list).
+std::vector<std::string> unread_config_fields(const nlohmann::json& config, const std::vector<std::string>& read,
+                                              const Registry* reg);
 
 // The checkpoint rewritten to the view its family reads: a wrapper's inner
 // model (its nested config and tensor prefixes), then the family's own

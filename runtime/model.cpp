@@ -1,6 +1,7 @@
 #include "runtime/model.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "dsl/parse.h"
 #include "kernels/kernels.h"
@@ -61,12 +62,21 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   auto m = std::make_shared<Model>();
   ARCH_TRY(m->checkpoint, load_checkpoint(dir));
   auto has = [&](const std::string& name) { return m->checkpoint.has(name); };
+  std::optional<Registry> reg;  // also what counts as a generic config field
+  bool by_signature = false;
   if (!opt.template_path.empty()) {
     m->template_path = opt.template_path;
     m->reason = "template given on the command line";
+    if (auto r = load_registry(families_dir(opt.families)); r.ok()) reg = std::move(r).value();
   } else {
-    ARCH_TRY(Registry reg, load_registry(families_dir(opt.families)));
-    ARCH_TRY(DispatchResult d, dispatch(reg, m->checkpoint.config, has));
+    ARCH_TRY(reg, load_registry(families_dir(opt.families)));
+    DispatchResult d;
+    if (!opt.force_family.empty()) {
+      ARCH_TRY(d, dispatch_forced(*reg, opt.force_family));
+    } else {
+      ARCH_TRY(d, dispatch(*reg, m->checkpoint.config, has));
+    }
+    by_signature = d.by_signature;
     m->family = d.family->name;
     m->template_path = d.family->template_path;
     m->reason = d.reason;
@@ -74,6 +84,22 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   }
   ARCH_TRY(m->tmpl, dsl::parse_template_file(m->template_path));
   if (m->family.empty()) m->family = m->tmpl.family;
+  std::vector<std::string> declared;
+  for (const auto& f : m->tmpl.config) declared.push_back(f.name);
+  m->unread_config = unread_config_fields(m->checkpoint.config, declared, reg ? &*reg : nullptr);
+  std::string unread;
+  for (const auto& f : m->unread_config) unread += (unread.empty() ? "" : ", ") + f;
+  const std::string model_type = m->checkpoint.config.value("model_type", std::string());
+  // Tensors alone chose the family: a config with fields it never reads is
+  // another architecture's whose tensors happen to fit, and would run wrong.
+  if (by_signature && !m->unread_config.empty())
+    return error(dir + ": model_type '" + model_type + "' is not listed in " + reg->path + "; its tensors fit " +
+                 m->family + "'s signature, but its config has fields " + m->family + " does not read: " + unread +
+                 ". It is likely another architecture; --force-family " + m->family + " runs it anyway");
+  if (!opt.force_family.empty())
+    m->warnings.push_back("--force-family " + opt.force_family + ": model_type '" + model_type + "' runs on " +
+                          m->family + " (" + m->template_path + ") as asked" +
+                          (unread.empty() ? "" : "; config fields it does not read: " + unread));
   m->kernel_options = opt.kernels;
   dsl::InstantiateOptions io;
   io.config = m->checkpoint.config;

@@ -20,6 +20,10 @@ namespace arch {
 struct LoadOptions {
   std::string families;                 // families directory (default: families_dir())
   std::string template_path;            // run this template, skipping dispatch
+  // Run this family (a name, or one of its templates' file names) whatever
+  // the checkpoint's model_type and tensors say; the model then carries a
+  // warning.
+  std::string force_family;
   std::map<std::string, bool> flags;    // override flags
   std::string backend = "cpu";          // fast kernels where there are some; "reference": plain ones only
   bool plan = true;                     // the planner's rewrites (runtime/planner.h) on a fast backend
@@ -48,6 +52,11 @@ struct Model {
   dsl::Template tmpl;
   dsl::Instance instance;               // config and flags (the graphs are in `graphs`)
   std::vector<std::string> unused_tensors;  // read by no graph
+  // config.json's fields the template does not declare (the registry's
+  // generic ones aside): where a checkpoint was matched by its tensors
+  // alone, they are what tells another architecture.
+  std::vector<std::string> unread_config;
+  std::vector<std::string> warnings;    // for the tools to print (a forced family)
   std::vector<std::unique_ptr<ModelGraph>> graphs;  // in template order; the first is the default
   KernelOptions kernel_options;         // as loaded
 

@@ -21,6 +21,8 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("model", c.model, "checkpoint directory (config.json + *.safetensors); 'toy' or nothing: the embedded default");
   cmd->add_option("--families", c.families, "directory of family templates and registry.toml");
   cmd->add_option("--template", c.template_path, "run this .arch template instead of dispatching");
+  cmd->add_option("--force-family", c.force_family,
+                  "run this family (a name, or a template's file name) whatever the checkpoint says; warns");
   cmd->add_option("--flag", c.flags, "override a template flag: NAME=true|false")->take_all();
   cmd->add_option("--path", c.path, "cpu: fast kernels where there are some (default); reference: the plain kernels only")
       ->check(CLI::IsMember({"cpu", "reference"}));

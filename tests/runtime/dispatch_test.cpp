@@ -129,5 +129,40 @@ TEST(Dispatch, TheProjectRegistryListsTheLlamaStyleTypes) {
   }
 }
 
+// A "!name" signature entry must be absent: a checkpoint with every
+// tensor of LlamaStyle's signature and Gemma's sandwich norm too is not
+// LlamaStyle, so it is Gemma's alone rather than ambiguous.
+TEST(Dispatch, AbsentSignatureTensorsRuleAFamilyOut) {
+  Families f(R"(
+[[family]]
+name = "LlamaStyle"
+template = "llama.arch"
+model_types = ["llama"]
+signature = ["model.layers.0.self_attn.q_proj.weight", "!model.layers.0.pre_feedforward_layernorm.weight"]
+
+[[family]]
+name = "LlamaStylePlus"
+template = "gemma.arch"
+model_types = ["gemma"]
+signature = ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.pre_feedforward_layernorm.weight"]
+)");
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok()) << reg.error().message;
+  ASSERT_EQ(reg->families[0].absent, std::vector<std::string>{"model.layers.0.pre_feedforward_layernorm.weight"});
+  auto gemma_like = dispatch(*reg, {{"model_type", "sandwich"}},
+                             has({"model.layers.0.self_attn.q_proj.weight",
+                                  "model.layers.0.pre_feedforward_layernorm.weight"}));
+  ASSERT_TRUE(gemma_like.ok()) << gemma_like.error().message;
+  EXPECT_EQ(gemma_like->family->name, "LlamaStylePlus");
+  EXPECT_TRUE(gemma_like->by_signature);
+  auto llama_like = dispatch(*reg, {{"model_type", "plain"}}, has({"model.layers.0.self_attn.q_proj.weight"}));
+  ASSERT_TRUE(llama_like.ok());
+  EXPECT_EQ(llama_like->family->name, "LlamaStyle");
+  EXPECT_NE(llama_like->reason.find("those it rules out absent"), std::string::npos) << llama_like->reason;
+  auto listed = dispatch(*reg, {{"model_type", "llama"}}, has({}));
+  ASSERT_TRUE(listed.ok());
+  EXPECT_FALSE(listed->by_signature);
+}
+
 }  // namespace
 }  // namespace arch

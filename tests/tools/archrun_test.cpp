@@ -467,5 +467,26 @@ TEST(Archrun, InfoListsTheGraphsAndForwardPicksOne) {
   EXPECT_NE(none.out.find("no graph 'denoise' (it has: step)"), std::string::npos) << none.out;
 }
 
+// An unlisted model_type whose tensors fit LlamaStyle but whose config has
+// a field LlamaStyle never reads: refused with the field named; run with
+// --force-family it warns, and info tells the unread field.
+TEST(Archrun, UnlistedCheckpointWithUnreadFieldsIsRefusedUnlessForced) {
+  TempDir tmp("unlisted");
+  const std::string dir = (tmp / "m").string();
+  ASSERT_EQ(run_tool(testing::archrun() + " toy -o " + dir).exit_code, 0);
+  auto config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
+  config["model_type"] = "alien_lm";
+  config["logit_multiplier"] = 0.5;
+  std::ofstream(dir + "/config.json") << config.dump();
+  auto refused = run_tool(testing::archrun() + " generate " + dir + " --ids 1,2 -n 2 --greedy");
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.out.find("LlamaStyle does not read: logit_multiplier"), std::string::npos) << refused.out;
+  auto forced = run_tool(testing::archrun() + " info " + dir + " --force-family LlamaStyle");
+  EXPECT_EQ(forced.exit_code, 0) << forced.out;
+  EXPECT_NE(forced.out.find("archrun: warning: --force-family LlamaStyle"), std::string::npos) << forced.out;
+  EXPECT_NE(forced.out.find("config fields the template leaves unread: logit_multiplier"), std::string::npos)
+      << forced.out;
+}
+
 }  // namespace
 }  // namespace arch

@@ -25,6 +25,7 @@ struct Common {
   bool kv_f16 = false;            // --kv-f16: the KV cache's rows kept as F16
   std::string families;
   std::string template_path;
+  std::string force_family;  // --force-family NAME
   std::vector<std::string> flags;
 };
 

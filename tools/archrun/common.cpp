@@ -56,6 +56,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   LoadOptions opt;
   opt.families = c.families;
   opt.template_path = c.template_path;
+  opt.force_family = c.force_family;
   opt.backend = c.path;
   opt.plan = !c.no_plan;
   opt.progress = load_progress_line();
@@ -64,7 +65,12 @@ Result<std::shared_ptr<Model>> open_model(const Common& c) {
   opt.kernels.bf16_activations = c.bf16_activations;
   opt.kernels.kv_f16 = c.kv_f16;
   ARCH_TRY(opt.flags, dsl::parse_flag_overrides(c.flags));
-  if (c.model != "toy") return load_model(c.model, opt);
+  if (c.model != "toy") {
+    auto m = load_model(c.model, opt);
+    if (m.ok())
+      for (const auto& w : (*m)->warnings) std::fprintf(stderr, "archrun: warning: %s\n", w.c_str());
+    return m;
+  }
   // The embedded default: written fresh (it is tiny) to a directory of this
   // process's own, loaded, and removed; the mapping outlives the files.
   fs::path dir = fs::temp_directory_path() / ("archetype-toy-" + std::to_string(getpid()));

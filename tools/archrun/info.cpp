@@ -34,6 +34,7 @@ int run_info(const Common& c, bool as_json) {
   j["tensors"] = model.checkpoint.tensors.size();
   j["weights_bound"] = model.graph().weights.size();
   j["unused_tensors"] = model.unused_tensors;
+  j["unread_config"] = model.unread_config;
   j["ops"] = model.graph().nodes.size();
   j["outputs"] = output_names(model.graph());
   for (const auto& mg : model.graphs) {
@@ -65,6 +66,9 @@ int run_info(const Common& c, bool as_json) {
                 mg->graph.nodes.size(), mg->has_kv_cache ? ", KV cache" : "");
   }
   for (auto& u : model.unused_tensors) std::printf("  unused:  %s\n", u.c_str());
+  std::string unread;
+  for (const auto& f : model.unread_config) unread += (unread.empty() ? "" : ", ") + f;
+  std::printf("config fields the template leaves unread: %s\n", unread.empty() ? "none" : unread.c_str());
   return 0;
 }
 
