@@ -120,7 +120,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gemma", "LlamaStylePlus"}, Case{"gemma2", "LlamaStylePlus"},
                       Case{"gemma3_text", "LlamaStylePlus"}, Case{"mixtral", "MoEStyle"},
                       Case{"qwen2_moe", "MoEStyle"}, Case{"qwen3_moe", "MoEStyle"},
-                      Case{"gemma4_text", "LlamaStylePlus4"}, Case{"gemma4_moe", "LlamaStylePlus4"}),
+                      Case{"gemma4_text", "LlamaStylePlus4"}, Case{"gemma4_moe", "LlamaStylePlus4"},
+                      Case{"gpt2", "GPT2Style"}, Case{"gpt_neox", "NeoXStyle"}, Case{"phi", "PhiStyle"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -79,7 +79,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, ArchrunGolden,
                          ::testing::Values("llama", "llama3_rope", "llama_bf16", "llama_tf447",
                                            "mistral", "qwen2", "qwen3", "gemma", "gemma2",
                                            "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe",
-                                           "gemma4_text", "gemma4_moe"),
+                                           "gemma4_text", "gemma4_moe", "gpt2", "gpt_neox", "phi"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(Archrun, InfoSaysWhichFamilyAndWhy) {
