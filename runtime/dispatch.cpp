@@ -98,7 +98,7 @@ Result<Registry> load_registry(const std::string& dir) {
 
 Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& config,
                                 const std::function<bool(const std::string&)>& has_tensor) {
-  std::string model_type = config.value("model_type", std::string());
+  const std::string model_type = model_type_of(config);
   for (const auto& f : reg.families)
     for (const auto& mt : f.model_types)
       if (mt == model_type)
@@ -152,6 +152,11 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
   }
   return error("no family for model_type '" + model_type + "': it is not listed in " + reg.path +
                " and no family's signature tensors are all present (candidates: " + names + ")");
+}
+
+std::string model_type_of(const nlohmann::json& config) {
+  auto it = config.is_object() ? config.find("model_type") : config.end();
+  return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 Result<DispatchResult> dispatch_forced(const Registry& reg, const std::string& name) {

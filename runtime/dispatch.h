@@ -50,6 +50,9 @@ struct DispatchResult {
 Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& config,
                                 const std::function<bool(const std::string&)>& has_tensor);
 
+// The config's model_type ("" where it is absent or not a string).
+std::string model_type_of(const nlohmann::json& config);
+
 // The family `name` names (a family's name, or the file name of one of its
 // templates where a family has several), as --force-family asks.
 Result<DispatchResult> dispatch_forced(const Registry& reg, const std::string& name);

@@ -89,7 +89,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   m->unread_config = unread_config_fields(m->checkpoint.config, declared, reg ? &*reg : nullptr);
   std::string unread;
   for (const auto& f : m->unread_config) unread += (unread.empty() ? "" : ", ") + f;
-  const std::string model_type = m->checkpoint.config.value("model_type", std::string());
+  const std::string model_type = model_type_of(m->checkpoint.config);
   // Tensors alone chose the family: a config with fields it never reads is
   // another architecture's whose tensors happen to fit, and would run wrong.
   if (by_signature && !m->unread_config.empty())

@@ -164,5 +164,16 @@ signature = ["model.layers.0.self_attn.q_proj.weight", "model.layers.0.pre_feedf
   EXPECT_FALSE(listed->by_signature);
 }
 
+// A model_type of the wrong JSON type is no model_type, not a crash.
+TEST(Dispatch, AModelTypeThatIsNoStringIsNone) {
+  Families f(kTwo);
+  auto reg = load_registry(f.dir.string());
+  ASSERT_TRUE(reg.ok());
+  auto d = dispatch(*reg, {{"model_type", 7}}, has({"embeddings.word_embeddings.weight"}));
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->family->name, "BertStyle");
+  EXPECT_EQ(model_type_of(nlohmann::json::array()), "");
+}
+
 }  // namespace
 }  // namespace arch
