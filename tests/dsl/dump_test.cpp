@@ -86,8 +86,8 @@ TEST_F(ToyDump, LayerZeroAttention) {
       "layers.0.self_attention.full_k, layers.0.self_attention.full_v = kv_cache(layers.0.self_attention.k#3, layers.0.self_attention.v#2) : f32[ctx, 2, 16], f32[ctx, 2, 16]\n"
       "layers.0.self_attention.attn = attention(layers.0.self_attention.q#3, layers.0.self_attention.full_k, layers.0.self_attention.full_v) {\"causal\":true,\"scale\":0.25,\"softcap\":0.0,\"window\":0} : f32[seq, 4, 16]\n"
       "layers.0.self_attention.attn#2 = reshape(layers.0.self_attention.attn) {\"shape\":[-1,64]} : f32[seq, 64]\n"
-      "layers.0.self_attention.out = matmul(layers.0.self_attention.attn#2, model.layers.0.self_attn.o_proj.weight, _) {\"transpose_b\":true} : f32[seq, 64]\n"
-      "layers.0.decoder_layer.h = add(h, layers.0.self_attention.out) : f32[seq, 64]\n";
+      "layers.0.attention_output.out = matmul(layers.0.self_attention.attn#2, model.layers.0.self_attn.o_proj.weight, _) {\"transpose_b\":true} : f32[seq, 64]\n"
+      "layers.0.decoder_layer.h = add(h, layers.0.attention_output.out) : f32[seq, 64]\n";
   EXPECT_NE(text.find(attention), std::string::npos) << text;
 }
 

@@ -840,7 +840,7 @@ TEST(InstantiateLlama, UnknownActivationStopsWithTheTemplatesMessage) {
   Template t = llama();
   InstantiateOptions opt;
   opt.config = {{"vocab_size", 32}, {"hidden_size", 8}, {"intermediate_size", 16},
-                {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"hidden_act", "swish"}};
+                {"num_hidden_layers", 1}, {"num_attention_heads", 2}, {"hidden_act", "mish"}};
   auto r = instantiate(t, opt, op_table());
   ASSERT_FALSE(r.ok());
   // At the error(...) call of the activation block.
@@ -851,7 +851,8 @@ TEST(InstantiateLlama, UnknownActivationStopsWithTheTemplatesMessage) {
   int col = int(at - src.rfind('\n', at)) + int(std::string("return ").size());
   EXPECT_EQ(first_line(r.error().message),
             ARCHETYPE_SOURCE_DIR "/families/llama.arch:" + std::to_string(line) + ":" + std::to_string(col) +
-                ": error: hidden_act 'swish' is not one LlamaStyle knows (silu, gelu, gelu_pytorch_tanh, relu)");
+                ": error: hidden_act 'mish' is not one LlamaStyle knows (silu, swish, gelu, gelu_new, gelu_fast, "
+                "gelu_pytorch_tanh, quick_gelu, relu)");
 }
 
 }  // namespace

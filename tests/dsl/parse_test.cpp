@@ -463,9 +463,9 @@ TEST(Parse, TheRealTemplateParses) {
   EXPECT_EQ(path_str(alias.target), "model.embed_tokens.weight");
   std::vector<std::string> blocks;
   for (const auto& b : t->blocks) blocks.push_back(b.name);
-  EXPECT_EQ(blocks, (std::vector<std::string>{"embed_tokens", "norm", "activation", "is_sliding", "rope_of",
-                                              "self_attention", "swiglu", "mlp", "decoder_layer",
-                                              "lm_head_logits"}));
+  EXPECT_EQ(blocks, (std::vector<std::string>{"embed_tokens", "norm", "norm_of", "activation", "is_sliding",
+                                              "rope_of", "self_attention", "attention_output", "swiglu", "mlp",
+                                              "decoder_layer", "final_norm", "lm_head_logits"}));
   ASSERT_EQ(t->graphs.size(), 1u);
   EXPECT_EQ(t->graphs[0].name, "step");
   ASSERT_EQ(t->graphs[0].inputs.size(), 2u);
