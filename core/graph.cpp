@@ -28,18 +28,20 @@ bool Graph::is_held(int value) const {
   return false;
 }
 
-namespace {
 std::string type_str(const TypedShape& t) {
   std::string d(dtype_name(t.dtype));
   for (auto& c : d) c = char(std::tolower(c));
   return d + shape_str(t.shape);
 }
-}  // namespace
+
+std::string input_decl(const Graph& g, int value) {
+  return (g.is_held(value) ? "state " : "") + g.values[size_t(value)].name + ": " + type_str(g.values[size_t(value)].type);
+}
 
 std::string print_graph(const Graph& g) {
   std::ostringstream out;
   out << "graph " << g.name << "  # family " << g.family << "\n";
-  for (int v : g.inputs) out << (g.is_held(v) ? "state " : "input ") << g.values[v].name << ": " << type_str(g.values[v].type) << "\n";
+  for (int v : g.inputs) out << (g.is_held(v) ? "" : "input ") << input_decl(g, v) << "\n";
   for (const auto& w : g.weights) {
     out << "weight " << g.values[w.value].name << ": " << type_str(g.values[w.value].type);
     if (w.tensor != g.values[w.value].name) out << " = " << w.tensor;

@@ -68,6 +68,11 @@ struct Graph {
   bool is_held(int value) const;
 };
 
+// "i32[seq]": a value's type as dumps print it.
+std::string type_str(const TypedShape& t);
+// "tokens: i32[seq]", or "state memory: f32[src, 64]" for a held input.
+std::string input_decl(const Graph& g, int value);
+
 // Stable, diff-friendly text of a graph (archc dump).
 std::string print_graph(const Graph& g);
 

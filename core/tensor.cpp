@@ -24,7 +24,10 @@ std::mutex g_layouts_mutex;
 
 bool register_layout(uint8_t id, const WeightLayout& layout) {
   std::lock_guard<std::mutex> lock(g_layouts_mutex);
-  if (id == 0 || (g_layouts[id].nbytes && g_layouts[id].name != layout.name)) return false;
+  if (id == 0) return false;
+  // Registered already: never written again, since nbytes() reads it
+  // without the lock.
+  if (g_layouts[id].nbytes) return g_layouts[id].name == layout.name;
   g_layouts[id] = layout;
   return true;
 }

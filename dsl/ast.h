@@ -129,6 +129,9 @@ struct Template {
 };
 
 std::string path_str(const std::vector<PathSeg>& p);  // model.layers.{i}.mlp
+// The names a graph input's shape writes bare (`seq`, `src`, a config
+// field): those the config does not define are the graph's run-time dims.
+std::vector<std::string> bare_dim_names(const GraphInput& in);
 std::string file_of(const Template& t, Loc loc);      // the path a location is in
 
 }  // namespace arch::dsl

@@ -36,9 +36,7 @@ class Checker {
   static void add_inputs(const GraphDef& g, Scope& s) {
     for (const auto& in : g.inputs) {
       s.names.insert(in.name);
-      for (const auto& d : in.shape)
-        if (d->kind == Expr::Path && d->path.size() == 1 && d->path[0].kind == PathSeg::Name)
-          s.names.insert(d->path[0].name);
+      for (const auto& name : bare_dim_names(in)) s.names.insert(name);
     }
   }
   bool weight_matches(const std::vector<PathSeg>& p, bool prefix = false) const;

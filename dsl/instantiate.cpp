@@ -140,12 +140,11 @@ Status Instantiator::run_graph(const GraphDef& gd) {
   // run-time dim of this graph (`frames`, `src`), bound at each call to the
   // size the input brings; the body sees it as it sees `seq`.
   for (const auto& in : gd.inputs)
-    for (const auto& d : in.shape)
-      if (d->kind == Expr::Path && d->path.size() == 1 && d->path[0].kind == PathSeg::Name &&
-          !inputs_.find(d->path[0].name)) {
+    for (const auto& name : bare_dim_names(in))
+      if (!inputs_.find(name)) {
         Val named = seq;
-        named.i = dim_symbol(d->path[0].name);
-        inputs_.vars[d->path[0].name] = named;
+        named.i = dim_symbol(name);
+        inputs_.vars[name] = named;
       }
   for (const auto& in : gd.inputs) {
     static const std::map<std::string, DType> dtypes = {{"i32", DType::I32}, {"f32", DType::F32}, {"i64", DType::I64}};

@@ -316,6 +316,13 @@ Template build_template(const Node& root) {
 
 }  // namespace
 
+std::vector<std::string> bare_dim_names(const GraphInput& in) {
+  std::vector<std::string> out;
+  for (const auto& d : in.shape)
+    if (d->kind == Expr::Path && d->path.size() == 1 && d->path[0].kind == PathSeg::Name) out.push_back(d->path[0].name);
+  return out;
+}
+
 std::string path_str(const std::vector<PathSeg>& p) {
   std::string s;
   for (size_t i = 0; i < p.size(); ++i) {

@@ -12,10 +12,8 @@ std::string where(const SourceLoc& loc) {
 }
 }  // namespace
 
-Result<BoundWeights> bind_weights(const Graph& g, const Checkpoint& ckpt) {
-  BoundWeights out;
-  out.by_value.resize(g.values.size());
-  std::set<std::string> used;
+Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt) {
+  std::vector<Tensor> by_value(g.values.size());
   for (const auto& w : g.weights) {
     const Tensor* t = ckpt.find(w.tensor);
     std::string what = "tensor '" + w.tensor + "'" +
@@ -32,11 +30,18 @@ Result<BoundWeights> bind_weights(const Graph& g, const Checkpoint& ckpt) {
     if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_quantized(t->dtype))
       return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +
                    "; weights must be F32, F16, BF16, Q8_0 or Q4_0");
-    out.by_value[w.value] = *t;  // as stored: the program widens what its kernels can't read
-    used.insert(w.tensor);
+    by_value[w.value] = *t;  // as stored: the program widens what its kernels can't read
   }
+  return by_value;
+}
+
+std::vector<std::string> unread_tensors(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt) {
+  std::set<std::string> read;
+  for (const Graph* g : graphs)
+    for (const auto& w : g->weights) read.insert(w.tensor);
+  std::vector<std::string> out;
   for (const auto& [name, t] : ckpt.tensors)
-    if (!used.count(name)) out.unused.push_back(name);
+    if (!read.count(name)) out.push_back(name);
   return out;
 }
 

@@ -11,13 +11,12 @@
 
 namespace arch {
 
-struct BoundWeights {
-  std::vector<Tensor> by_value;             // indexed by value id
-  std::vector<std::string> unused;          // checkpoint tensors nothing reads
-};
+// Tensors are bound as stored (mapped, not copied), by value id;
+// make_program widens to F32 those its kernels can't read in their stored
+// type.
+Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt);
 
-// Tensors are bound as stored (mapped, not copied); make_program widens to
-// F32 those its kernels can't read in their stored type.
-Result<BoundWeights> bind_weights(const Graph& g, const Checkpoint& ckpt);
+// The checkpoint's tensors that none of `graphs` (one template's) reads, by name.
+std::vector<std::string> unread_tensors(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt);
 
 }  // namespace arch

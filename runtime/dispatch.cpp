@@ -96,6 +96,25 @@ Result<Registry> load_registry(const std::string& dir) {
   return reg;
 }
 
+namespace {
+
+// Each family once, with its templates: "LlamaStyle (llama.arch), ViTStyle
+// (vit.arch, clip_vision.arch)".
+std::string families_listed(const Registry& reg) {
+  std::vector<std::pair<std::string, std::string>> listed;
+  for (const auto& f : reg.families) {
+    const std::string file = fs::path(f.template_path).filename().string();
+    auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& l) { return l.first == f.name; });
+    if (it == listed.end()) listed.push_back({f.name, file});
+    else it->second += ", " + file;
+  }
+  std::string names;
+  for (const auto& [name, files] : listed) names += (names.empty() ? "" : ", ") + name + " (" + files + ")";
+  return names;
+}
+
+}  // namespace
+
 Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& config,
                                 const std::function<bool(const std::string&)>& has_tensor) {
   const std::string model_type = model_type_of(config);
@@ -126,16 +145,6 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
     for (const auto& s : f.absent) all = all && !present(f, s);
     if (all) matches.push_back(&f);
   }
-  // Each family once, with its templates: "ViTStyle (vit.arch, clip_vision.arch)".
-  std::vector<std::pair<std::string, std::string>> listed;
-  for (const auto& f : reg.families) {
-    const std::string file = std::filesystem::path(f.template_path).filename().string();
-    auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& l) { return l.first == f.name; });
-    if (it == listed.end()) listed.push_back({f.name, file});
-    else it->second += ", " + file;
-  }
-  std::string names;
-  for (const auto& [name, files] : listed) names += (names.empty() ? "" : ", ") + name + " (" + files + ")";
   if (matches.size() == 1) {
     DispatchResult d{matches[0], "model_type '" + model_type + "' is not listed; the tensors of " + matches[0]->name +
                                      "'s signature are all present" +
@@ -151,7 +160,7 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
                  " (list the model_type in " + reg.path + ")");
   }
   return error("no family for model_type '" + model_type + "': it is not listed in " + reg.path +
-               " and no family's signature tensors are all present (candidates: " + names + ")");
+               " and no family's signature tensors are all present (candidates: " + families_listed(reg) + ")");
 }
 
 std::string model_type_of(const nlohmann::json& config) {
@@ -165,11 +174,10 @@ Result<DispatchResult> dispatch_forced(const Registry& reg, const std::string& n
     if (f.name == name || fs::path(f.template_path).filename().string() == name) found.push_back(&f);
   if (found.size() == 1)
     return DispatchResult{found[0], "--force-family " + name + " (" + fs::path(found[0]->template_path).filename().string() + ")"};
-  std::string names;
-  for (const auto& f : reg.families)
-    names += (names.empty() ? "" : ", ") + f.name + " (" + fs::path(f.template_path).filename().string() + ")";
-  if (found.empty()) return error("--force-family " + name + ": no such family in " + reg.path + " (it has: " + names + ")");
-  return error("--force-family " + name + ": several templates are " + name + "; name one by its file (" + names + ")");
+  if (found.empty())
+    return error("--force-family " + name + ": no such family in " + reg.path + " (it has: " + families_listed(reg) + ")");
+  return error("--force-family " + name + ": several templates are " + name + "; name one by its file (" +
+               families_listed(reg) + ")");
 }
 
 std::vector<std::string> unread_config_fields(const nlohmann::json& config, const std::vector<std::string>& read,

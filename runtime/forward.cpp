@@ -28,10 +28,10 @@ Result<NamedTensors> as_graph_inputs(const Graph& g, NamedTensors inputs) {
   for (int v : g.inputs) {
     auto it = inputs.find(g.values[v].name);
     if (it == inputs.end()) continue;
+    ARCH_TRY(it->second, conform_input(it->first, it->second, g.values[v]));
     const Shape& want = g.values[v].type.shape;
-    const bool batched = it->second.shape.size() == want.size() + 1;
-    for (size_t d = 0; d < want.size() && d + batched < it->second.shape.size(); ++d)
-      if (want[d].sym == kSeqSym) seq = it->second.shape[d + batched];
+    for (size_t d = 0; d < want.size(); ++d)
+      if (want[d].sym == kSeqSym) seq = it->second.shape[d];
   }
   for (int v : g.inputs) {
     const Value& val = g.values[v];

@@ -123,20 +123,13 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   // Every graph binds its weights by name from the one checkpoint; what the
   // programs prepare from them (widened, tiled) is made once for all.
   PreparedWeights prepared;
-  std::vector<std::string> unused;
-  for (size_t k = 0; k < m->graphs.size(); ++k) {
-    ModelGraph& mg = *m->graphs[k];
-    ARCH_TRY(BoundWeights w, bind_weights(mg.graph, m->checkpoint));
-    if (k == 0) unused = std::move(w.unused);
-    else
-      unused.erase(std::remove_if(unused.begin(), unused.end(),
-                                  [&](const std::string& n) {
-                                    return !std::binary_search(w.unused.begin(), w.unused.end(), n);
-                                  }),
-                   unused.end());
-    ARCH_TRY_STATUS(make_programs(mg, std::move(w.by_value), opt, prepared));
+  std::vector<const Graph*> graphs;
+  for (auto& mg : m->graphs) {
+    ARCH_TRY(std::vector<Tensor> weights, bind_weights(mg->graph, m->checkpoint));
+    ARCH_TRY_STATUS(make_programs(*mg, std::move(weights), opt, prepared));
+    graphs.push_back(&mg->graph);
   }
-  m->unused_tensors = std::move(unused);
+  m->unused_tensors = unread_tensors(graphs, m->checkpoint);
   weights_read(total_bytes);  // the rest is mapped, read when first used
   return m;
 }

@@ -49,10 +49,7 @@ Status Session::rewind(int64_t n) {
   return {};
 }
 
-namespace {
-
-// As the graph takes it: a leading batch dim of 1 dropped, I64 ids narrowed.
-Result<Tensor> conform(const std::string& name, Tensor t, const Value& want) {
+Result<Tensor> conform_input(const std::string& name, Tensor t, const Value& want) {
   if (t.shape.size() == want.type.shape.size() + 1 && !t.shape.empty() && t.shape[0] == 1)
     t = t.reshaped(Dims(t.shape.begin() + 1, t.shape.end()));
   if (t.dtype == DType::I64 && want.type.dtype == DType::I32) {
@@ -70,8 +67,6 @@ Result<Tensor> conform(const std::string& name, Tensor t, const Value& want) {
   return t;
 }
 
-}  // namespace
-
 Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTensors inputs,
                                                   const std::vector<int>& keep, bool last_only) {
   const Graph& g = mg.graph;
@@ -87,7 +82,7 @@ Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTen
   for (int v : g.inputs) {
     auto it = inputs.find(g.values[v].name);
     if (it == inputs.end()) continue;
-    ARCH_TRY(Tensor t, conform(it->first, it->second, g.values[v]));
+    ARCH_TRY(Tensor t, conform_input(it->first, it->second, g.values[v]));
     const Shape& want = g.values[v].type.shape;
     for (size_t d = 0; d < want.size(); ++d) {
       if (want[d].concrete() && t.shape[d] != want[d].n)

@@ -22,6 +22,10 @@ namespace arch {
 
 using NamedTensors = std::map<std::string, Tensor>;
 
+// An input as the graph input `want` takes it: a leading batch dim of 1
+// dropped, I64 ids narrowed to I32; an error names it otherwise.
+Result<Tensor> conform_input(const std::string& name, Tensor t, const Value& want);
+
 struct SessionOptions {
   int64_t max_context = 0;   // positions the KV caches hold (0: as many as the first call brings)
   // Decode steps' threads governed up to this many (0: the count is left

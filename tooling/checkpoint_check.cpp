@@ -3,6 +3,7 @@
 #include <cmath>
 #include <set>
 
+#include "runtime/bind.h"
 #include "runtime/dispatch.h"
 
 namespace arch {
@@ -60,10 +61,10 @@ void check_norms(const Graph& g, const Checkpoint& ckpt, std::set<std::string>& 
 
 CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt) {
   CheckpointFindings f;
-  std::set<std::string> read;  // by any graph: each reported once
+  std::set<std::string> reported;  // a tensor several graphs read: once
   for (const Graph* g : graphs)
     for (const auto& w : g->weights) {
-      if (!read.insert(w.tensor).second) continue;
+      if (!reported.insert(w.tensor).second) continue;
       const Tensor* t = ckpt.find(w.tensor);
       if (!t) {
         f.errors.push_back(at(w.loc) + ": error: the template reads " + w.tensor + ", which " + ckpt.dir + " lacks");
@@ -74,8 +75,8 @@ CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& gra
         f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) +
                            " in the checkpoint, the template declares " + dims_str(want) + " for this config");
     }
-  for (const auto& [name, t] : ckpt.tensors)
-    if (!read.count(name)) f.warnings.push_back(ckpt.dir + ": warning: checkpoint tensor " + name + " is read by nothing");
+  for (const auto& name : unread_tensors(graphs, ckpt))
+    f.warnings.push_back(ckpt.dir + ": warning: checkpoint tensor " + name + " is read by nothing");
   std::set<std::string> seen;
   for (const Graph* g : graphs) check_norms(*g, ckpt, seen, f);
   return f;

@@ -78,22 +78,24 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
     problems += int(errors.size());
     // With a config, shapes are known: instantiate to check them too.
     if (errors.empty() && opt) {
-      // Every graph (or the one --graph names), instantiated.
+      // Every graph of the template, instantiated.
       std::vector<Graph> graphs;
+      bool all_made = true;
       for (const auto& gd : t->graphs) {
-        if (!opt->graph.empty() && gd.name != opt->graph) continue;
         dsl::InstantiateOptions one = *opt;
         one.graph = gd.name;
         auto inst = dsl::instantiate(*t, one, op_table());
         if (!inst.ok()) {
           std::fprintf(stderr, "%s\n", inst.error().message.c_str());
           ++problems;
+          all_made = false;
         } else {
           graphs.push_back(std::move(inst->graph));
         }
       }
-      if (ckpt && !graphs.empty() && graphs.size() == t->graphs.size()) {
-        // With a checkpoint: every weight, shape, unread tensor and norm convention.
+      if (ckpt && all_made) {
+        // With a checkpoint: every weight, shape, unread tensor and norm
+        // convention, over all the graphs together.
         std::vector<const Graph*> all;
         for (const auto& g : graphs) all.push_back(&g);
         auto found = check_against_checkpoint(all, *ckpt);

@@ -1,5 +1,4 @@
 // archrun info: which family a checkpoint dispatches to and why; config; flags.
-#include <cctype>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -8,17 +7,6 @@
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
-
-namespace {
-
-// "tokens: i32[seq]" (a held input: "state encoder_hidden_states: f32[src, 64]").
-std::string input_text(const Graph& g, int v) {
-  std::string dt(dtype_name(g.values[v].type.dtype));
-  for (char& ch : dt) ch = char(std::tolower(ch));
-  return (g.is_held(v) ? "state " : "") + g.values[v].name + ": " + dt + shape_str(g.values[v].type.shape);
-}
-
-}  // namespace
 
 int run_info(const Common& c, bool as_json) {
   auto m = open_model(c);
@@ -40,7 +28,7 @@ int run_info(const Common& c, bool as_json) {
   for (const auto& mg : model.graphs) {
     nlohmann::json gj;
     gj["name"] = mg->name();
-    for (int v : mg->graph.inputs) gj["inputs"].push_back(input_text(mg->graph, v));
+    for (int v : mg->graph.inputs) gj["inputs"].push_back(input_decl(mg->graph, v));
     gj["outputs"] = output_names(mg->graph);
     gj["ops"] = mg->graph.nodes.size();
     gj["kv_cache"] = mg->has_kv_cache;
@@ -60,7 +48,7 @@ int run_info(const Common& c, bool as_json) {
               model.graph().nodes.size(), model.graph().weights.size(), model.checkpoint.tensors.size());
   for (const auto& mg : model.graphs) {
     std::string ins, outs;
-    for (int v : mg->graph.inputs) ins += (ins.empty() ? "" : ", ") + input_text(mg->graph, v);
+    for (int v : mg->graph.inputs) ins += (ins.empty() ? "" : ", ") + input_decl(mg->graph, v);
     for (const auto& o : output_names(mg->graph)) outs += (outs.empty() ? "" : ", ") + o;
     std::printf("  graph %s(%s) -> %s: %zu ops%s\n", mg->name().c_str(), ins.c_str(), outs.c_str(),
                 mg->graph.nodes.size(), mg->has_kv_cache ? ", KV cache" : "");
