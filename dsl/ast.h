@@ -25,7 +25,7 @@ using ExprPtr = std::shared_ptr<const Expr>;
 // One segment of a weight path: a name, a literal index, or `{expression}`
 // (in a weights declaration, `{i}` binds the pattern variable i).
 struct PathSeg {
-  enum Kind { Name, Index, Interp } kind = Name;
+  enum Kind { Name, Index, Interp, Any } kind = Name;  // Any: `*` in a weight pattern
   std::string name;   // Name; or the variable of a pattern `{i}`
   long long index = 0;
   ExprPtr expr;       // Interp in a body path
@@ -85,6 +85,7 @@ struct FlagDecl {
 struct WeightDecl {
   std::vector<PathSeg> pattern;  // Name / Index / Interp(name = pattern variable)
   std::vector<ExprPtr> shape;    // WeightDecl only
+  bool shape_from_checkpoint = false;  // `[*]`: the checkpoint's shape
   ExprPtr condition;             // declared only when true
   bool optional = false;         // may be absent from the checkpoint
   bool alias = false;            // alias PATTERN = TARGET

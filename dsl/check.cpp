@@ -1,5 +1,6 @@
 #include "dsl/check.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -39,7 +40,7 @@ class Checker {
       for (const auto& name : bare_dim_names(in)) s.names.insert(name);
     }
   }
-  bool weight_matches(const std::vector<PathSeg>& p, bool prefix = false) const;
+  bool weight_matches(const std::vector<PathSeg>& p, bool prefix = false, int depth = 0) const;
   std::vector<std::string> known(const Scope& s) const;
 
   const Template& t_;
@@ -57,19 +58,30 @@ std::vector<std::string> Checker::known(const Scope& s) const {
 
 // Could a body path (with {expr} segments unknown until instantiation) name a
 // declared weight, or, with `prefix`, the start of one (L = model.layers.{i})?
-bool Checker::weight_matches(const std::vector<PathSeg>& p, bool prefix) const {
+// A path under an alias's pattern is also looked up as its target.
+bool Checker::weight_matches(const std::vector<PathSeg>& p, bool prefix, int depth) const {
+  auto seg_ok = [](const PathSeg& a, const PathSeg& b) {  // a: declared, b: used
+    if (a.kind == PathSeg::Any) return true;
+    if (b.kind == PathSeg::Interp) return a.kind != PathSeg::Name;
+    if (a.kind == PathSeg::Interp) return b.kind == PathSeg::Index;
+    if (a.kind != b.kind) return false;
+    return a.kind == PathSeg::Name ? a.name == b.name : a.index == b.index;
+  };
   for (const auto& w : t_.weights) {
-    if (prefix ? w.pattern.size() < p.size() : w.pattern.size() != p.size()) continue;
+    if (w.alias || (prefix ? w.pattern.size() < p.size() : w.pattern.size() != p.size())) continue;
     bool ok = true;
-    for (size_t k = 0; k < p.size() && ok; ++k) {
-      const PathSeg& a = w.pattern[k];
-      const PathSeg& b = p[k];
-      if (b.kind == PathSeg::Interp) ok = a.kind != PathSeg::Name;
-      else if (a.kind == PathSeg::Interp) ok = b.kind == PathSeg::Index;
-      else if (a.kind != b.kind) ok = false;
-      else ok = a.kind == PathSeg::Name ? a.name == b.name : a.index == b.index;
-    }
+    for (size_t k = 0; k < p.size() && ok; ++k) ok = seg_ok(w.pattern[k], p[k]);
     if (ok) return true;
+  }
+  if (depth >= 16) return false;
+  for (const auto& w : t_.weights) {
+    if (!w.alias || w.pattern.size() > p.size()) continue;
+    bool ok = true;
+    for (size_t k = 0; k < w.pattern.size() && ok; ++k) ok = seg_ok(w.pattern[k], p[k]);
+    if (!ok) continue;
+    std::vector<PathSeg> mapped = w.target;
+    mapped.insert(mapped.end(), p.begin() + (long)w.pattern.size(), p.end());
+    if (weight_matches(mapped, prefix, depth + 1)) return true;
   }
   return false;
 }
@@ -266,8 +278,14 @@ std::vector<Error> Checker::run() {
       if (seg.kind == PathSeg::Interp) ws.names.insert(seg.name);
     for (auto& d : w.shape) expr(*d, ws);
     if (w.condition) expr(*w.condition, ws);
-    if (w.alias && !weight_matches(w.target))
-      report(w.loc, "alias target " + path_str(w.target) + " is not a declared weight");
+    for (auto* segs : {&w.pattern, &w.target})
+      if (w.alias && std::any_of(segs->begin(), segs->end(), [](const PathSeg& g) { return g.kind == PathSeg::Any; }))
+        report(w.loc, "an alias names its weights without '*' (use {i} for an index)");
+    // An alias's target, or the name it stands for, must be (the start of) a
+    // declared weight: one of them gives the shape.
+    if (w.alias && !weight_matches(w.target, true) && !weight_matches(w.pattern, true))
+      report(w.loc, "alias target " + path_str(w.target) + " is not a declared weight, nor is " +
+                        path_str(w.pattern));
   }
   for (const auto& b : t_.blocks) {
     Scope s;

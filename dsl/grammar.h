@@ -184,9 +184,11 @@ struct flags_block : seq<kw_flags, ws, must<block_open>, ws, star<flag_decl, ws,
 
 // weights { model.layers.{i}.self_attn.q_proj.bias: [q_dim] if has_attention_bias }
 struct pattern_var : seq<one<'{'>, ws, identifier, ws, one<'}'>> {};
-struct pattern_seg : sor<pattern_var, path_index, path_member> {};
+struct pattern_any : one<'*'> {};   // any one segment
+struct pattern_seg : sor<pattern_var, pattern_any, path_index, path_member> {};
 struct weight_pattern : seq<identifier, star<one<'.'>, must<pattern_seg>>> {};
-struct weight_shape : list_lit {};
+struct checkpoint_shape : seq<one<'['>, ws, one<'*'>, ws, one<']'>> {};   // [*]: as the checkpoint has it
+struct weight_shape : sor<checkpoint_shape, list_lit> {};
 struct weight_cond : seq<kw_if, ws, must<required_expr>> {};
 struct weight_colon : one<':'> {};
 struct optional_mark : kw_optional {};

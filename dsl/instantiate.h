@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct InstantiateOptions {
   nlohmann::json config = nlohmann::json::object();  // normalised config.json
   // Answers exists(name) in flags and bodies; unset: nothing exists.
   std::function<bool(const std::string&)> tensor_exists;
+  // The shape of a checkpoint tensor (nullopt: none such), for weights
+  // declared `[*]`; unset: none has one.
+  std::function<std::optional<std::vector<int64_t>>(const std::string&)> tensor_shape;
   std::map<std::string, bool> flag_overrides;        // --flag name=true
   std::string graph;                                  // empty: the template's first graph
 };

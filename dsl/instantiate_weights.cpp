@@ -11,6 +11,7 @@ bool match_pattern(const std::vector<PathSeg>& pat, const std::vector<std::strin
   if (pat.size() != path.size()) return false;
   for (size_t k = 0; k < pat.size(); ++k) {
     const PathSeg& s = pat[k];
+    if (s.kind == PathSeg::Any) continue;
     if (s.kind == PathSeg::Name && s.name != path[k]) return false;
     if (s.kind == PathSeg::Index && std::to_string(s.index) != path[k]) return false;
     if (s.kind == PathSeg::Interp) {
@@ -53,56 +54,91 @@ std::string joined(const std::vector<std::string>& p) {
 
 Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path, Loc loc,
                                            const WeightDecl** decl,
-                                           std::map<std::string, long long>& vars) {
-  // Aliases first: `alias lm_head.weight = model.embed_tokens.weight if tied`.
+                                           std::map<std::string, long long>& vars, bool strict) {
   // A declaration whose condition fails gives way to a later one of the same
   // name (`w: [8] if big` / `w: [4] if not big`); only if none holds is it an error.
   const WeightDecl* unmet = nullptr;
-  for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& w : t_.weights) {
-      if (w.alias != (pass == 0)) continue;
-      std::map<std::string, long long> v;
-      if (!match_pattern(w.pattern, path, v)) continue;
-      if (w.condition) {
-        Env env;
-        env.globals = &globals_;
-        for (auto& [k, x] : v) env.vars[k] = Val::of_int(x);
-        ARCH_TRY(Val c, eval(*w.condition, env));
-        if (c.kind != Val::Bool) return fail(w.condition->loc, "a weight's condition must be true or false, not " + c.describe());
-        if (!c.b) {
-          if (pass == 1 && !unmet) unmet = &w;
-          continue;
-        }
+  for (const auto& w : t_.weights) {
+    if (w.alias) continue;
+    std::map<std::string, long long> v;
+    if (!match_pattern(w.pattern, path, v)) continue;
+    if (w.condition) {
+      Env env;
+      env.globals = &globals_;
+      for (auto& [k, x] : v) env.vars[k] = Val::of_int(x);
+      ARCH_TRY(Val c, eval(*w.condition, env));
+      if (c.kind != Val::Bool) return fail(w.condition->loc, "a weight's condition must be true or false, not " + c.describe());
+      if (!c.b) {
+        if (!unmet) unmet = &w;
+        continue;
       }
-      *decl = &w;
-      vars = v;
-      return true;
     }
+    *decl = &w;
+    vars = v;
+    return true;
   }
-  if (unmet)
+  if (unmet && strict)
     return fail(loc, "weight " + joined(path) + " is declared (" + file_of(t_, unmet->loc) + ":" +
                          std::to_string(unmet->loc.line) + ") only when its condition holds, and it does not here");
   return false;
 }
 
+// The name an alias gives `path`, if one whose condition holds matches it.
+// An alias of a module (`alias model.norm = final_layer_norm`) maps every
+// name under it: its pattern need only match the start of the path.
+Result<std::optional<std::vector<std::string>>> Instantiator::alias_target(
+    const std::vector<std::string>& path) {
+  for (const auto& w : t_.weights) {
+    if (!w.alias || w.pattern.size() > path.size()) continue;
+    std::map<std::string, long long> v;
+    std::vector<std::string> head(path.begin(), path.begin() + (long)w.pattern.size());
+    if (!match_pattern(w.pattern, head, v)) continue;
+    if (w.condition) {
+      Env env;
+      env.globals = &globals_;
+      for (auto& [k, x] : v) env.vars[k] = Val::of_int(x);
+      ARCH_TRY(Val c, eval(*w.condition, env));
+      if (c.kind != Val::Bool) return fail(w.condition->loc, "an alias's condition must be true or false, not " + c.describe());
+      if (!c.b) continue;
+    }
+    std::vector<std::string> out = expand_pattern(w.target, v);
+    out.insert(out.end(), path.begin() + (long)w.pattern.size(), path.end());
+    return std::optional<std::vector<std::string>>(std::move(out));
+  }
+  return std::optional<std::vector<std::string>>();
+}
+
 Result<int> Instantiator::bind_weight(const std::vector<std::string>& path, Loc loc) {
+  // Follow aliases to the checkpoint's name. The tensor's declaration gives
+  // its shape; where the target is not declared (a module alias mapping a
+  // layout onto this family's names), the declaration of the name it
+  // stands for does, the nearest to the target first.
   const WeightDecl* decl = nullptr;
   std::map<std::string, long long> vars;
-  ARCH_TRY(bool found, weight_declared(path, loc, &decl, vars));
-  if (!found)
-    return fail(loc, "weight " + joined(path) + " is not declared in the template's weights { }");
-  std::string declared = joined(path);
   std::vector<std::string> tensor_path = path;
-  if (decl->alias) {
-    tensor_path = expand_pattern(decl->target, vars);
-    const WeightDecl* target = nullptr;
-    std::map<std::string, long long> tv;
-    ARCH_TRY(bool ok, weight_declared(tensor_path, decl->loc, &target, tv));
-    if (!ok || target->alias)
-      return fail(decl->loc, "alias target " + joined(tensor_path) + " is not a declared weight");
-    decl = target;
-    vars = tv;
+  for (int hop = 0;; ++hop) {
+    ARCH_TRY(auto next, alias_target(tensor_path));
+    if (!next) break;
+    if (hop == 16) return fail(loc, "the aliases of weight " + joined(path) + " go round in a circle");
+    const WeightDecl* d = nullptr;
+    std::map<std::string, long long> v;
+    ARCH_TRY(bool found, weight_declared(tensor_path, loc, &d, v, /*strict=*/false));
+    if (found) decl = d, vars = v;
+    tensor_path = std::move(*next);
   }
+  {
+    const WeightDecl* d = nullptr;
+    std::map<std::string, long long> v;
+    ARCH_TRY(bool found, weight_declared(tensor_path, loc, &d, v, /*strict=*/decl == nullptr));
+    if (found) decl = d, vars = v;
+  }
+  if (!decl) {
+    if (tensor_path != path)
+      return fail(loc, "weight " + joined(path) + " stands for " + joined(tensor_path) +
+                           ", and neither is declared in the template's weights { }");
+    return fail(loc, "weight " + joined(path) + " is not declared in the template's weights { }");
+  }
+  std::string declared = joined(path);
   std::string tensor = joined(tensor_path);
   if (decl->optional && !(opt_.tensor_exists && opt_.tensor_exists(tensor))) return -1;
   auto it = weight_ids_.find(tensor);
@@ -112,6 +148,14 @@ Result<int> Instantiator::bind_weight(const std::vector<std::string>& path, Loc 
   env.globals = &globals_;
   for (auto& [k, x] : vars) env.vars[k] = Val::of_int(x);
   Shape shape;
+  if (decl->shape_from_checkpoint) {
+    std::optional<std::vector<int64_t>> dims;
+    if (opt_.tensor_shape) dims = opt_.tensor_shape(tensor);
+    if (!dims)
+      return fail(loc, "weight " + tensor + " takes its shape from the checkpoint (" + file_of(t_, decl->loc) + ":" +
+                           std::to_string(decl->loc.line) + ": [*]), and the checkpoint has no such tensor");
+    for (int64_t n : *dims) shape.push_back(Dim::of(n));
+  }
   for (auto& d : decl->shape) {
     ARCH_TRY(Val x, eval(*d, env));
     if (x.kind != Val::Int || x.i < 0)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,7 +68,9 @@ class Instantiator {
   Result<int> as_input(const Val& v, Loc loc, const std::string& what, bool optional);
   Result<int> bind_weight(const std::vector<std::string>& path, Loc loc);
   Result<bool> weight_declared(const std::vector<std::string>& path, Loc loc,
-                               const WeightDecl** decl, std::map<std::string, long long>& vars);
+                               const WeightDecl** decl, std::map<std::string, long long>& vars,
+                               bool strict = true);
+  Result<std::optional<std::vector<std::string>>> alias_target(const std::vector<std::string>& path);
   void finish_statement(size_t first_value, int result, const std::string& target);
 
   const Template& t_;

@@ -26,7 +26,7 @@ using selector = pt::selector<
         g::family_name, g::import_path, g::config_field, g::field_name, g::scalar_type,
         g::list_type, g::field_default, g::flag_decl, g::weight_decl, g::optional_mark,
         g::weight_pattern, g::alias_decl, g::alias_target, g::pattern_var, g::path_index,
-        g::path_member, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
+        g::path_member, g::pattern_any, g::checkpoint_shape, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
         g::param_name, g::graph_def, g::graph_name, g::graph_input, g::state_mark, g::input_dtype,
         g::input_shape, g::body, g::assign, g::identifier, g::output_stmt, g::output_name,
         g::return_stmt, g::if_stmt, g::for_stmt, g::loop_var, g::scope_name, g::index,
@@ -76,6 +76,8 @@ std::vector<PathSeg> build_segments(const Node& n) {
     } else if (is<g::pattern_var>(*c)) {
       s.kind = PathSeg::Interp;
       s.name = c->children.at(0)->string();
+    } else if (is<g::pattern_any>(*c)) {
+      s.kind = PathSeg::Any;
     } else {
       continue;
     }
@@ -256,7 +258,9 @@ WeightDecl build_weight(const Node& n) {
     else if (is<g::weight_pattern>(*c) || is<g::alias_pattern>(*c)) w.pattern = build_segments(*c);
     else if (is<g::alias_target>(*c)) w.target = build_segments(*c);
     else if (is<g::weight_shape>(*c)) {
-      for (auto& d : c->children) w.shape.push_back(build_expr(*d));
+      if (!c->children.empty() && is<g::checkpoint_shape>(*c->children.at(0))) w.shape_from_checkpoint = true;
+      else
+        for (auto& d : c->children.at(0)->children) w.shape.push_back(build_expr(*d));
     } else if (is<g::weight_cond>(*c)) w.condition = build_expr(*c->children.at(0));
   }
   if (!w.loc.line && !w.pattern.empty()) w.loc = loc_of(*n.children.at(0));

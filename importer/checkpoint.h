@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,11 @@ struct Checkpoint {
   const Tensor* find(const std::string& name) const {
     auto it = tensors.find(name);
     return it == tensors.end() ? nullptr : &it->second;
+  }
+  // A tensor's shape (nullopt: no such tensor), as a template's `[*]` takes it.
+  std::optional<Dims> shape_of(const std::string& name) const {
+    const Tensor* t = find(name);
+    return t ? std::optional<Dims>(t->shape) : std::nullopt;
   }
 };
 

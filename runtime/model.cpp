@@ -104,6 +104,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   dsl::InstantiateOptions io;
   io.config = m->checkpoint.config;
   io.tensor_exists = has;
+  io.tensor_shape = [&](const std::string& name) { return m->checkpoint.shape_of(name); };
   io.flag_overrides = opt.flags;
   for (const auto& gd : m->tmpl.graphs) {
     io.graph = gd.name;

@@ -48,6 +48,7 @@ Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::
     ckpt = std::make_shared<Checkpoint>(std::move(loaded));
     opt.config = ckpt->config;
     opt.tensor_exists = [ckpt](const std::string& n) { return ckpt->has(n); };
+    opt.tensor_shape = [ckpt](const std::string& n) { return ckpt->shape_of(n); };
   }
   if (!c.config.empty()) {
     ARCH_TRY(opt.config, read_config(c.config));

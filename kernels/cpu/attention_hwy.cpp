@@ -6,7 +6,8 @@
 // (GQA: query head h reads kv head h / (H / KH), shared by the group's
 // queries in one task, never copied; for prompts the keys are also
 // transposed once per call, block by block, so scores come out of a small
-// matrix product). Masking is the reference's, as a range of keys per
+// matrix product). A bias [H, S, T] (T5) is added to the visible scores
+// after scale and softcap. Masking is the reference's, as a range of keys per
 // query: causal j <= i; with a window, i - window < j (causal) or
 // |i - j| < window (not causal), i the query's absolute position T - S + r.
 // A query seeing no key gives zeros, as in the reference. Highway for the
@@ -42,6 +43,7 @@ struct Params {
   int64_t window;  // 0: none
   bool causal;
   float scale, softcap;  // softcap 0: none
+  const float* bias = nullptr;  // [H, S, T], added after scale and softcap (T5); null: none
 };
 // Keys per block: its scores stay in L1, its K and V rows in L2.
 constexpr int64_t kKeyBlock = 128;
@@ -323,6 +325,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
         const float* q[kGroup];
         float* o[kGroup];
         int64_t lo[kGroup], hi[kGroup];
+        const float* bias_row[kGroup] = {};  // this block's bias for each query, from kb
         int64_t glo = n, ghi = 0;
         for (int i = 0; i < kGroup; ++i) {
           const int64_t m = m0 + i;
@@ -333,6 +336,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
           o[i] = acc + m * Dv;
           const int64_t h = h0 + m / nr, r = r0 + m % nr;
           q[i] = p.q + (r * p.H + h) * D;
+          if (p.bias) bias_row[i] = p.bias + (h * p.S + r) * p.T + kb;
           cpu_attention::key_range(p, p.past + r, &lo[i], &hi[i]);
           lo[i] = std::max<int64_t>(std::max(lo[i], key_lo) - kb, 0);
           hi[i] = std::min<int64_t>(std::min(hi[i], key_hi) - kb, n);
@@ -375,6 +379,8 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
             if (p.softcap > 0.0f) x = hn::Mul(hn::Tanh(d, hn::Div(x, cap)), cap);
             hn::StoreU(x, d, s + j);
           }
+          if (bias_row[i])
+            for (int64_t j = lo[i]; j < hi[i]; ++j) s[j] += bias_row[i][j];
           for (int64_t j = j0; j < lo[i]; ++j) s[j] = -INFINITY;
           for (int64_t j = hi[i]; j < j1; ++j) s[j] = -INFINITY;
           for (int64_t j = j0; j < j1; j += N) vmax = hn::Max(vmax, hn::LoadU(d, s + j));
@@ -543,7 +549,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than
   // queries) goes to the reference for its error message.
-  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1) return reference(ctx);
+  if (ctx.inputs.size() < 3 || ctx.inputs.size() > 4 || ctx.outputs.size() != 1) return reference(ctx);
   for (size_t i = 0; i < 3; ++i)
     if (!ctx.inputs[i].data || ctx.inputs[i].shape.size() != 3) return reference(ctx);
   const DType kv = ctx.inputs[1].dtype;
@@ -568,6 +574,13 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   const double scale_attr = attr_float(ctx.attrs, "scale", 0.0);
   p.scale = float(scale_attr != 0.0 ? scale_attr : 1.0 / std::sqrt(double(p.D)));
   p.softcap = float(attr_float(ctx.attrs, "softcap", 0.0));
+  if (ctx.inputs.size() == 4 && ctx.inputs[3].data) {
+    const Tensor& B = ctx.inputs[3];
+    const bool fits = B.dtype == DType::F32 && B.shape.size() == 3 && B.dim(0) == p.H && B.dim(1) == p.S &&
+                      B.dim(2) == p.T;
+    if (!fits) return reference(ctx);
+    p.bias = B.f32();
+  }
   if (p.S == 0 || p.H == 0) return {};
 
   // Tasks: (kv head, slice of its query heads, block of rows). A group's

@@ -1,5 +1,6 @@
-// attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv]) -> [S, H, Dv]:
-// softmax(scale * q k^T, masked) v per head, query head h reading kv head
+// attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T])
+// -> [S, H, Dv]: softmax(scale * q k^T + bias, masked) v per head (the
+// bias added after scale and softcap: T5's relative position bias), query head h reading kv head
 // h / (H / KH). The queries are the last S of the T key positions: query row
 // r sits at absolute position T - S + r, key j at position j (with k, v from
 // kv_cache, T is every position held so far). The causal and window masks
@@ -14,7 +15,7 @@ namespace arch {
 
 namespace {
 
-Result<std::vector<TypedShape>> attention_shape(std::span<const TypedShape> in, std::span<const bool>,
+Result<std::vector<TypedShape>> attention_shape(std::span<const TypedShape> in, std::span<const bool> present,
                                                 const Attrs& attrs) {
   const Shape& q = in[0].shape;
   const Shape& k = in[1].shape;
@@ -39,6 +40,12 @@ Result<std::vector<TypedShape>> attention_shape(std::span<const TypedShape> in, 
   if (!q[1].concrete() || !k[1].concrete() || k[1].n <= 0 || q[1].n % k[1].n != 0)
     return error("attention: query heads " + dim_str(q[1]) + " must be a multiple of kv heads " +
                  dim_str(k[1]) + " (" + names() + ")");
+  if (in.size() > 3 && is_present(present, 3)) {
+    const Shape& b = in[3].shape;
+    if (in[3].dtype != DType::F32 || b.size() != 3 || b[0] != q[1] || b[1] != q[0] || b[2] != k[0])
+      return error("attention: bias must be f32 [heads, q length, k length] = [" + dim_str(q[1]) + ", " +
+                   dim_str(q[0]) + ", " + dim_str(k[0]) + "], got " + shape_str(b) + " (" + names() + ")");
+  }
   if (attr_int(attrs, "window", 0) < 0) return error("attention: window must be >= 0");
   if (attr_float(attrs, "softcap", 0.0) < 0) return error("attention: softcap must be >= 0");
   return one_output(Shape{q[0], q[1], v[2]});
@@ -71,6 +78,11 @@ Status attention_kernel(KernelContext& ctx) {
                                               std::to_string(T) + " (q " + dims_str(Q.shape) + ", k " +
                                               dims_str(K.shape) + ")");
   ARCH_TRY_STATUS(expect_output(ctx, "attention", 0, Dims{S, H, Dv}));
+  const bool has_bias = ctx.inputs.size() > 3 && ctx.inputs[3].data;
+  if (has_bias && ctx.inputs[3].shape != Dims{H, S, T})
+    return kernel_error(ctx, "attention", "bias " + dims_str(ctx.inputs[3].shape) + " is not [H, S, T] = " +
+                                              dims_str(Dims{H, S, T}));
+  const float* bias = has_bias ? ctx.inputs[3].f32() : nullptr;
 
   const int64_t past = T - S;  // absolute position of the first query
   const int64_t window = attr_int(ctx.attrs, "window", 0);
@@ -95,6 +107,7 @@ Status attention_kernel(KernelContext& ctx) {
         for (int64_t e = 0; e < D; ++e) dot += q[e] * k[e];
         float s = dot * scale;
         if (softcap > 0.0f) s = std::tanh(s / softcap) * softcap;
+        if (bias) s += bias[(h * S + r) * T + j];
         p[j] = s;
         mx = std::max(mx, s);
       }
@@ -123,14 +136,14 @@ Status attention_kernel(KernelContext& ctx) {
 void define_attention(OpTable& t) {
   t.define(checked(OpDef{
                .name = "attention",
-               .inputs = {"q", "k", "v"},
+               .inputs = {"q", "k", "v", "bias?"},
                .attrs = {{"causal", AttrSpec::Bool, true},
                          {"window", AttrSpec::Int, 0},
                          {"scale", AttrSpec::Float, 0.0},
                          {"softcap", AttrSpec::Float, 0.0}},
                .shape = attention_shape,
                .tolerance = {1e-5, 1e-6},
-               .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv]) -> [S, H, Dv]: softmax(scale q k^T, causal/window mask) v, GQA; the queries are the last S of the T positions",
+               .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T]) -> [S, H, Dv]: softmax(scale q k^T + bias, causal/window mask) v, GQA; the queries are the last S of the T positions",
            }),
            attention_kernel);
 }

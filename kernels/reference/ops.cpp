@@ -29,6 +29,8 @@ void define_reference_ops(OpTable& t) {
   define_batch_norm(t);
   define_conv2d(t);
   define_pool(t);
+  define_arange(t);
+  define_relative_position_bucket(t);
 }
 
 }  // namespace arch

@@ -39,6 +39,8 @@ void define_l2_normalize(OpTable& t);  // l2_normalize
 void define_batch_norm(OpTable& t);   // batch_norm
 void define_conv2d(OpTable& t);       // conv2d
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
+void define_arange(OpTable& t);       // arange
+void define_relative_position_bucket(OpTable& t);  // relative_position_bucket
 
 // The reference function of a unary activation by op name (null if none):
 // what glu applies to its gate.

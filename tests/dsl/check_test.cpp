@@ -142,7 +142,7 @@ TEST(Check, WeightPathsThroughLocals) {
   // what is read through them must be declared.
   EXPECT_EQ(check(kPaths),
             (Lines{
-                "t.arch:6:3: error: alias target model.head.weight is not a declared weight",
+                "t.arch:6:3: error: alias target model.head.weight is not a declared weight, nor is lm_head.weight",
                 "t.arch:14:13: error: weight model.layers.{...}.mlp.down.weight is not declared in the "
                 "template's weights { }",
                 "t.arch:15:9: error: weight model.layerz.{...} is not declared in the template's weights { }",

@@ -467,6 +467,84 @@ graph step(x: f32[seq, 4]) { output logits = x @ lm_head.weight^T }
   EXPECT_EQ(r->graph.values[size_t(r->graph.weights[0].value)].name, "model.embed.weight");
 }
 
+TEST(InstantiateWeights, AModuleAliasMapsEveryNameUnderItWithTheShapesOfTheNamesItStandsFor) {
+  // A layout mapped onto another's names: model.layers.{i} is read as
+  // blocks.{i}, more specific aliases first; the shapes are the declared
+  // model.* ones; an alias of an alias is followed.
+  const char* src = R"(family T
+weights {
+  alias model.layers.{i}.attn.o = blocks.{i}.attention.dense
+  alias model.layers.{i} = blocks.{i}
+  alias model.norm = final_ln
+  alias head = model.embed
+  model.embed.weight: [16, 4]
+  model.layers.{i}.attn.o.weight: [4, 4]
+  model.layers.{i}.ln.weight: [4]
+  model.norm.weight: [4]
+}
+graph step(x: f32[seq, 4]) {
+  L = model.layers.{0}
+  h = rms_norm(x @ L.attn.o.weight^T, L.ln.weight, eps: 1e-6)
+  h = rms_norm(h, model.norm.weight, eps: 1e-6)
+  output logits = h @ head.weight^T
+}
+)";
+  auto r = run(src);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  EXPECT_EQ(weight_tensors(g), (std::vector<std::string>{"blocks.0.attention.dense.weight", "blocks.0.ln.weight",
+                                                         "final_ln.weight", "model.embed.weight"}));
+  EXPECT_EQ(type_of(g, g.find_value("blocks.0.attention.dense.weight")), "[4, 4]");
+  EXPECT_EQ(type_of(g, g.find_value("model.embed.weight")), "[16, 4]");
+  EXPECT_EQ(g.weights[0].declared_as, "model.layers.0.attn.o.weight");
+  EXPECT_EQ(g.weights[3].declared_as, "head.weight");
+}
+
+TEST(InstantiateWeights, AnAliasThatGoesRoundInACircleIsAnError) {
+  const char* src = R"(family T
+weights {
+  alias a = b
+  alias b = a
+  a.weight: [4]
+}
+graph step(x: f32[seq, 4]) { output y = x * a.weight }
+)";
+  EXPECT_NE(error_of(src).find("the aliases of weight a.weight go round in a circle"), std::string::npos)
+      << error_of(src);
+}
+
+TEST(InstantiateWeights, StarShapesComeFromTheCheckpointAndStarSegmentsMatchAnyName) {
+  const char* src = R"(family T
+weights {
+  enc.layer.{i}.*.*.weight: [*]
+}
+graph step(x: f32[seq, 4]) {
+  h = x @ enc.layer.0.attn.q.weight^T
+  output y = h @ enc.layer.0.ffn.wi.weight^T
+}
+)";
+  InstantiateOptions opt;
+  opt.tensor_shape = [](const std::string& n) -> std::optional<Dims> {
+    if (n == "enc.layer.0.attn.q.weight") return Dims{8, 4};
+    if (n == "enc.layer.0.ffn.wi.weight") return Dims{3, 8};
+    return std::nullopt;
+  };
+  auto r = run_with(src, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(type_of(r->graph, r->graph.find_value("enc.layer.0.attn.q.weight")), "[8, 4]");
+  EXPECT_EQ(type_of(r->graph, producer(r->graph, "y")->outputs[0]), "[seq, 3]");
+  // A tensor the checkpoint lacks has no shape to take.
+  const char* missing = R"(family T
+weights { enc.*.weight: [*] }
+graph step(x: f32[seq, 4]) { output y = x @ enc.k.weight^T }
+)";
+  auto bad = run_with(missing, opt);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.substr(0, bad.error().message.find('\n')),
+            "t.arch:3:43: error: weight enc.k.weight takes its shape from the checkpoint (t.arch:2: [*]), and the "
+            "checkpoint has no such tensor");
+}
+
 TEST(InstantiateWeights, OptionalWeightAbsentLeavesTheOptionalInputAbsent) {
   auto r = run_with(kWeights, with_tensors({}));
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -811,7 +889,7 @@ TEST(InstantiateLlama, Qwen3GoldenCheckpoint) {
     ASSERT_NE(g.weight_of(w), nullptr);
     EXPECT_EQ(g.weight_of(w)->tensor, q_norm);
     EXPECT_EQ(type_of(g, w), "[32]");
-    const Node* n = producer(g, "layers." + std::to_string(i) + ".self_attention.q#3");
+    const Node* n = producer(g, "layers." + std::to_string(i) + ".self_attention.q");
     ASSERT_NE(n, nullptr);
     EXPECT_EQ(n->op, "rms_norm");
     EXPECT_EQ(n->inputs[1], w);

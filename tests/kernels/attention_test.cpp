@@ -250,5 +250,33 @@ TEST(Attention, HasNoCacheOfItsOwn) {
             "attention: unknown attribute 'cache' (it takes: causal, window, scale, softcap)");
 }
 
+TEST(Attention, BiasIsAddedToTheScores) {
+  // T5's position bias: a bias [H, S, T] added before the softmax. A large
+  // negative bias on all keys but one leaves that key's value; a bias the
+  // same along a row changes nothing (softmax is shift-invariant).
+  Qkv x({2, 1, 1, 4, 4}, 7, 1.0f);  // S = T = 2, one head
+  auto tensors = x.tensors();
+  Tensor pick = f32({1, 2, 2}, {-1e30f, 0.0f, 0.0f, -1e30f});
+  tensors.push_back(pick);
+  Tensor out = run1("attention", tensors, {{"causal", false}});
+  for (int64_t e = 0; e < 4; ++e) {
+    EXPECT_FLOAT_EQ(out.f32()[e], x.v[4 + e]);  // row 0 sees only key 1
+    EXPECT_FLOAT_EQ(out.f32()[4 + e], x.v[e]);  // row 1 only key 0
+  }
+  tensors.back() = f32({1, 2, 2}, {3.0f, 3.0f, -2.0f, -2.0f});
+  expect_close(values(run1("attention", tensors, {{"causal", false}})),
+               naive_attention(x.q, x.k, x.v, x.n, false, 0, 0, 0), 1e-5, 1e-6);
+}
+
+TEST(Attention, BiasMustBeHeadsByQueriesByKeys) {
+  auto r = infer("attention", {{DType::F32, {Dim::of(3), Dim::of(2), Dim::of(4)}},
+                               {DType::F32, {Dim::of(5), Dim::of(2), Dim::of(4)}},
+                               {DType::F32, {Dim::of(5), Dim::of(2), Dim::of(4)}},
+                               {DType::F32, {Dim::of(2), Dim::of(5), Dim::of(3)}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("bias must be f32 [heads, q length, k length] = [2, 3, 5]"), std::string::npos)
+      << r.error().message;
+}
+
 }  // namespace
 }  // namespace arch::test

@@ -141,6 +141,22 @@ TEST(CpuAttention, QueriesSeeingNothingAreZero) {
   EXPECT_GT(s, 0.0);
 }
 
+TEST(CpuAttention, BiasMatchesReference) {
+  // T5's position bias [H, S, T]: prompts (transposed keys), decode steps
+  // (keys as stored, split across threads past 256 keys), causal and not.
+  uint64_t seed = 500;
+  for (const Case& c : kCases)
+    for (bool causal : {true, false}) {
+      Attrs a = {{"causal", causal}, {"scale", 1.0}};
+      Tensor q = f32({c.S, c.H, c.D}, scaled_values(size_t(c.S * c.H * c.D), seed, 1.0f));
+      Tensor k = f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), seed + 1, 1.0f));
+      Tensor v = f32({c.T, c.KH, c.Dv}, scaled_values(size_t(c.T * c.KH * c.Dv), seed + 2, 1.0f));
+      Tensor b = f32({c.H, c.S, c.T}, scaled_values(size_t(c.H * c.S * c.T), seed + 3, 4.0f));
+      expect_cpu_matches_reference("attention", {q, k, v, b}, a, name(c, a) + " with bias");
+      seed += 4;
+    }
+}
+
 TEST(CpuAttention, ErrorsAreTheReferences) {
   // Causal with fewer keys than queries, and an int32 q, past the shape rule.
   std::vector<Tensor> out{Tensor::zeros(DType::F32, {3, 2, 4})};

@@ -37,7 +37,8 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "rms_norm", "layer_norm", "softmax", "rope", "attention", "reshape",
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
                                    "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
-                                   "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu"};
+                                   "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu",
+                                   "arange", "relative_position_bucket"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -64,7 +65,9 @@ std::map<std::string, Sample> sample_calls() {
   s["layer_norm"] = {{x({3, 4}), x({4}), x({4})}};
   s["softmax"] = {{x({3, 4})}};
   s["rope"] = {{x({3, 2, 4}), i32({3}, {0, 1, 2})}, {{"theta", 10000.0}}};
-  s["attention"] = {{x({3, 4, 8}), x({5, 2, 8}), x({5, 2, 6})}};
+  s["attention"] = {{x({3, 4, 8}), x({5, 2, 8}), x({5, 2, 6}), x({4, 3, 5}, 2)}};
+  s["arange"] = {{x({3, 4})}, {{"axis", 1}}};
+  s["relative_position_bucket"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 4})}, {{"bidirectional", false}}};
   s["reshape"] = {{x({3, 4})}, {{"shape", {3, 2, 2}}}};
   s["kv_cache"] = {{x({3, 2, 8}), x({3, 2, 6})}};
   s["topk"] = {{x({3, 6})}, {{"k", 2}}};

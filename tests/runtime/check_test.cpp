@@ -54,7 +54,7 @@ TEST(Check, AFastKernelWithinToleranceIsCountedAndAWrongOneIsNamed) {
   ASSERT_FALSE(r.ok());
   // The fused projection is named for the values it computes.
   EXPECT_EQ(r.error().message.rfind(
-                "layers.0.self_attention.q+layers.0.self_attention.k+layers.0.self_attention.v: max abs err 0.01 > tol", 0),
+                "layers.0.qkv.q+layers.0.qkv.k+layers.0.qkv.v: max abs err 0.01 > tol", 0),
             0u)
       << r.error().message;
   EXPECT_NE(r.error().message.find("matmul, test kernel vs reference"), std::string::npos) << r.error().message;
