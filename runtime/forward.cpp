@@ -1,5 +1,7 @@
 #include "runtime/forward.h"
 
+#include <algorithm>
+
 namespace arch {
 
 namespace {
@@ -42,10 +44,43 @@ Result<NamedTensors> as_graph_inputs(const Graph& g, NamedTensors inputs) {
   return inputs;
 }
 
+// An encoder-decoder, as transformers' forward takes it: the encoder on the
+// inputs, the decoder on decoder_input_ids (teacher forcing) with what the
+// encoder made; outputs from either.
+Result<NamedTensors> forward_encoder_decoder(const Model& m, NamedTensors inputs,
+                                             const std::vector<std::string>& outputs, CheckStats* check) {
+  const ModelGraph* tg = m.token_graph();
+  auto dec = inputs.find("decoder_input_ids");
+  if (dec == inputs.end())
+    return error("an encoder-decoder's forward takes decoder_input_ids too (the decoder's tokens, teacher-forced)");
+  Tensor tokens = dec->second;
+  inputs.erase(dec);
+  Session s(m);
+  if (check) s.check_with(check);
+  NamedTensors enc_in;
+  for (const auto& g : m.graphs) {
+    if (g.get() == tg) continue;
+    ARCH_TRY(NamedTensors in, as_graph_inputs(g->graph, inputs));
+    for (auto& [n, t] : in) enc_in[n] = t;
+  }
+  ARCH_TRY(NamedTensors made, s.encode(std::move(enc_in), outputs));
+  auto have = output_names(tg->graph);
+  std::vector<std::string> asked;
+  for (const auto& n : outputs) {
+    if (std::find(have.begin(), have.end(), n) != have.end()) asked.push_back(n);
+    else if (!made.count(n)) return error("no graph of the model has an output '" + n + "'");
+  }
+  ARCH_TRY(NamedTensors out, s.run(tg->name(), {{"tokens", tokens}}, asked));
+  for (const auto& n : outputs)
+    if (!out.count(n)) out[n] = made.at(n);
+  return out;
+}
+
 }  // namespace
 
 Result<NamedTensors> forward(const Model& m, NamedTensors inputs, const std::vector<std::string>& outputs,
                              CheckStats* check, const std::string& graph) {
+  if (graph.empty() && m.is_encoder_decoder()) return forward_encoder_decoder(m, std::move(inputs), outputs, check);
   ARCH_TRY(const ModelGraph* mg, m.find_graph(graph));
   ARCH_TRY(NamedTensors in, as_graph_inputs(mg->graph, std::move(inputs)));
   Session s(m);

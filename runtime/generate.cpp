@@ -28,10 +28,43 @@ std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   return out;
 }
 
+Result<int32_t> decoder_start_token(const Model& m) {
+  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
+  if (text.ok() && text->has_value()) {
+    auto g = nlohmann::json::parse(**text, nullptr, false);
+    if (g.is_object() && g.contains("decoder_start_token_id") && g["decoder_start_token_id"].is_number_integer())
+      return g["decoder_start_token_id"].get<int32_t>();
+  }
+  auto it = m.checkpoint.config.find("decoder_start_token_id");
+  if (it != m.checkpoint.config.end() && it->is_number_integer()) return it->get<int32_t>();
+  return error(m.checkpoint.dir + ": neither generation_config.json nor config.json gives decoder_start_token_id, "
+                                  "the token an encoder-decoder's decoder starts from");
+}
+
 Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt,
                                 const GenerateOptions& opt) {
+  if (m.is_encoder_decoder()) {
+    if (prompt.empty()) return error("the prompt is empty: give at least one token id");
+    ARCH_TRY(int32_t start, decoder_start_token(m));
+    Tensor ids = Tensor::zeros(DType::I32, {int64_t(prompt.size())});
+    std::copy(prompt.begin(), prompt.end(), ids.i32());
+    Session s(m, 1 + opt.max_new_tokens);
+    return generate_encoded(s, {{"input_ids", ids}}, {start}, opt);
+  }
   Session s(m, int64_t(prompt.size()) + opt.max_new_tokens);
   return generate(s, prompt, opt);
+}
+
+Result<GenerateResult> generate_encoded(Session& s, NamedTensors encoder_inputs,
+                                        const std::vector<int32_t>& decoder_prompt, const GenerateOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  auto t0 = clock::now();
+  if (opt.check) s.check_with(opt.check);
+  ARCH_TRY_STATUS(s.encode(std::move(encoder_inputs)));
+  double encode_seconds = std::chrono::duration<double>(clock::now() - t0).count();
+  ARCH_TRY(GenerateResult r, generate(s, decoder_prompt, opt));
+  r.encode_seconds = encode_seconds;
+  return r;
 }
 
 Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, const GenerateOptions& opt) {

@@ -25,6 +25,7 @@ struct GenerateOptions {
 struct GenerateResult {
   std::vector<int32_t> tokens;   // the new tokens only
   std::string stop_reason;       // "length" or "eos"
+  double encode_seconds = 0;     // an encoder-decoder's encoder
   double prompt_seconds = 0;
   double decode_seconds = 0;
 };
@@ -33,7 +34,19 @@ struct GenerateResult {
 // turn adds); the session must have room for it and max_new_tokens more.
 Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, const GenerateOptions& opt);
 // The same in a session of its own, sized to the prompt and max_new_tokens.
+// An encoder-decoder (T5) takes the prompt as the encoder's input_ids and
+// decodes from its decoder_start_token_id.
 Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prompt, const GenerateOptions& opt);
+
+// An encoder-decoder's generation: the encoder on `encoder_inputs` (by its
+// input names: input_ids, input_features), then `decoder_prompt` and one
+// step per new token on the decoder, which holds the encoder's output.
+Result<GenerateResult> generate_encoded(Session& s, NamedTensors encoder_inputs,
+                                        const std::vector<int32_t>& decoder_prompt, const GenerateOptions& opt);
+
+// The token an encoder-decoder's decoder starts from: generation_config.json's
+// decoder_start_token_id, else config.json's (none: an error naming both).
+Result<int32_t> decoder_start_token(const Model& m);
 
 // What ends generation: the config's eos_token_id (an int or a list), those
 // generation_config.json names, and the tokenizer's EOS where there is one.

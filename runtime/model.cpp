@@ -7,6 +7,7 @@
 #include "kernels/kernels.h"
 #include "runtime/bind.h"
 #include "runtime/dispatch.h"
+#include "runtime/graph_outputs.h"
 #include "runtime/load_progress.h"
 
 namespace arch {
@@ -30,6 +31,30 @@ Result<const ModelGraph*> Model::find_graph(const std::string& name) const {
   std::string have;
   for (const auto& n : graph_names()) have += (have.empty() ? "" : ", ") + n;
   return error(template_path + ": the template has no graph '" + name + "' (it has: " + have + ")");
+}
+
+const ModelGraph* Model::token_graph() const {
+  for (const auto& g : graphs)
+    if (g->graph.find_input("tokens") >= 0) return g.get();
+  return nullptr;
+}
+
+const ModelGraph* Model::producer_of(const std::string& name) const {
+  for (const auto& g : graphs) {
+    auto outs = output_names(g->graph);
+    if (std::find(outs.begin(), outs.end(), name) != outs.end()) return g.get();
+  }
+  return nullptr;
+}
+
+bool Model::is_encoder_decoder() const {
+  const ModelGraph* t = token_graph();
+  if (!t) return false;
+  for (int v : t->graph.held_inputs) {
+    const ModelGraph* p = producer_of(t->graph.values[v].name);
+    if (p && p != t) return true;
+  }
+  return false;
 }
 
 namespace {

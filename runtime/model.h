@@ -64,6 +64,15 @@ struct Model {
   // The graph named `name` (empty: the first); an error names the ones there are.
   Result<const ModelGraph*> find_graph(const std::string& name) const;
   std::vector<std::string> graph_names() const;
+  // The graph generation steps through: the first with a `tokens` input
+  // (a decoder's step; an encoder-decoder's decode), or null.
+  const ModelGraph* token_graph() const;
+  // The graph with an output named `name` (null: none): what feeds a
+  // state input of that name (an encoder's output, a decoder's state).
+  const ModelGraph* producer_of(const std::string& name) const;
+  // Whether generation must first run other graphs: the token graph holds
+  // state inputs that an earlier graph makes (T5, Whisper).
+  bool is_encoder_decoder() const;
   // The first graph's, as most commands need.
   const Graph& graph() const { return main().graph; }
   const Program& program() const { return main().program; }

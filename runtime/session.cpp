@@ -1,5 +1,6 @@
 #include "runtime/session.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/kernels.h"
@@ -70,6 +71,10 @@ Result<Tensor> conform_input(const std::string& name, Tensor t, const Value& wan
 Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTensors inputs,
                                                   const std::vector<int>& keep, bool last_only) {
   const Graph& g = mg.graph;
+  if (!pending_state_.empty() && &mg == m_.token_graph()) {  // what encode() made
+    for (auto& [name, t] : pending_state_) inputs.try_emplace(name, t);
+    pending_state_.clear();
+  }
   for (const auto& [name, t] : inputs)
     if (g.find_input(name) < 0) {
       std::string takes;
@@ -135,12 +140,45 @@ Result<NamedTensors> Session::run(const std::string& graph, NamedTensors inputs,
 
 Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vector<std::string>& outputs,
                                    bool last_only) {
-  const Graph& g = m_.graph();
+  const ModelGraph* tg = m_.token_graph();
+  if (!tg) {
+    std::string have;
+    for (const auto& n : m_.graph_names()) have += (have.empty() ? "" : ", ") + n;
+    return error("the model has no graph with a 'tokens' input (it has: " + have + ")");
+  }
   if (ids.empty()) return error("a step needs at least one token");
-  if (g.find_input("tokens") < 0) return error("graph " + g.name + " has no 'tokens' input");
   Tensor tok = Tensor::zeros(DType::I32, {int64_t(ids.size())});
   std::memcpy(tok.data, ids.data(), ids.size() * 4);
-  return run("", {{"tokens", tok}}, outputs, last_only);
+  return run(tg->name(), {{"tokens", tok}}, outputs, last_only);
+}
+
+Result<NamedTensors> Session::encode(NamedTensors inputs, const std::vector<std::string>& also) {
+  const ModelGraph* tg = m_.token_graph();
+  if (!tg || !m_.is_encoder_decoder())
+    return error("the model is not an encoder-decoder: no graph makes its token graph's state inputs");
+  // Each producing graph once, asked for every state input it makes.
+  std::map<const ModelGraph*, std::vector<std::string>> asks;
+  for (int v : tg->graph.held_inputs) {
+    const std::string& name = tg->graph.values[v].name;
+    if (const ModelGraph* p = m_.producer_of(name); p && p != tg) asks[p].push_back(name);
+  }
+  NamedTensors made;
+  for (auto& [p, names] : asks) {
+    auto have = output_names(p->graph);
+    for (const auto& a : also)
+      if (std::find(have.begin(), have.end(), a) != have.end() &&
+          std::find(names.begin(), names.end(), a) == names.end())
+        names.push_back(a);
+    NamedTensors in;
+    for (int v : p->graph.inputs)
+      if (auto it = inputs.find(p->graph.values[v].name); it != inputs.end()) in.insert(*it);
+    ARCH_TRY(auto outs, run(p->name(), std::move(in), names));
+    for (auto& [n, t] : outs) made[n] = t;
+  }
+  reset();
+  for (int v : tg->graph.held_inputs)
+    if (auto it = made.find(tg->graph.values[v].name); it != made.end()) pending_state_[it->first] = it->second;
+  return made;
 }
 
 }  // namespace arch

@@ -53,10 +53,19 @@ class Session {
   Result<std::map<int, Tensor>> run_values(const ModelGraph& g, NamedTensors inputs, const std::vector<int>& keep,
                                            bool last_only = false);
 
-  // The first graph on token ids (`tokens`): a prompt chunk, or one token
-  // for a decode step.
+  // The token graph (Model::token_graph) on token ids: a prompt chunk, or
+  // one token for a decode step. An encoder-decoder's first step also
+  // takes what encode() made.
   Result<NamedTensors> step(std::span<const int32_t> ids, const std::vector<std::string>& outputs = {"logits"},
                             bool last_only = false);
+
+  // An encoder-decoder: runs the graphs that make the token graph's state
+  // inputs (the encoder) on `inputs` by their input names, and hands those
+  // outputs to the next step, which holds them from then on (cross-
+  // attention K/V computed once). The KV caches start over: a new input
+  // is a new request. Returns everything those graphs were asked for:
+  // the state, and `also` where they have it.
+  Result<NamedTensors> encode(NamedTensors inputs, const std::vector<std::string>& also = {});
 
   // --check: every fast step compared with its op's reference kernel.
   void check_with(CheckStats* stats);
@@ -81,6 +90,7 @@ class Session {
   int64_t max_context_ = 0;
   int64_t position_ = 0;
   std::map<const ModelGraph*, RunState> states_;  // one per graph run so far
+  NamedTensors pending_state_;                     // encode()'s outputs, for the next step
   std::shared_ptr<BufferPool> buffers_ = BufferPool::make();  // shared by the graphs' runs
   CheckStats* check_ = nullptr;
   OpProfile* profile_ = nullptr;

@@ -45,7 +45,7 @@ TensorDiff diff(const std::string& name, const float* out, const float* ref, int
 Result<std::map<std::string, Tensor>> golden_inputs(const std::string& dir) {
   std::map<std::string, Tensor> in;
   ARCH_TRY(nlohmann::json j, read_json_file(dir + "/inputs.json"));
-  for (const char* key : {"input_ids", "token_type_ids"}) {
+  for (const char* key : {"input_ids", "token_type_ids", "decoder_input_ids"}) {
     if (!j.contains(key) || !j[key].is_array()) continue;
     auto ids = j[key].get<std::vector<int32_t>>();
     Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
@@ -63,7 +63,9 @@ Result<CompareReport> compare_with_golden(const Model& m, const std::string& dir
   CompareReport r;
   ARCH_TRY(auto expected, read_safetensors(dir + "/expected.safetensors"));
   ARCH_TRY(auto inputs, golden_inputs(dir));
-  auto have = output_names(m.graph());
+  std::vector<std::string> have;  // every graph's: an encoder-decoder's come from two
+  for (const auto& g : m.graphs)
+    for (auto& n : output_names(g->graph)) have.push_back(n);
   std::vector<std::string> names;
   for (const auto& [name, t] : expected.tensors) {
     if (std::find(have.begin(), have.end(), name) != have.end()) names.push_back(name);
@@ -92,13 +94,23 @@ Result<CompareReport> compare_with_golden(const Model& m, const std::string& dir
     }
   // Greedy tokens, for causal LMs.
   ARCH_TRY(nlohmann::json ej, read_json_file(dir + "/expected.json"));
-  if (ej.contains("greedy") && ej["greedy"].contains("new_token_ids") && m.graph().find_input("tokens") >= 0) {
+  // Greedy tokens, for causal LMs and encoder-decoders (from the encoder's
+  // inputs and the decoder's start token, as transformers' generate).
+  if (ej.contains("greedy") && ej["greedy"].contains("new_token_ids") && m.token_graph()) {
     r.want_tokens = ej["greedy"]["new_token_ids"].get<std::vector<int32_t>>();
-    const Tensor& ids = inputs.at("input_ids");
     GenerateOptions opt;
     opt.max_new_tokens = int(r.want_tokens.size());
-    ARCH_TRY(auto g, generate(m, std::vector<int32_t>(ids.i32(), ids.i32() + ids.numel()), opt));
-    r.got_tokens = g.tokens;
+    if (m.is_encoder_decoder()) {
+      ARCH_TRY(int32_t start, decoder_start_token(m));
+      inputs.erase("decoder_input_ids");
+      Session s(m, 1 + opt.max_new_tokens);
+      ARCH_TRY(auto g, generate_encoded(s, inputs, {start}, opt));
+      r.got_tokens = g.tokens;
+    } else {
+      const Tensor& ids = inputs.at("input_ids");
+      ARCH_TRY(auto g, generate(m, std::vector<int32_t>(ids.i32(), ids.i32() + ids.numel()), opt));
+      r.got_tokens = g.tokens;
+    }
   }
   return r;
 }

@@ -82,6 +82,52 @@ INSTANTIATE_TEST_SUITE_P(Cases, ArchrunGolden,
                                            "gemma4_text", "gemma4_moe", "gpt2", "gpt_neox", "phi"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// An encoder-decoder from the command line: forward takes input_ids and
+// decoder_input_ids as transformers does and writes the decoder's logits
+// and the encoder's output; generate --ids encodes the ids and decodes
+// from decoder_start_token_id.
+class ArchrunEncoderDecoder : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchrunEncoderDecoder, ForwardAndGenerateMatchTransformers) {
+  std::string dir = testing::golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  auto inputs = testing::read_json(dir + "/inputs.json");
+  TempDir tmp(GetParam());
+  auto ids_tensor = [](const std::vector<int64_t>& ids) {
+    Tensor t = Tensor::zeros(DType::I64, {1, int64_t(ids.size())});
+    std::copy(ids.begin(), ids.end(), static_cast<int64_t*>(t.data));
+    return t;
+  };
+  auto src = inputs["input_ids"].get<std::vector<int64_t>>();
+  ASSERT_TRUE(write_safetensors((tmp / "in.safetensors").string(),
+                                {{"input_ids", ids_tensor(src)},
+                                 {"decoder_input_ids", ids_tensor(inputs["decoder_input_ids"].get<std::vector<int64_t>>())}})
+                  .ok());
+  auto r = run_tool(testing::archrun() + " forward " + dir + " --inputs " + (tmp / "in.safetensors").string() +
+                    " --outputs logits,encoder_last_hidden_state --out " + (tmp / "out.safetensors").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto out = read_safetensors((tmp / "out.safetensors").string());
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  for (const char* name : {"logits", "encoder_last_hidden_state"}) {
+    const Tensor& got = out->tensors.at(name);
+    const Tensor& ref = expected->tensors.at(name);
+    ASSERT_EQ(got.shape, (Dims{1, ref.shape[0], ref.shape[1]})) << name;
+    auto c = testing::compare_f32(got.f32(), ref.f32(), ref.numel());
+    EXPECT_TRUE(c.ok()) << GetParam() << ": " << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
+  }
+  std::string list;
+  for (auto id : src) list += (list.empty() ? "" : ",") + std::to_string(id);
+  auto g = run_tool(testing::archrun() + " generate " + dir + " --ids " + list + " -n 16 --greedy --json");
+  ASSERT_EQ(g.exit_code, 0) << g.out;
+  auto want = testing::read_json(dir + "/expected.json")["greedy"]["new_token_ids"].get<std::vector<int32_t>>();
+  EXPECT_EQ(nlohmann::json::parse(g.out)["tokens"].get<std::vector<int32_t>>(), want) << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderDecoder, ::testing::Values("t5", "t5_v11"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
 TEST(Archrun, InfoSaysWhichFamilyAndWhy) {
   std::string dir = testing::golden_dir("qwen3");
   ARCH_REQUIRE_SHARED(dir);

@@ -43,9 +43,10 @@ Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const std::string& dir) 
     return load_json(p, config);
   }
   if (fs::exists(p / "tokenizer.json")) return load_json(p / "tokenizer.json", config);
-  if (fs::exists(p / "tokenizer.model"))
-    return from_backend(tok::sentencepiece_backend((p / "tokenizer.model").string(), config, config_path.string()));
-  return error(dir + ": no tokenizer.json or tokenizer.model");
+  for (const char* name : {"tokenizer.model", "spiece.model"})  // spiece.model: T5's
+    if (fs::exists(p / name))
+      return from_backend(tok::sentencepiece_backend((p / name).string(), config, config_path.string()));
+  return error(dir + ": no tokenizer.json, tokenizer.model or spiece.model");
 }
 
 Result<std::shared_ptr<const Tokenizer>> load_tokenizer_from(const ReadSideFile& read, const std::string& label) {

@@ -1,7 +1,9 @@
 // A lone tokenizer.model, run by libsentencepiece: SentencePiece's own
 // normalization and segmentation, as HF's slow LlamaTokenizer (legacy) gets
 // from it. add_special_tokens adds BOS / EOS as tokenizer_config.json's
-// add_bos_token / add_eos_token say (LlamaTokenizer's defaults: BOS only).
+// add_bos_token / add_eos_token say; by default LlamaTokenizer's (BOS
+// only), or T5Tokenizer's (EOS only) for a model with no BOS piece (T5's
+// spiece.model has none).
 // Special tokens written in the text are text here, as in SentencePiece.
 #include <sentencepiece_processor.h>
 
@@ -73,6 +75,7 @@ Result<std::unique_ptr<Backend>> sentencepiece_backend(const std::string& path, 
   auto status = b->sp.Load(path);
   if (!status.ok()) return error(path + ": not a SentencePiece model: " + status.ToString());
   if (b->sp.GetPieceSize() <= 0) return error(path + ": the SentencePiece model has no pieces");
+  if (b->sp.bos_id() < 0) b->add_bos = false, b->add_eos = true;  // T5Tokenizer's
   if (config.is_object()) {
     for (auto [key, dst] : {std::pair{"add_bos_token", &b->add_bos}, std::pair{"add_eos_token", &b->add_eos}}) {
       auto it = config.find(key);

@@ -14,12 +14,18 @@ int run_forward(const ForwardArgs& a) {
   if (!m.ok()) return fail(m.error());
   auto graph = (*m)->find_graph(a.graph);
   if (!graph.ok()) return fail(graph.error());
-  const Graph& g = (*graph)->graph;
+  // The graph asked for; with none, an encoder-decoder runs both of its
+  // stages (forward() chains them) and answers for either's outputs.
+  std::vector<std::string> all = output_names((*graph)->graph);
+  if (a.graph.empty() && (*m)->is_encoder_decoder()) {
+    all.clear();
+    for (const auto& g : (*m)->graphs)
+      for (auto& n : output_names(g->graph)) all.push_back(n);
+  }
   std::vector<std::string> names = a.outputs;
-  if (a.all_outputs) names = output_names(g);
+  if (a.all_outputs) names = all;
   if (names.empty()) {
     // logits where the model has them, else last_hidden_state, else its last output
-    auto all = output_names(g);
     for (const char* pref : {"logits", "last_hidden_state"})
       if (names.empty() && std::find(all.begin(), all.end(), pref) != all.end()) names = {pref};
     if (names.empty()) names = {all.back()};

@@ -1,4 +1,5 @@
 // archrun generate: a prompt (-p TEXT or --ids) continued, text streamed as it comes.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -47,8 +48,20 @@ int run_generate(const GenerateArgs& a) {
     opt.on_token = [&](int32_t t) { stream->push(t); };
   CheckStats check;
   if (a.common.check) opt.check = &check;
-  Session session(**m, session_options(a.common, int64_t(prompt.size()) + a.n));
-  auto r = generate(session, prompt, opt);
+  // An encoder-decoder (T5): the prompt is the encoder's input, and the
+  // decoder starts from its decoder_start_token_id.
+  const bool enc_dec = (*m)->is_encoder_decoder();
+  Session session(**m, session_options(a.common, enc_dec ? 1 + a.n : int64_t(prompt.size()) + a.n));
+  Result<GenerateResult> r = error("");
+  if (enc_dec) {
+    auto start = decoder_start_token(**m);
+    if (!start.ok()) return fail(start.error());
+    Tensor ids = Tensor::zeros(DType::I32, {int64_t(prompt.size())});
+    std::copy(prompt.begin(), prompt.end(), ids.i32());
+    r = generate_encoded(session, {{"input_ids", ids}}, {*start}, opt);
+  } else {
+    r = generate(session, prompt, opt);
+  }
   if (a.common.check) report_check(check, !r.ok());
   if (!r.ok()) return fail(r.error());
   if (a.json) {
@@ -66,9 +79,10 @@ int run_generate(const GenerateArgs& a) {
     std::printf("\n");
     std::fflush(stdout);
     double tps = r->decode_seconds > 0 ? double(r->tokens.size() - 1) / r->decode_seconds : 0;
-    std::fprintf(stderr, "%s (%s): %zu prompt tokens in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
-                 (*m)->family.c_str(), (*m)->template_path.c_str(), prompt.size(), r->prompt_seconds,
-                 r->tokens.size(), tps, r->stop_reason.c_str());
+    std::string encoded = enc_dec ? " encoded in " + std::to_string(r->encode_seconds).substr(0, 5) + " s," : "";
+    std::fprintf(stderr, "%s (%s): %zu prompt tokens%s in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
+                 (*m)->family.c_str(), (*m)->template_path.c_str(), prompt.size(), encoded.c_str(),
+                 r->prompt_seconds, r->tokens.size(), tps, r->stop_reason.c_str());
   }
   return 0;
 }

@@ -44,8 +44,8 @@ int run_info(const Common& c, bool as_json) {
   for (auto& [n, v] : model.instance.config) std::printf("  %-26s %s\n", n.c_str(), v.to_json().dump().c_str());
   std::printf("flags:\n");
   for (auto& [n, v] : model.instance.flags) std::printf("  %-26s %s\n", n.c_str(), v ? "true" : "false");
-  std::printf("graph:    %zu ops, %zu weights bound of %zu tensors in the checkpoint\n",
-              model.graph().nodes.size(), model.graph().weights.size(), model.checkpoint.tensors.size());
+  std::printf("weights:  %zu of the checkpoint's %zu tensors read by the graphs\n",
+              model.checkpoint.tensors.size() - model.unused_tensors.size(), model.checkpoint.tensors.size());
   for (const auto& mg : model.graphs) {
     std::string ins, outs;
     for (int v : mg->graph.inputs) ins += (ins.empty() ? "" : ", ") + input_decl(mg->graph, v);
