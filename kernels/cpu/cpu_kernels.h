@@ -47,5 +47,6 @@ void register_cpu_softmax(OpTable& t);     // softmax_hwy.cpp
 void register_cpu_rope(OpTable& t);        // rope_hwy.cpp
 void register_cpu_attention(OpTable& t);   // attention_hwy.cpp: over the KV cache, online softmax
 void register_cpu_kv_cache(OpTable& t);    // kv_cache_cpu.cpp: F32 rows, or F16 with --kv-f16
+void register_cpu_conv1d(OpTable& t);      // conv1d_cpu.cpp: unfolded rows through the cpu matmul
 
 }  // namespace arch

@@ -16,6 +16,7 @@ void register_cpu_kernels(OpTable& t) {
   register_cpu_rope(t);
   register_cpu_attention(t);
   register_cpu_kv_cache(t);
+  register_cpu_conv1d(t);
 }
 
 }  // namespace arch

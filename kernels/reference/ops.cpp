@@ -27,6 +27,7 @@ void define_reference_ops(OpTable& t) {
   define_cast(t);
   define_l2_normalize(t);
   define_batch_norm(t);
+  define_conv1d(t);
   define_conv2d(t);
   define_pool(t);
   define_arange(t);

@@ -37,6 +37,7 @@ void define_transpose(OpTable& t);    // transpose
 void define_cast(OpTable& t);         // cast
 void define_l2_normalize(OpTable& t);  // l2_normalize
 void define_batch_norm(OpTable& t);   // batch_norm
+void define_conv1d(OpTable& t);       // conv1d
 void define_conv2d(OpTable& t);       // conv2d
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
 void define_arange(OpTable& t);       // arange

@@ -1,4 +1,4 @@
-// Encoder-decoder goldens (T5, T5 v1.1) through forward() and generation:
+// Encoder-decoder goldens (T5, T5 v1.1, Whisper) through forward() and generation:
 // every tensor transformers stored, per layer where it is stacked, within
 // the golden README's float32 rule, and the 16 greedy tokens of its
 // generate() (encoder once, decoder from decoder_start_token_id), on the
@@ -69,7 +69,7 @@ TEST_P(EncoderDecoderGolden, StepLogitsOfGenerationMatchTransformers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, EncoderDecoderGolden, ::testing::Values("t5", "t5_v11"),
+INSTANTIATE_TEST_SUITE_P(Cases, EncoderDecoderGolden, ::testing::Values("t5", "t5_v11", "whisper"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

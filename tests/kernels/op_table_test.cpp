@@ -38,7 +38,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
                                    "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
                                    "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu",
-                                   "arange", "relative_position_bucket"};
+                                   "arange", "relative_position_bucket", "conv1d"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -83,6 +83,7 @@ std::map<std::string, Sample> sample_calls() {
   s["l2_normalize"] = {{x({3, 4})}};
   s["batch_norm"] = {{x({3, 4, 4}), x({3}, 2), x({3}, 3), x({3}, 4), f32({3}, {1, 2, 3})}};
   s["conv2d"] = {{x({4, 6, 5}), x({6, 2, 3, 3}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
+  s["conv1d"] = {{x({4, 9}), x({6, 2, 3}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
   s["max_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 3}, {"stride", 2}, {"padding", 1}}};
   s["avg_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 2}, {"ceil_mode", true}}};
   return s;

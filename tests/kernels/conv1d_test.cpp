@@ -1,0 +1,54 @@
+// conv1d: a hand-worked case (padding, stride), groups, the shape rule's
+// refusals, and the cpu kernel (unfolded rows through the matmul) against
+// the reference on Whisper's stem shapes.
+#include "tests/kernels/cpu_test_util.h"
+
+namespace arch::test {
+namespace {
+
+TEST(Conv1d, PaddedAndStridedByHand) {
+  // x [1, 4] = 1 2 3 4, weight [1, 1, 3] = 1 0 -1, bias 10, padding 1:
+  // out[t] = 10 + x[t-1] - x[t+1] -> 10-2, 10+1-3, 10+2-4, 10+3 = 8 8 8 13.
+  Tensor x = f32({1, 4}, {1, 2, 3, 4});
+  Tensor w = f32({1, 1, 3}, {1, 0, -1});
+  Tensor b = f32({1}, {10});
+  EXPECT_EQ(values(run1("conv1d", {x, w, b}, {{"padding", 1}})), (std::vector<float>{8, 8, 8, 13}));
+  // stride 2: positions 0 and 2.
+  EXPECT_EQ(values(run1("conv1d", {x, w, b}, {{"padding", 1}, {"stride", 2}})), (std::vector<float>{8, 8}));
+  // No bias, no padding: 1 - 3, 2 - 4.
+  EXPECT_EQ(values(run1("conv1d", {x, w, absent()})), (std::vector<float>{-2, -2}));
+}
+
+TEST(Conv1d, GroupsReadTheirOwnChannels) {
+  // Two groups of one channel: each output reads only its own input row.
+  Tensor x = f32({2, 3}, {1, 2, 3, 10, 20, 30});
+  Tensor w = f32({2, 1, 1}, {2, -1});
+  EXPECT_EQ(values(run1("conv1d", {x, w}, {{"groups", 2}})), (std::vector<float>{2, 4, 6, -10, -20, -30}));
+}
+
+TEST(Conv1d, ShapeRuleRefusesMismatchedChannels) {
+  auto r = infer("conv1d", {{DType::F32, {Dim::of(80), Dim::of(100)}}, {DType::F32, {Dim::of(64), Dim::of(128), Dim::of(3)}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("conv1d: weight [64, 128, 3] does not take x [80, 100]"), std::string::npos)
+      << r.error().message;
+  auto ok = infer("conv1d", {{DType::F32, {Dim::of(80), Dim::of(3000)}}, {DType::F32, {Dim::of(64), Dim::of(80), Dim::of(3)}}},
+                  {{"stride", 2}, {"padding", 1}});
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ((*ok)[0].shape, (Shape{Dim::of(64), Dim::of(1500)}));
+}
+
+TEST(CpuConv1d, MatchesReferenceOnWhisperStemShapes) {
+  struct Case { int64_t C, L, O, K, stride, padding; };
+  const Case cases[] = {{80, 300, 64, 3, 1, 1}, {64, 300, 64, 3, 2, 1}, {5, 7, 3, 2, 1, 0}, {3, 1, 4, 3, 1, 1}};
+  uint64_t seed = 1;
+  for (const Case& c : cases) {
+    Tensor x = f32({c.C, c.L}, scaled_values(size_t(c.C * c.L), seed++, 1.0f));
+    Tensor w = f32({c.O, c.C, c.K}, scaled_values(size_t(c.O * c.C * c.K), seed++, 0.3f));
+    Tensor b = f32({c.O}, scaled_values(size_t(c.O), seed++, 1.0f));
+    expect_cpu_matches_reference("conv1d", {x, w, b}, {{"stride", c.stride}, {"padding", c.padding}},
+                                 "C=" + std::to_string(c.C) + " L=" + std::to_string(c.L));
+  }
+}
+
+}  // namespace
+}  // namespace arch::test
