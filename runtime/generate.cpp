@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "importer/canonical.h"
 
@@ -27,6 +28,19 @@ std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
+
+namespace {
+
+// log softmax(logits)[tok], over the entries that are not -inf.
+float log_softmax_at(std::span<const float> logits, int32_t tok) {
+  float top = -INFINITY;
+  for (float x : logits) top = std::max(top, x);
+  double sum = 0;
+  for (float x : logits) sum += std::exp(double(x) - top);
+  return float(double(logits[size_t(tok)]) - top - std::log(sum));
+}
+
+}  // namespace
 
 Result<int32_t> decoder_start_token(const Model& m) {
   auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
@@ -82,9 +96,12 @@ Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, 
   std::vector<int32_t> next = prompt;
   for (int k = 0; k < opt.max_new_tokens; ++k) {
     ARCH_TRY(auto outs, s.step(next, {"logits"}, /*last_only=*/true));
-    const Tensor& logits = outs.at("logits");
+    Tensor& logits = outs.at("logits");
     int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
-    int32_t tok = sampler.next({logits.f32() + (rows - 1) * vocab, size_t(vocab)});
+    std::span<float> last(logits.f32() + (rows - 1) * vocab, size_t(vocab));
+    if (opt.process_logits) opt.process_logits(last, r.tokens);
+    int32_t tok = sampler.next(last);
+    r.logprobs.push_back(log_softmax_at(last, tok));
     if (k == 0) r.prompt_seconds = std::chrono::duration<double>(clock::now() - t0).count();
     r.tokens.push_back(tok);
     if (opt.on_token) opt.on_token(tok);

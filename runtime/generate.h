@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -19,11 +20,16 @@ struct GenerateOptions {
   SamplingOptions sampling;
   std::vector<int32_t> stop_ids;                    // stop after drawing one of these
   std::function<void(int32_t)> on_token;           // streaming: called per new token
+  // A logits processor (transformers' term): called on each step's last
+  // row of logits, before sampling, with the tokens made so far (Whisper's
+  // suppressed tokens and timestamp rules). May set entries to -inf.
+  std::function<void(std::span<float> logits, const std::vector<int32_t>& so_far)> process_logits;
   CheckStats* check = nullptr;                      // --check: compare fast steps with the reference
 };
 
 struct GenerateResult {
   std::vector<int32_t> tokens;   // the new tokens only
+  std::vector<float> logprobs;   // each one's log-probability under the processed logits
   std::string stop_reason;       // "length" or "eos"
   double encode_seconds = 0;     // an encoder-decoder's encoder
   double prompt_seconds = 0;

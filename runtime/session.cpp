@@ -175,10 +175,16 @@ Result<NamedTensors> Session::encode(NamedTensors inputs, const std::vector<std:
     ARCH_TRY(auto outs, run(p->name(), std::move(in), names));
     for (auto& [n, t] : outs) made[n] = t;
   }
-  reset();
+  NamedTensors state;
   for (int v : tg->graph.held_inputs)
-    if (auto it = made.find(tg->graph.values[v].name); it != made.end()) pending_state_[it->first] = it->second;
+    if (auto it = made.find(tg->graph.values[v].name); it != made.end()) state[it->first] = it->second;
+  begin(std::move(state));
   return made;
+}
+
+void Session::begin(NamedTensors state) {
+  reset();
+  pending_state_ = std::move(state);
 }
 
 }  // namespace arch

@@ -66,6 +66,10 @@ class Session {
   // is a new request. Returns everything those graphs were asked for:
   // the state, and `also` where they have it.
   Result<NamedTensors> encode(NamedTensors inputs, const std::vector<std::string>& also = {});
+  // A new request over state encode() made before (a retry of the same
+  // audio window, a beam of its own): the KV caches start over and the
+  // next step takes `state`.
+  void begin(NamedTensors state);
 
   // --check: every fast step compared with its op's reference kernel.
   void check_with(CheckStats* stats);

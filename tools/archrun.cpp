@@ -131,6 +131,27 @@ int main(int argc, char** argv) {
   cls->add_option("-k,--top-k", top_k, "how many labels to print")->check(CLI::Range(1, 1000));
   cls->add_flag("--json", classify_json, "print {\"top\": [{\"id\", \"label\", \"probability\"}, ...]}");
 
+  std::string mel_audio, mel_out;
+  int mel_bins = 80;
+  bool mel_json = false;
+  auto* mel = app.add_subcommand("mel", "a sound file (WAV, FLAC, OGG; any rate, mixed to mono, resampled to 16 kHz) to Whisper's log-mel input_features");
+  mel->add_option("audio", mel_audio, "the sound file")->required();
+  mel->add_option("--bins", mel_bins, "mel bins: 80 (Whisper tiny..large-v2) or 128 (large-v3)")->check(CLI::IsMember({80, 128}));
+  mel->add_option("-o,--out", mel_out, "safetensors file to write: input_features [1, bins, 3000], attention_mask [1, 3000]")->required();
+  mel->add_flag("--json", mel_json, "a summary object");
+
+  TranscribeArgs tr;
+  auto* trn = app.add_subcommand("transcribe", "speech to text with a Whisper checkpoint: 30 s windows, the decoding rules of its generation_config.json");
+  add_common(trn, tr.common);
+  trn->add_option("audio", tr.audio, "the sound file (WAV, FLAC, OGG; any rate)")->required();
+  trn->add_option("--language", tr.language, "language code (en, de, ...); default: detected (multilingual checkpoints)");
+  trn->add_option("--task", tr.task, "transcribe (default) or translate (to English)")->check(CLI::IsMember({"transcribe", "translate"}));
+  trn->add_flag("--timestamps", tr.timestamps, "segment timestamps (timestamp tokens, in pairs, rising)");
+  trn->add_option("--beam-size", tr.beam_size, "beam search width (1: greedy, the default)")->check(CLI::Range(1, 16));
+  trn->add_option("--max-new-tokens", tr.max_new_tokens, "most tokens per window (default: 224, or what the decoder has room for)")->check(CLI::Range(1, 1 << 16));
+  trn->add_option("--seed", tr.seed, "seed of the temperature fallback's sampling");
+  trn->add_flag("--json", tr.json, "print {\"text\", \"language\", \"segments\": [{\"start\", \"end\", \"text\", \"tokens\", ...}]}");
+
   Common cc;
   std::string golden;
   bool compare_json = false;
@@ -181,6 +202,8 @@ int main(int argc, char** argv) {
   if (emb->parsed()) return run_embed(e);
   if (cmp->parsed()) return run_compare(cc, golden, compare_json);
   if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
+  if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);
+  if (trn->parsed()) return run_transcribe(tr);
   if (tkz->parsed()) {
     if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
     return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);

@@ -63,6 +63,15 @@ struct ChatArgs {
   uint64_t seed = 0;
 };
 
+struct TranscribeArgs {
+  Common common;
+  std::string audio;
+  std::string language, task = "transcribe";
+  bool timestamps = false, json = false;
+  int beam_size = 1, max_new_tokens = 0;
+  uint64_t seed = 0;
+};
+
 // MODEL: a checkpoint directory, or "toy" for the embedded default.
 Result<std::shared_ptr<Model>> open_model(const Common& c);
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
@@ -89,6 +98,8 @@ int run_chat(const ChatArgs& a);
 int run_compare(const Common& c, const std::string& golden, bool as_json);
 int run_info(const Common& c, bool as_json);
 int run_import(const std::string& dir, const std::string& out, const std::string& dtype, bool as_json);
+int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json);
+int run_transcribe(const TranscribeArgs& a);
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1);
 
 }  // namespace arch::cli

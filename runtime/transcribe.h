@@ -1,0 +1,84 @@
+// Speech to text with an encoder-decoder over log-mel windows (Whisper's
+// decoding, as its generation_config.json describes it): the audio in
+// consecutive windows of the length the encoder takes; per window the
+// prompt <|startoftranscript|> [<|lang|> <|task|>] [<|notimestamps|>];
+// suppress_tokens always, begin_suppress_tokens at the first step; with
+// timestamps, the timestamp rules (pairs, rising, an initial one no later
+// than max_initial_timestamp_index, timestamps forced where their total
+// probability beats every text token); greedy or beam search, and the
+// temperature fallback (a window whose average log-probability is below
+// logprob_threshold or whose text compresses more than
+// compression_ratio_threshold is decoded again, sampling at the next
+// temperature).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/model.h"
+#include "text/tokenizer/tokenizer.h"
+
+namespace arch {
+
+// The special tokens and rules generation_config.json gives.
+struct SpeechTokens {
+  int32_t start = -1;                         // decoder_start_token_id: <|startoftranscript|>
+  int32_t eot = -1;                           // eos_token_id: <|endoftext|>
+  std::map<std::string, int32_t> languages;   // "en" -> <|en|> (lang_to_id)
+  std::map<std::string, int32_t> tasks;       // "transcribe", "translate" (task_to_id)
+  std::optional<int32_t> no_timestamps;       // <|notimestamps|>; timestamps follow it, 0.02 s apart
+  std::vector<int32_t> suppress, begin_suppress;
+  int max_initial_timestamp_index = 50;       // the first timestamp at most 1.0 s in
+  bool multilingual = false;
+  std::optional<int32_t> timestamp_begin() const {
+    return no_timestamps ? std::optional<int32_t>(*no_timestamps + 1) : std::nullopt;
+  }
+};
+
+Result<SpeechTokens> read_speech_tokens(const Model& m);
+
+struct TranscribeOptions {
+  std::string language;            // "en", ... (empty: detected where the model is multilingual)
+  std::string task = "transcribe"; // or "translate"
+  bool timestamps = false;
+  int beam_size = 1;               // 1: greedy
+  std::vector<float> temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
+  float logprob_threshold = -1.0f;
+  float compression_ratio_threshold = 2.4f;
+  uint64_t seed = 0;
+  int max_new_tokens = 0;          // per window (0: as many as the decoder's positions allow, at most 224)
+  // Progress: called after each window with (windows done, windows in all).
+  std::function<void(int, int)> on_window;
+};
+
+struct Segment {
+  double start = 0, end = 0;       // seconds from the start of the audio
+  std::vector<int32_t> tokens;     // text tokens (and timestamps, with timestamps on)
+  std::string text;                // through the tokenizer, special tokens left out
+  float avg_logprob = 0, compression_ratio = 0, temperature = 0;
+};
+
+struct Transcript {
+  std::string language;            // as given or detected ("" when the model has none)
+  std::vector<int32_t> prompt;     // the decoder's prompt of every window
+  std::vector<Segment> segments;
+  std::string text;                // every segment's, joined
+  int windows = 0;
+  double encode_seconds = 0, decode_seconds = 0;
+};
+
+// `samples` at 16 kHz mono. `tok` may be null (the text is then empty and
+// only the token ids say what was heard).
+Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<const float> samples,
+                              const TranscribeOptions& opt);
+
+// zlib's compression ratio of `text` (bytes in / bytes out), as Whisper's
+// fallback measures repetition.
+double compression_ratio(const std::string& text);
+
+}  // namespace arch

@@ -1,0 +1,181 @@
+// Transcription's decoding rules on the whisper golden's tiny checkpoint
+// (random weights: what it hears is noise, so the tests check the rules,
+// not the words), given a generation_config.json in Whisper's form: the
+// prompt, language detection, the timestamp rules (segments in pairs,
+// rising, the first no later than max_initial_timestamp_index), windows
+// of the encoder's length, beam search, suppressed tokens, and the text
+// through a byte-level BPE tokenizer.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "audio/audio_file.h"
+#include "runtime/model_text.h"
+#include "runtime/transcribe.h"
+#include "tests/shared_data.h"
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The golden whisper checkpoint beside a Whisper-style generation config:
+// <|startoftranscript|> 1, <|endoftext|> 2, <|en|> 3, <|de|> 4,
+// transcribe 5, translate 6, <|notimestamps|> 7, timestamps from 8.
+struct SpeechModel {
+  fs::path dir;
+  std::shared_ptr<Model> model;
+  explicit SpeechModel(const std::string& extra = "", bool tokenizer = false) {
+    dir = fs::temp_directory_path() / ("speech_model_" + std::to_string(getpid()) + "_" + std::to_string(++count));
+    fs::create_directories(dir);
+    const std::string golden = testing::golden_dir("whisper");
+    for (const char* f : {"config.json", "model.safetensors"}) fs::create_symlink(golden + "/" + f, dir / f);
+    if (tokenizer) fs::create_symlink(testing::shared_dir() + "/tokenizers/gpt2/tokenizer.json", dir / "tokenizer.json");
+    std::ofstream(dir / "generation_config.json")
+        << R"({"decoder_start_token_id": 1, "eos_token_id": 2, "is_multilingual": true,
+              "lang_to_id": {"<|en|>": 3, "<|de|>": 4}, "task_to_id": {"transcribe": 5, "translate": 6},
+              "no_timestamps_token_id": 7, "max_initial_timestamp_index": 10, "suppress_tokens": [0],
+              "begin_suppress_tokens": [9])"
+        << extra << "}";
+    auto m = load_model(dir.string());
+    EXPECT_TRUE(m.ok()) << m.error().message;
+    if (m.ok()) model = *m;
+  }
+  ~SpeechModel() { fs::remove_all(dir); }
+  static inline int count = 0;
+};
+
+std::vector<float> speech(const char* name = "speech3") {
+  auto a = read_audio(testing::golden_dir("whisper_mel") + "/" + name + ".wav");
+  EXPECT_TRUE(a.ok()) << a.error().message;
+  return a.ok() ? a->samples : std::vector<float>{};
+}
+
+TEST(Transcribe, ThePromptAndTheWindowsOfTheEncodersLength) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
+  SpeechModel sm;
+  ASSERT_TRUE(sm.model);
+  TranscribeOptions opt;
+  opt.language = "de";
+  opt.task = "translate";
+  auto r = transcribe(*sm.model, nullptr, speech(), opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompt, (std::vector<int32_t>{1, 4, 6, 7}));
+  EXPECT_EQ(r->language, "de");
+  // 128 frames of 160 samples: 1.28 s windows; speech3 is 4.003 s.
+  EXPECT_EQ(r->windows, 4);
+  ASSERT_FALSE(r->segments.empty());
+  EXPECT_DOUBLE_EQ(r->segments.front().start, 0.0);
+  for (const auto& s : r->segments) {
+    EXPECT_LE(s.end, 4.003 + 1e-9);
+    for (int32_t t : s.tokens) {
+      EXPECT_NE(t, 0);  // suppressed
+      EXPECT_NE(t, 2);  // the end is not text
+    }
+  }
+}
+
+TEST(Transcribe, DetectsTheLanguageOfAMultilingualCheckpoint) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
+  SpeechModel sm;
+  ASSERT_TRUE(sm.model);
+  auto r = transcribe(*sm.model, nullptr, speech(), {});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->language == "en" || r->language == "de") << r->language;
+  EXPECT_EQ(r->prompt[0], 1);
+  EXPECT_EQ(r->prompt[1], r->language == "en" ? 3 : 4);
+  EXPECT_EQ(r->prompt[2], 5);
+}
+
+TEST(Transcribe, TimestampsComeInRisingPairs) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
+  SpeechModel sm;
+  ASSERT_TRUE(sm.model);
+  TranscribeOptions opt;
+  opt.language = "en";
+  opt.timestamps = true;
+  opt.temperatures = {0.0f};
+  auto r = transcribe(*sm.model, nullptr, speech("speech1"), opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompt, (std::vector<int32_t>{1, 3, 5}));  // no <|notimestamps|>
+  ASSERT_FALSE(r->segments.empty());
+  double last_end = 0;
+  for (const auto& s : r->segments) {
+    EXPECT_GE(s.start, last_end - 1e-9);
+    EXPECT_GE(s.end, s.start);
+    last_end = s.end;
+    for (int32_t t : s.tokens) EXPECT_LT(t, 8) << "a timestamp among the text";
+  }
+  // The first timestamp at most 10 steps (0.2 s) in.
+  EXPECT_LE(r->segments.front().start, 0.2 + 1e-9);
+}
+
+TEST(Transcribe, BeamSearchKeepsTheBestHypothesis) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
+  SpeechModel sm;
+  ASSERT_TRUE(sm.model);
+  TranscribeOptions greedy, beam;
+  greedy.language = beam.language = "en";
+  greedy.temperatures = beam.temperatures = {0.0f};
+  beam.beam_size = 3;
+  auto g = transcribe(*sm.model, nullptr, speech("speech1"), greedy);
+  auto b = transcribe(*sm.model, nullptr, speech("speech1"), beam);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  ASSERT_EQ(g->segments.size(), b->segments.size());
+  // Per window, the beam's average log-probability is at least greedy's
+  // (the greedy path is among those it weighs, up to length).
+  for (size_t k = 0; k < g->segments.size(); ++k)
+    EXPECT_GE(b->segments[k].avg_logprob, g->segments[k].avg_logprob - 0.05f) << "window " << k;
+}
+
+TEST(Transcribe, TextThroughTheTokenizer) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
+  SpeechModel sm("", /*tokenizer=*/true);
+  ASSERT_TRUE(sm.model);
+  auto tok = load_model_tokenizer(sm.dir.string());
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  TranscribeOptions opt;
+  opt.language = "en";
+  opt.temperatures = {0.0f};
+  auto r = transcribe(*sm.model, tok->get(), speech("speech1"), opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_FALSE(r->segments.empty());
+  const Segment& s = r->segments.front();
+  EXPECT_EQ(s.text, (*tok)->decode(s.tokens, true));
+  EXPECT_FALSE(s.text.empty());
+  EXPECT_GT(s.compression_ratio, 0.0f);
+}
+
+TEST(Transcribe, RefusesWhatTheCheckpointCannotDo) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
+  SpeechModel sm;
+  ASSERT_TRUE(sm.model);
+  TranscribeOptions opt;
+  opt.language = "xx";
+  auto r = transcribe(*sm.model, nullptr, speech(), opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("language 'xx'"), std::string::npos) << r.error().message;
+  // The golden's own config names no timestamps token.
+  auto plain = load_model(testing::golden_dir("whisper"));
+  ASSERT_TRUE(plain.ok());
+  TranscribeOptions ts;
+  ts.timestamps = true;
+  r = transcribe(**plain, nullptr, speech(), ts);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("no_timestamps_token_id"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(transcribe(**plain, nullptr, {}, {}).ok());
+}
+
+TEST(Transcribe, CompressionRatioRisesWithRepetition) {
+  EXPECT_LT(compression_ratio("The quick brown fox jumps over the lazy dog."), 1.2);
+  std::string loop;
+  for (int i = 0; i < 40; ++i) loop += "thank you ";
+  EXPECT_GT(compression_ratio(loop), 2.4);
+}
+
+}  // namespace
+}  // namespace arch
