@@ -181,6 +181,83 @@ Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, 
                            {{"format", "pt"}});
 }
 
+namespace {
+
+// The names a spec's pattern stands for: each `{i<N}` segment 0 .. N-1.
+Result<std::vector<std::string>> expand_layers(const std::string& pattern, const std::string& spec_path) {
+  const size_t open = pattern.find('{');
+  if (open == std::string::npos) return std::vector<std::string>{pattern};
+  const size_t close = pattern.find('}', open);
+  const size_t lt = pattern.find('<', open);
+  if (close == std::string::npos || lt == std::string::npos || lt > close)
+    return error(spec_path + ": tensor '" + pattern + "': a layer segment is written {i<N}");
+  const std::string count = pattern.substr(lt + 1, close - lt - 1);
+  if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos)
+    return error(spec_path + ": tensor '" + pattern + "': N in {i<N} must be a number");
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < std::stoll(count); ++i) {
+    ARCH_TRY(auto rest, expand_layers(pattern.substr(close + 1), spec_path));
+    for (auto& r : rest) out.push_back(pattern.substr(0, open) + std::to_string(i) + r);
+  }
+  return out;
+}
+
+Result<nlohmann::ordered_json> read_spec(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return error(path + ": cannot open: " + std::strerror(errno));
+  std::string text;
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j.contains("tensors") ||
+      !j["tensors"].is_array())
+    return error(path + ": not a toy spec (a JSON object with \"config\" and \"tensors\": [[name, shape], ...])");
+  return j;
+}
+
+}  // namespace
+
+Status write_toy_from_spec(const std::string& spec_path, const std::string& dir, uint64_t seed, bool bf16,
+                           const ToyProgress& progress) {
+  namespace fs = std::filesystem;
+  ARCH_TRY(nlohmann::ordered_json spec, read_spec(spec_path));
+  std::vector<TensorSpec> specs;
+  for (const auto& t : spec["tensors"]) {
+    if (!t.is_array() || t.size() != 2 || !t[0].is_string() || !t[1].is_array())
+      return error(spec_path + ": each tensor is [name, [dims]], not " + t.dump());
+    Dims shape;
+    for (const auto& d : t[1]) {
+      if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+        return error(spec_path + ": tensor " + t[0].get<std::string>() + ": dims must be positive integers");
+      shape.push_back(d.get<int64_t>());
+    }
+    ARCH_TRY(auto names, expand_layers(t[0].get<std::string>(), spec_path));
+    for (auto& name : names) {
+      int64_t fan_in = 1;
+      for (size_t k = 1; k < shape.size(); ++k) fan_in *= shape[k];
+      const bool table = name.find("embed") != std::string::npos || name.find("shared") != std::string::npos;
+      const bool norm = name.find("norm") != std::string::npos && name.ends_with(".weight");
+      if (shape.size() >= 2) specs.push_back({name, shape, 0.0, table ? 1.0 : 1.0 / std::sqrt(double(fan_in))});
+      else specs.push_back({name, shape, norm ? 1.0 : 0.0, norm ? 0.1 : 0.02});
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return error(dir + ": cannot create directory: " + ec.message());
+  ARCH_TRY_STATUS(write_text((fs::path(dir) / "config.json").string(), spec["config"].dump(2) + "\n"));
+  if (spec.contains("generation_config"))
+    ARCH_TRY_STATUS(write_text((fs::path(dir) / "generation_config.json").string(),
+                               spec["generation_config"].dump(2) + "\n"));
+  NormalSource normal(seed);
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  for (const TensorSpec& t : specs) {
+    tensors.emplace_back(t.name, draw(normal, t.shape, t.base, t.std, bf16));
+    if (progress) progress(int64_t(tensors.size()), int64_t(specs.size()), t.name);
+  }
+  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+}
+
 Status write_toy_checkpoint(const std::string& dir, uint64_t seed) {
   return write_random_checkpoint(dir, LlamaShape{}, seed);
 }

@@ -37,6 +37,17 @@ using ToyProgress = std::function<void(int64_t done, int64_t total, const std::s
 Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, uint64_t seed = 0,
                                const ToyProgress& progress = nullptr);
 
+// Random weights of any family's shape, from a spec file (data, not code:
+// families/toys/NAME.json holds a config.json, optionally a
+// generation_config.json, and every tensor's name and shape, a `{i<N}`
+// segment standing for layers 0 .. N-1): `archrun toy --shape whisper-base`.
+// Matrices and convolutions draw N(0, 1/sqrt(fan_in)), embedding tables (a
+// name with "embed" or "shared") N(0, 1), norm weights 1 + N(0, 0.1), other
+// vectors (biases) N(0, 0.02). Writes DIR/config.json,
+// generation_config.json (where the spec has one) and model.safetensors.
+Status write_toy_from_spec(const std::string& spec_path, const std::string& dir, uint64_t seed = 0,
+                           bool bf16 = false, const ToyProgress& progress = nullptr);
+
 // Creates `dir` if needed and writes config.json and model.safetensors there.
 // Weights are drawn from `seed` by a generator of our own over
 // std::mt19937_64, so the same seed gives byte-identical files everywhere the

@@ -9,7 +9,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
+
 #include "importer/toy_checkpoint.h"
+#include "runtime/dispatch.h"
 #include "tools/archrun/commands.h"
 
 using namespace arch;
@@ -186,8 +189,9 @@ int main(int argc, char** argv) {
   auto* toy = app.add_subcommand("toy", "write a random-weight LlamaStyle checkpoint: the embedded default, or a real model's shape");
   toy->add_option("-o,--out", toy_dir, "directory to write")->required();
   toy->add_option("--seed", toy_seed, "weight seed");
-  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b or llama-3.2-1b")
-      ->check(CLI::IsMember({"toy", "qwen2.5-0.5b", "llama-3.2-1b"}));
+  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b, llama-3.2-1b, or a spec in families/toys: whisper-base, t5-base");
+  std::string toy_families;
+  toy->add_option("--families", toy_families, "directory of family templates (its toys/ holds the spec files)");
   toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
 
   CLI11_PARSE(app, argc, argv);
@@ -214,12 +218,19 @@ int main(int argc, char** argv) {
   if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat);
   if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
   if (toy->parsed()) {
-    LlamaShape shape = *llama_shape(toy_shape);
-    shape.bf16 = toy_dtype == "bf16";
     auto progress = [](int64_t done, int64_t total, const std::string& name) {
       show_progress_count("toy", done, total, name);
     };
-    Status st = write_random_checkpoint(toy_dir, shape, toy_seed, progress);
+    Status st;
+    if (auto shape = llama_shape(toy_shape)) {
+      shape->bf16 = toy_dtype == "bf16";
+      st = write_random_checkpoint(toy_dir, *shape, toy_seed, progress);
+    } else {
+      const std::string spec = families_dir(toy_families) + "/toys/" + toy_shape + ".json";
+      if (!std::filesystem::exists(spec))
+        return fail(error("--shape " + toy_shape + ": neither a built-in shape (toy, qwen2.5-0.5b, llama-3.2-1b) nor a spec " + spec));
+      st = write_toy_from_spec(spec, toy_dir, toy_seed, toy_dtype == "bf16", progress);
+    }
     clear_progress_line();
     if (!st.ok()) return fail(st.error());
     std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());

@@ -544,7 +544,7 @@ void split_keys(const Params& p, int64_t lo, int64_t hi) {
   }
 }
 
-Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
+Status attention_cpu(KernelContext& ctx, const Kernel& reference, const Kernel& softmax) {
   // The fast case is every case the reference computes with F32 inputs,
   // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than
@@ -582,6 +582,8 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     p.bias = B.f32();
   }
   if (p.S == 0 || p.H == 0) return {};
+  if (attention_by_matmul_fits(p.S, p.T, p.H, p.KH, p.causal, p.window, p.softcap, kv))
+    return attention_by_matmul(Q, K, V, p.bias, p.scale, ctx.outputs[0], softmax, ctx.where);
 
   // Tasks: (kv head, slice of its query heads, block of rows). A group's
   // heads share a task, reading each K / V row once, unless that leaves
@@ -655,7 +657,14 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
 void register_cpu_attention(OpTable& t) {
   const Kernel* ref = t.kernel("attention", "reference");
   if (!ref) throw std::logic_error("cpu kernels: no reference kernel for attention");
-  t.add_kernel("attention", "cpu", [reference = *ref](KernelContext& ctx) { return attention_cpu(ctx, reference); });
+  // The softmax the dense path runs between its products: the cpu one
+  // where it is registered (register.cpp registers it first).
+  const Kernel* sm = t.kernel("softmax", "cpu");
+  if (!sm) sm = t.kernel("softmax", "reference");
+  if (!sm) throw std::logic_error("cpu kernels: no softmax kernel for attention");
+  t.add_kernel("attention", "cpu", [reference = *ref, softmax = *sm](KernelContext& ctx) {
+    return attention_cpu(ctx, reference, softmax);
+  });
 }
 
 }  // namespace arch

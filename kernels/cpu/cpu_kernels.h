@@ -38,6 +38,14 @@ Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor>
 // (what routed_matmul runs per expert).
 Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where);
 
+// attention_dense.cpp: unmasked attention over long sequences as two
+// matmuls per head and a softmax between (where ..._fits says it pays);
+// bias [H, S, T] or null.
+bool attention_by_matmul_fits(int64_t S, int64_t T, int64_t H, int64_t KH, bool causal, int64_t window, float softcap,
+                              DType kv);
+Status attention_by_matmul(const Tensor& Q, const Tensor& K, const Tensor& V, const float* bias, float scale,
+                           Tensor& out, const Kernel& softmax, const std::string& where);
+
 void register_cpu_matmul(OpTable& t);      // matmul_cpu.cpp: oneDNN, gemv, quantized dot
 void register_cpu_experts(OpTable& t);     // experts_cpu.cpp: stack, routed_matmul on stored weights
 void register_cpu_embed(OpTable& t);       // embed_cpu.cpp: rows of BF16/F16/quantized tables

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/generate.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
 #include "kernels/cpu/cpu_features.h"
@@ -42,7 +43,7 @@ int64_t weight_bytes_per_token(const Program& p) {
   for (size_t i = 0; i < p.graph->nodes.size(); ++i) {
     const Node& n = p.graph->nodes[i];
     if (n.op == "routed_matmul") return -1;
-    if (n.op == "embed" || p.steps[i].folded) continue;
+    if (n.op == "embed" || p.steps[i].folded || p.steps[i].per_session) continue;  // once, not per token
     for (int in : n.inputs)
       if (in >= 0 && size_t(in) < p.weights.size() && p.weights[size_t(in)].data && !seen[size_t(in)]++)
         bytes += int64_t(p.weights[size_t(in)].nbytes());
@@ -95,6 +96,109 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
                 total > 0 ? 100 * o["ms"].get<double>() / total : 0.0, (long long)o["calls"].get<int64_t>());
 }
 
+// An encoder-decoder (T5, Whisper): the encoder on one input of the size
+// it takes (a log-mel window of seeded noise, or `prompt_tokens` random
+// ids), then `new_tokens` greedy decoder steps from the start token; the
+// encoder's time per input and the decoder's tokens/s, medians over
+// `repeat`.
+int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int prompt_tokens, int new_tokens,
+                          bool as_json, bool profile, int repeat) {
+  using clock = std::chrono::steady_clock;
+  auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  std::mt19937 rng(1234);
+  NamedTensors enc_in;
+  std::string what;
+  for (const auto& g : m.graphs) {
+    if (g.get() == m.token_graph()) continue;
+    if (int v = g->graph.find_input("input_features"); v >= 0) {
+      const Shape& s = g->graph.values[size_t(v)].type.shape;
+      if (s.size() != 2 || !s[0].concrete() || !s[1].concrete()) return fail(error("input_features must be concrete"));
+      Tensor f = Tensor::zeros(DType::F32, {s[0].n, s[1].n});
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      for (int64_t i = 0; i < f.numel(); ++i) f.f32()[i] = u(rng);
+      enc_in["input_features"] = f;
+      what = "a [" + std::to_string(s[0].n) + ", " + std::to_string(s[1].n) + "] log-mel window";
+    } else if (g->graph.find_input("input_ids") >= 0) {
+      const int64_t vocab = m.config_int("vocab_size", 0);
+      Tensor ids = Tensor::zeros(DType::I32, {prompt_tokens});
+      for (int64_t i = 0; i < prompt_tokens; ++i) ids.i32()[i] = int32_t(rng() % uint32_t(std::max<int64_t>(vocab, 1)));
+      enc_in["input_ids"] = ids;
+      what = std::to_string(prompt_tokens) + " input tokens";
+    }
+  }
+  if (enc_in.empty()) return fail(error("bench: the encoder takes neither input_features nor input_ids"));
+  auto start = decoder_start_token(m);
+  if (!start.ok()) return fail(start.error());
+  OpProfile enc_profile, dec_profile;
+  std::vector<double> enc_s, dec_s;
+  // One session, as a long recording's windows share one: the first run
+  // also pays for the session's buffers (its pages faulted in), and is
+  // left out of the medians when there are more.
+  Session s(m, session_options(c, new_tokens));
+  const int runs = repeat > 1 ? repeat + 1 : 1;
+  for (int r = 0; r < runs; ++r) {
+    if (profile && (r > 0 || runs == 1)) s.profile_with(&enc_profile);
+    auto t0 = clock::now();
+    auto made = s.encode(enc_in);
+    if (!made.ok()) return fail(made.error());
+    auto t1 = clock::now();
+    if (profile && (r > 0 || runs == 1)) s.profile_with(&dec_profile);
+    int32_t next = *start;
+    auto t2 = clock::now();
+    for (int k = 0; k < new_tokens; ++k) {
+      if (k == 1) t2 = clock::now();  // the first step makes the cross-attention K/V: counted apart
+      auto o = s.step(std::vector<int32_t>{next}, {"logits"}, /*last_only=*/true);
+      if (!o.ok()) return fail(o.error());
+      const Tensor& l = o->at("logits");
+      next = argmax({l.f32() + (l.numel() - l.dim(-1)), size_t(l.dim(-1))});
+    }
+    s.profile_with(nullptr);
+    if (runs > 1 && r == 0) continue;
+    enc_s.push_back(seconds(t0, t1));
+    dec_s.push_back(new_tokens > 1 ? seconds(t2, clock::now()) / (new_tokens - 1) : 0.0);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  const double enc = median(enc_s), step = median(dec_s);
+  const int64_t per_token = weight_bytes_per_token(m.token_graph()->program);
+  const double bw = probe_bandwidth();
+  nlohmann::json j = {{"model", m.checkpoint.dir},
+                      {"family", m.family},
+                      {"backend", m.program().backend},
+                      {"load_ms", load_ms},
+                      {"encoder_input", what},
+                      {"encode_ms", 1000 * enc},
+                      {"decode_tok_s", step > 0 ? 1.0 / step : 0.0},
+                      {"new_tokens", new_tokens},
+                      {"weights_per_token_mb", double(per_token) / 1e6},
+                      {"read_bandwidth_gb_s", bw / 1e9},
+                      {"decode_share_of_bandwidth", step > 0 && bw > 0 ? double(per_token) / step / bw : 0.0},
+                      {"peak_rss_mb", peak_rss_mb()},
+                      {"threads", omp_get_max_threads()},
+                      {"cpu", cpu_features().describe()}};
+  if (profile) j["profile"] = {{"encode", profile_json(enc_profile)}, {"decode", profile_json(dec_profile)}};
+  if (as_json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
+              m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
+  std::printf("  load            %10.1f ms\n", load_ms);
+  std::printf("  encode          %10.1f ms for %s\n", 1000 * enc, what.c_str());
+  std::printf("  decode %5d    %10.1f tok/s; %.0f MB of weights per token: %.0f%% of the %.1f GB/s this machine read\n",
+              new_tokens, j["decode_tok_s"].get<double>(), double(per_token) / 1e6,
+              100 * j["decode_share_of_bandwidth"].get<double>(), bw / 1e9);
+  std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+  if (repeat > 1) std::printf("  (medians of %d runs in one session, after a first that fills its buffers)\n", repeat);
+  if (profile) {
+    print_profile("encode", j["profile"]["encode"]);
+    print_profile("decode", j["profile"]["decode"]);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat) {
@@ -104,6 +208,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   auto t1 = clock::now();
+  if ((*m)->is_encoder_decoder())
+    return bench_encoder_decoder(c, **m, 1000 * seconds(t0, t1), prompt_tokens, new_tokens, as_json, profile, repeat);
   int64_t vocab = (*m)->config_int("vocab_size", 0);
   if (vocab <= 0) return fail(error("bench needs a model with a vocab_size (a decoder)"));
   std::mt19937 rng(1234);
