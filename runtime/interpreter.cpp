@@ -339,7 +339,13 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
                        g.values[node.outputs[0]].name, &p.options};
     auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st = (*step.kernel)(kctx);
-    if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + st.error().message);
+    if (!st.ok()) {
+      // The op and what it read, by name: "embed of model.decoder.embed_positions.weight, positions".
+      std::string read;
+      for (int v : node.inputs)
+        if (v >= 0) read += (read.empty() ? " of " : ", ") + g.values[size_t(v)].name;
+      return error(g.values[node.outputs[0]].name + " (" + node.op + read + "): " + st.error().message);
+    }
     if (state.profile) {
       auto& e = state.profile->by_op[node.op];
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

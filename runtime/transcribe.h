@@ -14,33 +14,15 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "runtime/model.h"
+#include "runtime/speech_rules.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace arch {
-
-// The special tokens and rules generation_config.json gives.
-struct SpeechTokens {
-  int32_t start = -1;                         // decoder_start_token_id: <|startoftranscript|>
-  int32_t eot = -1;                           // eos_token_id: <|endoftext|>
-  std::map<std::string, int32_t> languages;   // "en" -> <|en|> (lang_to_id)
-  std::map<std::string, int32_t> tasks;       // "transcribe", "translate" (task_to_id)
-  std::optional<int32_t> no_timestamps;       // <|notimestamps|>; timestamps follow it, 0.02 s apart
-  std::vector<int32_t> suppress, begin_suppress;
-  int max_initial_timestamp_index = 50;       // the first timestamp at most 1.0 s in
-  bool multilingual = false;
-  std::optional<int32_t> timestamp_begin() const {
-    return no_timestamps ? std::optional<int32_t>(*no_timestamps + 1) : std::nullopt;
-  }
-};
-
-Result<SpeechTokens> read_speech_tokens(const Model& m);
 
 struct TranscribeOptions {
   std::string language;            // "en", ... (empty: detected where the model is multilingual)

@@ -23,8 +23,8 @@ Status embed_cpu(KernelContext& ctx) {
   for (int64_t t = 0; t < ids.numel(); ++t) {
     const int32_t id = ids.i32()[t];
     if (id < 0 || id >= V)
-      return kernel_error(ctx, "embed", "token id " + std::to_string(id) + " is out of range for a vocabulary of " +
-                                            std::to_string(V));
+      return kernel_error(ctx, "embed", "id " + std::to_string(id) + " at row " + std::to_string(t) +
+                                            " is out of range: the table has " + std::to_string(V) + " rows");
     widen_row(table, id, ctx.outputs[0].f32() + t * H);
   }
   return {};

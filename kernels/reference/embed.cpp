@@ -35,9 +35,8 @@ static Status embed_kernel(KernelContext& ctx) {
     // out[t, :] = table[ids[t], :]
     int32_t id = ids.i32()[t];
     if (id < 0 || id >= V)
-      return kernel_error(ctx, "embed", "token id " + std::to_string(id) +
-                                            " is out of range for a vocabulary of " +
-                                            std::to_string(V));
+      return kernel_error(ctx, "embed", "id " + std::to_string(id) + " at row " + std::to_string(t) +
+                                            " is out of range: the table has " + std::to_string(V) + " rows");
     std::memcpy(out + t * H, table.f32() + int64_t(id) * H, size_t(H) * sizeof(float));
   }
   return {};

@@ -92,6 +92,21 @@ TEST(ArchrunSpeech, BadInputIsAClearErrorNamingTheFile) {
     EXPECT_NE(m.exit_code, 0) << name;
     EXPECT_NE(m.out.find(tmp / name), std::string::npos) << m.out;
   }
+  // A decoder prompt longer than the decoder's positions (max_target_positions 64).
+  {
+    auto stored = read_safetensors(testing::golden_dir("whisper") + "/inputs.safetensors");
+    ASSERT_TRUE(stored.ok());
+    Tensor ids = Tensor::zeros(DType::I64, {1, 70});
+    for (int64_t i = 0; i < 70; ++i) static_cast<int64_t*>(ids.data)[i] = 1 + i;
+    ASSERT_TRUE(write_safetensors(tmp / "long.safetensors",
+                                  {{"input_features", stored->tensors.at("input_features")}, {"decoder_input_ids", ids}})
+                    .ok());
+    auto f = run_tool(testing::archrun() + " forward " + testing::golden_dir("whisper") + " --inputs " +
+                      tmp / "long.safetensors" + " --out " + tmp / "o.safetensors");
+    EXPECT_NE(f.exit_code, 0);
+    EXPECT_NE(f.out.find("model.decoder.embed_positions.weight, positions"), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find("the table has 64 rows"), std::string::npos) << f.out;
+  }
   // A config whose num_mel_bins disagrees with the conv weights.
   fs::create_directories(tmp / "bins");
   fs::create_symlink(testing::golden_dir("whisper") + "/model.safetensors", tmp / "bins/model.safetensors");
