@@ -144,6 +144,10 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
   Decoder dec{m, st, opt, {}, 0, 1500, {}};
   dec.window_steps = int64_t(std::llround(double(w.mel.window_samples) / w.mel.sample_rate / 0.02));
   std::vector<std::unique_ptr<Session>> sessions;
+  std::optional<int32_t> no_speech;
+  if (tok)
+    for (const char* name : {"<|nospeech|>", "<|nocaptions|>"})
+      if (!no_speech) no_speech = tok->token_to_id(name);
   const int64_t window = w.mel.window_samples;
   const int windows = int((int64_t(samples.size()) + window - 1) / window);
   for (int win = 0; win < windows; ++win) {
@@ -156,16 +160,30 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
     ARCH_TRY(dec.state, sessions[0]->encode({{"input_features", mel.features}}));
     out.encode_seconds += seconds_since(te);
 
+    // What follows <|startoftranscript|>: the language (detected once) and
+    // how likely the window is silence.
+    std::vector<float> first;
+    if ((win == 0 && st.multilingual && opt.language.empty()) || no_speech) {
+      sessions[0]->begin(dec.state);
+      ARCH_TRY(auto o, sessions[0]->step(std::vector<int32_t>{st.start}, {"logits"}, true));
+      const Tensor& l = o.at("logits");
+      first.assign(l.f32() + l.numel() - l.dim(-1), l.f32() + l.numel());
+    }
+    float no_speech_prob = 0;
+    if (no_speech && *no_speech < int32_t(first.size())) {
+      float top = -INFINITY;
+      for (float x : first) top = std::max(top, x);
+      double sum = 0;
+      for (float x : first) sum += std::exp(double(x) - top);
+      no_speech_prob = float(std::exp(double(first[size_t(*no_speech)]) - top) / sum);
+    }
     if (win == 0) {  // the language, once: given, or the likeliest language token after <|startoftranscript|>
       if (st.multilingual) {
         std::string lang = opt.language;
         if (lang.empty()) {
-          sessions[0]->begin(dec.state);
-          ARCH_TRY(auto first, sessions[0]->step(std::vector<int32_t>{st.start}, {"logits"}, true));
-          const Tensor& l = first.at("logits");
           float best = -INFINITY;
           for (auto& [code, id] : st.languages)
-            if (id < l.dim(-1) && l.f32()[l.numel() - l.dim(-1) + id] > best) best = l.f32()[l.numel() - l.dim(-1) + id], lang = code;
+            if (id < int32_t(first.size()) && first[size_t(id)] > best) best = first[size_t(id)], lang = code;
         }
         auto li = st.languages.find(lang);
         if (li == st.languages.end())
@@ -213,6 +231,12 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
       }
     }
     out.decode_seconds += seconds_since(td);
+    if (no_speech && no_speech_prob > opt.no_speech_threshold && best.avg_logprob() < opt.logprob_threshold) {
+      ++out.silent_windows;  // silence, as Whisper judges it: no segment
+      ++out.windows;
+      if (opt.on_window) opt.on_window(win + 1, windows);
+      continue;
+    }
 
     // Segments: with timestamps, between each pair; without, the window.
     auto add = [&](double start, double end, std::vector<int32_t> toks) {
@@ -223,6 +247,7 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
       s.avg_logprob = float(best.avg_logprob());
       s.temperature = best.temperature;
       s.compression_ratio = float(compression_ratio(s.text));
+      s.no_speech_prob = no_speech_prob;
       out.segments.push_back(std::move(s));
     };
     if (opt.timestamps) {

@@ -32,6 +32,11 @@ struct TranscribeOptions {
   std::vector<float> temperatures = {0.0f, 0.2f, 0.4f, 0.6f, 0.8f, 1.0f};
   float logprob_threshold = -1.0f;
   float compression_ratio_threshold = 2.4f;
+  // A window whose <|nospeech|> (or <|nocaptions|>) probability after
+  // <|startoftranscript|> is above this, and whose decoding is unsure
+  // (average log-probability below logprob_threshold), is silence: no
+  // segment. Needs the token in the tokenizer.
+  float no_speech_threshold = 0.6f;
   uint64_t seed = 0;
   int max_new_tokens = 0;          // per window (0: as many as the decoder's positions allow, at most 224)
   // Progress: called after each window with (windows done, windows in all).
@@ -43,6 +48,7 @@ struct Segment {
   std::vector<int32_t> tokens;     // text tokens (and timestamps, with timestamps on)
   std::string text;                // through the tokenizer, special tokens left out
   float avg_logprob = 0, compression_ratio = 0, temperature = 0;
+  float no_speech_prob = 0;        // 0 where the tokenizer has no such token
 };
 
 struct Transcript {
@@ -51,6 +57,7 @@ struct Transcript {
   std::vector<Segment> segments;
   std::string text;                // every segment's, joined
   int windows = 0;
+  int silent_windows = 0;          // judged silence, left out
   double encode_seconds = 0, decode_seconds = 0;
 };
 

@@ -85,8 +85,8 @@ int run_transcribe(const TranscribeArgs& a) {
     for (const auto& s : r->segments)
       segs.push_back({{"start", s.start}, {"end", s.end}, {"text", s.text}, {"tokens", s.tokens},
                       {"avg_logprob", s.avg_logprob}, {"compression_ratio", s.compression_ratio},
-                      {"temperature", s.temperature}});
-    nlohmann::json j = {{"text", r->text}, {"language", r->language}, {"prompt", r->prompt}, {"segments", segs}, {"windows", r->windows},
+                      {"temperature", s.temperature}, {"no_speech_prob", s.no_speech_prob}});
+    nlohmann::json j = {{"text", r->text}, {"language", r->language}, {"prompt", r->prompt}, {"segments", segs}, {"windows", r->windows}, {"silent_windows", r->silent_windows},
                         {"encode_seconds", r->encode_seconds}, {"decode_seconds", r->decode_seconds}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
