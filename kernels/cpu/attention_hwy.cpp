@@ -482,6 +482,42 @@ void CombineSplits(const Params& p, const float* HWY_RESTRICT partials, int64_t 
   }
 }
 
+// Rows [r0, r1) of x [rows, n], in place: x + bias (where given), then
+// exp(x - the row's max); inv[r] = 1 / the row's sum. The softmax of the
+// dense path, left unnormalised: its products are divided after.
+void ExpRows(float* HWY_RESTRICT x, int64_t n, const float* HWY_RESTRICT bias, float* HWY_RESTRICT inv, int64_t r0,
+             int64_t r1) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  for (int64_t r = r0; r < r1; ++r) {
+    float* row = x + r * n;
+    const float* b = bias ? bias + r * n : nullptr;
+    auto vmax = hn::Set(d, -INFINITY);
+    int64_t j = 0;
+    for (; j + N <= n; j += N) {
+      auto v = hn::LoadU(d, row + j);
+      if (b) v = hn::Add(v, hn::LoadU(d, b + j)), hn::StoreU(v, d, row + j);
+      vmax = hn::Max(vmax, v);
+    }
+    float top = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    for (; j < n; ++j) {
+      if (b) row[j] += b[j];
+      top = std::max(top, row[j]);
+    }
+    const auto vtop = hn::Set(d, top);
+    auto vsum = hn::Zero(d);
+    j = 0;
+    for (; j + N <= n; j += N) {
+      const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, row + j), vtop));
+      hn::StoreU(e, d, row + j);
+      vsum = hn::Add(vsum, e);
+    }
+    float sum = hn::GetLane(hn::SumOfLanes(d, vsum));
+    for (; j < n; ++j) sum += row[j] = std::exp(row[j] - top);
+    inv[r] = 1.0f / sum;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace arch
 HWY_AFTER_NAMESPACE();
@@ -493,6 +529,14 @@ HWY_EXPORT(ScratchFloats);
 HWY_EXPORT(TransposeKeys);
 HWY_EXPORT(AttendTask);
 HWY_EXPORT(CombineSplits);
+HWY_EXPORT(ExpRows);
+
+void exp_rows(float* x, int64_t rows, int64_t n, const float* bias, float* inv_sum) {
+  const int64_t per = 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t r0 = 0; r0 < rows; r0 += per)
+    HWY_DYNAMIC_DISPATCH(ExpRows)(x, n, bias, inv_sum, r0, std::min(rows, r0 + per));
+}
 
 namespace {
 
@@ -544,7 +588,7 @@ void split_keys(const Params& p, int64_t lo, int64_t hi) {
   }
 }
 
-Status attention_cpu(KernelContext& ctx, const Kernel& reference, const Kernel& softmax) {
+Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // The fast case is every case the reference computes with F32 inputs,
   // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than
@@ -583,7 +627,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference, const Kernel& 
   }
   if (p.S == 0 || p.H == 0) return {};
   if (attention_by_matmul_fits(p.S, p.T, p.H, p.KH, p.causal, p.window, p.softcap, kv))
-    return attention_by_matmul(Q, K, V, p.bias, p.scale, ctx.outputs[0], softmax, ctx.where);
+    return attention_by_matmul(Q, K, V, p.bias, p.scale, ctx.outputs[0], ctx.where);
 
   // Tasks: (kv head, slice of its query heads, block of rows). A group's
   // heads share a task, reading each K / V row once, unless that leaves
@@ -657,14 +701,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference, const Kernel& 
 void register_cpu_attention(OpTable& t) {
   const Kernel* ref = t.kernel("attention", "reference");
   if (!ref) throw std::logic_error("cpu kernels: no reference kernel for attention");
-  // The softmax the dense path runs between its products: the cpu one
-  // where it is registered (register.cpp registers it first).
-  const Kernel* sm = t.kernel("softmax", "cpu");
-  if (!sm) sm = t.kernel("softmax", "reference");
-  if (!sm) throw std::logic_error("cpu kernels: no softmax kernel for attention");
-  t.add_kernel("attention", "cpu", [reference = *ref, softmax = *sm](KernelContext& ctx) {
-    return attention_cpu(ctx, reference, softmax);
-  });
+  t.add_kernel("attention", "cpu", [reference = *ref](KernelContext& ctx) { return attention_cpu(ctx, reference); });
 }
 
 }  // namespace arch

@@ -38,13 +38,23 @@ Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor>
 // (what routed_matmul runs per expert).
 Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where);
 
+// c [M, N] (row stride ldc) = scale * a [M, K] (row stride lda) @ B [K, N],
+// B stored as N rows of K (b_rows_are_n: b[n * ldb + k]) or as K rows of N
+// (b[k * ldb + n]); f32, oneDNN.
+Status matmul_strided_f32(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, const float* b, int64_t ldb,
+                          bool b_rows_are_n, float* c, int64_t ldc, float scale, const std::string& where);
+
+// attention_hwy.cpp: rows of x [rows, n] in place: x + bias (where given,
+// [rows, n]), then exp(x - the row's max); inv_sum[r] = 1 / the row's sum.
+void exp_rows(float* x, int64_t rows, int64_t n, const float* bias, float* inv_sum);
+
 // attention_dense.cpp: unmasked attention over long sequences as two
 // matmuls per head and a softmax between (where ..._fits says it pays);
 // bias [H, S, T] or null.
 bool attention_by_matmul_fits(int64_t S, int64_t T, int64_t H, int64_t KH, bool causal, int64_t window, float softcap,
                               DType kv);
 Status attention_by_matmul(const Tensor& Q, const Tensor& K, const Tensor& V, const float* bias, float scale,
-                           Tensor& out, const Kernel& softmax, const std::string& where);
+                           Tensor& out, const std::string& where);
 
 void register_cpu_matmul(OpTable& t);      // matmul_cpu.cpp: oneDNN, gemv, quantized dot
 void register_cpu_experts(OpTable& t);     // experts_cpu.cpp: stack, routed_matmul on stored weights

@@ -371,6 +371,62 @@ bool onednn_has_bf16() {
   return yes;
 }
 
+namespace {
+
+// Strided products (attention's heads read where they lie): one primitive
+// per shape, strides and scale.
+using StridedKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, float, int>;
+
+struct StridedPrimitive {
+  dnnl::memory::desc a, b, c;
+  dnnl::matmul prim;
+};
+
+struct StridedPrimitives {
+  std::mutex lock;
+  std::map<StridedKey, StridedPrimitive> cache;
+};
+
+StridedPrimitives& strided_primitives() {
+  static StridedPrimitives p;
+  return p;
+}
+
+}  // namespace
+
+Status matmul_strided_f32(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, const float* b, int64_t ldb,
+                          bool b_rows_are_n, float* c, int64_t ldc, float scale, const std::string& where) {
+  StridedPrimitives& sp = strided_primitives();
+  OneDnn& d = onednn();
+  try {
+    std::lock_guard<std::mutex> guard(sp.lock);
+    auto key = std::make_tuple(M, K, N, lda, ldb, ldc, b_rows_are_n, scale, omp_get_max_threads());
+    auto it = sp.cache.find(key);
+    if (it == sp.cache.end()) {
+      if (sp.cache.size() >= kMaxPrimitives) sp.cache.clear();
+      StridedPrimitive p;
+      p.a = dnnl::memory::desc({M, K}, dt::f32, {lda, 1});
+      // B [K, N]: stored as N rows of K (b_rows_are_n: a Linear weight, or
+      // keys) or K rows of N (values).
+      p.b = dnnl::memory::desc({K, N}, dt::f32, b_rows_are_n ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1});
+      p.c = dnnl::memory::desc({M, N}, dt::f32, {ldc, 1});
+      dnnl::primitive_attr attr;
+      if (scale != 1.0f) attr.set_output_scales(0, {scale});
+      p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, p.b, p.c), attr, d.engine));
+      it = sp.cache.emplace(key, std::move(p)).first;
+    }
+    StridedPrimitive& p = it->second;
+    dnnl::stream stream(d.engine);
+    dnnl::memory am(p.a, d.engine, const_cast<float*>(a)), bm(p.b, d.engine, const_cast<float*>(b)),
+        cm(p.c, d.engine, c);
+    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return error(where + ": strided matmul: oneDNN: " + e.what());
+  }
+  return {};
+}
+
 Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::string& where) {
   std::vector<Tensor> inputs{a, w}, outputs{out};
   std::unique_ptr<OpState> none;

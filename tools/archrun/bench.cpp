@@ -17,6 +17,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "tools/archrun/commands.h"
+#include "tools/bench/gemm_rate.h"
 #include "tools/bench/read_bandwidth.h"
 
 namespace arch::cli {
@@ -96,6 +97,42 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
                 total > 0 ? 100 * o["ms"].get<double>() / total : 0.0, (long long)o["calls"].get<int64_t>());
 }
 
+// The multiply-adds (x2) of a graph's products whose shapes are all
+// concrete: matmuls, attention (q k^T and p v), conv1d and conv2d; 0 where
+// a run-time dim leaves them unknown until a call.
+double graph_gflop(const Graph& g) {
+  auto numel = [](const Shape& s) {
+    double n = 1;
+    for (const Dim& d : s)
+      if (d.concrete()) n *= double(d.n);
+      else return -1.0;
+    return n;
+  };
+  double flop = 0;
+  for (const Node& n : g.nodes) {
+    if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) continue;
+    const Shape& a = g.values[size_t(n.inputs[0])].type.shape;
+    const Shape& out = g.values[size_t(n.outputs[0])].type.shape;
+    double f = 0;
+    if (n.op == "matmul" && !a.empty() && a.back().concrete()) {
+      f = 2 * numel(out) * double(a.back().n);
+    } else if (n.op == "attention" && n.inputs.size() >= 3) {
+      const Shape& k = g.values[size_t(n.inputs[1])].type.shape;
+      const Shape& v = g.values[size_t(n.inputs[2])].type.shape;
+      if (a.size() == 3 && k.size() == 3 && v.size() == 3 && k[0].concrete() && v[2].concrete())
+        f = 2 * numel(a) * double(k[0].n) + 2 * numel(out) * double(k[0].n);  // q k^T, then p v
+    } else if ((n.op == "conv1d" || n.op == "conv2d") && n.inputs.size() >= 2) {
+      const Shape& w = g.values[size_t(n.inputs[1])].type.shape;
+      double per = 1;
+      for (size_t i = 1; i < w.size(); ++i) per *= w[i].concrete() ? double(w[i].n) : -1e30;
+      f = 2 * numel(out) * per;
+    }
+    if (f < 0) return 0;
+    flop += f;
+  }
+  return flop / 1e9;
+}
+
 // An encoder-decoder (T5, Whisper): the encoder on one input of the size
 // it takes (a log-mel window of seeded noise, or `prompt_tokens` random
 // ids), then `new_tokens` greedy decoder steps from the start token; the
@@ -164,12 +201,20 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
   const double enc = median(enc_s), step = median(dec_s);
   const int64_t per_token = weight_bytes_per_token(m.token_graph()->program);
   const double bw = probe_bandwidth();
+  const double gemm = measure_gemm_gflops();  // the yardstick, in the same run
+  double enc_gflop = 0;
+  for (const auto& g : m.graphs)
+    if (g.get() != m.token_graph()) enc_gflop += graph_gflop(*g->program.graph);
   nlohmann::json j = {{"model", m.checkpoint.dir},
                       {"family", m.family},
                       {"backend", m.program().backend},
                       {"load_ms", load_ms},
                       {"encoder_input", what},
                       {"encode_ms", 1000 * enc},
+                      {"encode_gflop", enc_gflop},
+                      {"encode_gflop_s", enc > 0 ? enc_gflop / enc : 0.0},
+                      {"gemm_gflop_s", gemm},
+                      {"encode_share_of_gemm", enc > 0 && gemm > 0 ? enc_gflop / enc / gemm : 0.0},
                       {"decode_tok_s", step > 0 ? 1.0 / step : 0.0},
                       {"new_tokens", new_tokens},
                       {"weights_per_token_mb", double(per_token) / 1e6},
@@ -186,7 +231,11 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
   std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
               m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
   std::printf("  load            %10.1f ms\n", load_ms);
-  std::printf("  encode          %10.1f ms for %s\n", 1000 * enc, what.c_str());
+  std::printf("  encode          %10.1f ms for %s", 1000 * enc, what.c_str());
+  if (enc_gflop > 0)
+    std::printf(": %.1f GFLOP at %.0f GFLOP/s, %.0f%% of the %.0f GFLOP/s f32 GEMM rate (oneDNN 1024^3, this run)",
+                enc_gflop, enc_gflop / enc, 100 * enc_gflop / enc / gemm, gemm);
+  std::printf("\n");
   std::printf("  decode %5d    %10.1f tok/s; %.0f MB of weights per token: %.0f%% of the %.1f GB/s this machine read\n",
               new_tokens, j["decode_tok_s"].get<double>(), double(per_token) / 1e6,
               100 * j["decode_share_of_bandwidth"].get<double>(), bw / 1e9);

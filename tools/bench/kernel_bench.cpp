@@ -22,6 +22,7 @@
 #include "core/weight_arena.h"
 #include "kernels/kernels.h"
 #include "tools/bench/compute_peak.h"
+#include "tools/bench/gemm_rate.h"
 #include "tools/bench/read_bandwidth.h"
 
 namespace arch {
@@ -100,25 +101,6 @@ void run_matmul(benchmark::State& state, WeightForm form, int64_t M, int64_t N, 
     state.counters["of_compute_peak"] = benchmark::Counter(
         2.0 * double(M) * double(N) * double(K) * double(state.iterations()) / 1e9 / peak,
         benchmark::Counter::kIsRate);
-}
-
-// Best of a few runs of oneDNN's f32 GEMM at 1024^3 through the cpu matmul.
-double measure_gemm_gflops() {
-  const int64_t n = 1024;
-  Tensor a = Tensor::zeros(DType::F32, {n, n}), b = random_weight(WeightForm{DType::F32}, n, n);
-  std::vector<Tensor> inputs{a, b}, outputs{Tensor::zeros(DType::F32, {n, n})};
-  std::unique_ptr<OpState> none;
-  Attrs attrs = {{"transpose_b", true}};
-  std::string where = "yardstick";
-  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
-  const Kernel& k = *op_table().kernel("matmul", "cpu");
-  double best = 1e9;
-  for (int rep = 0; rep < 6; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (!k(ctx).ok()) return 0;
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return 2.0 * double(n * n * n) / best / 1e9;
 }
 
 void BM_Gemv(benchmark::State& state, WeightForm form) {
