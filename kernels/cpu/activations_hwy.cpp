@@ -337,10 +337,13 @@ Kernel reference_of(const OpTable& t, const char* op) {
 }  // namespace
 
 void register_cpu_activations(OpTable& t) {
-  for (auto [op, which] : kUnaryOps) t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)));
+  // Every path (its reference fallbacks too) writes each output element:
+  // the outputs need no zeroing first.
+  for (auto [op, which] : kUnaryOps)
+    t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("glu", "cpu", glu_kernel(reference_of(t, "glu")), nullptr, nullptr, /*fills=*/true);
-  t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")));
-  t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")));
+  t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")), nullptr, nullptr, /*fills=*/true);
+  t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")), nullptr, nullptr, /*fills=*/true);
 }
 
 }  // namespace arch

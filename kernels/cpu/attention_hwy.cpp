@@ -701,7 +701,10 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
 void register_cpu_attention(OpTable& t) {
   const Kernel* ref = t.kernel("attention", "reference");
   if (!ref) throw std::logic_error("cpu kernels: no reference kernel for attention");
-  t.add_kernel("attention", "cpu", [reference = *ref](KernelContext& ctx) { return attention_cpu(ctx, reference); });
+  // Every path writes each output element (a query seeing no key: zeros).
+  t.add_kernel(
+      "attention", "cpu", [reference = *ref](KernelContext& ctx) { return attention_cpu(ctx, reference); }, nullptr,
+      nullptr, /*fills=*/true);
 }
 
 }  // namespace arch

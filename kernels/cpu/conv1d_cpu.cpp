@@ -61,7 +61,9 @@ Status conv1d_cpu(KernelContext& ctx, const Kernel& reference) {
 void register_cpu_conv1d(OpTable& t) {
   const Kernel* ref = t.kernel("conv1d", "reference");
   if (!ref) throw std::logic_error("cpu kernels: no reference kernel for conv1d");
-  t.add_kernel("conv1d", "cpu", [reference = *ref](KernelContext& ctx) { return conv1d_cpu(ctx, reference); });
+  t.add_kernel(
+      "conv1d", "cpu", [reference = *ref](KernelContext& ctx) { return conv1d_cpu(ctx, reference); }, nullptr, nullptr,
+      /*fills=*/true);
 }
 
 }  // namespace arch

@@ -166,7 +166,7 @@ void register_cpu_norms(OpTable& t) {
       HWY_DYNAMIC_DISPATCH(RmsNormRows)(x + r0 * D, w, y + r0 * D, size_t(n), size_t(D), eps);
     });
     return {};
-  });
+  }, nullptr, nullptr, /*fills=*/true);  // every row written
   t.add_kernel("layer_norm", "cpu", [reference = reference_of(t, "layer_norm")](KernelContext& ctx) -> Status {
     if (!fast_case(ctx, 3)) return reference(ctx);
     const Tensor& X = ctx.inputs[0];
@@ -180,7 +180,7 @@ void register_cpu_norms(OpTable& t) {
       HWY_DYNAMIC_DISPATCH(LayerNormRows)(x + r0 * D, w, b, y + r0 * D, size_t(n), size_t(D), eps);
     });
     return {};
-  });
+  }, nullptr, nullptr, /*fills=*/true);
 }
 
 }  // namespace arch

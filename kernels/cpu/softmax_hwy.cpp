@@ -103,7 +103,7 @@ void register_cpu_softmax(OpTable& t) {
       HWY_DYNAMIC_DISPATCH(SoftmaxRows)(x + r0 * D, y + r0 * D, size_t(n), size_t(D));
     }
     return {};
-  });
+  }, nullptr, nullptr, /*fills=*/true);  // every row written
 }
 
 }  // namespace arch
