@@ -12,7 +12,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "audio/audio_file.h"
+#include "importer/toy_checkpoint.h"
+#include "runtime/dispatch.h"
 #include "runtime/model_text.h"
 #include "runtime/transcribe.h"
 #include "tests/shared_data.h"
@@ -168,6 +172,62 @@ TEST(Transcribe, RefusesWhatTheCheckpointCannotDo) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("no_timestamps_token_id"), std::string::npos) << r.error().message;
   EXPECT_FALSE(transcribe(**plain, nullptr, {}, {}).ok());
+}
+
+TEST(Transcribe, WhisperBaseShapesWithAWhisperStyleTokenizer) {
+  // whisper-base's shapes (random weights) and a tokenizer in Whisper's
+  // form: GPT-2's byte-level BPE, then the special tokens from 50257 and
+  // 1501 timestamps from 50364. One 30 s window for 2.8 s of speech; the
+  // text leaves the special tokens out; <|nocaptions|> is the no-speech
+  // token.
+  ARCH_REQUIRE_SHARED(testing::golden_dir("whisper_mel"));
+  fs::path dir = fs::temp_directory_path() / ("whisper_base_" + std::to_string(getpid()));
+  ASSERT_TRUE(write_toy_from_spec(families_dir() + "/toys/whisper-base.json", dir.string(), 3).ok());
+  std::ifstream in(testing::shared_dir() + "/tokenizers/gpt2/tokenizer.json");
+  nlohmann::json tj = nlohmann::json::parse(in);
+  auto special = [&](int id, const std::string& content) {
+    tj["added_tokens"].push_back({{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
+                                  {"rstrip", false}, {"normalized", false}, {"special", true}});
+  };
+  special(50257, "<|endoftranscript|>");
+  special(50258, "<|startoftranscript|>");
+  for (int k = 0; k < 99; ++k) special(50259 + k, k == 0 ? "<|en|>" : k == 2 ? "<|de|>" : "<|lang" + std::to_string(k) + "|>");
+  special(50358, "<|translate|>");
+  special(50359, "<|transcribe|>");
+  special(50360, "<|startoflm|>");
+  special(50361, "<|startofprev|>");
+  special(50362, "<|nocaptions|>");
+  special(50363, "<|notimestamps|>");
+  for (int k = 0; k <= 1500; ++k) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "<|%.2f|>", 0.02 * k);
+    special(50364 + k, buf);
+  }
+  std::ofstream(dir / "tokenizer.json") << tj.dump();
+  auto m = load_model(dir.string());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto tok = load_model_tokenizer(dir.string());
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ((*tok)->token_to_id("<|nocaptions|>"), std::optional<int32_t>(50362));
+  TranscribeOptions opt;
+  opt.language = "en";
+  opt.timestamps = true;
+  opt.temperatures = {0.0f};
+  opt.max_new_tokens = 24;
+  auto r = transcribe(**m, tok->get(), speech("speech1"), opt);
+  fs::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->prompt, (std::vector<int32_t>{50258, 50259, 50359}));
+  EXPECT_EQ(r->windows, 1);
+  for (const auto& s : r->segments) {
+    EXPECT_EQ(s.text.find("<|"), std::string::npos) << s.text;
+    EXPECT_GE(s.start, 0.0);
+    EXPECT_LE(s.end, 2.79);
+    // Random weights are sure of their argmax: the probability may round to 0.
+    EXPECT_GE(s.no_speech_prob, 0.0f);
+    EXPECT_LE(s.no_speech_prob, 1.0f);
+    for (int32_t t : s.tokens) EXPECT_LT(t, 50364) << "a timestamp among the text";
+  }
 }
 
 TEST(Transcribe, CompressionRatioRisesWithRepetition) {
