@@ -52,6 +52,19 @@ std::string joined(const std::vector<std::string>& p) {
   return s;
 }
 
+// A declaration's (or alias's) `if`, its pattern variables bound; none: true.
+Result<bool> Instantiator::condition_holds(const WeightDecl& w, const std::map<std::string, long long>& vars) {
+  if (!w.condition) return true;
+  Env env;
+  env.globals = &globals_;
+  for (auto& [k, x] : vars) env.vars[k] = Val::of_int(x);
+  ARCH_TRY(Val c, eval(*w.condition, env));
+  if (c.kind != Val::Bool)
+    return fail(w.condition->loc, std::string(w.alias ? "an alias's" : "a weight's") +
+                                      " condition must be true or false, not " + c.describe());
+  return c.b;
+}
+
 Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path, Loc loc,
                                            const WeightDecl** decl,
                                            std::map<std::string, long long>& vars, bool strict) {
@@ -62,16 +75,10 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
     if (w.alias) continue;
     std::map<std::string, long long> v;
     if (!match_pattern(w.pattern, path, v)) continue;
-    if (w.condition) {
-      Env env;
-      env.globals = &globals_;
-      for (auto& [k, x] : v) env.vars[k] = Val::of_int(x);
-      ARCH_TRY(Val c, eval(*w.condition, env));
-      if (c.kind != Val::Bool) return fail(w.condition->loc, "a weight's condition must be true or false, not " + c.describe());
-      if (!c.b) {
-        if (!unmet) unmet = &w;
-        continue;
-      }
+    ARCH_TRY(bool holds, condition_holds(w, v));
+    if (!holds) {
+      if (!unmet) unmet = &w;
+      continue;
     }
     *decl = &w;
     vars = v;
@@ -93,14 +100,8 @@ Result<std::optional<std::vector<std::string>>> Instantiator::alias_target(
     std::map<std::string, long long> v;
     std::vector<std::string> head(path.begin(), path.begin() + (long)w.pattern.size());
     if (!match_pattern(w.pattern, head, v)) continue;
-    if (w.condition) {
-      Env env;
-      env.globals = &globals_;
-      for (auto& [k, x] : v) env.vars[k] = Val::of_int(x);
-      ARCH_TRY(Val c, eval(*w.condition, env));
-      if (c.kind != Val::Bool) return fail(w.condition->loc, "an alias's condition must be true or false, not " + c.describe());
-      if (!c.b) continue;
-    }
+    ARCH_TRY(bool holds, condition_holds(w, v));
+    if (!holds) continue;
     std::vector<std::string> out = expand_pattern(w.target, v);
     out.insert(out.end(), path.begin() + (long)w.pattern.size(), path.end());
     return std::optional<std::vector<std::string>>(std::move(out));

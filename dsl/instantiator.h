@@ -71,6 +71,7 @@ class Instantiator {
                                const WeightDecl** decl, std::map<std::string, long long>& vars,
                                bool strict = true);
   Result<std::optional<std::vector<std::string>>> alias_target(const std::vector<std::string>& path);
+  Result<bool> condition_holds(const WeightDecl& w, const std::map<std::string, long long>& vars);
   void finish_statement(size_t first_value, int result, const std::string& target);
 
   const Template& t_;

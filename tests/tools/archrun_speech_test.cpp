@@ -13,6 +13,7 @@
 
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"
+#include "tests/test_files.h"
 #include "tests/tools/run_tool.h"
 
 namespace arch {
@@ -21,25 +22,11 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_tool;
 
-struct Scratch {
-  fs::path path;
-  explicit Scratch(const std::string& name)
-      : path(fs::temp_directory_path() / ("archrun_speech_" + name + "_" + std::to_string(getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string operator/(const std::string& p) const { return (path / p).string(); }
-};
-
 std::string mel_dir() { return testing::golden_dir("whisper_mel"); }
 
 TEST(ArchrunMel, WritesTransformersFeatures) {
   ARCH_REQUIRE_SHARED(mel_dir());
-  Scratch tmp("mel");
+  testing::TempDir tmp;
   auto r = run_tool(testing::archrun() + " mel " + mel_dir() + "/speech2.wav --bins 128 -o " + tmp / "f.safetensors" +
                     " --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -80,7 +67,7 @@ TEST(ArchrunTranscribe, AWavEndToEnd) {
 
 TEST(ArchrunSpeech, BadInputIsAClearErrorNamingTheFile) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
-  Scratch tmp("bad");
+  testing::TempDir tmp;
   std::ofstream(tmp / "notes.wav") << "not a sound file\n";
   std::ofstream(tmp / "empty.wav");
   for (const char* name : {"notes.wav", "empty.wav"}) {
