@@ -199,7 +199,35 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
     return v[v.size() / 2];
   };
   const double enc = median(enc_s), step = median(dec_s);
-  const int64_t per_token = weight_bytes_per_token(m.token_graph()->program);
+  // A decode step reads the weights and what it holds from the encoder
+  // (the cross-attention keys and values, made once per input): both bound it.
+  const Program& dp = m.token_graph()->program;
+  const int64_t weights_per_token = weight_bytes_per_token(dp);
+  int64_t held_per_token = 0;
+  {
+    auto made = Session(m).encode(enc_in);
+    if (!made.ok()) return fail(made.error());
+    std::map<int, int64_t> dims;  // run-time dims the held inputs bind (src)
+    for (int v : dp.graph->held_inputs) {
+      auto it = made->find(dp.graph->values[size_t(v)].name);
+      if (it == made->end()) continue;
+      const Shape& s = dp.graph->values[size_t(v)].type.shape;
+      for (size_t d = 0; d < s.size() && d < it->second.shape.size(); ++d)
+        if (s[d].is_named()) dims[s[d].sym] = it->second.shape[d];
+    }
+    std::vector<char> counted(dp.graph->values.size(), 0);
+    for (size_t i = 0; i < dp.graph->nodes.size(); ++i) {
+      if (dp.steps[i].per_session || dp.steps[i].folded) continue;
+      for (int in : dp.graph->nodes[i].inputs) {
+        if (in < 0 || !dp.held[size_t(in)] || counted[size_t(in)]++) continue;
+        int64_t n = int64_t(dtype_size(dp.graph->values[size_t(in)].type.dtype));
+        for (const Dim& d : dp.graph->values[size_t(in)].type.shape)
+          n *= d.concrete() ? d.n : (dims.count(d.sym) ? dims[d.sym] : 0);
+        held_per_token += n;
+      }
+    }
+  }
+  const int64_t per_token = weights_per_token + held_per_token;
   const double bw = probe_bandwidth();
   const double gemm = measure_gemm_gflops();  // the yardstick, in the same run
   double enc_gflop = 0;
@@ -217,7 +245,8 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
                       {"encode_share_of_gemm", enc > 0 && gemm > 0 ? enc_gflop / enc / gemm : 0.0},
                       {"decode_tok_s", step > 0 ? 1.0 / step : 0.0},
                       {"new_tokens", new_tokens},
-                      {"weights_per_token_mb", double(per_token) / 1e6},
+                      {"weights_per_token_mb", double(weights_per_token) / 1e6},
+                      {"held_per_token_mb", double(held_per_token) / 1e6},
                       {"read_bandwidth_gb_s", bw / 1e9},
                       {"decode_share_of_bandwidth", step > 0 && bw > 0 ? double(per_token) / step / bw : 0.0},
                       {"peak_rss_mb", peak_rss_mb()},
@@ -236,9 +265,10 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
     std::printf(": %.1f GFLOP at %.0f GFLOP/s, %.0f%% of the %.0f GFLOP/s f32 GEMM rate (oneDNN 1024^3, this run)",
                 enc_gflop, enc_gflop / enc, 100 * enc_gflop / enc / gemm, gemm);
   std::printf("\n");
-  std::printf("  decode %5d    %10.1f tok/s; %.0f MB of weights per token: %.0f%% of the %.1f GB/s this machine read\n",
-              new_tokens, j["decode_tok_s"].get<double>(), double(per_token) / 1e6,
-              100 * j["decode_share_of_bandwidth"].get<double>(), bw / 1e9);
+  std::printf("  decode %5d    %10.1f tok/s; %.0f MB of weights and %.0f MB held from the encoder per token: %.0f%% of "
+              "the %.1f GB/s this machine read\n",
+              new_tokens, j["decode_tok_s"].get<double>(), double(weights_per_token) / 1e6,
+              double(held_per_token) / 1e6, 100 * j["decode_share_of_bandwidth"].get<double>(), bw / 1e9);
   std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
   if (repeat > 1) std::printf("  (medians of %d runs in one session, after a first that fills its buffers)\n", repeat);
   if (profile) {
