@@ -77,6 +77,9 @@ struct AttrSpec {
   std::string name;
   enum Kind { Int, Float, Bool, Str, Json, IntList } kind = Int;
   nlohmann::json default_value;  // null: required
+  // Set only by the planner (matmul's folded activation): a template may
+  // not write it, and instantiation leaves it out rather than defaulting it.
+  bool planner_only = false;
 };
 
 struct Tolerance {

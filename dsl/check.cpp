@@ -159,6 +159,7 @@ void Checker::call(const Expr& e, const Scope& s) {
     bool found = false;
     std::vector<std::string> names;
     for (auto& a : def->attrs) {
+      if (a.planner_only) continue;
       found |= a.name == e.kwargs[k].first;
       names.push_back(a.name);
     }

@@ -114,10 +114,11 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
     Loc kl = k < kwarg_locs.size() ? kwarg_locs[k] : loc;
     const AttrSpec* spec = nullptr;
     for (auto& a : def->attrs)
-      if (a.name == key) spec = &a;
+      if (a.name == key && !a.planner_only) spec = &a;
     if (!spec) {
       std::vector<std::string> known;
-      for (auto& a : def->attrs) known.push_back(a.name);
+      for (auto& a : def->attrs)
+        if (!a.planner_only) known.push_back(a.name);
       return fail(kl, name + "() has no attribute '" + key + "'" + did_you_mean(key, known));
     }
     auto j = attr_value(*spec, v);
@@ -125,7 +126,7 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
     node.attrs[key] = j.value();
   }
   for (auto& a : def->attrs) {
-    if (node.attrs.contains(a.name)) continue;
+    if (node.attrs.contains(a.name) || a.planner_only) continue;
     if (a.default_value.is_null() && a.kind != AttrSpec::Json)
       return fail(loc, name + "() needs the attribute '" + a.name + ":'");
     node.attrs[a.name] = a.default_value;

@@ -113,9 +113,10 @@ HWY_INLINE V Apply(D d, V x) {
 }
 
 // y[i] = f(x[i]) for i in [0, n). The tail goes through a padded buffer so
-// every element sees the same vector code.
+// every element sees the same vector code. x may be y (in place: each
+// vector is loaded before it is stored).
 template <int OP>
-HWY_INLINE void UnaryLoop(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
+HWY_INLINE void UnaryLoop(const float* x, float* y, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   size_t i = 0;
@@ -127,7 +128,7 @@ HWY_INLINE void UnaryLoop(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, si
   std::memcpy(y + i, buf, (n - i) * sizeof(float));
 }
 
-void UnaryRange(int op, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t n) {
+void UnaryRange(int op, const float* x, float* y, size_t n) {
   switch (op) {
     case kSilu: return UnaryLoop<kSilu>(x, y, n);
     case kGelu: return UnaryLoop<kGelu>(x, y, n);
@@ -335,6 +336,15 @@ Kernel reference_of(const OpTable& t, const char* op) {
 }
 
 }  // namespace
+
+bool apply_activation(const std::string& op, float* x, int64_t n) {
+  const int which = unary_of(op);
+  if (which < 0 || which == kExp) return false;
+#pragma omp parallel for schedule(static) if (n >= kParallelUnary)
+  for (int64_t i = 0; i < n; i += kChunk)
+    HWY_DYNAMIC_DISPATCH(UnaryRange)(which, x + i, x + i, size_t(std::min(kChunk, n - i)));
+  return true;
+}
 
 void register_cpu_activations(OpTable& t) {
   // Every path (its reference fallbacks too) writes each output element:

@@ -61,6 +61,9 @@ void register_cpu_experts(OpTable& t);     // experts_cpu.cpp: stack, routed_mat
 void register_cpu_embed(OpTable& t);       // embed_cpu.cpp: rows of BF16/F16/quantized tables
 void register_cpu_norms(OpTable& t);       // norms_hwy.cpp: rms_norm, layer_norm
 void register_cpu_activations(OpTable& t); // activations_hwy.cpp: silu, gelu, gelu_tanh, ...
+// x[i] = op(x[i]) in place for an activation the vector code has (silu,
+// gelu, gelu_tanh, quick_gelu, relu, sigmoid, tanh); false for any other.
+bool apply_activation(const std::string& op, float* x, int64_t n);
 void register_cpu_softmax(OpTable& t);     // softmax_hwy.cpp
 void register_cpu_rope(OpTable& t);        // rope_hwy.cpp
 void register_cpu_attention(OpTable& t);   // attention_hwy.cpp: over the KV cache, online softmax

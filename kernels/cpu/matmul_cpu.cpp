@@ -334,24 +334,32 @@ Status matmul_product(KernelContext& ctx) {
   return {};
 }
 
-// The product, then the addend the planner folded in (a bias [N] or a
-// residual of the output's shape), added in place: no second op, no
-// intermediate value.
+// The product, then what the planner folded in, in place, row by row (one
+// pass over the output): the addend (a bias [N] or a residual of the
+// output's shape), then the activation. No second op, no intermediate value.
 Status matmul_cpu(KernelContext& ctx) {
   ARCH_TRY_STATUS(matmul_product(ctx));
-  if (ctx.inputs.size() < 3 || !ctx.inputs[2].data) return {};
-  const Tensor& add = ctx.inputs[2];
+  const Tensor* add = ctx.inputs.size() >= 3 && ctx.inputs[2].data ? &ctx.inputs[2] : nullptr;
+  const Attrs& act_attr = attr_json(ctx.attrs, "activation");
+  const std::string act = act_attr.is_string() ? act_attr.get<std::string>() : "";
+  if (!add && act.empty()) return {};
   Tensor& C = ctx.outputs[0];
   const int64_t N = C.shape.empty() ? 1 : C.shape.back(), M = C.numel() / std::max<int64_t>(N, 1);
-  if (add.dtype != DType::F32 || (add.numel() != N && add.numel() != M * N))
-    return kernel_error(ctx, "matmul", "add " + dims_str(add.shape) + " is neither an F32 bias [" +
+  if (add && (add->dtype != DType::F32 || (add->numel() != N && add->numel() != M * N)))
+    return kernel_error(ctx, "matmul", "add " + dims_str(add->shape) + " is neither an F32 bias [" +
                                            std::to_string(N) + "] nor the output's shape");
-  const int64_t stride = add.numel() == N ? 0 : N;
-  const float* a = add.f32();
+  if (!act.empty() && !apply_activation(act, nullptr, 0))
+    return kernel_error(ctx, "matmul", "activation '" + act + "' has no cpu kernel");
+  const int64_t stride = add && add->numel() != N ? N : 0;
+  const float* a = add ? add->f32() : nullptr;
   float* c = C.f32();
 #pragma omp parallel for schedule(static) if (M * N >= (1 << 16))
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) c[m * N + n] += a[m * stride + n];
+  for (int64_t m = 0; m < M; ++m) {
+    float* row = c + m * N;
+    if (a)
+      for (int64_t n = 0; n < N; ++n) row[n] += a[m * stride + n];
+    if (!act.empty()) apply_activation(act, row, N);
+  }
   return {};
 }
 

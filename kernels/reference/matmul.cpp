@@ -1,7 +1,9 @@
 // matmul(a [..., K], b, add?) -> [..., N]: a @ b^T when transpose_b (b is a
 // Linear weight [N, K]), else a @ b with b [K, N]; plus `add` when given, a
 // bias [N] or a residual of the output's shape (the planner folds a
-// following add into the matmul this way). Accumulates in float32.
+// following add into the matmul this way), then `activation` when given:
+// a unary activation's name (the planner folds a following gelu, relu,
+// ... this way). Accumulates in float32.
 #include <algorithm>
 
 #include "kernels/reference/ops.h"
@@ -29,6 +31,9 @@ static Result<std::vector<TypedShape>> matmul_shape(std::span<const TypedShape> 
   if (in.size() > 2 && present.size() > 2 && present[2] && in[2].shape != Shape{N} && in[2].shape != out)
     return error("matmul: add " + shape_str(in[2].shape) + " is neither a bias [" + dim_str(N) +
                  "] nor the output's shape " + shape_str(out));
+  const Attrs& act = attr_json(attrs, "activation");
+  if (act.is_string() && !act.get<std::string>().empty() && !reference_activation(act.get<std::string>()))
+    return error("matmul: activation '" + act.get<std::string>() + "' is not a unary activation");
   return one_output(out);
 }
 
@@ -83,18 +88,26 @@ static Status matmul_kernel(KernelContext& ctx) {
         for (int64_t n = 0; n < N; ++n) out[m * N + n] += s * b[k * N + n];
       }
   }
-  return add_addend(ctx, M, N);
+  ARCH_TRY_STATUS(add_addend(ctx, M, N));
+  // The activation the planner folded in, on the sum.
+  const Attrs& act = attr_json(ctx.attrs, "activation");
+  if (act.is_string() && !act.get<std::string>().empty()) {
+    float (*f)(float) = reference_activation(act.get<std::string>());
+    if (!f) return kernel_error(ctx, "matmul", "activation '" + act.get<std::string>() + "' is not a unary activation");
+    for (int64_t i = 0; i < M * N; ++i) out[i] = f(out[i]);
+  }
+  return {};
 }
 
 void define_matmul(OpTable& t) {
   t.define(checked(OpDef{
                .name = "matmul",
                .inputs = {"a", "b", "add?"},
-               .attrs = {{"transpose_b", AttrSpec::Bool, true}},
+               .attrs = {{"transpose_b", AttrSpec::Bool, true}, {"activation", AttrSpec::Str, "", /*planner_only=*/true}},
                .shape = matmul_shape,
                .tolerance = {1e-5, 1e-6},
                .doc = "matmul(a [..., K], b, add?) -> [..., N]: a @ b^T with b [N, K] (transpose_b), else a @ b with b "
-                      "[K, N]; plus add (a bias [N] or the output's shape)",
+                      "[K, N]; plus add (a bias [N] or the output's shape); then activation (a unary op's name, the planner's fold)",
            }),
            matmul_kernel);
 }

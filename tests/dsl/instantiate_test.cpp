@@ -545,6 +545,21 @@ graph step(x: f32[seq, 4]) { output y = x @ enc.k.weight^T }
             "checkpoint has no such tensor");
 }
 
+TEST(InstantiateOps, APlannerOnlyAttributeIsNotATemplates) {
+  // matmul's `activation` is the planner's fold; a template writes act(x @ W^T).
+  const char* src = R"(family T
+weights { w: [4, 4] }
+graph step(x: f32[seq, 4]) { output y = matmul(x, w, activation: "relu") }
+)";
+  auto r = run(src);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("matmul() has no attribute 'activation'"), std::string::npos) << r.error().message;
+  // Nor is it defaulted into what instantiation makes.
+  auto plain = run("family T\nweights { w: [4, 4] }\ngraph step(x: f32[seq, 4]) { output y = x @ w^T }\n");
+  ASSERT_TRUE(plain.ok()) << plain.error().message;
+  EXPECT_FALSE(producer(plain->graph, "y")->attrs.contains("activation"));
+}
+
 TEST(InstantiateWeights, OptionalWeightAbsentLeavesTheOptionalInputAbsent) {
   auto r = run_with(kWeights, with_tensors({}));
   ASSERT_TRUE(r.ok()) << r.error().message;

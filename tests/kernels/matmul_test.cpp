@@ -60,3 +60,21 @@ TEST(Matmul, ShapeRule) {
 
 }  // namespace
 }  // namespace arch::test
+
+namespace arch::test {
+namespace {
+
+TEST(Matmul, AFoldedActivationAppliesToTheSum) {
+  // relu(a @ b^T + bias): [1, 2] x [2, 2]^T = [1*1 + 2*0, 1*0 + 2*1] = [1, 2];
+  // plus bias [-3, 1] = [-2, 3]; relu -> [0, 3].
+  Tensor a = f32({1, 2}, {1, 2}), b = f32({2, 2}, {1, 0, 0, 1}), bias = f32({2}, {-3, 1});
+  EXPECT_EQ(values(run1("matmul", {a, b, bias}, {{"transpose_b", true}, {"activation", "relu"}})),
+            (std::vector<float>{0, 3}));
+  auto bad = infer("matmul", {{DType::F32, {Dim::of(1), Dim::of(2)}}, {DType::F32, {Dim::of(2), Dim::of(2)}}},
+                   {{"activation", "sqrtt"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("activation 'sqrtt' is not a unary activation"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arch::test

@@ -11,6 +11,7 @@
 #include "runtime/model.h"
 #include "importer/toy_checkpoint.h"
 #include "tests/runtime/toy_model.h"
+#include "tests/shared_data.h"
 #include "kernels/kernels.h"
 
 namespace arch {
@@ -108,6 +109,38 @@ TEST(Planner, FoldsBf16BiasesOfAMergedProjection) {
   EXPECT_EQ(count(*planned.graph, "add"), count((*reference)->graph(), "add") - 2 * 5);
   Tensor want = logits((*reference)->program()), got = logits(planned);
   expect_close(want, got);
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+TEST(Planner, FoldsAnActivationIntoTheMatmulBeforeIt) {
+  // Whisper's fc1: gelu(x @ W^T + b) becomes one matmul with the bias and
+  // activation "gelu"; the stem's gelus after conv1d stay ops of their own.
+  std::string dir = testing::golden_dir("whisper");
+  ARCH_REQUIRE_SHARED(dir);
+  LoadOptions lo;
+  lo.backend = "reference";
+  auto m = load_model(dir, lo);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto encode = (*m)->find_graph("encode");
+  ASSERT_TRUE(encode.ok());
+  const Graph& g = (*encode)->graph;
+  EXPECT_EQ(count(g, "gelu"), 4);  // 2 stem + 2 layers, as the template wrote them
+  auto planned = make_program(g, op_table(), (*encode)->program.weights, "cpu", true);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  EXPECT_EQ(planned->plan.fused_activations, 2);
+  EXPECT_EQ(count(*planned->graph, "gelu"), 2);
+  int with_gelu = 0;
+  for (const Node& n : planned->graph->nodes)
+    if (n.op == "matmul" && n.attrs.value("activation", "") == "gelu") {
+      ++with_gelu;
+      EXPECT_EQ(n.inputs.size(), 3u);  // the bias folded too
+    }
+  EXPECT_EQ(with_gelu, 2);
 }
 
 }  // namespace

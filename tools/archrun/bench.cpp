@@ -385,6 +385,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"fused_matmuls", (*m)->program().plan.merged_nodes},
                       {"folded_adds", (*m)->program().plan.folded_adds},
                       {"fused_glus", (*m)->program().plan.fused_glus},
+                      {"fused_activations", (*m)->program().plan.fused_activations},
                       {"threads", threads},
                       {"bf16_activations", c.bf16_activations},
                       {"decode_steps_on_fewer_threads", fewer_threads},
@@ -407,12 +408,11 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     std::printf("%s\n", j.dump().c_str());
   } else {
     const PlanStats& plan = (*m)->program().plan;
-    std::printf("%s (%s, %s backend, %s, %d threads; %d matmuls fused into %d, %d adds folded into matmuls, %d gated "
-                "activations fused)\n",
+    std::printf("%s (%s, %s backend, %s, %d threads; %d matmuls fused into %d, %d adds and %d activations folded "
+                "into matmuls, %d gated activations fused)\n",
                 j["model"].get<std::string>().c_str(), j["family"].get<std::string>().c_str(),
                 j["backend"].get<std::string>().c_str(), j["cpu"].get<std::string>().c_str(), threads,
-                plan.merged_nodes,
-                plan.merged_groups, plan.folded_adds, plan.fused_glus);
+                plan.merged_nodes, plan.merged_groups, plan.folded_adds, plan.fused_activations, plan.fused_glus);
     std::printf("  load            %10.1f ms\n", j["load_ms"].get<double>());
     std::printf("  prompt %5d    %10.1f tok/s (time to first token %.1f ms)\n", prompt_tokens,
                 j["prompt_tok_s"].get<double>(), j["ttft_ms"].get<double>());
