@@ -44,11 +44,18 @@ bool plain_matmul(const Node& n) {
          (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] < 0));
 }
 
-// A matmul whose weight is bound, stored [N, K], and read by the backend as stored.
+// A matmul whose weight is bound, stored [N, K], and read by the backend as
+// stored. Not where its rows are known to be many (an encoder over 1500
+// audio frames): each product alone runs at the GEMM rate already, and the
+// merged one's outputs would be sliced apart, a copy each.
 bool mergeable(const Graph& g, const Node& n, const std::vector<Tensor>& weights, const OpTable& ops,
                const std::string& backend) {
   if (n.op != "matmul" || !plain_matmul(n) || n.inputs[0] < 0 || n.inputs[1] < 0) return false;
   if (!n.attrs.value("transpose_b", true)) return false;
+  const Shape& a = g.values[size_t(n.inputs[0])].type.shape;
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < a.size(); ++d) rows = a[d].concrete() ? rows * a[d].n : -1;
+  if (rows >= 256) return false;
   const Tensor& w = weights[size_t(n.inputs[1])];
   return w.data && w.shape.size() == 2 && g.values[size_t(n.outputs[0])].type.dtype == DType::F32 &&
          ops.takes_stored(n.op, backend, n.attrs, 1, w.dtype);

@@ -1,7 +1,8 @@
 // The cpu backend's conv1d: the sequence unfolded (im2col) into one row of
-// C * K inputs per output position, then one matmul against the weight
-// read as [O, C * K] (as stored: [O, C, K] is that matrix), through the cpu
-// matmul (oneDNN for many rows), and written back as [O, L'] with the bias.
+// C * K inputs per output position, then one product with the weight read
+// as [O, C * K] (as stored: [O, C, K] is that matrix) by oneDNN, the
+// unfolded rows as its right operand so the output is [O, L'] as it stands;
+// then the bias.
 // Whisper's stem is two of these over 3000 frames. groups 1 only, F32; the
 // rest goes to the reference, which also words every error.
 #include <omp.h>
@@ -45,14 +46,17 @@ Status conv1d_cpu(KernelContext& ctx, const Kernel& reference) {
         const int64_t s = t * stride - padding + j * dilation;
         c[t * C * K + ci * K + j] = s >= 0 && s < L ? x[ci * L + s] : 0.0f;
       }
-  Tensor rows = Tensor::zeros(DType::F32, {Lo, O});  // out^T
-  ARCH_TRY_STATUS(matmul_rows(cols, W.reshaped({O, C * K}), rows, ctx.where));
-  const float* r = rows.f32();
-  const float* b = has_bias ? ctx.inputs[2].f32() : nullptr;
-  float* o = out.f32();
+  // out [O, Lo] = w [O, C K] @ cols^T: the unfolded rows are the product's
+  // "N rows of K", so the output comes out as [O, L'] with no transpose.
+  ARCH_TRY_STATUS(matmul_strided_f32(O, C * K, Lo, W.f32(), C * K, cols.f32(), C * K, true, out.f32(), Lo, 1.0f,
+                                     ctx.where));
+  if (has_bias) {
+    const float* b = ctx.inputs[2].f32();
+    float* o = out.f32();
 #pragma omp parallel for schedule(static)
-  for (int64_t oc = 0; oc < O; ++oc)
-    for (int64_t t = 0; t < Lo; ++t) o[oc * Lo + t] = r[t * O + oc] + (b ? b[oc] : 0.0f);
+    for (int64_t oc = 0; oc < O; ++oc)
+      for (int64_t t = 0; t < Lo; ++t) o[oc * Lo + t] += b[oc];
+  }
   return {};
 }
 

@@ -143,5 +143,31 @@ TEST(Planner, FoldsAnActivationIntoTheMatmulBeforeIt) {
   EXPECT_EQ(with_gelu, 2);
 }
 
+TEST(Planner, MergesSiblingProjectionsOnlyWhereRowsAreNotKnownToBeMany) {
+  // whisper-base's encoder takes 1500 rows: q, k and v stay three products
+  // (each at the GEMM rate, no slices to copy); its decoder's steps take
+  // `seq` rows, so they merge.
+  namespace fs = std::filesystem;
+  std::string dir = (fs::temp_directory_path() / ("planner_wb_" + std::to_string(getpid()))).string();
+  ASSERT_TRUE(write_toy_from_spec(std::string(ARCHETYPE_FAMILIES_DIR) + "/toys/whisper-base.json", dir, 1).ok());
+  LoadOptions lo;
+  lo.backend = "reference";
+  auto m = load_model(dir, lo);
+  fs::remove_all(dir);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  for (const char* name : {"encode", "decode"}) {
+    auto mg = (*m)->find_graph(name);
+    ASSERT_TRUE(mg.ok());
+    auto planned = make_program((*mg)->graph, op_table(), (*mg)->program.weights, "cpu", true);
+    ASSERT_TRUE(planned.ok()) << planned.error().message;
+    if (std::string(name) == "encode") {
+      EXPECT_EQ(planned->plan.merged_nodes, 0);
+      EXPECT_EQ(count(*planned->graph, "slice"), 0);
+    } else {
+      EXPECT_GT(planned->plan.merged_nodes, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arch
