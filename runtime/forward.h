@@ -17,7 +17,10 @@ namespace arch {
 // attention_mask is accepted (anything else is refused: no padding yet);
 // absent integer inputs of shape [seq] are zeros (token_type_ids), absent
 // `positions` 0..seq-1. The rest is Session::run's (batch dim of 1 dropped,
-// I64 ids narrowed). `graph`: which of the template's graphs (empty: the first).
+// I64 ids narrowed). `graph`: which of the template's graphs (empty: the
+// first; for an encoder-decoder, both: the encoder on the inputs, then the
+// decoder on `decoder_input_ids` with what the encoder made, outputs from
+// either).
 Result<NamedTensors> forward(const Model& m, NamedTensors inputs, const std::vector<std::string>& outputs,
                              CheckStats* check = nullptr, const std::string& graph = "");
 

@@ -8,6 +8,15 @@
 
 namespace arch {
 
+Result<nlohmann::json> generation_config(const Model& m) {
+  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
+  if (!text.ok()) return text.error();
+  if (!text->has_value()) return nlohmann::json::object();
+  auto g = nlohmann::json::parse(**text, nullptr, false);
+  if (!g.is_object()) return error(m.checkpoint.dir + "/generation_config.json: not a JSON object");
+  return g;
+}
+
 std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   std::vector<int32_t> out;
   auto add = [&](const nlohmann::json& v) {
@@ -18,11 +27,7 @@ std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   };
   if (auto it = m.checkpoint.config.find("eos_token_id"); it != m.checkpoint.config.end()) add(*it);
   // generation_config.json may name more (chat models list their end-of-turn token).
-  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
-  if (text.ok() && text->has_value()) {
-    auto g = nlohmann::json::parse(**text, nullptr, false);
-    if (g.is_object() && g.contains("eos_token_id")) add(g["eos_token_id"]);
-  }
+  if (auto g = generation_config(m); g.ok() && g->contains("eos_token_id")) add((*g)["eos_token_id"]);
   if (tok && tok->eos_id()) out.push_back(*tok->eos_id());
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -43,12 +48,9 @@ float log_softmax_at(std::span<const float> logits, int32_t tok) {
 }  // namespace
 
 Result<int32_t> decoder_start_token(const Model& m) {
-  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
-  if (text.ok() && text->has_value()) {
-    auto g = nlohmann::json::parse(**text, nullptr, false);
-    if (g.is_object() && g.contains("decoder_start_token_id") && g["decoder_start_token_id"].is_number_integer())
-      return g["decoder_start_token_id"].get<int32_t>();
-  }
+  ARCH_TRY(nlohmann::json g, generation_config(m));
+  if (g.contains("decoder_start_token_id") && g["decoder_start_token_id"].is_number_integer())
+    return g["decoder_start_token_id"].get<int32_t>();
   auto it = m.checkpoint.config.find("decoder_start_token_id");
   if (it != m.checkpoint.config.end() && it->is_number_integer()) return it->get<int32_t>();
   return error(m.checkpoint.dir + ": neither generation_config.json nor config.json gives decoder_start_token_id, "

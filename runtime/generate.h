@@ -54,6 +54,10 @@ Result<GenerateResult> generate_encoded(Session& s, NamedTensors encoder_inputs,
 // decoder_start_token_id, else config.json's (none: an error naming both).
 Result<int32_t> decoder_start_token(const Model& m);
 
+// The checkpoint's generation_config.json (an empty object where it has
+// none; an error where it is not a JSON object).
+Result<nlohmann::json> generation_config(const Model& m);
+
 // What ends generation: the config's eos_token_id (an int or a list), those
 // generation_config.json names, and the tokenizer's EOS where there is one.
 std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok = nullptr);

@@ -3,21 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "importer/canonical.h"
 #include "runtime/generate.h"
 
 namespace arch {
 
 namespace {
-
-Result<nlohmann::json> generation_config(const Model& m) {
-  auto text = read_side_file(m.checkpoint.dir, "generation_config.json");
-  if (!text.ok()) return text.error();
-  if (!text->has_value()) return nlohmann::json::object();
-  auto g = nlohmann::json::parse(**text, nullptr, false);
-  if (!g.is_object()) return error(m.checkpoint.dir + "/generation_config.json: not a JSON object");
-  return g;
-}
 
 std::vector<int32_t> int_list(const nlohmann::json& j) {
   std::vector<int32_t> out;

@@ -69,7 +69,6 @@ struct Attempt {
 };
 
 struct Decoder {
-  const Model& m;
   const SpeechTokens& st;
   const TranscribeOptions& opt;
   std::vector<int32_t> prompt;
@@ -131,6 +130,7 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
   ARCH_TRY(Window w, encoder_window(m));
   ARCH_TRY(SpeechTokens st, read_speech_tokens(m));
   if (opt.beam_size < 1) return error("--beam-size must be at least 1");
+  if (opt.temperatures.empty()) return error("transcription needs at least one temperature (0: greedy)");
   if (opt.timestamps && !st.no_timestamps)
     return error(m.checkpoint.dir + "/generation_config.json names no no_timestamps_token_id: this checkpoint "
                                     "gives no timestamps");
@@ -141,7 +141,7 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
   // The prompt: <|startoftranscript|> [<|lang|> <|task|>] [<|notimestamps|>].
   std::vector<int32_t> prompt = {st.start};
   const int64_t max_positions = m.config_int("max_target_positions", 448);
-  Decoder dec{m, st, opt, {}, 0, 1500, {}};
+  Decoder dec{st, opt, {}, 0, 1500, {}};
   dec.window_steps = int64_t(std::llround(double(w.mel.window_samples) / w.mel.sample_rate / 0.02));
   std::vector<std::unique_ptr<Session>> sessions;
   std::optional<int32_t> no_speech;
@@ -209,7 +209,6 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
     // Greedy (or beam) first; where the result looks wrong, sample hotter.
     auto td = clock_type::now();
     Attempt best;
-    bool have = false;
     for (size_t k = 0; k < opt.temperatures.size(); ++k) {
       const float temperature = opt.temperatures[k];
       Attempt a;
@@ -224,11 +223,8 @@ Result<Transcript> transcribe(const Model& m, const Tokenizer* tok, std::span<co
         if (!st.timestamp_begin() || t < *st.timestamp_begin()) text_tokens.push_back(t);
       const double cr = tok ? compression_ratio(tok->decode(text_tokens, true)) : 0.0;
       const bool fallback = cr > opt.compression_ratio_threshold || a.avg_logprob() < opt.logprob_threshold;
-      if (!have || a.avg_logprob() > best.avg_logprob() || !fallback) best = a, have = true;
-      if (!fallback) {
-        best = a;
-        break;
-      }
+      if (k == 0 || !fallback || a.avg_logprob() > best.avg_logprob()) best = a;  // else the likeliest so far
+      if (!fallback) break;
     }
     out.decode_seconds += seconds_since(td);
     if (no_speech && no_speech_prob > opt.no_speech_threshold && best.avg_logprob() < opt.logprob_threshold) {

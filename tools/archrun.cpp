@@ -68,11 +68,12 @@ int main(int argc, char** argv) {
   add_common(fwd, f.common);
   fwd->add_option("--inputs", f.inputs,
                   "safetensors with the model's inputs: input_ids [1, seq] (int32 or int64), token_type_ids, "
-                  "attention_mask, or pixel_values [1, C, H, W]")->required();
+                  "attention_mask, pixel_values [1, C, H, W], input_features [1, mels, frames]; an encoder-decoder's "
+                  "decoder_input_ids too")->required();
   fwd->add_option("--out", f.out, "safetensors to write (float32, batch dim 1 kept)")->required();
   fwd->add_option("--outputs", f.outputs, "outputs to write (default: logits, else last_hidden_state)")->delimiter(',');
   fwd->add_flag("--all-outputs", f.all_outputs, "write every output the template declares");
-  fwd->add_option("--graph", f.graph, "which of the template's graphs to run (default: the first; archrun info lists them)");
+  fwd->add_option("--graph", f.graph, "which of the template's graphs to run (default: the first; an encoder-decoder's two, chained; archrun info lists them)");
 
   Common ic;
   bool info_json = false;

@@ -626,7 +626,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     p.bias = B.f32();
   }
   if (p.S == 0 || p.H == 0) return {};
-  if (attention_by_matmul_fits(p.S, p.T, p.H, p.KH, p.causal, p.window, p.softcap, kv))
+  if (attention_by_matmul_fits(p.S, p.T, p.causal, p.window, p.softcap, kv))
     return attention_by_matmul(Q, K, V, p.bias, p.scale, ctx.outputs[0], ctx.where);
 
   // Tasks: (kv head, slice of its query heads, block of rows). A group's

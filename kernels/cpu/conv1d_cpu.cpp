@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include <stdexcept>
+#include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
@@ -36,9 +37,10 @@ Status conv1d_cpu(KernelContext& ctx, const Kernel& reference) {
       (has_bias && ctx.inputs[2].shape != Dims{O}))
     return reference(ctx);
   // cols[t, ci * K + j] = x[ci, t stride - padding + j dilation] (zero outside)
-  Tensor cols = Tensor::zeros(DType::F32, {Lo, C * K});
+  thread_local std::vector<float> cols;  // kept across calls; every element written
+  cols.resize(size_t(Lo * C * K));
   const float* x = X.f32();
-  float* c = cols.f32();
+  float* c = cols.data();
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < Lo; ++t)
     for (int64_t ci = 0; ci < C; ++ci)
@@ -48,7 +50,7 @@ Status conv1d_cpu(KernelContext& ctx, const Kernel& reference) {
       }
   // out [O, Lo] = w [O, C K] @ cols^T: the unfolded rows are the product's
   // "N rows of K", so the output comes out as [O, L'] with no transpose.
-  ARCH_TRY_STATUS(matmul_strided_f32(O, C * K, Lo, W.f32(), C * K, cols.f32(), C * K, true, out.f32(), Lo, 1.0f,
+  ARCH_TRY_STATUS(matmul_strided_f32(O, C * K, Lo, W.f32(), C * K, c, C * K, true, out.f32(), Lo, 1.0f,
                                      ctx.where));
   if (has_bias) {
     const float* b = ctx.inputs[2].f32();

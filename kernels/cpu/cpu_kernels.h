@@ -51,8 +51,7 @@ void exp_rows(float* x, int64_t rows, int64_t n, const float* bias, float* inv_s
 // attention_dense.cpp: unmasked attention over long sequences as two
 // matmuls per head and a softmax between (where ..._fits says it pays);
 // bias [H, S, T] or null.
-bool attention_by_matmul_fits(int64_t S, int64_t T, int64_t H, int64_t KH, bool causal, int64_t window, float softcap,
-                              DType kv);
+bool attention_by_matmul_fits(int64_t S, int64_t T, bool causal, int64_t window, float softcap, DType kv);
 Status attention_by_matmul(const Tensor& Q, const Tensor& K, const Tensor& V, const float* bias, float scale,
                            Tensor& out, const std::string& where);
 

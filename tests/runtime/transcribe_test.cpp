@@ -17,6 +17,9 @@
 #include "audio/audio_file.h"
 #include "importer/toy_checkpoint.h"
 #include "runtime/dispatch.h"
+#include "importer/safetensors.h"
+#include "runtime/beam_search.h"
+#include "runtime/generate.h"
 #include "runtime/model_text.h"
 #include "runtime/transcribe.h"
 #include "tests/shared_data.h"
@@ -117,23 +120,54 @@ TEST(Transcribe, TimestampsComeInRisingPairs) {
   EXPECT_LE(r->segments.front().start, 0.2 + 1e-9);
 }
 
-TEST(Transcribe, BeamSearchKeepsTheBestHypothesis) {
+TEST(BeamSearch, OneBeamIsGreedyAndWiderBeamsReplayHistories) {
+  // A beam of one is greedy decoding, token for token. Three beams over
+  // three sessions end with a hypothesis whose score the search reports as
+  // its own: replaying its tokens greedily-forced in a fresh session gives
+  // the same sum of log-probabilities (the rewound and replayed sessions
+  // held the right histories).
   ARCH_REQUIRE_SHARED(testing::golden_dir("whisper"));
-  SpeechModel sm;
-  ASSERT_TRUE(sm.model);
-  TranscribeOptions greedy, beam;
-  greedy.language = beam.language = "en";
-  greedy.temperatures = beam.temperatures = {0.0f};
-  beam.beam_size = 3;
-  auto g = transcribe(*sm.model, nullptr, speech("speech1"), greedy);
-  auto b = transcribe(*sm.model, nullptr, speech("speech1"), beam);
-  ASSERT_TRUE(g.ok()) << g.error().message;
-  ASSERT_TRUE(b.ok()) << b.error().message;
-  ASSERT_EQ(g->segments.size(), b->segments.size());
-  // Per window, the beam's average log-probability is at least greedy's
-  // (the greedy path is among those it weighs, up to length).
-  for (size_t k = 0; k < g->segments.size(); ++k)
-    EXPECT_GE(b->segments[k].avg_logprob, g->segments[k].avg_logprob - 0.05f) << "window " << k;
+  auto m = load_model(testing::golden_dir("whisper"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto feats = read_safetensors(testing::golden_dir("whisper") + "/inputs.safetensors");
+  ASSERT_TRUE(feats.ok());
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int b = 0; b < 3; ++b) sessions.push_back(std::make_unique<Session>(**m, 64));
+  auto state = sessions[0]->encode({{"input_features", feats->tensors.at("input_features")}});
+  ASSERT_TRUE(state.ok()) << state.error().message;
+  const std::vector<int32_t> prompt = {1};
+  const LogitsProcessor none = [](std::span<float>, const std::vector<int32_t>&) {};
+  auto one = beam_search(sessions, *state, prompt, 1, 12, 2, none);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  Session g(**m, 64);
+  g.begin(*state);
+  GenerateOptions opt;
+  opt.max_new_tokens = 12;
+  opt.stop_ids = {2};
+  auto greedy = generate(g, prompt, opt);
+  ASSERT_TRUE(greedy.ok()) << greedy.error().message;
+  EXPECT_EQ(one->tokens, greedy->tokens);
+
+  auto three = beam_search(sessions, *state, prompt, 3, 12, 2, none);
+  ASSERT_TRUE(three.ok()) << three.error().message;
+  ASSERT_FALSE(three->tokens.empty());
+  Session check(**m, 64);
+  check.begin(*state);
+  double sum = 0;
+  std::vector<int32_t> next = prompt;
+  for (int32_t t : three->tokens) {
+    auto out = check.step(next, {"logits"}, true);
+    ASSERT_TRUE(out.ok()) << out.error().message;
+    const Tensor& l = out->at("logits");
+    const float* row = l.f32() + l.numel() - l.dim(-1);
+    float top = -INFINITY;
+    for (int64_t i = 0; i < l.dim(-1); ++i) top = std::max(top, row[i]);
+    double z = 0;
+    for (int64_t i = 0; i < l.dim(-1); ++i) z += std::exp(double(row[i]) - top);
+    sum += double(row[t]) - top - std::log(z);
+    next = {t};
+  }
+  EXPECT_NEAR(three->sum_logprob, sum, 1e-3 * std::abs(sum) + 1e-4);
 }
 
 TEST(Transcribe, TextThroughTheTokenizer) {
