@@ -136,6 +136,9 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     ARCH_TRY(dsl::Instance inst, dsl::instantiate(m->tmpl, io, op_table()));
     auto mg = std::make_unique<ModelGraph>();
     mg->graph = std::move(inst.graph);
+    if (opt.rewrite) {
+      ARCH_TRY(mg->graph, opt.rewrite(mg->graph, m->template_path));
+    }
     if (m->graphs.empty()) {
       m->instance = std::move(inst);
       m->instance.graph = Graph{};
@@ -143,6 +146,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->graphs.push_back(std::move(mg));
   }
   if (m->graphs.empty()) return error(m->template_path + ": the template defines no graph");
+  if (!opt.programs) return m;
   int64_t total_bytes = 0;
   for (const auto& [name, t] : m->checkpoint.tensors) total_bytes += int64_t(t.nbytes());
   LoadProgressScope progress(opt.progress, total_bytes);

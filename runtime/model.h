@@ -4,6 +4,7 @@
 // backend per graph, over one shared set of weights.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,6 +18,9 @@
 
 namespace arch {
 
+// A rewrite of an instantiated graph (given its template's path).
+using GraphRewrite = std::function<Result<Graph>(const Graph&, const std::string& template_path)>;
+
 struct LoadOptions {
   std::string families;                 // families directory (default: families_dir())
   std::string template_path;            // run this template, skipping dispatch
@@ -29,6 +33,12 @@ struct LoadOptions {
   bool plan = true;                     // the planner's rewrites (runtime/planner.h) on a fast backend
   KernelOptions kernels;                // bf16 activations, F16 KV cache: this model's, not the process's
   LoadProgress progress;                // bytes of weights read so far, of all (runtime/load_progress.h)
+  // A rewrite of each instantiated graph before its weights are bound (the
+  // NPU2 numerics' rounding, npu2/numerics.h); null: as instantiated.
+  GraphRewrite rewrite;
+  // False: instantiate the graphs only, binding no weights and making no
+  // programs (what reads a model's IR and checkpoint alone: the NPU2 lowering).
+  bool programs = true;
 };
 
 // One of a template's graphs, instantiated, bound and ready to run.

@@ -25,6 +25,7 @@
 #include "tooling/compare.h"
 #include "tooling/diff.h"
 #include "tooling/graph_dot.h"
+#include "tooling/npu2_lowering.h"
 #include "importer/checkpoint.h"
 #include "importer/config.h"
 #include "kernels/kernels.h"
@@ -319,6 +320,52 @@ int diff(const std::string& old_spec, const std::string& new_spec, const std::st
   return 0;
 }
 
+struct LowerArgs {
+  std::string target = "npu2", model, out, profile, tmpl, families, device;
+  int64_t context = 0, chunk = 64;
+  bool estimate = false, json = false;
+};
+
+// archc lower: a checkpoint's step graph as the NPU2 engine's program.
+int lower(const LowerArgs& a) {
+  LoadOptions lo;
+  lo.backend = "reference";
+  lo.plan = false;
+  lo.programs = false;  // the IR and the checkpoint's tensor names are all lowering reads
+  lo.template_path = a.tmpl;
+  lo.families = a.families;
+  auto m = load_model(a.model, lo);
+  if (!m.ok()) return std::fprintf(stderr, "archc: error: %s\n", m.error().message.c_str()), 1;
+  Npu2Options o;
+  o.max_context = a.context;
+  o.chunk = a.chunk;
+  o.profile = a.profile;
+  auto l = lower_model(**m, o);
+  if (!l.ok()) return std::fprintf(stderr, "archc: error: %s\n", l.error().message.c_str()), 1;
+  if (!l->refusals.empty()) {
+    if (a.json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& r : l->refusals)
+        j.push_back({{"block", r.block}, {"op", r.op}, {"at", r.at}, {"reason", r.reason}, {"needs", r.needed}});
+      std::printf("%s\n", nlohmann::json{{"refused", j}}.dump(2).c_str());
+    }
+    std::fprintf(stderr, "archc: error: %s", refusal_message(a.model, *l).c_str());
+    return 1;
+  }
+  const std::string text = npu2::program_yaml(l->program);
+  if (a.out.empty() || a.out == "-") {
+    if (!a.estimate) std::fputs(text.c_str(), stdout);
+  } else {
+    std::ofstream f(a.out);
+    f << text;
+    if (!f) return std::fprintf(stderr, "archc: error: %s: cannot write the program\n", a.out.c_str()), 1;
+    std::fprintf(stderr, "%s: %zu units, %zu buffers, %zu KV caches of %lld positions (profile %s)\n", a.out.c_str(),
+                 l->program.units.size(), l->program.buffers.size(), l->program.caches.size(),
+                 (long long)l->program.max_context, l->program.profile.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -364,7 +411,21 @@ int main(int argc, char** argv) {
   df->add_flag("--json", djson, "machine-readable output");
   df->add_option("--html", dhtml, "also write a self-contained HTML page with a plot of divergence by layer");
 
+  LowerArgs la;
+  auto* lw = app.add_subcommand("lower", "lower a checkpoint's step graph into the NPU2 engine's program (YAML), or say by name why not");
+  lw->add_option("model", la.model, "checkpoint directory")->required();
+  lw->add_option("--target", la.target, "the engine: npu2")->check(CLI::IsMember({"npu2"}));
+  lw->add_option("-o,--out", la.out, "file to write the program to (default: standard output)");
+  lw->add_option("--context", la.context, "positions the KV caches hold (default: max_position_embeddings, at most 4096)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  lw->add_option("--chunk", la.chunk, "rows of the prompt version")->check(CLI::Range(int64_t(1), int64_t(4096)));
+  lw->add_option("--profile", la.profile, "numeric profile (default: the .npu2.yaml beside the template)");
+  lw->add_option("--template", la.tmpl, "lower this template's graph instead of dispatching");
+  lw->add_option("--families", la.families, "directory of family templates and registry.toml");
+  lw->add_flag("--json", la.json, "refusals as JSON");
+
   CLI11_PARSE(app, argc, argv);
+  if (lw->parsed()) return lower(la);
   if (df->parsed()) return diff(dold, dnew, dmodel, dids, dinputs, djson, dhtml);
   if (d->parsed()) return dump(tmpl, cs);
   if (gr->parsed()) return graph(gtmpl, gcs, gsvg && !gdot, gout);

@@ -62,6 +62,15 @@ int main(int argc, char** argv) {
   gen->add_option("--seed", g.seed, "sampling seed");
   gen->add_flag("--ignore-eos", g.ignore_eos, "keep going after the end-of-sequence token");
   gen->add_flag("--json", g.json, "print {\"tokens\": [...]}");
+  gen->add_option("--backend", g.backend,
+                  "cpu: this machine's kernels (default); npu2: the lowered program on the emulator of the NPU2 engine's units (greedy)")
+      ->check(CLI::IsMember({"cpu", "npu2"}));
+  gen->add_option("--numerics", g.numerics,
+                  "npu2: round as the NPU2 program stores (bf16 weights and unit outputs; the profile beside the template), "
+                  "with --path reference: the host reference --backend npu2 is judged by (greedy)")
+      ->check(CLI::IsMember({"npu2"}));
+  gen->add_option("--program", g.program, "with --backend npu2: run this program (archc lower -o FILE) instead of lowering now");
+  gen->add_option("--chunk", g.chunk, "with --backend npu2: the prompt version's rows per call")->check(CLI::Range(1, 4096));
 
   ForwardArgs f;
   auto* fwd = app.add_subcommand("forward", "run one forward pass over the named inputs; write the named outputs");
@@ -200,6 +209,7 @@ int main(int argc, char** argv) {
     // Greedy unless a sampling option is given (and --greedy is not).
     bool sampling = gen->count("--temperature") || gen->count("--top-k") || gen->count("--top-p");
     g.greedy = g.greedy || !sampling;
+    g.sampling_given = sampling;
     return run_generate(g);
   }
   if (fwd->parsed()) return run_forward(f);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ struct Common {
   bool no_plan = false;      // --no-plan: the template's graph as written, no fusions
   bool bf16_activations = false;  // --bf16-activations: prompt matmuls on BF16 weights in one bf16 pass
   bool kv_f16 = false;            // --kv-f16: the KV cache's rows kept as F16
+  bool programs = true;           // false: the graphs and checkpoint only, nothing bound (the NPU2 emulator's)
   std::string families;
   std::string template_path;
   std::string force_family;  // --force-family NAME
@@ -37,6 +39,13 @@ struct GenerateArgs {
   float temperature = 1.0f, top_p = 1.0f;
   int top_k = 0;
   uint64_t seed = 0;
+  // The NPU2 engine: --backend npu2 runs the lowered program on the
+  // emulator of its units; --numerics npu2 runs the host reference under
+  // the same numerics. Both greedy.
+  std::string backend = "cpu", numerics;
+  std::string program;      // --program FILE: run this lowered program (else lowered now)
+  int64_t chunk = 64;       // --chunk: the prompt version's rows
+  bool sampling_given = false;
 };
 
 struct ForwardArgs {
@@ -73,7 +82,8 @@ struct TranscribeArgs {
 };
 
 // MODEL: a checkpoint directory, or "toy" for the embedded default.
-Result<std::shared_ptr<Model>> open_model(const Common& c);
+Result<std::shared_ptr<Model>> open_model(const Common& c,
+                                          GraphRewrite rewrite = nullptr);
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
 // A session of the model's, its decode threads governed unless --threads
 // (or OMP_NUM_THREADS) fixed them.
@@ -88,6 +98,7 @@ void clear_progress_line();
 void report_check(const CheckStats& stats, bool failed);
 
 int run_generate(const GenerateArgs& a);
+int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt, std::shared_ptr<const Tokenizer> tok);
 int run_forward(const ForwardArgs& a);
 int run_embed(const EmbedArgs& a);
 int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json);

@@ -52,8 +52,10 @@ LoadProgress load_progress_line() {
 
 }  // namespace
 
-Result<std::shared_ptr<Model>> open_model(const Common& c) {
+Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite) {
   LoadOptions opt;
+  opt.rewrite = std::move(rewrite);
+  opt.programs = c.programs;
   opt.families = c.families;
   opt.template_path = c.template_path;
   opt.force_family = c.force_family;

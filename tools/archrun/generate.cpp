@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/generate.h"
+#include "tools/archrun/npu2_run.h"
 #include "text/text_stream.h"
 #include "tools/archrun/commands.h"
 
@@ -25,7 +26,15 @@ int run_generate(const GenerateArgs& a) {
     if (!ids.ok()) return fail(ids.error());
     prompt = *ids;
   }
-  auto m = open_model(a.common);
+  if (a.backend == "npu2") return run_generate_npu2(a, prompt, tok);
+  if (!a.numerics.empty() && a.sampling_given)
+    return fail(error("--numerics npu2 draws greedily, as the engine does: drop --temperature, --top-k and --top-p"));
+  if (!a.numerics.empty() && a.common.path != "reference")
+    return fail(error("--numerics npu2 is the host reference under the engine's numerics: give it with --path reference"));
+  Common common = a.common;
+  GraphRewrite rewrite;
+  if (!a.numerics.empty()) rewrite = npu2_numerics(a, int64_t(prompt.size()) + a.n);
+  auto m = open_model(common, rewrite);
   if (!m.ok()) return fail(m.error());
   GenerateOptions opt;
   opt.max_new_tokens = a.n;

@@ -1,0 +1,255 @@
+// The NPU2 backend against the decoder goldens (issue 21): each LlamaStyle
+// golden lowers, runs on the emulator of the engine's units, and draws
+// exactly the greedy tokens the host reference draws under the same
+// numerics; that reference stays near transformers' f32 logits; --check
+// passes; a wrong binding in the program's text is named by --check; the
+// families the engine has no units for are refused by name.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "importer/safetensors.h"
+#include "kernels/kernels.h"
+#include "npu2/emulator.h"
+#include "npu2/numerics.h"
+#include "runtime/generate.h"
+#include "runtime/session.h"
+#include "tests/golden/golden_case.h"
+#include "tooling/npu2_lowering.h"
+
+namespace arch {
+namespace {
+
+using testing::golden_dir;
+using testing::read_json;
+
+struct Case {
+  const char* name;
+  int prompt;   // prompt ids used (0: all of inputs.json's)
+  int new_tokens;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+std::shared_ptr<Model> graph_only(const std::string& dir) {
+  LoadOptions lo;
+  lo.backend = "reference";
+  lo.programs = false;
+  auto m = load_model(dir, lo);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? *m : nullptr;
+}
+
+// The host reference under the program's numerics.
+std::shared_ptr<Model> host_reference(const std::string& dir, int64_t context, int64_t chunk) {
+  LoadOptions lo;
+  lo.backend = "reference";
+  lo.rewrite = [&](const Graph& g, const std::string& t) -> Result<Graph> {
+    Npu2Options o;
+    o.max_context = context;
+    o.chunk = chunk;
+    ARCH_TRY(npu2::Lowering l, lower_graph(g, t, g.family, 0, o));
+    if (!l.refusals.empty()) return error(refusal_message(dir, l));
+    return npu2::apply_numerics(g, l.program);
+  };
+  auto m = load_model(dir, lo);
+  EXPECT_TRUE(m.ok()) << m.error().message;
+  return m.ok() ? *m : nullptr;
+}
+
+std::vector<int32_t> prompt_of(const std::string& dir, int n) {
+  auto ids = read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int32_t>>();
+  if (n > 0 && n < int(ids.size())) ids.resize(size_t(n));
+  return ids;
+}
+
+class Npu2Golden : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Npu2Golden, EmulatedTokensEqualTheHostReferenceUnderItsNumerics) {
+  const std::string dir = golden_dir(GetParam().name);
+  ARCH_REQUIRE_SHARED(dir);
+  const auto prompt = prompt_of(dir, GetParam().prompt);
+  const int n = GetParam().new_tokens;
+  const int64_t context = int64_t(prompt.size()) + n;
+  auto m = graph_only(dir);
+  ASSERT_TRUE(m);
+  // Chunks of 4 rows: the prompt takes several calls, the last one bounded.
+  for (int64_t chunk : {int64_t(4), int64_t(64)}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    Npu2Options o;
+    o.max_context = context;
+    o.chunk = chunk;
+    auto l = lower_model(*m, o);
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    ASSERT_TRUE(l->refusals.empty()) << refusal_message(dir, *l);
+    // What the emulator runs is the program's text read back.
+    auto program = npu2::parse_program(npu2::program_yaml(l->program), "program");
+    ASSERT_TRUE(program.ok()) << program.error().message;
+    auto emu = npu2::Emulator::load(*program, m->checkpoint, op_table());
+    ASSERT_TRUE(emu.ok()) << emu.error().message;
+    npu2::UnitCheck check;
+    (*emu)->check_against(m->token_graph()->graph, &check, l->program.numerics.value("check", nlohmann::json::object()).empty()
+                                                               ? Tolerance{1.0 / 64, 1e-3}
+                                                               : Tolerance{l->program.numerics["check"]["rel"].get<double>(),
+                                                                           l->program.numerics["check"]["abs"].get<double>()});
+    auto emulated = npu2::emulate_greedy(**emu, prompt, n, {});
+    ASSERT_TRUE(emulated.ok()) << emulated.error().message;
+    EXPECT_GT(check.checked, 0);
+    EXPECT_GT(check.skipped_why["bounded per call (a prompt chunk's rows)"], 0);
+
+    auto host = host_reference(dir, context, chunk);
+    ASSERT_TRUE(host);
+    GenerateOptions g;
+    g.max_new_tokens = n;
+    g.sampling.greedy = true;
+    auto r = generate(*host, prompt, g);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(*emulated, r->tokens) << GetParam().name << ": the emulated program and the host reference under the NPU2 numerics drew different tokens";
+  }
+}
+
+// Under the NPU2 numerics the prompt's logits stay near transformers' f32
+// ones: within twice the distance torch's own bf16 computation of them
+// keeps (the golden's logits_bf16_compute), and never past 5% of the
+// largest |logit|.
+class Npu2Logits : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Npu2Logits, NumericsStayNearTheF32Logits) {
+  const std::string dir = golden_dir(GetParam().name);
+  ARCH_REQUIRE_SHARED(dir);
+  const auto ids = prompt_of(dir, 0);
+  auto host = host_reference(dir, int64_t(ids.size()), 64);
+  ASSERT_TRUE(host);
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  Session s(*host, int64_t(ids.size()));
+  auto outs = s.step(ids, {"logits"});
+  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  const Tensor& got = outs->at("logits");
+  const Tensor& ref = expected->tensors.at("logits");
+  ASSERT_EQ(got.numel(), ref.numel());
+  double maxref = 0, ours = 0, torch_bf16 = 0;
+  const Tensor* bf16 = expected->tensors.count("logits_bf16_compute") ? &expected->tensors.at("logits_bf16_compute") : nullptr;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    maxref = std::max(maxref, double(std::fabs(ref.f32()[i])));
+    ours = std::max(ours, double(std::fabs(got.f32()[i] - ref.f32()[i])));
+    if (bf16) torch_bf16 = std::max(torch_bf16, double(std::fabs(bf16->f32()[i] - ref.f32()[i])));
+  }
+  std::printf("[ npu2 ] %s: logits under the NPU2 numerics off by %.3g (%.2f%% of max |logit| %.3g); torch's bf16 compute by %.3g\n",
+              GetParam().name, ours, 100 * ours / maxref, maxref, torch_bf16);
+  EXPECT_LE(ours, 0.05 * maxref);
+  if (bf16) EXPECT_LE(ours, 2 * torch_bf16);
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Golden,
+                         ::testing::Values(Case{"llama", 0, 16}, Case{"llama3_rope", 0, 16}, Case{"qwen2", 0, 16},
+                                           Case{"qwen3", 0, 16}, Case{"llama_bf16", 0, 16},
+                                           // sliding_window 8: a context of 8 keeps the window out of play
+                                           Case{"mistral", 5, 3}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Mistral's golden prompt (20) is longer than its window (8): not here.
+INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Logits,
+                         ::testing::Values(Case{"llama", 0, 0}, Case{"llama3_rope", 0, 0}, Case{"qwen2", 0, 0},
+                                           Case{"qwen3", 0, 0}, Case{"llama_bf16", 0, 0}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(Npu2Stories260K, EmulatedTokensEqualTheHostReference) {
+  const std::string dir = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(dir);
+  auto m = graph_only(dir);
+  ASSERT_TRUE(m);
+  const std::vector<int32_t> prompt = {1};
+  const int n = 48;
+  Npu2Options o;
+  o.max_context = 1 + n;
+  auto l = lower_model(*m, o);
+  ASSERT_TRUE(l.ok() && l->refusals.empty());
+  auto emu = npu2::Emulator::load(l->program, m->checkpoint, op_table());
+  ASSERT_TRUE(emu.ok()) << emu.error().message;
+  auto emulated = npu2::emulate_greedy(**emu, prompt, n, {});
+  ASSERT_TRUE(emulated.ok()) << emulated.error().message;
+  auto host = host_reference(dir, 1 + n, 64);
+  ASSERT_TRUE(host);
+  GenerateOptions g;
+  g.max_new_tokens = n;
+  g.sampling.greedy = true;
+  auto r = generate(*host, prompt, g);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(*emulated, r->tokens);
+  // A real model's story survives bf16: the f32 greedy run's first tokens.
+  auto want = read_json(dir + "/reference_greedy.json")["greedy_ids_incl_bos"].get<std::vector<int32_t>>();
+  int agree = 0;
+  while (agree < n && emulated->at(size_t(agree)) == want[size_t(agree) + 1]) ++agree;
+  std::printf("[ npu2 ] stories260K: %d of %d greedy tokens as llama2.c's f32 run draws them\n", agree, n);
+  EXPECT_GE(agree, 16);
+}
+
+// A binding changed in the program's text (layer 0's down projection bound
+// to layer 1's tensor): --check names the unit, against the IR's own weights.
+TEST(Npu2Check, NamesTheFirstUnitThatMisses) {
+  const std::string dir = golden_dir("llama");
+  ARCH_REQUIRE_SHARED(dir);
+  auto m = graph_only(dir);
+  ASSERT_TRUE(m);
+  Npu2Options o;
+  o.max_context = 32;
+  auto l = lower_model(*m, o);
+  ASSERT_TRUE(l.ok() && l->refusals.empty());
+  std::string text = npu2::program_yaml(l->program);
+  const std::string from = "{tensor: model.layers.0.mlp.down_proj.weight", to = "{tensor: model.layers.1.mlp.down_proj.weight";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), to);
+  auto p = npu2::parse_program(text, "planted.yaml");
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto emu = npu2::Emulator::load(*p, m->checkpoint, op_table());
+  ASSERT_TRUE(emu.ok());
+  npu2::UnitCheck check;
+  (*emu)->check_against(m->token_graph()->graph, &check, Tolerance{1.0 / 64, 1e-3});
+  auto r = npu2::emulate_greedy(**emu, {1, 2, 3}, 4, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("matvec, layers.0.ffn"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("layers.0.swiglu.out"), std::string::npos) << r.error().message;
+}
+
+struct Refused {
+  const char* name;
+  const char* reason;  // a phrase the refusal must hold
+};
+
+class Npu2Refusal : public ::testing::TestWithParam<Refused> {};
+
+TEST_P(Npu2Refusal, IsNamed) {
+  const std::string dir = golden_dir(GetParam().name);
+  ARCH_REQUIRE_SHARED(dir);
+  auto m = graph_only(dir);
+  ASSERT_TRUE(m);
+  auto l = lower_model(*m, Npu2Options{});
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  ASSERT_FALSE(l->refusals.empty());
+  const std::string msg = refusal_message(dir, *l);
+  EXPECT_NE(msg.find(GetParam().reason), std::string::npos) << msg;
+  for (const auto& r : l->refusals) {
+    EXPECT_FALSE(r.at.empty());
+    EXPECT_FALSE(r.needed.empty());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, Npu2Refusal,
+    ::testing::Values(Refused{"gemma", "the embedding is scaled"}, Refused{"gemma", "non-SwiGLU FFN: gelu_tanh"},
+                      Refused{"gemma2", "a norm after the mixer"}, Refused{"gemma2", "final logit softcapping"},
+                      Refused{"gemma2", "attention logit softcapping"}, Refused{"gemma3_text", "a norm after the mixer"},
+                      Refused{"mixtral", "experts"}, Refused{"qwen2_moe", "experts"},
+                      Refused{"bert", "not a decoder's step"}, Refused{"t5", "encoder-decoder"},
+                      Refused{"mistral", "a sliding window of 8 positions, smaller than the context"},
+                      Refused{"gpt2", "LayerNorm"}),
+    [](const auto& info) {
+      std::string s = std::string(info.param.name) + "_" + info.param.reason;
+      for (char& c : s)
+        if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+      return s;
+    });
+
+}  // namespace
+}  // namespace arch
