@@ -25,6 +25,8 @@
 #include "tooling/compare.h"
 #include "tooling/diff.h"
 #include "tooling/graph_dot.h"
+#include "npu2/estimate.h"
+#include "runtime/dispatch.h"
 #include "tooling/npu2_lowering.h"
 #include "importer/checkpoint.h"
 #include "importer/config.h"
@@ -322,7 +324,7 @@ int diff(const std::string& old_spec, const std::string& new_spec, const std::st
 
 struct LowerArgs {
   std::string target = "npu2", model, out, profile, tmpl, families, device;
-  int64_t context = 0, chunk = 64;
+  int64_t context = 0, chunk = 64, at = -1;
   bool estimate = false, json = false;
 };
 
@@ -353,6 +355,23 @@ int lower(const LowerArgs& a) {
     return 1;
   }
   const std::string text = npu2::program_yaml(l->program);
+  if (a.estimate) {
+    const std::string device = a.device.empty() ? families_dir(a.families) + "/devices/npu2.yaml" : a.device;
+    auto d = npu2::read_device(device);
+    if (!d.ok()) return std::fprintf(stderr, "archc: error: %s\n", d.error().message.c_str()), 1;
+    const int64_t at = a.at >= 0 ? std::min(a.at, l->program.max_context - 1) : l->program.max_context / 2;
+    const npu2::Estimate e = npu2::estimate(l->program, *d, at);
+    if (a.json) {
+      nlohmann::json j = {{"device", d->name}, {"position", at}, {"step_ms", e.seconds * 1e3},
+                          {"tokens_per_second", e.tokens_per_second()}, {"commands", e.commands},
+                          {"constant_bytes", e.weight_bytes}, {"unfused_step_ms", e.unfused_seconds * 1e3},
+                          {"unfused_commands", e.unfused_commands}};
+      for (const auto& [k, t] : e.by_kind) j["by_kind_ms"][k] = t * 1e3;
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::fputs(npu2::estimate_text(l->program, *d, e).c_str(), stdout);
+    }
+  }
   if (a.out.empty() || a.out == "-") {
     if (!a.estimate) std::fputs(text.c_str(), stdout);
   } else {
@@ -422,7 +441,11 @@ int main(int argc, char** argv) {
   lw->add_option("--profile", la.profile, "numeric profile (default: the .npu2.yaml beside the template)");
   lw->add_option("--template", la.tmpl, "lower this template's graph instead of dispatching");
   lw->add_option("--families", la.families, "directory of family templates and registry.toml");
-  lw->add_flag("--json", la.json, "refusals as JSON");
+  lw->add_flag("--json", la.json, "refusals (and the estimate) as JSON");
+  lw->add_flag("--estimate", la.estimate, "price a decode step on the device description: tok/s, where the time goes, what the fusions save");
+  lw->add_option("--device", la.device, "device description (default: families/devices/npu2.yaml)");
+  lw->add_option("--at", la.at, "with --estimate: the position the decode step runs at (default: half the context)")
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
 
   CLI11_PARSE(app, argc, argv);
   if (lw->parsed()) return lower(la);
