@@ -315,6 +315,9 @@ Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounde
   if (bounded) {
     ++check_->skipped;
     ++check_->skipped_why["bounded per call (a prompt chunk's rows)"];
+    const std::string line = where + " not checked in the prompt version: bounded per call (rows)";
+    if (std::find(check_->skipped_units.begin(), check_->skipped_units.end(), line) == check_->skipped_units.end())
+      check_->skipped_units.push_back(line);
     return {};
   }
   // The unit's output as stored, against its ops' f32 reference with the

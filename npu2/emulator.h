@@ -28,6 +28,7 @@ struct UnitCheck {
   int64_t checked = 0;
   int64_t skipped = 0;               // bounded per call (a prompt chunk's rows), or state only
   std::map<std::string, int64_t> skipped_why;
+  std::vector<std::string> skipped_units;  // each unit a prompt call left unchecked, once
   double worst = 0;                  // the largest miss seen, as a share of its bound
 };
 

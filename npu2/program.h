@@ -49,6 +49,13 @@ struct Unit {
   bool last_row = false;           // a prompt chunk runs it on its last row only (final norm, head)
 };
 
+inline Unit unit(std::string kind, std::string block) {
+  Unit u;
+  u.kind = std::move(kind);
+  u.block = std::move(block);
+  return u;
+}
+
 struct Buffer {
   std::string name;
   std::string dtype;               // bf16, f32, i32

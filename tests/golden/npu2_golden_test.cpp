@@ -138,7 +138,9 @@ TEST_P(Npu2Logits, NumericsStayNearTheF32Logits) {
   std::printf("[ npu2 ] %s: logits under the NPU2 numerics off by %.3g (%.2f%% of max |logit| %.3g); torch's bf16 compute by %.3g\n",
               GetParam().name, ours, 100 * ours / maxref, maxref, torch_bf16);
   EXPECT_LE(ours, 0.05 * maxref);
-  if (bf16) EXPECT_LE(ours, 2 * torch_bf16);
+  if (bf16) {
+    EXPECT_LE(ours, 2 * torch_bf16);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Golden,

@@ -28,7 +28,7 @@ Program qkv_program() {
   p.max_context = 8;
   p.numerics = {{"weights", "bf16"}, {"activations", "bf16"}};
   p.buffers = {{"normed", "bf16", 1000}, {"qkv", "bf16", 3000}};
-  Unit u{.kind = "matvec", .block = "layers.0.attention"};
+  Unit u = unit("matvec", "layers.0.attention");
   u.reads = {{"normed"}};
   u.writes = {{"qkv", 0, 1000}, {"qkv", 1000, 2000}, {"qkv", 2000, 3000}};
   u.constants = {Constant{"weight", {{"q", 0, 1000}, {"k", 0, 1000}, {"v", 0, 1000}}, {3000, 1000}, "bf16"}};

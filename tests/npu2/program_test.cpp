@@ -18,7 +18,7 @@ Program small() {
   p.versions = {{"decode", 1}, {"prompt", 8}};
   p.buffers = {{"residual", "f32", 4}, {"normed", "bf16", 4}, {"qkv", "bf16", 12}};
   p.caches = {{0, 1, 4, 16, "bf16"}};
-  Unit u{.kind = "matvec", .block = "layers.0.attention"};
+  Unit u = unit("matvec", "layers.0.attention");
   u.at = "llama.arch:113";
   u.reads = {{"normed"}};
   u.writes = {{"qkv", 0, 4}, {"qkv", 4, 8}, {"qkv", 8, 12}};

@@ -85,6 +85,7 @@ int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt,
   auto r = npu2::emulate_greedy(**emu, prompt, a.n, stop, on_token);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (a.common.check) {
+    for (const auto& line : check.skipped_units) std::fprintf(stderr, "check: %s\n", line.c_str());
     std::string why;
     for (const auto& [reason, n] : check.skipped_why) why += "; " + std::to_string(n) + " " + reason;
     std::fprintf(stderr, "check: %lld unit runs within their ops' reference (worst at %.0f%% of its bound), %lld skipped%s; %d failed\n",

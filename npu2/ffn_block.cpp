@@ -1,0 +1,92 @@
+// A layer's FFN block: its norm; gate and up (the gate is the projection
+// the activation reads) as one matvec; silu(gate) * up as one unit; the
+// down projection; the residual add. Anything else is refused by name.
+#include "npu2/block_reader.h"
+
+namespace arch::npu2 {
+
+// The FFN block of layer `l`: the residual after it, or -1.
+int BlockReader::ffn_block(int r, int l) {
+  const std::string block = "layers." + std::to_string(l) + ".ffn";
+  const Node* add = residual_add(r);
+  const Node* norm = norm_of(r, block, add);
+  if (!norm) return add ? add->outputs[0] : -1;
+  auto w = bind(block, *norm, "weight", {norm->inputs[1]});
+  if (!w) return -1;
+  const int x = norm->outputs[0];
+  auto x_users = open_users(x);
+  claim(norm);
+  write(norm_unit(block, *norm, *w, false), {r}, *norm);
+  for (const Node* u : x_users)
+    if (u->op == "routed_matmul" || u->op == "topk") return add ? add->outputs[0] : -1;  // experts: refused above
+  for (const Node* u : x_users)
+    if (u->op != "matmul") {
+      refuse(block, *u, "the FFN's input is read by " + u->op + (u->op == "topk" || u->op == "softmax" ? " (a router: experts)" : ""),
+             u->op == "topk" || u->op == "softmax" ? "an experts unit (a router and routed matmuls)" : "a SwiGLU FFN");
+      return add ? add->outputs[0] : -1;
+    }
+  if (x_users.size() != 2) {
+    refuse(block, x_users.empty() ? *norm : *x_users[0],
+           x_users.size() == 1 ? "a non-gated FFN (one up projection)" : "the FFN's input is read by " + std::to_string(x_users.size()) + " projections",
+           "a SwiGLU FFN: gate and up projections, silu(gate) * up, down");
+    return add ? add->outputs[0] : -1;
+  }
+  auto a = projection(x_users[0], block), b = projection(x_users[1], block);
+  if (!a || !b) return add ? add->outputs[0] : -1;
+  // The gate is the projection an activation reads; the activation times the up.
+  const Node* act = nullptr;
+  Projection gate, up;
+  for (auto [gp, upp] : {std::pair{*a, *b}, std::pair{*b, *a}}) {
+    auto u = open_users(gp.out);
+    if (u.size() == 1 && u[0]->op != "mul") {
+      act = u[0];
+      gate = gp;
+      up = upp;
+      break;
+    }
+  }
+  const Node* mul = act ? sole_user(act->outputs[0], "mul") : nullptr;
+  if (!act || !mul || !(mul->inputs[0] == up.out || mul->inputs[1] == up.out)) {
+    refuse(block, *x_users[0], "the two projections do not meet as act(gate) * up", "a gated FFN");
+    return add ? add->outputs[0] : -1;
+  }
+  if (act->op != "silu") {
+    refuse(block, *act, "a non-SwiGLU FFN: " + act->op + "(gate) * up", "a gated-activation unit for " + act->op);
+    return add ? add->outputs[0] : -1;
+  }
+  auto down = projection(sole_user(mul->outputs[0], "matmul"), block);
+  if (!down) {
+    refuse(block, *mul, "the gated product does not go to a down projection", "a down matvec");
+    return add ? add->outputs[0] : -1;
+  }
+  auto after = open_users(down->out);
+  if (after.size() == 1 && after[0]->op == "rms_norm") {
+    refuse(block, *after[0], "a norm after the FFN (before the residual add)", "a norm unit between the down projection and the add");
+    return add ? add->outputs[0] : -1;
+  }
+  if (!add || after.size() != 1 || after[0] != add) {
+    refuse(block, after.empty() ? *down->matmul : *after[0], "the down projection is not added to the residual", "a residual add");
+    return add ? add->outputs[0] : -1;
+  }
+  auto gu = matvec(block, "gate_up", {gate, up}, "gate_up");
+  if (!gu) return -1;
+  const Slot gs = gu->writes[0], us = gu->writes[1];
+  write(*gu, {x}, *gate.matmul);
+  claim(act);
+  claim(mul);
+  need_buffer("act", opt.profile.activations, dim(mul->outputs[0], -1));
+  Unit s = unit("swiglu", block);
+  s.reads = {gs, us};
+  s.writes = {Slot{"act"}};
+  s.attrs = {{"activation", act->op}};
+  s.values = {name(mul->outputs[0])};
+  s.ops = {op_str(*act), op_str(*mul)};
+  write(s, {gate.out, up.out}, *act);
+  auto dn = matvec(block, "down", {*down}, "ffn_out");
+  if (!dn) return -1;
+  dn->reads = {Slot{"act"}};
+  write(*dn, {mul->outputs[0]}, *down->matmul);
+  return residual_unit(block, *add, r, down->out, "ffn_out");
+}
+
+}  // namespace arch::npu2
