@@ -165,6 +165,9 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
 
 std::string model_type_of(const nlohmann::json& config) {
   auto it = config.is_object() ? config.find("model_type") : config.end();
+  if (it != config.end() && it->is_string()) return it->get<std::string>();
+  // A diffusers config names its class instead (DiTTransformer2DModel).
+  it = config.is_object() ? config.find("_class_name") : config.end();
   return it != config.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 

@@ -26,6 +26,7 @@ void define_reference_ops(OpTable& t) {
   define_transpose(t);
   define_cast(t);
   define_round(t);
+  define_sinusoids(t);
   define_l2_normalize(t);
   define_batch_norm(t);
   define_conv1d(t);
