@@ -27,6 +27,8 @@ void define_reference_ops(OpTable& t) {
   define_cast(t);
   define_round(t);
   define_sinusoids(t);
+  define_group_norm(t);
+  define_upsample(t);
   define_l2_normalize(t);
   define_batch_norm(t);
   define_conv1d(t);
