@@ -545,3 +545,24 @@ TEST(Archrun, UnlistedCheckpointWithUnreadFieldsIsRefusedUnlessForced) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// archrun denoise from the command line: the trajectory written, and bad
+// input refused with the fault named.
+TEST(ArchrunDenoise, WritesTheTrajectoryAndRefusesBadInput) {
+  const std::string dir = testing::golden_dir("unet_sd15");
+  ARCH_REQUIRE_SHARED(dir);
+  const std::string out = (std::filesystem::temp_directory_path() / ("denoise_" + std::to_string(getpid()) + ".safetensors")).string();
+  // The golden's inputs file holds three tensors: a context must be one.
+  auto many = testing::run_tool(testing::archrun() + " denoise " + dir + " --context " + dir + "/inputs.safetensors --steps 2 -o " + out);
+  EXPECT_NE(many.exit_code, 0);
+  EXPECT_NE(many.out.find("must be one tensor"), std::string::npos) << many.out;
+  auto neg = testing::run_tool(testing::archrun() + " denoise " + dir + " --context x --steps -1 -o " + out);
+  EXPECT_NE(neg.exit_code, 0);
+  EXPECT_NE(neg.out.find("--steps must be at least 1"), std::string::npos) << neg.out;
+}
+
+}  // namespace
+}  // namespace arch

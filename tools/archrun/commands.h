@@ -81,6 +81,14 @@ struct TranscribeArgs {
   uint64_t seed = 0;
 };
 
+struct DenoiseArgs {
+  Common common;
+  std::string latents, context, negative_context, out;
+  int steps = 20;
+  float guidance = 7.5f;
+  uint64_t seed = 0;
+};
+
 // MODEL: a checkpoint directory, or "toy" for the embedded default.
 Result<std::shared_ptr<Model>> open_model(const Common& c,
                                           GraphRewrite rewrite = nullptr);
@@ -111,6 +119,7 @@ int run_info(const Common& c, bool as_json);
 int run_import(const std::string& dir, const std::string& out, const std::string& dtype, bool as_json);
 int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json);
 int run_transcribe(const TranscribeArgs& a);
+int run_denoise(const DenoiseArgs& a);
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1);
 
 }  // namespace arch::cli
