@@ -1,4 +1,4 @@
-#include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
 namespace {
@@ -180,3 +180,26 @@ TEST(Conv2d, RunTimeImageSizePassesThrough) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch::test {
+namespace {
+
+// The cpu kernel (1x1 as one product, else unfolded rows through it)
+// against the reference on UNet-like shapes, the paths it falls back on too.
+TEST(CpuConv2d, MatchesReferenceOnUnetShapes) {
+  struct Case { int64_t C, H, W, O, K, stride, padding, dilation, groups; };
+  const Case cases[] = {{16, 12, 10, 24, 3, 1, 1, 1, 1}, {24, 12, 12, 24, 3, 2, 1, 1, 1}, {32, 8, 8, 16, 1, 1, 0, 1, 1},
+                        {8, 9, 7, 8, 3, 1, 2, 2, 1}, {8, 6, 6, 8, 3, 1, 1, 1, 2}, {3, 1, 1, 4, 3, 1, 1, 1, 1}};
+  uint64_t seed = 7;
+  for (const Case& c : cases) {
+    Tensor x = f32({c.C, c.H, c.W}, scaled_values(size_t(c.C * c.H * c.W), seed++, 1.0f));
+    Tensor w = f32({c.O, c.C / c.groups, c.K, c.K}, scaled_values(size_t(c.O * c.C / c.groups * c.K * c.K), seed++, 0.3f));
+    Tensor b = f32({c.O}, scaled_values(size_t(c.O), seed++, 1.0f));
+    expect_cpu_matches_reference("conv2d", {x, w, b},
+                                 {{"stride", c.stride}, {"padding", c.padding}, {"dilation", c.dilation}, {"groups", c.groups}},
+                                 "C=" + std::to_string(c.C) + " K=" + std::to_string(c.K) + " groups=" + std::to_string(c.groups));
+  }
+}
+
+}  // namespace
+}  // namespace arch::test

@@ -100,11 +100,16 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
 // The multiply-adds (x2) of a graph's products whose shapes are all
 // concrete: matmuls, attention (q k^T and p v), conv1d and conv2d; 0 where
 // a run-time dim leaves them unknown until a call.
-double graph_gflop(const Graph& g) {
-  auto numel = [](const Shape& s) {
+double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}) {
+  auto size = [&](const Dim& d) -> double {
+    if (d.concrete()) return double(d.n);
+    auto it = bound.find(d.sym);
+    return it != bound.end() ? double(it->second) : -1.0;
+  };
+  auto numel = [&](const Shape& s) {
     double n = 1;
     for (const Dim& d : s)
-      if (d.concrete()) n *= double(d.n);
+      if (size(d) >= 0) n *= size(d);
       else return -1.0;
     return n;
   };
@@ -119,12 +124,12 @@ double graph_gflop(const Graph& g) {
     } else if (n.op == "attention" && n.inputs.size() >= 3) {
       const Shape& k = g.values[size_t(n.inputs[1])].type.shape;
       const Shape& v = g.values[size_t(n.inputs[2])].type.shape;
-      if (a.size() == 3 && k.size() == 3 && v.size() == 3 && k[0].concrete() && v[2].concrete())
-        f = 2 * numel(a) * double(k[0].n) + 2 * numel(out) * double(k[0].n);  // q k^T, then p v
+      if (a.size() == 3 && k.size() == 3 && v.size() == 3 && size(k[0]) >= 0 && v[2].concrete())
+        f = 2 * numel(a) * size(k[0]) + 2 * numel(out) * size(k[0]);  // q k^T, then p v
     } else if ((n.op == "conv1d" || n.op == "conv2d") && n.inputs.size() >= 2) {
       const Shape& w = g.values[size_t(n.inputs[1])].type.shape;
       double per = 1;
-      for (size_t i = 1; i < w.size(); ++i) per *= w[i].concrete() ? double(w[i].n) : -1e30;
+      for (size_t i = 1; i < w.size(); ++i) per *= size(w[i]) >= 0 ? size(w[i]) : -1e30;
       f = 2 * numel(out) * per;
     }
     if (f < 0) return 0;
@@ -278,6 +283,78 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
   return 0;
 }
 
+// A diffusion denoiser (a `denoise` graph): one evaluation on seeded
+// latents of the size it takes, timestep 500 and a context of 77 tokens
+// (CLIP's length, as Stable Diffusion feeds it); seconds per evaluation and
+// its GFLOP/s beside the f32 GEMM rate measured in the same run.
+int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, int repeat) {
+  using clock = std::chrono::steady_clock;
+  auto g = m.find_graph("denoise");
+  if (!g.ok()) return fail(g.error());
+  const Graph& graph = (*g)->graph;
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  NamedTensors in;
+  std::map<int, int64_t> bound;
+  std::string what;
+  for (int v : graph.inputs) {
+    const Value& val = graph.values[size_t(v)];
+    Dims shape;
+    for (const Dim& d : val.type.shape) {
+      int64_t n = d.concrete() ? d.n : 77;  // a run-time dim: the context's tokens
+      if (!d.concrete()) bound[d.sym] = n;
+      shape.push_back(n);
+    }
+    Tensor t = Tensor::zeros(val.type.dtype, shape);
+    if (val.type.dtype == DType::I32)
+      for (int64_t i = 0; i < t.numel(); ++i) t.i32()[i] = 500;
+    else
+      for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
+    in[val.name] = t;
+    what += (what.empty() ? "" : ", ") + val.name + " " + dims_str(shape);
+  }
+  OpProfile prof;
+  std::vector<double> runs_s;
+  Session s(m);
+  const int runs = repeat > 1 ? repeat + 1 : 1;
+  for (int r = 0; r < runs; ++r) {
+    if (profile && (r > 0 || runs == 1)) s.profile_with(&prof);
+    auto t0 = clock::now();
+    auto out = s.run("denoise", in, {"sample"});
+    if (!out.ok()) return fail(out.error());
+    auto t1 = clock::now();
+    s.profile_with(nullptr);
+    if (runs > 1 && r == 0) continue;
+    runs_s.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  std::sort(runs_s.begin(), runs_s.end());
+  const double sec = runs_s[runs_s.size() / 2];
+  const double gemm = measure_gemm_gflops();
+  const double gflop = graph_gflop(*(*g)->program.graph, bound);
+  nlohmann::json j = {{"model", m.checkpoint.dir},   {"family", m.family},
+                      {"backend", m.program().backend}, {"load_ms", load_ms},
+                      {"inputs", what},              {"evaluation_s", sec},
+                      {"gflop", gflop},              {"gflop_s", sec > 0 ? gflop / sec : 0.0},
+                      {"gemm_gflop_s", gemm},        {"share_of_gemm", sec > 0 && gemm > 0 ? gflop / sec / gemm : 0.0},
+                      {"peak_rss_mb", peak_rss_mb()}, {"threads", omp_get_max_threads()},
+                      {"cpu", cpu_features().describe()}};
+  if (profile) j["profile"] = {{"denoise", profile_json(prof)}};
+  if (as_json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
+              m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
+  std::printf("  load            %10.1f ms\n", load_ms);
+  std::printf("  evaluation      %10.3f s for %s: %.1f GFLOP at %.0f GFLOP/s, %.0f%% of the %.0f GFLOP/s f32 GEMM rate "
+              "(oneDNN 1024^3, this run)\n",
+              sec, what.c_str(), gflop, gflop / sec, 100 * gflop / sec / gemm, gemm);
+  std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+  if (repeat > 1) std::printf("  (median of %d runs in one session, after a first that fills its buffers)\n", repeat);
+  if (profile) print_profile("denoise", j["profile"]["denoise"]);
+  return 0;
+}
+
 }  // namespace
 
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat) {
@@ -287,6 +364,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   auto t1 = clock::now();
+  if ((*m)->find_graph("denoise").ok() && (*m)->graphs.size() == 1)
+    return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat);
   if ((*m)->is_encoder_decoder())
     return bench_encoder_decoder(c, **m, 1000 * seconds(t0, t1), prompt_tokens, new_tokens, as_json, profile, repeat);
   int64_t vocab = (*m)->config_int("vocab_size", 0);
