@@ -1,6 +1,9 @@
 // concat(xs*) attr axis -> the inputs joined along `axis` (negative counts from
 // the end): every input of one rank and dtype (any dtype), equal on every other
-// dim, and concrete on `axis` (a `seq` dim cannot be concatenated).
+// dim. On `axis` a `seq` or `ctx` dim cannot be joined (a step's rows); a
+// graph's own run-time dim (an encoder's `src`) or `_` can, the output's
+// length then worked out per call (`_`): a joint attention's image and text
+// keys.
 #include <cstring>
 
 #include "kernels/reference/ops.h"
@@ -24,10 +27,11 @@ static Result<std::vector<TypedShape>> concat_shape(std::span<const TypedShape> 
       return error("concat: input " + std::to_string(i) + " is " + std::string(dtype_name(in[i].dtype)) +
                    shape_str(s) + ", input 0 is " + std::string(dtype_name(x.dtype)) + shape_str(x.shape) +
                    " (all must agree except on axis " + std::to_string(axis) + ")");
-    if (!s[axis].concrete())
+    if (s[axis].sym == kSeqSym || s[axis].sym == kCtxSym)
       return error("concat: axis " + std::to_string(axis) + " of input " + std::to_string(i) + " " +
-                   shape_str(s) + " is " + dim_str(s[axis]) + ": only concrete dims can be concatenated");
-    out[axis].n += s[axis].n;
+                   shape_str(s) + " is " + dim_str(s[axis]) + ": a step's rows cannot be concatenated");
+    if (!s[axis].concrete()) out[axis] = Dim::dyn();
+    else if (out[axis].concrete()) out[axis].n += s[axis].n;
   }
   return one_output(out, x.dtype);
 }
