@@ -43,7 +43,7 @@ TEST_P(DiffusionGolden, EveryPerBlockTensorMatchesDiffusers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DiffusionGolden, ::testing::Values(Case{"dit", "DiTDiffusion"}, Case{"unet_sd15", "UNetDiffusion"},
-                                                            Case{"sd3", "MMDiT"}),
+                                                            Case{"sd3", "MMDiT"}, Case{"flux", "Flux"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace
