@@ -1,8 +1,8 @@
 #include "runtime/denoise.h"
 
+#include <cmath>
 #include <cstring>
 
-#include "runtime/session.h"
 
 namespace arch {
 
@@ -20,14 +20,21 @@ void put_row(Tensor& stack, int64_t row, const Tensor& t) {
 
 }  // namespace
 
-Result<DenoiseResult> denoise(const Model& m, const DdimScheduler& scheduler, const Tensor& initial_latents,
+Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
                               const DenoiseOptions& opt) {
   ARCH_TRY(const ModelGraph* g, m.find_graph("denoise"));
   const Graph& graph = g->graph;
-  const int sample_in = graph.find_input("sample");
+  const std::string latent_name = graph.find_input("sample") >= 0 ? "sample" : "hidden_states";
+  const int sample_in = graph.find_input(latent_name);
   const int context_in = graph.find_input("encoder_hidden_states");
-  if (sample_in < 0 || graph.find_input("timestep") < 0 || context_in < 0)
-    return error(m.template_path + ": the denoise graph must take sample, timestep and encoder_hidden_states");
+  const int time_in = graph.find_input("timestep");
+  if (sample_in < 0 || time_in < 0 || context_in < 0)
+    return error(m.template_path + ": the denoise graph must take sample (or hidden_states), timestep and encoder_hidden_states");
+  for (int v : graph.inputs) {
+    const std::string& name = graph.values[size_t(v)].name;
+    if (v != sample_in && v != context_in && v != time_in && !opt.extra.count(name))
+      return error(m.template_path + ": the denoise graph also takes '" + name + "' (give it: --pooled for pooled_projections)");
+  }
   // The latents and contexts as the graph takes them, checked against it.
   const Value& want = graph.values[sample_in];
   Tensor x = unbatched(initial_latents, want.type.shape.size());
@@ -51,7 +58,7 @@ Result<DenoiseResult> denoise(const Model& m, const DdimScheduler& scheduler, co
   if (guided) {
     ARCH_TRY(uncond, check_context(opt.negative_context, "negative context"));
   }
-  ARCH_TRY(std::vector<int> ts, scheduler.timesteps(opt.steps));
+  ARCH_TRY(std::vector<float> ts, scheduler.set_timesteps(opt.steps));
   DenoiseResult r;
   r.timesteps = ts;
   Dims stack = x.shape;
@@ -65,15 +72,21 @@ Result<DenoiseResult> denoise(const Model& m, const DdimScheduler& scheduler, co
   put_row(r.trajectory, 0, latents);
   Session session(m);
   for (size_t k = 0; k < ts.size(); ++k) {
-    Tensor t = Tensor::zeros(DType::I32, {1});
-    t.i32()[0] = ts[k];
-    auto eval = [&](const Tensor& context) -> Result<Tensor> {
-      ARCH_TRY(NamedTensors out, session.run("denoise", {{"sample", latents}, {"timestep", t}, {"encoder_hidden_states", context}}, {"sample"}));
+    // The timestep as the graph takes it: an int (a UNet's) or a float (SD3's sigma x 1000).
+    Tensor t = Tensor::zeros(graph.values[size_t(time_in)].type.dtype, {1});
+    if (t.dtype == DType::I32) t.i32()[0] = int32_t(std::lround(ts[k]));
+    else t.f32()[0] = ts[k];
+    auto eval = [&](const Tensor& context, const NamedTensors& extra) -> Result<Tensor> {
+      NamedTensors in = extra;
+      in[latent_name] = latents;
+      in["timestep"] = t;
+      in["encoder_hidden_states"] = context;
+      ARCH_TRY(NamedTensors out, session.run("denoise", std::move(in), {"sample"}));
       return out.at("sample");
     };
-    ARCH_TRY(Tensor eps, eval(cond));
+    ARCH_TRY(Tensor eps, eval(cond, opt.extra));
     if (guided) {
-      ARCH_TRY(Tensor e0, eval(uncond));
+      ARCH_TRY(Tensor e0, eval(uncond, opt.negative_extra.empty() ? opt.extra : opt.negative_extra));
       Tensor mixed = Tensor::zeros(DType::F32, eps.shape);
       for (int64_t i = 0; i < eps.numel(); ++i)
         mixed.f32()[i] = e0.f32()[i] + opt.guidance * (eps.f32()[i] - e0.f32()[i]);
@@ -83,7 +96,7 @@ Result<DenoiseResult> denoise(const Model& m, const DdimScheduler& scheduler, co
       return error("the model's output " + dims_str(eps.shape) + " is not the latents' shape " + dims_str(latents.shape) +
                    " (a model predicting variance too is not a DDIM denoiser)");
     put_row(r.noise_preds, int64_t(k), eps);
-    latents = scheduler.step(eps, ts[k], latents, opt.steps);
+    latents = scheduler.step(eps, k, latents);
     put_row(r.trajectory, int64_t(k) + 1, latents);
     if (opt.on_step) opt.on_step(int(k) + 1, int(ts.size()));
   }

@@ -1,5 +1,7 @@
 // The sampling loop of a diffusion denoiser (a template whose graph
-// `denoise` takes `sample`, `timestep` and `encoder_hidden_states`):
+// `denoise` takes the latents as `sample` (UNet) or `hidden_states` (DiT,
+// SD3), a `timestep` (i32 or f32) and `encoder_hidden_states`, and any
+// other inputs given, such as SD3's `pooled_projections`):
 // from the initial latents, one model evaluation per step (two with
 // classifier-free guidance: the negative context, then the context,
 // combined as uncond + guidance * (cond - uncond)), each followed by the
@@ -11,6 +13,7 @@
 
 #include "runtime/model.h"
 #include "runtime/scheduler.h"
+#include "runtime/session.h"
 
 namespace arch {
 
@@ -19,6 +22,8 @@ struct DenoiseOptions {
   float guidance = 1.0f;            // 1 or no negative context: no guidance (one pass per step)
   Tensor context;                   // encoder_hidden_states [src, width]
   Tensor negative_context;          // absent: no guidance
+  NamedTensors extra;               // other inputs of the graph (pooled_projections), with the context
+  NamedTensors negative_extra;      // ... and with the negative context
   std::function<void(int step, int steps)> on_step;  // progress
 };
 
@@ -26,10 +31,10 @@ struct DenoiseResult {
   Tensor latents;                   // the final [C, H, W]
   Tensor trajectory;                // [steps + 1, C, H, W]: the initial latents, then after each step
   Tensor noise_preds;               // [steps, C, H, W]: the (guided) model output of each step
-  std::vector<int> timesteps;
+  std::vector<float> timesteps;
 };
 
-Result<DenoiseResult> denoise(const Model& m, const DdimScheduler& scheduler, const Tensor& initial_latents,
+Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
                               const DenoiseOptions& opt);
 
 }  // namespace arch

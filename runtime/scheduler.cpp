@@ -15,8 +15,6 @@ namespace fs = std::filesystem;
 
 Result<DdimScheduler> DdimScheduler::from_config(const nlohmann::json& c, const std::string& where) {
   if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
-  const std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
-  if (cls != "DDIMScheduler") return error(where + ": scheduler '" + cls + "' is not one archrun runs (DDIMScheduler)");
   DdimScheduler s;
   s.train_steps_ = c.value("num_train_timesteps", 1000);
   if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
@@ -53,7 +51,7 @@ Result<DdimScheduler> DdimScheduler::from_config(const nlohmann::json& c, const 
   return s;
 }
 
-Result<std::vector<int>> DdimScheduler::timesteps(int steps) const {
+Result<std::vector<float>> DdimScheduler::set_timesteps(int steps) {
   if (steps < 1 || steps > train_steps_)
     return error("the step count must be 1 to num_train_timesteps (" + std::to_string(train_steps_) + "), not " + std::to_string(steps));
   std::vector<int> ts;
@@ -67,11 +65,14 @@ Result<std::vector<int>> DdimScheduler::timesteps(int steps) const {
     for (int i = steps - 1; i >= 0; --i)
       ts.push_back(int(std::round(steps == 1 ? 0.0 : double(train_steps_ - 1) * i / (steps - 1))));
   }
-  return ts;
+  timesteps_ = ts;
+  steps_ = steps;
+  return std::vector<float>(ts.begin(), ts.end());
 }
 
-Tensor DdimScheduler::step(const Tensor& eps, int t, const Tensor& sample, int steps) const {
-  const int prev = t - train_steps_ / steps;
+Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample) const {
+  const int t = timesteps_.at(index);
+  const int prev = t - train_steps_ / steps_;
   const float a = alphas_cumprod_[size_t(std::clamp(t, 0, train_steps_ - 1))];
   const float a_prev = prev >= 0 ? alphas_cumprod_[size_t(prev)] : final_alpha_cumprod_;
   const float b = 1.0f - a;
@@ -90,6 +91,61 @@ Tensor DdimScheduler::step(const Tensor& eps, int t, const Tensor& sample, int s
     out.f32()[i] = sa_prev * x0 + dir * pe;
   }
   return out;
+}
+
+Result<FlowMatchEulerScheduler> FlowMatchEulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
+  FlowMatchEulerScheduler s;
+  s.train_steps_ = c.value("num_train_timesteps", 1000);
+  if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
+  s.shift_ = float(c.value("shift", 1.0));
+  if (!(s.shift_ > 0)) return error(where + ": shift must be positive");
+  if (c.value("use_dynamic_shifting", false))
+    return error(where + ": use_dynamic_shifting (Flux's resolution-dependent shift) is not supported");
+  for (const char* f : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas"})
+    if (c.value(f, false)) return error(where + ": " + std::string(f) + " is not supported");
+  if (c.contains("shift_terminal") && !c["shift_terminal"].is_null()) return error(where + ": shift_terminal is not supported");
+  return s;
+}
+
+Result<std::vector<float>> FlowMatchEulerScheduler::set_timesteps(int steps) {
+  if (steps < 1 || steps > train_steps_)
+    return error("the step count must be 1 to num_train_timesteps (" + std::to_string(train_steps_) + "), not " + std::to_string(steps));
+  // The training sigmas' ends, shifted (1 and shift(1 / T)); the steps
+  // evenly between them, shifted again (as diffusers does), then 0.
+  const float T = float(train_steps_);
+  const float sigma_max = shifted(1.0f), sigma_min = shifted(1.0f / T);
+  sigmas_.clear();
+  std::vector<float> ts;
+  for (int i = 0; i < steps; ++i) {
+    const double f = steps == 1 ? 0.0 : double(i) / double(steps - 1);
+    const float t = float(double(sigma_max * T) + (double(sigma_min * T) - double(sigma_max * T)) * f);
+    const float sigma = shifted(t / T);
+    sigmas_.push_back(sigma);
+    ts.push_back(sigma * T);
+  }
+  sigmas_.push_back(0.0f);
+  return ts;
+}
+
+Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor& sample) const {
+  const float dt = sigmas_.at(index + 1) - sigmas_.at(index);
+  Tensor out = Tensor::zeros(DType::F32, sample.shape);
+  for (int64_t i = 0; i < sample.numel(); ++i) out.f32()[i] = sample.f32()[i] + dt * v.f32()[i];
+  return out;
+}
+
+Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& c, const std::string& where) {
+  if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
+  const std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
+  if (cls == "DDIMScheduler") {
+    ARCH_TRY(DdimScheduler d, DdimScheduler::from_config(c, where));
+    return std::unique_ptr<Scheduler>(new DdimScheduler(std::move(d)));
+  }
+  if (cls == "FlowMatchEulerDiscreteScheduler") {
+    ARCH_TRY(FlowMatchEulerScheduler f, FlowMatchEulerScheduler::from_config(c, where));
+    return std::unique_ptr<Scheduler>(new FlowMatchEulerScheduler(std::move(f)));
+  }
+  return error(where + ": scheduler '" + cls + "' is not one archrun runs (DDIMScheduler, FlowMatchEulerDiscreteScheduler)");
 }
 
 Result<nlohmann::json> read_scheduler_config(const std::string& model_dir, std::string* path) {

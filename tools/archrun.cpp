@@ -205,11 +205,13 @@ int main(int argc, char** argv) {
   toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
 
   DenoiseArgs dn;
-  auto* den = app.add_subcommand("denoise", "a diffusion denoiser's sampling loop (its scheduler_config.json: DDIM) from latents and a context");
+  auto* den = app.add_subcommand("denoise", "a diffusion denoiser's sampling loop (its scheduler_config.json: DDIM or flow-matching Euler) from latents and a context");
   add_common(den, dn.common);
   den->add_option("--latents", dn.latents, "initial latents, one tensor [C, H, W] (or [1, C, H, W]); default: seeded normal noise");
   den->add_option("--context", dn.context, "encoder_hidden_states, one tensor [tokens, width]")->required();
   den->add_option("--negative-context", dn.negative_context, "the unconditional context: classifier-free guidance (two passes a step)");
+  den->add_option("--pooled", dn.pooled, "pooled_projections, one tensor (SD3)");
+  den->add_option("--negative-pooled", dn.negative_pooled, "pooled_projections with the negative context");
   den->add_option("--steps", dn.steps, "sampling steps");
   den->add_option("--guidance", dn.guidance, "guidance scale, with --negative-context (1: none)");
   den->add_option("--seed", dn.seed, "seed of the initial noise (without --latents)");

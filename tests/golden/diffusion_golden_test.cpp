@@ -68,7 +68,7 @@ TEST(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
   ASSERT_TRUE(model.ok()) << model.error().message;
   auto config = read_scheduler_config(dir);
   ASSERT_TRUE(config.ok()) << config.error().message;
-  auto scheduler = DdimScheduler::from_config(*config, "scheduler_config.json");
+  auto scheduler = make_scheduler(*config, "scheduler_config.json");
   ASSERT_TRUE(scheduler.ok()) << scheduler.error().message;
   auto expected = read_safetensors(dir + "/expected.safetensors");
   ASSERT_TRUE(expected.ok());
@@ -82,9 +82,9 @@ TEST(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
       opt.guidance = 7.5f;
       opt.negative_context = first_tensor(dir + "/sampling_inputs.safetensors", "negative_encoder_hidden_states");
     }
-    auto r = denoise(**model, *scheduler, latents, opt);
+    auto r = denoise(**model, **scheduler, latents, opt);
     ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(r->timesteps, (std::vector<int>{751, 501, 251, 1}));
+    EXPECT_EQ(r->timesteps, (std::vector<float>{751, 501, 251, 1}));
     const Tensor& want = expected->tensors.at(guided ? "ddim_cfg_latents" : "ddim_latents");
     const Tensor& want_eps = expected->tensors.at(guided ? "ddim_cfg_noise_pred" : "ddim_noise_pred");
     ASSERT_EQ(r->trajectory.numel(), want.numel());
@@ -98,6 +98,62 @@ TEST(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// Flow-matching Euler (SD3's scheduler): the sigmas diffusers makes for
+// shift 3 over 4 steps, and a step as x + (sigma_next - sigma) v.
+TEST(FlowMatchEuler, SigmasAndSteps) {
+  auto s = make_scheduler({{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"shift", 3.0}}, "config");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto ts = (*s)->set_timesteps(4);
+  ASSERT_TRUE(ts.ok());
+  const std::vector<float> want = {1000.0f, 857.692f, 602.149f, 8.929f};  // shift(linspace(1000, 1000 shift(1/1000), 4) / 1000) x 1000
+  ASSERT_EQ(ts->size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR((*ts)[i], want[i], 2e-3) << i;
+  Tensor x = Tensor::zeros(DType::F32, {2}), v = Tensor::zeros(DType::F32, {2});
+  x.f32()[0] = 1.0f;
+  v.f32()[0] = 2.0f;
+  Tensor y = (*s)->step(v, 3, x);  // the last step goes to sigma 0
+  EXPECT_NEAR(y.f32()[0], 1.0f + (0.0f - 0.008929f) * 2.0f, 1e-5);
+  EXPECT_FALSE(make_scheduler({{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"use_dynamic_shifting", true}}, "c").ok());
+}
+
+// SD3 through the loop: the first step is the latents moved by the model's
+// own output at timestep 1000, as forward gives it.
+TEST(FlowMatchEuler, Sd3LoopStepsByTheModelsVelocity) {
+  const std::string dir = testing::golden_dir("sd3");
+  ARCH_REQUIRE_SHARED(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto s = make_scheduler({{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"shift", 3.0}}, "config");
+  ASSERT_TRUE(s.ok());
+  const std::string in = dir + "/inputs.safetensors";
+  DenoiseOptions opt;
+  opt.steps = 2;
+  opt.context = first_tensor(in, "encoder_hidden_states");
+  opt.extra["pooled_projections"] = first_tensor(in, "pooled_projections").reshaped({40});
+  const Tensor x = first_tensor(in, "hidden_states");
+  auto r = denoise(**model, **s, x, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->timesteps.size(), 2u);
+  EXPECT_FLOAT_EQ(r->timesteps[0], 1000.0f);
+  Session session(**model);
+  Tensor t = Tensor::zeros(DType::F32, {1});
+  t.f32()[0] = 1000.0f;
+  auto v = session.run("denoise", {{"hidden_states", x.reshaped({16, 16, 16})}, {"timestep", t},
+                                   {"encoder_hidden_states", opt.context.reshaped({10, 48})},
+                                   {"pooled_projections", opt.extra["pooled_projections"]}}, {"sample"});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  const float sigma1 = r->timesteps[1] / 1000.0f;
+  const Tensor& eps = v->at("sample");
+  for (int64_t i = 0; i < eps.numel(); i += 97)
+    EXPECT_NEAR(r->trajectory.f32()[eps.numel() + i], x.f32()[i] + (sigma1 - 1.0f) * eps.f32()[i], 1e-5) << i;
 }
 
 }  // namespace

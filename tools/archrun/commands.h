@@ -83,7 +83,7 @@ struct TranscribeArgs {
 
 struct DenoiseArgs {
   Common common;
-  std::string latents, context, negative_context, out;
+  std::string latents, context, negative_context, pooled, negative_pooled, out;
   int steps = 20;
   float guidance = 7.5f;
   uint64_t seed = 0;

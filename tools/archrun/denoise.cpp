@@ -35,7 +35,7 @@ int run_denoise(const DenoiseArgs& a) {
   std::string config_path;
   auto sc = read_scheduler_config((*m)->checkpoint.dir, &config_path);
   if (!sc.ok()) return fail(sc.error());
-  auto scheduler = DdimScheduler::from_config(*sc, config_path);
+  auto scheduler = make_scheduler(*sc, config_path);
   if (!scheduler.ok()) return fail(scheduler.error());
   DenoiseOptions opt;
   opt.steps = a.steps;
@@ -57,7 +57,8 @@ int run_denoise(const DenoiseArgs& a) {
     // Seeded standard normal noise of the shape the graph takes.
     auto g = (*m)->find_graph("denoise");
     if (!g.ok()) return fail(g.error());
-    const Value& want = (*g)->graph.values[(*g)->graph.find_input("sample")];
+    const Graph& dg = (*g)->graph;
+    const Value& want = dg.values[size_t(dg.find_input("sample") >= 0 ? dg.find_input("sample") : dg.find_input("hidden_states"))];
     Dims shape;
     for (const auto& d : want.type.shape) {
       if (!d.concrete()) return fail(error("the model's latents have a run-time size: give them with --latents"));
@@ -77,11 +78,21 @@ int run_denoise(const DenoiseArgs& a) {
                  std::string(size_t(width - done), '.').c_str(), k, n);
     if (k == n) std::fprintf(stderr, "\n");
   };
-  auto r = denoise(**m, *scheduler, latents, opt);
+  if (!a.pooled.empty()) {
+    auto p = only_tensor(a.pooled, "the pooled projections");
+    if (!p.ok()) return fail(p.error());
+    opt.extra["pooled_projections"] = *p;
+  }
+  if (!a.negative_pooled.empty()) {
+    auto p = only_tensor(a.negative_pooled, "the negative pooled projections");
+    if (!p.ok()) return fail(p.error());
+    opt.negative_extra["pooled_projections"] = *p;
+  }
+  auto r = denoise(**m, **scheduler, latents, opt);
   if (!r.ok()) return fail(r.error());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Tensor ts = Tensor::zeros(DType::I32, {int64_t(r->timesteps.size())});
-  for (size_t i = 0; i < r->timesteps.size(); ++i) ts.i32()[i] = r->timesteps[i];
+  Tensor ts = Tensor::zeros(DType::F32, {int64_t(r->timesteps.size())});
+  for (size_t i = 0; i < r->timesteps.size(); ++i) ts.f32()[i] = r->timesteps[i];
   Status st = write_safetensors(a.out, {{"latents", r->latents}, {"trajectory", r->trajectory},
                                         {"noise_preds", r->noise_preds}, {"timesteps", ts}});
   if (!st.ok()) return fail(st.error());
