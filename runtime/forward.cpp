@@ -76,11 +76,42 @@ Result<NamedTensors> forward_encoder_decoder(const Model& m, NamedTensors inputs
   return out;
 }
 
+// Several graphs that do not feed one another (a VAE's encode and
+// decode): each asked output from the graph that makes it, on the inputs
+// that graph takes.
+Result<NamedTensors> forward_each_graph(const Model& m, const NamedTensors& inputs, const std::vector<std::string>& outputs,
+                                        CheckStats* check) {
+  NamedTensors out;
+  for (const auto& g : m.graphs) {
+    std::vector<std::string> mine;
+    auto have = output_names(g->graph);
+    for (const auto& n : outputs)
+      if (!out.count(n) && std::find(have.begin(), have.end(), n) != have.end()) mine.push_back(n);
+    if (mine.empty()) continue;
+    NamedTensors in;
+    for (int v : g->graph.inputs)
+      if (auto it = inputs.find(g->graph.values[size_t(v)].name); it != inputs.end()) in.insert(*it);
+    ARCH_TRY(NamedTensors conformed, as_graph_inputs(g->graph, std::move(in)));
+    Session s(m);
+    if (check) s.check_with(check);
+    ARCH_TRY(NamedTensors made, s.run(g->name(), std::move(conformed), mine));
+    for (auto& [n, t] : made) out[n] = t;
+  }
+  for (const auto& n : outputs)
+    if (!out.count(n)) return error("no graph of the model has an output '" + n + "'");
+  return out;
+}
+
 }  // namespace
 
 Result<NamedTensors> forward(const Model& m, NamedTensors inputs, const std::vector<std::string>& outputs,
                              CheckStats* check, const std::string& graph) {
   if (graph.empty() && m.is_encoder_decoder()) return forward_encoder_decoder(m, std::move(inputs), outputs, check);
+  if (graph.empty() && m.graphs.size() > 1) {
+    auto first = output_names(m.main().graph);
+    for (const auto& n : outputs)
+      if (std::find(first.begin(), first.end(), n) == first.end()) return forward_each_graph(m, inputs, outputs, check);
+  }
   ARCH_TRY(const ModelGraph* mg, m.find_graph(graph));
   ARCH_TRY(NamedTensors in, as_graph_inputs(mg->graph, std::move(inputs)));
   Session s(m);

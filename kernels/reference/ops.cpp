@@ -30,6 +30,7 @@ void define_reference_ops(OpTable& t) {
   define_group_norm(t);
   define_upsample(t);
   define_rope_axes(t);
+  define_pad(t);
   define_l2_normalize(t);
   define_batch_norm(t);
   define_conv1d(t);

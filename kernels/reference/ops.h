@@ -40,6 +40,7 @@ void define_sinusoids(OpTable& t);    // timestep_embedding sincos_2d
 void define_group_norm(OpTable& t);   // group_norm
 void define_upsample(OpTable& t);     // upsample_nearest
 void define_rope_axes(OpTable& t);    // rope_axes_tables rotary
+void define_pad(OpTable& t);          // pad clamp
 void define_l2_normalize(OpTable& t);  // l2_normalize
 void define_batch_norm(OpTable& t);   // batch_norm
 void define_conv1d(OpTable& t);       // conv1d

@@ -43,7 +43,8 @@ TEST_P(DiffusionGolden, EveryPerBlockTensorMatchesDiffusers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DiffusionGolden, ::testing::Values(Case{"dit", "DiTDiffusion"}, Case{"unet_sd15", "UNetDiffusion"},
-                                                            Case{"sd3", "MMDiT"}, Case{"flux", "Flux"}),
+                                                            Case{"sd3", "MMDiT"}, Case{"flux", "Flux"},
+                                                            Case{"vae_sd15", "VAEStyle"}, Case{"clip_text", "CLIPTextStyle"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -38,7 +38,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
                                    "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
                                    "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu",
-                                   "arange", "relative_position_bucket", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "rope_axes_tables", "rotary"};
+                                   "arange", "relative_position_bucket", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "rope_axes_tables", "rotary", "pad", "clamp"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -87,6 +87,8 @@ std::map<std::string, Sample> sample_calls() {
   s["upsample_nearest"] = {{x({2, 3, 3})}};
   s["rope_axes_tables"] = {{x({5, 3})}, {{"axes_dims", {2, 4, 2}}}};
   s["rotary"] = {{x({5, 2, 8}), x({5, 8}, 2), x({5, 8}, 3)}};
+  s["pad"] = {{x({2, 3, 3})}, {{"pads", {0, 1, 0, 1}}}};
+  s["clamp"] = {{x({3, 4})}, {{"min", -1.0}, {"max", 1.0}}};
   s["l2_normalize"] = {{x({3, 4})}};
   s["batch_norm"] = {{x({3, 4, 4}), x({3}, 2), x({3}, 3), x({3}, 4), f32({3}, {1, 2, 3})}};
   s["conv2d"] = {{x({4, 6, 5}), x({6, 2, 3, 3}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
