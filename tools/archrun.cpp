@@ -217,7 +217,23 @@ int main(int argc, char** argv) {
   den->add_option("--seed", dn.seed, "seed of the initial noise (without --latents)");
   den->add_option("-o,--out", dn.out, "safetensors to write: latents [C, H, W], trajectory [steps + 1, C, H, W], noise_preds, timesteps")->required();
 
+  ImagineArgs im;
+  auto* img = app.add_subcommand("imagine", "text to image through a Stable Diffusion pipeline folder (model_index.json): a PNG");
+  add_common(img, im.common);
+  img->add_option("-p,--prompt", im.prompt, "the prompt (needs the pipeline's tokenizer)");
+  img->add_option("--ids", im.ids, "the prompt's token ids, as the text encoder takes them (bos, ids, eos, padding)");
+  img->add_option("--negative-ids", im.negative_ids, "the negative prompt's token ids: classifier-free guidance");
+  img->add_option("--steps", im.steps, "sampling steps");
+  img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none)");
+  img->add_option("--seed", im.seed, "seed of the initial noise (without --latents)");
+  img->add_option("--height", im.height, "image height (the pipeline's size: checked)");
+  img->add_option("--width", im.width, "image width (the pipeline's size: checked)");
+  img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
+  img->add_option("-o,--out", im.out, "the PNG to write")->required();
+  img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W]");
+
   CLI11_PARSE(app, argc, argv);
+  if (img->parsed()) return run_imagine(im);
   if (den->parsed()) return run_denoise(dn);
   if (gen->parsed()) {
     // Greedy unless a sampling option is given (and --greedy is not).

@@ -6,6 +6,7 @@
 #include "importer/safetensors.h"
 #include "runtime/denoise.h"
 #include "runtime/model.h"
+#include "runtime/pipeline.h"
 #include "tests/golden/golden_case.h"
 #include "tooling/compare.h"
 
@@ -155,6 +156,49 @@ TEST(FlowMatchEuler, Sd3LoopStepsByTheModelsVelocity) {
   const Tensor& eps = v->at("sample");
   for (int64_t i = 0; i < eps.numel(); i += 97)
     EXPECT_NEAR(r->trajectory.f32()[eps.numel() + i], x.f32()[i] + (sigma1 - 1.0f) * eps.f32()[i], 1e-5) << i;
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// The whole Stable Diffusion 1.5 pipeline folder: the text encoder on the
+// prompt and the empty prompt, four DDIM steps with guidance 7.5 from the
+// stored latents, the VAE's decode, the image in [0, 1]: every tensor the
+// pipeline golden recorded.
+TEST(PipelineGolden, TextToImageMatchesDiffusersStepByStep) {
+  const std::string dir = testing::golden_dir("sd15_pipeline");
+  ARCH_REQUIRE_SHARED(dir);
+  ASSERT_TRUE(is_pipeline(dir));
+  auto p = load_pipeline(dir);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->text_encoder->family, "CLIPTextStyle");
+  EXPECT_EQ(p->unet->family, "UNetDiffusion");
+  EXPECT_EQ(p->vae->family, "VAEStyle");
+  auto in = testing::read_json(dir + "/inputs.json");
+  ImagineOptions opt;
+  opt.ids = in["prompt_input_ids"].get<std::vector<int32_t>>();
+  opt.negative_ids = in["negative_input_ids"].get<std::vector<int32_t>>();
+  opt.steps = 4;
+  opt.guidance = 7.5f;
+  opt.latents = first_tensor(dir + "/inputs.safetensors", "latents");
+  auto r = imagine(*p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  const std::pair<const char*, const Tensor*> got[] = {
+      {"prompt_embeds", &r->prompt_embeds},        {"negative_prompt_embeds", &r->negative_prompt_embeds},
+      {"latents", &r->denoised.trajectory},        {"noise_pred", &r->denoised.noise_preds},
+      {"decode_input", &r->decode_input},          {"image_decoded", &r->image_decoded},
+      {"image", &r->image}};
+  for (const auto& [name, t] : got) {
+    const Tensor& want = expected->tensors.at(name);
+    ASSERT_EQ(t->numel(), want.numel()) << name;
+    auto c = testing::compare_f32(t->f32(), want.f32(), want.numel());
+    EXPECT_TRUE(c.ok()) << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
+  }
 }
 
 }  // namespace

@@ -560,6 +560,24 @@ TEST(ArchrunDenoise, WritesTheTrajectoryAndRefusesBadInput) {
   EXPECT_NE(many.exit_code, 0);
   EXPECT_NE(many.out.find("must be one tensor"), std::string::npos) << many.out;
   auto neg = testing::run_tool(testing::archrun() + " denoise " + dir + " --context x --steps -1 -o " + out);
+  // A pipeline folder to a PNG, from ids (the golden keeps no tokenizer).
+  const std::string pipe = testing::golden_dir("sd15_pipeline");
+  const std::string png = out + ".png";
+  auto img = testing::run_tool(testing::archrun() + " imagine " + pipe +
+                               " --ids 98,18,80,16,93,12,59,99,99,99,99,99,99,99,99,99 --steps 2 --seed 3 -o " + png);
+  EXPECT_EQ(img.exit_code, 0) << img.out;
+  EXPECT_NE(img.out.find("seed 3"), std::string::npos) << img.out;
+  std::ifstream f(png, std::ios::binary);
+  char sig[8] = {};
+  f.read(sig, 8);
+  EXPECT_EQ(std::string(sig + 1, 3), "PNG");
+  auto text = testing::run_tool(testing::archrun() + " imagine " + pipe + " -p 'a cat' -o " + png);
+  EXPECT_NE(text.exit_code, 0);
+  EXPECT_NE(text.out.find("--ids"), std::string::npos) << text.out;
+  auto size = testing::run_tool(testing::archrun() + " imagine " + pipe + " --ids 98,99 --height 64 -o " + png);
+  EXPECT_NE(size.exit_code, 0);
+  EXPECT_NE(size.out.find("makes 32x32 images"), std::string::npos) << size.out;
+  std::filesystem::remove(png);
   EXPECT_NE(neg.exit_code, 0);
   EXPECT_NE(neg.out.find("--steps must be at least 1"), std::string::npos) << neg.out;
 }

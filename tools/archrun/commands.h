@@ -89,6 +89,14 @@ struct DenoiseArgs {
   uint64_t seed = 0;
 };
 
+struct ImagineArgs {
+  Common common;
+  std::string prompt, ids, negative_ids, latents, out, save_tensors;
+  int steps = 20, height = 0, width = 0;
+  float guidance = 7.5f;
+  uint64_t seed = 0;
+};
+
 // MODEL: a checkpoint directory, or "toy" for the embedded default.
 Result<std::shared_ptr<Model>> open_model(const Common& c,
                                           GraphRewrite rewrite = nullptr);
@@ -120,6 +128,7 @@ int run_import(const std::string& dir, const std::string& out, const std::string
 int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json);
 int run_transcribe(const TranscribeArgs& a);
 int run_denoise(const DenoiseArgs& a);
+int run_imagine(const ImagineArgs& a);
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1);
 
 }  // namespace arch::cli

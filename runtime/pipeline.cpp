@@ -1,0 +1,92 @@
+#include "runtime/pipeline.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/json_text.h"
+#include "runtime/forward.h"
+
+namespace arch {
+
+namespace fs = std::filesystem;
+
+bool is_pipeline(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(fs::path(dir) / "model_index.json", ec);
+}
+
+Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt) {
+  Pipeline p;
+  p.dir = dir;
+  const fs::path index = fs::path(dir) / "model_index.json";
+  std::ifstream in(index);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return error(index.string() + ": cannot read it");
+  ARCH_TRY(p.index, parse_json(text.str(), index.string()));
+  if (!p.index.is_object()) return error(index.string() + ": not a JSON object");
+  const std::string cls = p.index.value("_class_name", std::string());
+  if (cls != "StableDiffusionPipeline")
+    return error(index.string() + ": pipeline '" + cls + "' is not one archrun runs (StableDiffusionPipeline)");
+  auto component = [&](const char* name) -> Result<std::shared_ptr<Model>> {
+    const fs::path sub = fs::path(dir) / name;
+    std::error_code ec;
+    if (!fs::is_directory(sub, ec)) return error(dir + ": the pipeline has no " + name + "/ folder");
+    auto m = load_model(sub.string(), opt);
+    if (!m.ok()) return error(dir + ": " + name + ": " + m.error().message);
+    return *m;
+  };
+  ARCH_TRY(p.text_encoder, component("text_encoder"));
+  ARCH_TRY(p.unet, component("unet"));
+  ARCH_TRY(p.vae, component("vae"));
+  ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::path(dir) / "unet").string(), &p.scheduler_path));
+  ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path));
+  return p;
+}
+
+Result<Dims> latent_shape(const Pipeline& p) {
+  ARCH_TRY(const ModelGraph* g, p.unet->find_graph("denoise"));
+  const int v = g->graph.find_input("sample");
+  if (v < 0) return error(p.dir + ": unet: its denoise graph takes no sample");
+  Dims shape;
+  for (const Dim& d : g->graph.values[size_t(v)].type.shape) {
+    if (!d.concrete()) return error(p.dir + ": unet: its latents have a run-time size");
+    shape.push_back(d.n);
+  }
+  return shape;
+}
+
+Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
+  ImagineResult r;
+  auto embed = [&](const std::vector<int32_t>& ids, const char* what) -> Result<Tensor> {
+    if (ids.empty()) return error(std::string("the ") + what + " has no token ids");
+    Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
+    std::copy(ids.begin(), ids.end(), t.i32());
+    auto out = forward(*p.text_encoder, {{"input_ids", t}}, {"last_hidden_state"});
+    if (!out.ok()) return error(p.dir + ": text_encoder on the " + what + ": " + out.error().message);
+    return out->at("last_hidden_state");
+  };
+  ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
+  DenoiseOptions d;
+  d.steps = opt.steps;
+  d.guidance = opt.guidance;
+  d.context = r.prompt_embeds;
+  d.on_step = opt.on_step;
+  if (!opt.negative_ids.empty() && opt.guidance != 1.0f) {
+    ARCH_TRY(r.negative_prompt_embeds, embed(opt.negative_ids, "negative prompt"));
+    d.negative_context = r.negative_prompt_embeds;
+  }
+  ARCH_TRY(r.denoised, denoise(*p.unet, *p.scheduler, opt.latents, d));
+  auto out = forward(*p.vae, {{"latents", r.denoised.latents}}, {"decode_input", "decoded_sample"}, nullptr, "decode");
+  if (!out.ok()) return error(p.dir + ": vae: " + out.error().message);
+  r.decode_input = out->at("decode_input");
+  r.image_decoded = out->at("decoded_sample");
+  // diffusers' postprocess: (x / 2 + 0.5) held to [0, 1]
+  r.image = Tensor::zeros(DType::F32, r.image_decoded.shape);
+  for (int64_t i = 0; i < r.image.numel(); ++i)
+    r.image.f32()[i] = std::clamp(r.image_decoded.f32()[i] / 2.0f + 0.5f, 0.0f, 1.0f);
+  return r;
+}
+
+}  // namespace arch

@@ -1,0 +1,53 @@
+// A diffusers pipeline folder (model_index.json with text_encoder/, unet/,
+// vae/, scheduler/): each component dispatched to its family as any
+// checkpoint is, and text to image over them (Stable Diffusion 1.x):
+// the prompt's and the negative prompt's embeddings from the text
+// encoder, the sampling loop over the UNet with classifier-free guidance,
+// the VAE's decode of latents / scaling_factor, the image in [0, 1].
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/denoise.h"
+#include "runtime/model.h"
+
+namespace arch {
+
+struct Pipeline {
+  std::string dir;
+  nlohmann::json index;                       // model_index.json
+  std::shared_ptr<Model> text_encoder, unet, vae;
+  std::unique_ptr<Scheduler> scheduler;
+  std::string scheduler_path;
+};
+
+// Whether `dir` is a pipeline folder (it holds model_index.json).
+bool is_pipeline(const std::string& dir);
+Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = {});
+
+struct ImagineOptions {
+  std::vector<int32_t> ids, negative_ids;     // the prompts' token ids (negative: none without guidance)
+  int steps = 20;
+  float guidance = 7.5f;
+  Tensor latents;                             // the initial latents [C, h, w]
+  std::function<void(int step, int steps)> on_step;
+};
+
+struct ImagineResult {
+  Tensor prompt_embeds, negative_prompt_embeds;
+  DenoiseResult denoised;
+  Tensor decode_input, image_decoded;         // latents / scaling_factor; the VAE's output
+  Tensor image;                               // [3, H, W] in [0, 1]
+};
+
+Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt);
+
+// The latents' shape the pipeline's UNet takes ([C, h, w]).
+Result<Dims> latent_shape(const Pipeline& p);
+
+}  // namespace arch

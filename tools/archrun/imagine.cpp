@@ -1,0 +1,87 @@
+// archrun imagine: text (as token ids) to a PNG through a Stable Diffusion
+// pipeline folder: embeddings, the sampling loop with guidance, the VAE.
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include "importer/image_write.h"
+#include "importer/safetensors.h"
+#include "runtime/pipeline.h"
+#include "tools/archrun/commands.h"
+
+namespace arch::cli {
+
+int run_imagine(const ImagineArgs& a) {
+  if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
+  if (a.out.empty()) return fail(error("give the PNG to write as -o OUT.png"));
+  if (!a.prompt.empty())
+    return fail(error(a.common.model + ": text prompts need the pipeline's CLIP tokenizer, which archrun does not read yet: give the prompt as --ids"));
+  if (a.ids.empty()) return fail(error("give the prompt's token ids as --ids 49406,...,49407 (padded as the text encoder takes them)"));
+  if (!is_pipeline(a.common.model)) return fail(error(a.common.model + ": not a pipeline folder (no model_index.json)"));
+  LoadOptions lo;
+  lo.backend = a.common.path;
+  auto p = load_pipeline(a.common.model, lo);
+  if (!p.ok()) return fail(p.error());
+  ImagineOptions opt;
+  opt.steps = a.steps;
+  opt.guidance = a.guidance;
+  auto ids = parse_ids(a.ids);
+  if (!ids.ok()) return fail(ids.error());
+  opt.ids = *ids;
+  if (!a.negative_ids.empty()) {
+    auto n = parse_ids(a.negative_ids);
+    if (!n.ok()) return fail(n.error());
+    opt.negative_ids = *n;
+  }
+  auto shape = latent_shape(*p);
+  if (!shape.ok()) return fail(shape.error());
+  // The VAE halves the image between its levels.
+  const auto& boc = p->vae->checkpoint.config.value("block_out_channels", nlohmann::json::array());
+  const int64_t scale = int64_t(1) << std::max<int64_t>(0, int64_t(boc.size()) - 1);
+  if ((a.height && a.height != (*shape)[1] * scale) || (a.width && a.width != (*shape)[2] * scale))
+    return fail(error(a.common.model + ": this pipeline makes " + std::to_string((*shape)[1] * scale) + "x" +
+                      std::to_string((*shape)[2] * scale) + " images (its UNet's sample_size), not " +
+                      std::to_string(a.height) + "x" + std::to_string(a.width)));
+  if (!a.latents.empty()) {
+    auto f = read_safetensors(a.latents);
+    if (!f.ok()) return fail(f.error());
+    if (f->tensors.size() != 1) return fail(error(a.latents + ": the latents must be one tensor"));
+    opt.latents = to_f32(f->tensors.begin()->second);
+  } else {
+    opt.latents = Tensor::zeros(DType::F32, *shape);
+    std::mt19937_64 rng(a.seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t i = 0; i < opt.latents.numel(); ++i) opt.latents.f32()[i] = normal(rng);
+    std::fprintf(stderr, "seed %llu\n", (unsigned long long)a.seed);
+  }
+  opt.on_step = [&](int k, int n) {
+    if (!isatty(2)) return;
+    const int width = 30, done = width * k / n;
+    std::fprintf(stderr, "\r\033[Kimagine [%s%s] step %d/%d", std::string(size_t(done), '#').c_str(),
+                 std::string(size_t(width - done), '.').c_str(), k, n);
+    if (k == n) std::fprintf(stderr, "\n");
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = imagine(*p, opt);
+  if (!r.ok()) return fail(r.error());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Status st = write_png(a.out, r->image);
+  if (!st.ok()) return fail(st.error());
+  if (!a.save_tensors.empty()) {
+    std::vector<std::pair<std::string, Tensor>> t = {{"prompt_embeds", r->prompt_embeds}, {"latents", r->denoised.trajectory},
+                                                     {"noise_pred", r->denoised.noise_preds}, {"decode_input", r->decode_input},
+                                                     {"image_decoded", r->image_decoded}, {"image", r->image}};
+    if (r->negative_prompt_embeds.data) t.insert(t.begin() + 1, {"negative_prompt_embeds", r->negative_prompt_embeds});
+    Status s2 = write_safetensors(a.save_tensors, t);
+    if (!s2.ok()) return fail(s2.error());
+  }
+  std::fprintf(stderr, "%s: %d steps (%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), a.steps,
+               p->scheduler_path.c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, a.out.c_str());
+  return 0;
+}
+
+}  // namespace arch::cli
