@@ -220,7 +220,8 @@ int main(int argc, char** argv) {
   ImagineArgs im;
   auto* img = app.add_subcommand("imagine", "text to image through a Stable Diffusion pipeline folder (model_index.json): a PNG");
   add_common(img, im.common);
-  img->add_option("-p,--prompt", im.prompt, "the prompt (needs the pipeline's tokenizer)");
+  img->add_option("-p,--prompt", im.prompt, "the prompt (the pipeline's tokenizer/: CLIP's vocab.json + merges.txt, or tokenizer.json)");
+  img->add_option("--negative-prompt", im.negative_prompt, "the negative prompt (default: the empty one, with guidance)");
   img->add_option("--ids", im.ids, "the prompt's token ids, as the text encoder takes them (bos, ids, eos, padding)");
   img->add_option("--negative-ids", im.negative_ids, "the negative prompt's token ids: classifier-free guidance");
   img->add_option("--steps", im.steps, "sampling steps");

@@ -560,6 +560,8 @@ TEST(ArchrunDenoise, WritesTheTrajectoryAndRefusesBadInput) {
   EXPECT_NE(many.exit_code, 0);
   EXPECT_NE(many.out.find("must be one tensor"), std::string::npos) << many.out;
   auto neg = testing::run_tool(testing::archrun() + " denoise " + dir + " --context x --steps -1 -o " + out);
+  EXPECT_NE(neg.exit_code, 0);
+  EXPECT_NE(neg.out.find("--steps must be at least 1"), std::string::npos) << neg.out;
   // A pipeline folder to a PNG, from ids (the golden keeps no tokenizer).
   const std::string pipe = testing::golden_dir("sd15_pipeline");
   const std::string png = out + ".png";
@@ -573,13 +575,37 @@ TEST(ArchrunDenoise, WritesTheTrajectoryAndRefusesBadInput) {
   EXPECT_EQ(std::string(sig + 1, 3), "PNG");
   auto text = testing::run_tool(testing::archrun() + " imagine " + pipe + " -p 'a cat' -o " + png);
   EXPECT_NE(text.exit_code, 0);
-  EXPECT_NE(text.out.find("--ids"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("-p needs the pipeline's tokenizer/"), std::string::npos) << text.out;
   auto size = testing::run_tool(testing::archrun() + " imagine " + pipe + " --ids 98,99 --height 64 -o " + png);
   EXPECT_NE(size.exit_code, 0);
   EXPECT_NE(size.out.find("makes 32x32 images"), std::string::npos) << size.out;
   std::filesystem::remove(png);
-  EXPECT_NE(neg.exit_code, 0);
-  EXPECT_NE(neg.out.find("--steps must be at least 1"), std::string::npos) << neg.out;
+}
+
+// -p through a CLIP tokenizer/ (vocab.json + merges.txt): the same image
+// as the ids it encodes to, padded as the pipeline pads them.
+TEST(ArchrunImagine, APromptThroughClipsTokenizerIsItsIds) {
+  const std::string pipe = testing::golden_dir("sd15_pipeline");
+  ARCH_REQUIRE_SHARED(pipe);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("imagine_tok_" + std::to_string(getpid()));
+  fs::create_directories(dir / "tokenizer");
+  for (const char* c : {"model_index.json", "text_encoder", "unet", "vae", "scheduler"})
+    fs::create_symlink(fs::path(pipe) / c, dir / c);  // the golden's components, read where they are
+  std::ofstream(dir / "tokenizer" / "vocab.json") << R"({"a</w>": 18, "a": 5, "t</w>": 6, "c": 3, "at</w>": 4, "cat</w>": 80, "<|startoftext|>": 98, "<|endoftext|>": 99})";
+  std::ofstream(dir / "tokenizer" / "merges.txt") << "#version: 0.2\na t</w>\nc at</w>\n";
+  const std::string a = (dir / "a.png").string(), b = (dir / "b.png").string();
+  auto text = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p 'A cat' --steps 2 --seed 1 -o " + a);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  auto ids = testing::run_tool(testing::archrun() + " imagine " + dir.string() +
+                               " --ids 98,18,80,99,99,99,99,99,99,99,99,99,99,99,99,99"
+                               " --negative-ids 98,99,99,99,99,99,99,99,99,99,99,99,99,99,99,99 --steps 2 --seed 1 -o " + b);
+  ASSERT_EQ(ids.exit_code, 0) << ids.out;
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  const std::string pa((std::istreambuf_iterator<char>(fa)), {}), pb((std::istreambuf_iterator<char>(fb)), {});
+  EXPECT_FALSE(pa.empty());
+  EXPECT_EQ(pa, pb);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include "core/json_text.h"
 #include "core/mapped_file.h"
 #include "text/tokenizer/backend.h"
+#include "text/tokenizer/clip_files.h"
 
 namespace arch {
 
@@ -43,10 +44,11 @@ Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const std::string& dir) 
     return load_json(p, config);
   }
   if (fs::exists(p / "tokenizer.json")) return load_json(p / "tokenizer.json", config);
+  if (has_clip_files(p.string())) return load_clip_tokenizer(p.string());  // CLIP's slow files (a pipeline's tokenizer/)
   for (const char* name : {"tokenizer.model", "spiece.model"})  // spiece.model: T5's
     if (fs::exists(p / name))
       return from_backend(tok::sentencepiece_backend((p / name).string(), config, config_path.string()));
-  return error(dir + ": no tokenizer.json, tokenizer.model or spiece.model");
+  return error(dir + ": no tokenizer.json, tokenizer.model, spiece.model, or vocab.json + merges.txt");
 }
 
 Result<std::shared_ptr<const Tokenizer>> load_tokenizer_from(const ReadSideFile& read, const std::string& label) {

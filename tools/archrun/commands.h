@@ -91,7 +91,7 @@ struct DenoiseArgs {
 
 struct ImagineArgs {
   Common common;
-  std::string prompt, ids, negative_ids, latents, out, save_tensors;
+  std::string prompt, negative_prompt, ids, negative_ids, latents, out, save_tensors;
   int steps = 20, height = 0, width = 0;
   float guidance = 7.5f;
   uint64_t seed = 0;

@@ -2,12 +2,15 @@
 // pipeline folder: embeddings, the sampling loop with guidance, the VAE.
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
+#include "core/json_text.h"
 #include "importer/image_write.h"
 #include "importer/safetensors.h"
 #include "runtime/pipeline.h"
@@ -15,12 +18,23 @@
 
 namespace arch::cli {
 
+namespace {
+
+// A JSON file's content (an error where it is absent or not JSON).
+Result<nlohmann::json> read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return error(path + ": cannot read it");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_json(text.str(), path);
+}
+
+}  // namespace
+
 int run_imagine(const ImagineArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
   if (a.out.empty()) return fail(error("give the PNG to write as -o OUT.png"));
-  if (!a.prompt.empty())
-    return fail(error(a.common.model + ": text prompts need the pipeline's CLIP tokenizer, which archrun does not read yet: give the prompt as --ids"));
-  if (a.ids.empty()) return fail(error("give the prompt's token ids as --ids 49406,...,49407 (padded as the text encoder takes them)"));
+  if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 49406,...,49407 (one of them)"));
   if (!is_pipeline(a.common.model)) return fail(error(a.common.model + ": not a pipeline folder (no model_index.json)"));
   LoadOptions lo;
   lo.backend = a.common.path;
@@ -29,13 +43,41 @@ int run_imagine(const ImagineArgs& a) {
   ImagineOptions opt;
   opt.steps = a.steps;
   opt.guidance = a.guidance;
-  auto ids = parse_ids(a.ids);
-  if (!ids.ok()) return fail(ids.error());
-  opt.ids = *ids;
-  if (!a.negative_ids.empty()) {
-    auto n = parse_ids(a.negative_ids);
-    if (!n.ok()) return fail(n.error());
-    opt.negative_ids = *n;
+  if (!a.prompt.empty()) {
+    // CLIPTokenizer as the pipeline pads it: bos, the text, eos, then the
+    // pad token up to the text encoder's length; the negative prompt ""
+    // (bos, eos) where guidance is asked for and none is given.
+    const std::string tdir = a.common.model + "/tokenizer";
+    auto tok = open_tokenizer(tdir);
+    if (!tok.ok()) return fail(error(a.common.model + ": -p needs the pipeline's tokenizer/: " + tok.error().message));
+    const int64_t length = p->text_encoder->config_int("max_position_embeddings", 77);
+    auto eos = (*tok)->eos_id() ? *(*tok)->eos_id() : (*tok)->token_to_id("<|endoftext|>").value_or(0);
+    // The pad token tokenizer_config.json names (SD 1.x: <|endoftext|>, SD 2: "!"), else the end token.
+    int32_t pad = eos;
+    if (auto cfg = read_json_file(tdir + "/tokenizer_config.json"); cfg.ok() && cfg->is_object() && cfg->contains("pad_token")) {
+      const auto& t = (*cfg)["pad_token"];
+      const std::string name = t.is_string() ? t.get<std::string>() : t.is_object() ? t.value("content", std::string()) : "";
+      if (auto id = (*tok)->token_to_id(name)) pad = *id;
+    }
+    auto fit = [&](std::vector<int32_t> ids) {
+      if (int64_t(ids.size()) > length) {
+        ids.resize(size_t(length));
+        ids.back() = eos;
+      }
+      ids.resize(size_t(length), pad);
+      return ids;
+    };
+    opt.ids = fit((*tok)->encode(a.prompt, true));
+    if (a.guidance != 1.0f) opt.negative_ids = fit((*tok)->encode(a.negative_prompt, true));
+  } else {
+    auto ids = parse_ids(a.ids);
+    if (!ids.ok()) return fail(ids.error());
+    opt.ids = *ids;
+    if (!a.negative_ids.empty()) {
+      auto n = parse_ids(a.negative_ids);
+      if (!n.ok()) return fail(n.error());
+      opt.negative_ids = *n;
+    }
   }
   auto shape = latent_shape(*p);
   if (!shape.ok()) return fail(shape.error());
