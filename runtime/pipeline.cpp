@@ -40,6 +40,18 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt) {
   ARCH_TRY(p.text_encoder, component("text_encoder"));
   ARCH_TRY(p.unet, component("unet"));
   ARCH_TRY(p.vae, component("vae"));
+  // The components must fit one another: the text's width is the UNet's
+  // cross-attention width, the UNet's channels the VAE's latent channels.
+  const auto& tc = p.text_encoder->checkpoint.config;
+  const auto& uc = p.unet->checkpoint.config;
+  const auto& vc = p.vae->checkpoint.config;
+  if (tc.value("hidden_size", -1) != uc.value("cross_attention_dim", -2))
+    return error(dir + ": text_encoder's hidden_size (" + tc.value("hidden_size", nlohmann::json()).dump() +
+                 ") is not unet's cross_attention_dim (" + uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
+  if (uc.value("in_channels", -1) != vc.value("latent_channels", -2) || uc.value("out_channels", -1) != vc.value("latent_channels", -2))
+    return error(dir + ": unet's in/out channels (" + uc.value("in_channels", nlohmann::json()).dump() + ", " +
+                 uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
+                 vc.value("latent_channels", nlohmann::json()).dump() + ")");
   ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::path(dir) / "unet").string(), &p.scheduler_path));
   ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path));
   return p;

@@ -605,6 +605,20 @@ TEST(ArchrunImagine, APromptThroughClipsTokenizerIsItsIds) {
   const std::string pa((std::istreambuf_iterator<char>(fa)), {}), pb((std::istreambuf_iterator<char>(fb)), {});
   EXPECT_FALSE(pa.empty());
   EXPECT_EQ(pa, pb);
+  // info names every component; bad sizes and paths are refused before any work.
+  auto info = testing::run_tool(testing::archrun() + " info " + dir.string());
+  EXPECT_EQ(info.exit_code, 0) << info.out;
+  for (const char* f : {"CLIPTextStyle", "UNetDiffusion", "VAEStyle"}) EXPECT_NE(info.out.find(f), std::string::npos) << info.out;
+  auto odd = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p cat --height 30 -o " + a);
+  EXPECT_NE(odd.out.find("multiples of 8"), std::string::npos) << odd.out;
+  auto nowhere = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p cat -o /nonexistent/x.png");
+  EXPECT_NE(nowhere.out.find("not a writable folder"), std::string::npos) << nowhere.out;
+  // A UNet whose cross-attention width is not the text encoder's.
+  fs::remove(dir / "unet");
+  fs::create_symlink(fs::path(testing::golden_dir("unet_sd15")), dir / "unet");
+  auto misfit = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p cat -o " + a);
+  EXPECT_NE(misfit.exit_code, 0);
+  EXPECT_NE(misfit.out.find("is not unet's cross_attention_dim"), std::string::npos) << misfit.out;
   fs::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 // pipeline folder: embeddings, the sampling loop with guidance, the VAE.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -36,6 +37,14 @@ int run_imagine(const ImagineArgs& a) {
   if (a.out.empty()) return fail(error("give the PNG to write as -o OUT.png"));
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 49406,...,49407 (one of them)"));
   if (!is_pipeline(a.common.model)) return fail(error(a.common.model + ": not a pipeline folder (no model_index.json)"));
+  if ((a.height && a.height % 8) || (a.width && a.width % 8))
+    return fail(error("--height and --width must be multiples of 8, not " + std::to_string(a.height) + "x" + std::to_string(a.width)));
+  {
+    // The output's folder must be writable before any work starts (no
+    // file is made until the image is whole).
+    const std::filesystem::path parent = std::filesystem::absolute(a.out).parent_path();
+    if (access(parent.c_str(), W_OK) != 0) return fail(error(a.out + ": cannot write the image there (" + parent.string() + " is not a writable folder)"));
+  }
   LoadOptions lo;
   lo.backend = a.common.path;
   auto p = load_pipeline(a.common.model, lo);

@@ -4,11 +4,49 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/forward.h"
+#include "runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
 
+namespace {
+
+// A pipeline folder: each component, as any checkpoint's info names it.
+int pipeline_info(const Common& c, bool as_json) {
+  LoadOptions lo;
+  lo.programs = false;
+  auto p = load_pipeline(c.model, lo);
+  if (!p.ok()) return fail(p.error());
+  nlohmann::json j;
+  j["pipeline"] = c.model;
+  j["class"] = p->index.value("_class_name", std::string());
+  j["scheduler"] = p->scheduler_path;
+  const std::pair<const char*, const Model*> parts[] = {
+      {"text_encoder", p->text_encoder.get()}, {"unet", p->unet.get()}, {"vae", p->vae.get()}};
+  for (const auto& [name, m] : parts) {
+    nlohmann::json cj = {{"family", m->family}, {"template", m->template_path}, {"reason", m->reason},
+                         {"tensors", m->checkpoint.tensors.size()}, {"graphs", m->graph_names()}};
+    j["components"][name] = cj;
+  }
+  if (as_json) {
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("pipeline: %s (%s)\nscheduler: %s\n", c.model.c_str(), j["class"].get<std::string>().c_str(),
+              p->scheduler_path.c_str());
+  for (const auto& [name, m] : parts) {
+    std::string graphs;
+    for (const auto& g : m->graph_names()) graphs += (graphs.empty() ? "" : ", ") + g;
+    std::printf("  %-13s %s (%s; graphs %s, %zu tensors): %s\n", name, m->family.c_str(), m->template_path.c_str(),
+                graphs.c_str(), m->checkpoint.tensors.size(), m->reason.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
 int run_info(const Common& c, bool as_json) {
+  if (is_pipeline(c.model)) return pipeline_info(c, as_json);
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   const Model& model = **m;
