@@ -210,9 +210,10 @@ Result<nlohmann::ordered_json> read_spec(const std::string& path) {
   for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
   std::fclose(f);
   auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_object() && j.contains("pipeline")) return j;  // a pipeline's spec: its components' specs
   if (!j.is_object() || !j.contains("config") || !j["config"].is_object() || !j.contains("tensors") ||
       !j["tensors"].is_array())
-    return error(path + ": not a toy spec (a JSON object with \"config\" and \"tensors\": [[name, shape], ...])");
+    return error(path + ": not a toy spec (a JSON object with \"config\" and \"tensors\": [[name, shape], ...], or \"pipeline\")");
   return j;
 }
 
@@ -222,6 +223,29 @@ Status write_toy_from_spec(const std::string& spec_path, const std::string& dir,
                            const ToyProgress& progress) {
   namespace fs = std::filesystem;
   ARCH_TRY(nlohmann::ordered_json spec, read_spec(spec_path));
+  if (spec.contains("pipeline")) {
+    // A pipeline folder: model_index.json, each component from its own spec
+    // (beside this one) in its folder, the scheduler's config.
+    const auto& p = spec["pipeline"];
+    if (!p.is_object() || !p.contains("model_index") || !p.contains("components") || !p["components"].is_object())
+      return error(spec_path + ": a pipeline spec holds model_index, components and scheduler_config");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return error(dir + ": cannot create directory: " + ec.message());
+    ARCH_TRY_STATUS(write_text((fs::path(dir) / "model_index.json").string(), p["model_index"].dump(2) + "\n"));
+    uint64_t k = 0;
+    for (const auto& [name, file] : p["components"].items()) {
+      if (!file.is_string()) return error(spec_path + ": component " + name + " must name a spec file");
+      const std::string sub = (fs::path(spec_path).parent_path() / file.get<std::string>()).string();
+      ARCH_TRY_STATUS(write_toy_from_spec(sub, (fs::path(dir) / name).string(), seed + ++k, bf16, progress));
+    }
+    if (p.contains("scheduler_config")) {
+      fs::create_directories(fs::path(dir) / "scheduler", ec);
+      ARCH_TRY_STATUS(write_text((fs::path(dir) / "scheduler" / "scheduler_config.json").string(),
+                                 p["scheduler_config"].dump(2) + "\n"));
+    }
+    return {};
+  }
   std::vector<TensorSpec> specs;
   for (const auto& t : spec["tensors"]) {
     if (!t.is_array() || t.size() != 2 || !t[0].is_string() || !t[1].is_array())

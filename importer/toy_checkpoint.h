@@ -45,6 +45,9 @@ Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, 
 // name with "embed" or "shared") N(0, 1), norm weights 1 + N(0, 0.1), other
 // vectors (biases) N(0, 0.02). Writes DIR/config.json,
 // generation_config.json (where the spec has one) and model.safetensors.
+// A spec holding `pipeline` writes a pipeline folder: model_index.json,
+// each component from the spec file it names (beside this one), and
+// scheduler/scheduler_config.json.
 Status write_toy_from_spec(const std::string& spec_path, const std::string& dir, uint64_t seed = 0,
                            bool bf16 = false, const ToyProgress& progress = nullptr);
 

@@ -176,12 +176,14 @@ int main(int argc, char** argv) {
   Common bc;
   int bench_p = 512, bench_n = 128, bench_repeat = 1;
   bool bench_json = false, bench_profile = false;
+  int bench_steps = 2;
   auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS");
   add_common(bench, bc);
   bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
   bench->add_flag("--json", bench_json, "one JSON object as the last line");
   bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding");
+  bench->add_option("--steps", bench_steps, "a text-to-image pipeline: guided steps to time (default 2)")->check(CLI::Range(1, 1000));
   bench->add_option("--repeat", bench_repeat, "run prompt and decode this many times after one load; report medians")
       ->check(CLI::Range(1, 1000));
 
@@ -199,7 +201,7 @@ int main(int argc, char** argv) {
   auto* toy = app.add_subcommand("toy", "write a random-weight LlamaStyle checkpoint: the embedded default, or a real model's shape");
   toy->add_option("-o,--out", toy_dir, "directory to write")->required();
   toy->add_option("--seed", toy_seed, "weight seed");
-  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b, llama-3.2-1b, or a spec in families/toys: whisper-base, t5-base");
+  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b, llama-3.2-1b, or a spec in families/toys: whisper-base, t5-base, sd15-unet, sd15 (a whole pipeline)");
   std::string toy_families;
   toy->add_option("--families", toy_families, "directory of family templates (its toys/ holds the spec files)");
   toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
@@ -257,7 +259,7 @@ int main(int argc, char** argv) {
   if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
   if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
   if (cht->parsed()) return run_chat(ch);
-  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat);
+  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps);
   if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
   if (toy->parsed()) {
     auto progress = [](int64_t done, int64_t total, const std::string& name) {
@@ -275,7 +277,10 @@ int main(int argc, char** argv) {
     }
     clear_progress_line();
     if (!st.ok()) return fail(st.error());
-    std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());
+    if (std::filesystem::exists(std::filesystem::path(toy_dir) / "model_index.json"))
+      std::printf("wrote the pipeline folder %s (model_index.json, its components' folders, scheduler/)\n", toy_dir.c_str());
+    else
+      std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());
   }
   return 0;
 }

@@ -16,6 +16,8 @@
 #include "runtime/session.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "runtime/forward.h"
+#include "runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 #include "tools/bench/gemm_rate.h"
 #include "tools/bench/read_bandwidth.h"
@@ -355,9 +357,75 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
   return 0;
 }
 
+// A text-to-image pipeline folder: the text encoder on a full-length
+// prompt and the empty one, `steps` guided steps at the pipeline's size
+// (two UNet evaluations each), the VAE's decode; seconds per step, the
+// decode's time and the peak memory.
+int bench_pipeline(const Common& c, int steps, bool as_json) {
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
+  auto t0 = clock::now();
+  LoadOptions lo;
+  lo.backend = c.path;
+  auto p = load_pipeline(c.model, lo);
+  if (!p.ok()) return fail(p.error());
+  auto t1 = clock::now();
+  auto shape = latent_shape(*p);
+  if (!shape.ok()) return fail(shape.error());
+  const int64_t length = p->text_encoder->config_int("max_position_embeddings", 77);
+  const int64_t vocab = p->text_encoder->config_int("vocab_size", 2);
+  std::mt19937 rng(1234);
+  ImagineOptions opt;
+  opt.steps = steps;
+  opt.guidance = 7.5f;
+  for (int64_t i = 0; i < length; ++i) opt.ids.push_back(int32_t(rng() % uint32_t(vocab)));
+  opt.negative_ids.assign(size_t(length), int32_t(vocab - 1));
+  opt.latents = Tensor::zeros(DType::F32, *shape);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < opt.latents.numel(); ++i) opt.latents.f32()[i] = normal(rng);
+  std::vector<clock::time_point> marks;
+  opt.on_step = [&](int, int) { marks.push_back(clock::now()); };
+  auto t2 = clock::now();
+  auto r = imagine(*p, opt);
+  if (!r.ok()) return fail(r.error());
+  auto t3 = clock::now();
+  // Phases: text (start to the first step's start is text + step 1), so the
+  // steps are timed from one mark to the next, the first from the text's end.
+  auto te0 = clock::now();
+  Tensor ids = Tensor::zeros(DType::I32, {length});
+  std::copy(opt.ids.begin(), opt.ids.end(), ids.i32());
+  auto te = forward(*p->text_encoder, {{"input_ids", ids}}, {"last_hidden_state"});
+  if (!te.ok()) return fail(te.error());
+  const double text_s = 2 * secs(te0, clock::now());  // prompt and negative prompt
+  auto vd0 = clock::now();
+  auto vd = forward(*p->vae, {{"latents", r->denoised.latents}}, {"decoded_sample"}, nullptr, "decode");
+  if (!vd.ok()) return fail(vd.error());
+  const double vae_s = secs(vd0, clock::now());
+  const double loop_s = marks.empty() ? 0 : secs(t2, marks.back()) - text_s;
+  const double step_s = steps > 0 ? loop_s / steps : 0;
+  nlohmann::json j = {{"pipeline", c.model}, {"load_s", secs(t0, t1)}, {"image", dims_str(r->image.shape)},
+                      {"steps", steps}, {"guidance", 7.5}, {"text_encode_s", text_s}, {"step_s", step_s},
+                      {"vae_decode_s", vae_s}, {"total_s", secs(t2, t3)}, {"peak_rss_mb", peak_rss_mb()},
+                      {"threads", omp_get_max_threads()}, {"cpu", cpu_features().describe()}};
+  if (as_json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s (a text-to-image pipeline, %s backend, %s, %d threads)\n", c.model.c_str(), c.path.c_str(),
+              j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
+  std::printf("  load            %10.2f s\n", secs(t0, t1));
+  std::printf("  text encoder    %10.2f s (prompt and negative prompt, %lld tokens each)\n", text_s, (long long)length);
+  std::printf("  step            %10.2f s with guidance (two UNet evaluations), %d steps, image %s\n", step_s, steps,
+              dims_str(r->image.shape).c_str());
+  std::printf("  VAE decode      %10.2f s\n", vae_s);
+  std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+  return 0;
+}
+
 }  // namespace
 
-int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat) {
+int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat, int steps) {
+  if (is_pipeline(c.model)) return bench_pipeline(c, steps, as_json);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = clock::now();

@@ -129,6 +129,7 @@ int run_mel(const std::string& audio, int bins, const std::string& out, bool as_
 int run_transcribe(const TranscribeArgs& a);
 int run_denoise(const DenoiseArgs& a);
 int run_imagine(const ImagineArgs& a);
-int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1);
+int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1,
+              int steps = 2);
 
 }  // namespace arch::cli
