@@ -5,10 +5,35 @@
 // accumulated in double).
 #include <cmath>
 
+#include "kernels/reference/group_norm.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
 
 namespace arch {
+
+void group_norm_group(const float* X, float* Y, const float* w, const float* b, int64_t C, int64_t per_channel,
+                      int64_t groups, int64_t g, float eps) {
+  const int64_t per_group = C / groups, n = per_group * per_channel;
+  const float* x = X + g * n;
+  float* y = Y + g * n;
+  // mean and biased variance over the group's channels and positions
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const double mean = sum / double(n);
+  double sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  const float inv = 1.0f / std::sqrt(float(sq / double(n)) + eps);
+  const float m = float(mean);
+  for (int64_t c = 0; c < per_group; ++c) {
+    const int64_t ch = g * per_group + c;
+    for (int64_t i = 0; i < per_channel; ++i) {
+      float v = (x[c * per_channel + i] - m) * inv;
+      if (w) v *= w[ch];
+      if (b) v += b[ch];
+      y[c * per_channel + i] = v;
+    }
+  }
+}
 
 namespace {
 
@@ -42,29 +67,8 @@ Status group_norm_kernel(KernelContext& ctx) {
   }
   ARCH_TRY_STATUS(expect_output(ctx, "group_norm", 0, X.shape));
   const float eps = float(attr_float(ctx.attrs, "eps", 1e-5));
-  const int64_t per_channel = C ? X.numel() / C : 0, per_group = C / groups;
-  const int64_t n = per_group * per_channel;
-  for (int64_t g = 0; g < groups; ++g) {
-    const float* x = X.f32() + g * n;
-    float* y = ctx.outputs[0].f32() + g * n;
-    // mean and biased variance over the group's channels and positions
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i) sum += x[i];
-    const double mean = sum / double(n);
-    double sq = 0.0;
-    for (int64_t i = 0; i < n; ++i) sq += (x[i] - mean) * (x[i] - mean);
-    const float inv = 1.0f / std::sqrt(float(sq / double(n)) + eps);
-    const float m = float(mean);
-    for (int64_t c = 0; c < per_group; ++c) {
-      const int64_t ch = g * per_group + c;
-      for (int64_t i = 0; i < per_channel; ++i) {
-        float v = (x[c * per_channel + i] - m) * inv;
-        if (w) v *= w[ch];
-        if (b) v += b[ch];
-        y[c * per_channel + i] = v;
-      }
-    }
-  }
+  const int64_t per_channel = C ? X.numel() / C : 0;
+  for (int64_t g = 0; g < groups; ++g) group_norm_group(X.f32(), ctx.outputs[0].f32(), w, b, C, per_channel, groups, g, eps);
   return {};
 }
 

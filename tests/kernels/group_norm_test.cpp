@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
 namespace {
@@ -27,6 +27,12 @@ TEST(UpsampleNearest, RepeatsEachPixel) {
   Tensor out = run1("upsample_nearest", {f32({1, 1, 2}, {1, 2})});
   EXPECT_EQ(out.shape, (Dims{1, 2, 4}));
   EXPECT_EQ(values(out), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2}));
+}
+
+TEST(CpuGroupNorm, MatchesTheReference) {
+  Tensor x = f32({8, 5, 3}, scaled_values(120, 11, 2.0f));
+  expect_cpu_matches_reference("group_norm", {x, f32({8}, scaled_values(8, 12, 1.0f)), f32({8}, scaled_values(8, 13, 1.0f))},
+                               {{"groups", 4}, {"eps", 1e-6}}, "8 channels in 4 groups");
 }
 
 }  // namespace
