@@ -12,20 +12,16 @@ namespace arch::npu2 {
 int BlockReader::attention_block(int r, int l) {
   const std::string block = "layers." + std::to_string(l) + ".attention";
   const Node* add = residual_add(r);
-  const Node* norm = norm_of(r, block, add);
-  if (!norm) return add ? add->outputs[0] : -1;
-  auto w = bind(block, *norm, "weight", {norm->inputs[1]});
-  if (!w) return -1;
+  const Node* norm = open_block(r, block, add);
+  if (!norm) return after(add);
   const int x = norm->outputs[0];
   auto x_users = open_users(x);
-  claim(norm);
-  write(norm_unit(block, *norm, *w, false), {r}, *norm);
   // Q, K and V: three projections of x, told apart by where they go.
   if (x_users.size() != 3) {
     refuse(block, x_users.empty() ? *norm : *x_users[0],
            "the norm's output is read by " + std::to_string(x_users.size()) + " ops, not three projections (q, k, v)",
            "a mixer of separate q, k and v projections");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   struct Path {
     Projection proj;
@@ -39,13 +35,13 @@ int BlockReader::attention_block(int r, int l) {
     auto pr = projection(u, block);
     if (!pr) {
       if (u->op != "matmul") refuse(block, *u, "the norm's output is read by " + u->op, "q, k and v projections");
-      return add ? add->outputs[0] : -1;
+      return after(add);
     }
     Path path{*pr};
     path.split = head_split(pr->out);
     if (!path.split) {
       refuse(block, *u, "a projection not split into heads", "q, k, v reshaped to [seq, heads, head_dim]");
-      return add ? add->outputs[0] : -1;
+      return after(add);
     }
     path.end = path.split->outputs[0];
     if (const Node* qn = sole_user(path.end, "rms_norm")) {
@@ -75,15 +71,15 @@ int BlockReader::attention_block(int r, int l) {
   if (!cache || !attn || q < 0 || k < 0 || v < 0) {
     refuse(block, attn ? *attn : *norm, !cache ? "no KV cache: the attention does not keep its keys and values" : "q, k and v do not meet at one cache and one attention",
            "a causal attention over a KV cache");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   if (!paths[q].rope || !paths[k].rope || paths[v].rope || paths[v].qk_norm) {
     refuse(block, *attn, "RoPE is not on q and k alone", "RoPE on q and k");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   if (attn->inputs[1] != cache->outputs[0] || attn->inputs[2] != cache->outputs[1]) {
     refuse(block, *attn, "the attention does not read the cache's keys and values", "attention over the KV cache");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   bool ok = true;
   if (attn->inputs.size() > 3 && attn->inputs[3] >= 0) ok = false, refuse(block, *attn, "an attention bias", "a bias input to the attention unit");
@@ -98,17 +94,17 @@ int BlockReader::attention_block(int r, int l) {
   std::optional<Projection> o = merge ? projection(sole_user(merge->outputs[0], "matmul"), block) : std::nullopt;
   if (!o) {
     refuse(block, *attn, "the attention's heads do not go straight to an output projection", "heads merged into one matvec");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
-  auto after = open_users(o->out);
-  if (after.size() == 1 && after[0]->op == "rms_norm") {
-    refuse(block, *after[0], "a norm after the mixer (on the attention's output, before the residual add)",
+  auto readers = open_users(o->out);
+  if (readers.size() == 1 && readers[0]->op == "rms_norm") {
+    refuse(block, *readers[0], "a norm after the mixer (on the attention's output, before the residual add)",
            "a norm unit between the output projection and the residual add");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
-  if (!add || after.size() != 1 || after[0] != add) {
-    refuse(block, after.empty() ? *o->matmul : *after[0], "the output projection is not added to the residual", "a residual add");
-    return add ? add->outputs[0] : -1;
+  if (!add || readers.size() != 1 || readers[0] != add) {
+    refuse(block, readers.empty() ? *o->matmul : *readers[0], "the output projection is not added to the residual", "a residual add");
+    return after(add);
   }
   if (!ok) return add->outputs[0];
 

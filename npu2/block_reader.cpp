@@ -120,6 +120,16 @@ const Node* BlockReader::norm_of(int r, const std::string& block, const Node* re
   return norm;
 }
 
+const Node* BlockReader::open_block(int r, const std::string& block, const Node* add) {
+  const Node* norm = norm_of(r, block, add);
+  if (!norm) return nullptr;
+  auto w = bind(block, *norm, "weight", {norm->inputs[1]});
+  if (!w) return nullptr;
+  claim(norm);
+  write(norm_unit(block, *norm, *w, false), {r}, *norm);
+  return norm;
+}
+
 Unit BlockReader::norm_unit(const std::string& block, const Node& n, const Constant& w, bool last_row) {
   need_buffer("normed", opt.profile.activations, dim(n.outputs[0], -1));
   Unit u = unit("rms_norm", block);

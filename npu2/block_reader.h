@@ -93,6 +93,12 @@ struct BlockReader {
   // The embedding: tokens -> the residual.
   int embedding(int tokens);
 
+  // Where reading goes on after a block refused: the residual its add
+  // leaves, or nowhere (-1).
+  int after(const Node* add) const { return add ? add->outputs[0] : -1; }
+  // A layer block's opening at residual r: its norm (bound, claimed, its
+  // unit written), or null (refused). `add`: the block's residual add.
+  const Node* open_block(int r, const std::string& block, const Node* add);
   // The norm reading residual r in `block`: the node, or null (refused).
   const Node* norm_of(int r, const std::string& block, const Node* residual_add);
   // The residual add reading r (the one add among r's readers), or null.

@@ -55,9 +55,6 @@ class Emulator {
   const Program& program() const { return p_; }
 
  private:
-  struct Bound {
-    Tensor value;  // [rows, width] or [n], F32 holding values of the constant's type
-  };
   Status run(const std::string& version, int64_t rows);
   Status run_unit(size_t index, const Unit& u, int64_t rows, bool bounded);
   Result<std::vector<Tensor>> compute(const Unit& u, const std::vector<Tensor>& in, const std::vector<Tensor>& constants,

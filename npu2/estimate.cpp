@@ -137,7 +137,7 @@ Estimate estimate(const Program& p, const Device& d, int64_t position) {
   return e;
 }
 
-std::string estimate_text(const Program& p, const Device& d, const Estimate& e) {
+std::string estimate_text(const Device& d, const Estimate& e) {
   std::ostringstream s;
   char line[256];
   std::snprintf(line, sizeof line, "estimate on %s (%s): %d tiles at %.2f GHz, %.0f bf16 MACs/cycle/tile, %.0f GB/s, %.0f us per command\n",
@@ -161,7 +161,6 @@ std::string estimate_text(const Program& p, const Device& d, const Estimate& e) 
                 e.unfused_seconds * 1e3, e.unfused_seconds > 0 ? 1 / e.unfused_seconds : 0, (long long)e.unfused_commands,
                 saved * 1e3, 100 * saved / e.unfused_seconds);
   s << line;
-  (void)p;
   return s.str();
 }
 

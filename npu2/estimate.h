@@ -49,6 +49,6 @@ struct Estimate {
 // A decode step at `position` (its attention over that many keys).
 Estimate estimate(const Program& p, const Device& d, int64_t position);
 // The estimate as a table: where the time goes, tok/s, what the fusions save.
-std::string estimate_text(const Program& p, const Device& d, const Estimate& e);
+std::string estimate_text(const Device& d, const Estimate& e);
 
 }  // namespace arch::npu2

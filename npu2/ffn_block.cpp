@@ -9,30 +9,25 @@ namespace arch::npu2 {
 int BlockReader::ffn_block(int r, int l) {
   const std::string block = "layers." + std::to_string(l) + ".ffn";
   const Node* add = residual_add(r);
-  const Node* norm = norm_of(r, block, add);
-  if (!norm) return add ? add->outputs[0] : -1;
-  auto w = bind(block, *norm, "weight", {norm->inputs[1]});
-  if (!w) return -1;
+  const Node* norm = open_block(r, block, add);
+  if (!norm) return after(add);
   const int x = norm->outputs[0];
   auto x_users = open_users(x);
-  claim(norm);
-  write(norm_unit(block, *norm, *w, false), {r}, *norm);
-  for (const Node* u : x_users)
-    if (u->op == "routed_matmul" || u->op == "topk") return add ? add->outputs[0] : -1;  // experts: refused above
-  for (const Node* u : x_users)
+  for (const Node* u : x_users) {
+    if (u->op == "routed_matmul" || u->op == "topk") return after(add);  // experts: refused with the graph's scan
     if (u->op != "matmul") {
-      refuse(block, *u, "the FFN's input is read by " + u->op + (u->op == "topk" || u->op == "softmax" ? " (a router: experts)" : ""),
-             u->op == "topk" || u->op == "softmax" ? "an experts unit (a router and routed matmuls)" : "a SwiGLU FFN");
-      return add ? add->outputs[0] : -1;
+      refuse(block, *u, "the FFN's input is read by " + u->op, "a SwiGLU FFN");
+      return after(add);
     }
+  }
   if (x_users.size() != 2) {
     refuse(block, x_users.empty() ? *norm : *x_users[0],
            x_users.size() == 1 ? "a non-gated FFN (one up projection)" : "the FFN's input is read by " + std::to_string(x_users.size()) + " projections",
            "a SwiGLU FFN: gate and up projections, silu(gate) * up, down");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   auto a = projection(x_users[0], block), b = projection(x_users[1], block);
-  if (!a || !b) return add ? add->outputs[0] : -1;
+  if (!a || !b) return after(add);
   // The gate is the projection an activation reads; the activation times the up.
   const Node* act = nullptr;
   Projection gate, up;
@@ -48,25 +43,25 @@ int BlockReader::ffn_block(int r, int l) {
   const Node* mul = act ? sole_user(act->outputs[0], "mul") : nullptr;
   if (!act || !mul || !(mul->inputs[0] == up.out || mul->inputs[1] == up.out)) {
     refuse(block, *x_users[0], "the two projections do not meet as act(gate) * up", "a gated FFN");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   if (act->op != "silu") {
     refuse(block, *act, "a non-SwiGLU FFN: " + act->op + "(gate) * up", "a gated-activation unit for " + act->op);
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
   auto down = projection(sole_user(mul->outputs[0], "matmul"), block);
   if (!down) {
     refuse(block, *mul, "the gated product does not go to a down projection", "a down matvec");
-    return add ? add->outputs[0] : -1;
+    return after(add);
   }
-  auto after = open_users(down->out);
-  if (after.size() == 1 && after[0]->op == "rms_norm") {
-    refuse(block, *after[0], "a norm after the FFN (before the residual add)", "a norm unit between the down projection and the add");
-    return add ? add->outputs[0] : -1;
+  auto readers = open_users(down->out);
+  if (readers.size() == 1 && readers[0]->op == "rms_norm") {
+    refuse(block, *readers[0], "a norm after the FFN (before the residual add)", "a norm unit between the down projection and the add");
+    return after(add);
   }
-  if (!add || after.size() != 1 || after[0] != add) {
-    refuse(block, after.empty() ? *down->matmul : *after[0], "the down projection is not added to the residual", "a residual add");
-    return add ? add->outputs[0] : -1;
+  if (!add || readers.size() != 1 || readers[0] != add) {
+    refuse(block, readers.empty() ? *down->matmul : *readers[0], "the down projection is not added to the residual", "a residual add");
+    return after(add);
   }
   auto gu = matvec(block, "gate_up", {gate, up}, "gate_up");
   if (!gu) return -1;

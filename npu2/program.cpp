@@ -21,6 +21,11 @@ int64_t Program::chunk_of(const std::string& version) const {
   return 0;
 }
 
+Tolerance check_tolerance(const Program& p) {
+  const auto c = p.numerics.value("check", nlohmann::json::object());
+  return Tolerance{c.value("rel", 1.0 / 64), c.value("abs", 1e-3)};
+}
+
 namespace {
 
 // ---- writing ----------------------------------------------------------------

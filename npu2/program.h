@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/op.h"
 #include "core/tensor.h"
 
 namespace arch::npu2 {
@@ -88,6 +89,10 @@ struct Program {
   const Buffer* buffer(const std::string& name) const;
   int64_t chunk_of(const std::string& version) const;  // 0: no such version
 };
+
+// What --check holds a unit to: the profile's `check` bound as lowering
+// recorded it in the program's numerics (2^-6 and 1e-3 where it has none).
+Tolerance check_tolerance(const Program& p);
 
 // The program as YAML text (every field, in a fixed order).
 std::string program_yaml(const Program& p);

@@ -1,5 +1,7 @@
 #include "runtime/pipeline.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,7 +72,10 @@ Result<Dims> latent_shape(const Pipeline& p) {
 }
 
 Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
   ImagineResult r;
+  auto t = clock::now();
   auto embed = [&](const std::vector<int32_t>& ids, const char* what) -> Result<Tensor> {
     if (ids.empty()) return error(std::string("the ") + what + " has no token ids");
     Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
@@ -89,11 +94,16 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
     ARCH_TRY(r.negative_prompt_embeds, embed(opt.negative_ids, "negative prompt"));
     d.negative_context = r.negative_prompt_embeds;
   }
+  r.text_seconds = since(t);
+  t = clock::now();
   ARCH_TRY(r.denoised, denoise(*p.unet, *p.scheduler, opt.latents, d));
+  r.loop_seconds = since(t);
+  t = clock::now();
   auto out = forward(*p.vae, {{"latents", r.denoised.latents}}, {"decode_input", "decoded_sample"}, nullptr, "decode");
   if (!out.ok()) return error(p.dir + ": vae: " + out.error().message);
   r.decode_input = out->at("decode_input");
   r.image_decoded = out->at("decoded_sample");
+  r.decode_seconds = since(t);
   // diffusers' postprocess: (x / 2 + 0.5) held to [0, 1]
   r.image = Tensor::zeros(DType::F32, r.image_decoded.shape);
   for (int64_t i = 0; i < r.image.numel(); ++i)

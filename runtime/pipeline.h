@@ -43,6 +43,7 @@ struct ImagineResult {
   DenoiseResult denoised;
   Tensor decode_input, image_decoded;         // latents / scaling_factor; the VAE's output
   Tensor image;                               // [3, H, W] in [0, 1]
+  double text_seconds = 0, loop_seconds = 0, decode_seconds = 0;  // where the time went
 };
 
 Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt);

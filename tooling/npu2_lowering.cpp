@@ -1,5 +1,7 @@
 #include "tooling/npu2_lowering.h"
 
+#include "npu2/numerics.h"
+
 namespace arch {
 
 Result<npu2::Lowering> lower_graph(const Graph& step, const std::string& template_path, const std::string& family,
@@ -26,6 +28,14 @@ Result<npu2::Lowering> lower_model(const Model& m, const Npu2Options& opt) {
   }
   std::string tmpl = m.template_path;
   return lower_graph(g->graph, tmpl, m.family, m.config_int("max_position_embeddings", 0), opt);
+}
+
+GraphRewrite npu2_numerics_rewrite(const std::string& model, const Npu2Options& opt) {
+  return [model, opt](const Graph& g, const std::string& template_path) -> Result<Graph> {
+    ARCH_TRY(npu2::Lowering l, lower_graph(g, template_path, g.family, 0, opt));
+    if (!l.refusals.empty()) return error(refusal_message(model, l));
+    return npu2::apply_numerics(g, l.program);
+  };
 }
 
 std::string refusal_message(const std::string& model, const npu2::Lowering& l) {

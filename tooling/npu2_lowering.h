@@ -25,6 +25,12 @@ Result<npu2::Lowering> lower_model(const Model& m, const Npu2Options& opt);
 Result<npu2::Lowering> lower_graph(const Graph& step, const std::string& template_path, const std::string& family,
                                    int64_t config_max_positions, const Npu2Options& opt);
 
+// The rewrite that makes the host reference compute under the NPU2
+// numerics (LoadOptions::rewrite): each graph lowered with `opt`, then
+// rounded where its program stores bf16; a refusal is an error naming
+// `model` and what was refused.
+GraphRewrite npu2_numerics_rewrite(const std::string& model, const Npu2Options& opt);
+
 // "MODEL: the NPU2 engine has no unit for ...": the refusals, one per line.
 std::string refusal_message(const std::string& model, const npu2::Lowering& l);
 

@@ -369,7 +369,7 @@ int lower(const LowerArgs& a) {
       for (const auto& [k, t] : e.by_kind) j["by_kind_ms"][k] = t * 1e3;
       std::printf("%s\n", j.dump(2).c_str());
     } else {
-      std::fputs(npu2::estimate_text(l->program, *d, e).c_str(), stdout);
+      std::fputs(npu2::estimate_text(*d, e).c_str(), stdout);
     }
   }
   if (a.out.empty() || a.out == "-") {

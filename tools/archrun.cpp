@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   int bench_p = 512, bench_n = 128, bench_repeat = 1;
   bool bench_json = false, bench_profile = false;
   int bench_steps = 2;
-  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS");
+  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode)");
   add_common(bench, bc);
   bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));

@@ -3,6 +3,7 @@
 // golden README's float32 rule.
 #include <gtest/gtest.h>
 
+#include "tests/golden/golden_compare.h"
 #include "tooling/compare.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
@@ -24,22 +25,7 @@ class EncoderGolden : public ::testing::TestWithParam<Case> {};
 TEST_P(EncoderGolden, EveryExpectedTensorMatchesTransformers) {
   std::string dir = testing::golden_dir(GetParam().name);
   ARCH_REQUIRE_SHARED(dir);
-  // Both paths: the fast cpu kernels (the default) and the plain reference ones.
-  for (const char* backend : {"cpu", "reference"}) {
-    SCOPED_TRACE(backend);
-    LoadOptions lo;
-    lo.backend = backend;
-    auto model = load_model(dir, lo);
-    ASSERT_TRUE(model.ok()) << model.error().message;
-    EXPECT_EQ((*model)->family, GetParam().family);
-    auto r = compare_with_golden(**model, dir);
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_TRUE(r->missing.empty()) << GetParam().name << ": no output " << r->missing.front();
-    EXPECT_GE(r->tensors.size(), 4u);
-    for (const auto& t : r->tensors)
-      EXPECT_TRUE(t.ok()) << GetParam().name << ": " << t.name << " differs by " << t.max_abs << " (allowed "
-                          << t.bound << ")";
-  }
+  testing::expect_matches_golden(dir, GetParam().family, 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, EncoderGolden,

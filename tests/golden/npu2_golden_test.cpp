@@ -11,7 +11,6 @@
 #include "importer/safetensors.h"
 #include "kernels/kernels.h"
 #include "npu2/emulator.h"
-#include "npu2/numerics.h"
 #include "runtime/generate.h"
 #include "runtime/session.h"
 #include "tests/golden/golden_case.h"
@@ -44,14 +43,7 @@ std::shared_ptr<Model> graph_only(const std::string& dir) {
 std::shared_ptr<Model> host_reference(const std::string& dir, int64_t context, int64_t chunk) {
   LoadOptions lo;
   lo.backend = "reference";
-  lo.rewrite = [&](const Graph& g, const std::string& t) -> Result<Graph> {
-    Npu2Options o;
-    o.max_context = context;
-    o.chunk = chunk;
-    ARCH_TRY(npu2::Lowering l, lower_graph(g, t, g.family, 0, o));
-    if (!l.refusals.empty()) return error(refusal_message(dir, l));
-    return npu2::apply_numerics(g, l.program);
-  };
+  lo.rewrite = npu2_numerics_rewrite(dir, Npu2Options{context, chunk, ""});
   auto m = load_model(dir, lo);
   EXPECT_TRUE(m.ok()) << m.error().message;
   return m.ok() ? *m : nullptr;
@@ -88,10 +80,7 @@ TEST_P(Npu2Golden, EmulatedTokensEqualTheHostReferenceUnderItsNumerics) {
     auto emu = npu2::Emulator::load(*program, m->checkpoint, op_table());
     ASSERT_TRUE(emu.ok()) << emu.error().message;
     npu2::UnitCheck check;
-    (*emu)->check_against(m->token_graph()->graph, &check, l->program.numerics.value("check", nlohmann::json::object()).empty()
-                                                               ? Tolerance{1.0 / 64, 1e-3}
-                                                               : Tolerance{l->program.numerics["check"]["rel"].get<double>(),
-                                                                           l->program.numerics["check"]["abs"].get<double>()});
+    (*emu)->check_against(m->token_graph()->graph, &check, npu2::check_tolerance(l->program));
     auto emulated = npu2::emulate_greedy(**emu, prompt, n, {});
     ASSERT_TRUE(emulated.ok()) << emulated.error().message;
     EXPECT_GT(check.checked, 0);

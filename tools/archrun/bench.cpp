@@ -383,26 +383,11 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
   opt.latents = Tensor::zeros(DType::F32, *shape);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (int64_t i = 0; i < opt.latents.numel(); ++i) opt.latents.f32()[i] = normal(rng);
-  std::vector<clock::time_point> marks;
-  opt.on_step = [&](int, int) { marks.push_back(clock::now()); };
   auto t2 = clock::now();
   auto r = imagine(*p, opt);
   if (!r.ok()) return fail(r.error());
   auto t3 = clock::now();
-  // Phases: text (start to the first step's start is text + step 1), so the
-  // steps are timed from one mark to the next, the first from the text's end.
-  auto te0 = clock::now();
-  Tensor ids = Tensor::zeros(DType::I32, {length});
-  std::copy(opt.ids.begin(), opt.ids.end(), ids.i32());
-  auto te = forward(*p->text_encoder, {{"input_ids", ids}}, {"last_hidden_state"});
-  if (!te.ok()) return fail(te.error());
-  const double text_s = 2 * secs(te0, clock::now());  // prompt and negative prompt
-  auto vd0 = clock::now();
-  auto vd = forward(*p->vae, {{"latents", r->denoised.latents}}, {"decoded_sample"}, nullptr, "decode");
-  if (!vd.ok()) return fail(vd.error());
-  const double vae_s = secs(vd0, clock::now());
-  const double loop_s = marks.empty() ? 0 : secs(t2, marks.back()) - text_s;
-  const double step_s = steps > 0 ? loop_s / steps : 0;
+  const double text_s = r->text_seconds, vae_s = r->decode_seconds, step_s = r->loop_seconds / steps;
   nlohmann::json j = {{"pipeline", c.model}, {"load_s", secs(t0, t1)}, {"image", dims_str(r->image.shape)},
                       {"steps", steps}, {"guidance", 7.5}, {"text_encode_s", text_s}, {"step_s", step_s},
                       {"vae_decode_s", vae_s}, {"total_s", secs(t2, t3)}, {"peak_rss_mb", peak_rss_mb()},

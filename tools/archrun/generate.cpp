@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/generate.h"
+#include "tooling/npu2_lowering.h"
 #include "tools/archrun/npu2_run.h"
 #include "text/text_stream.h"
 #include "tools/archrun/commands.h"
@@ -31,10 +32,9 @@ int run_generate(const GenerateArgs& a) {
     return fail(error("--numerics npu2 draws greedily, as the engine does: drop --temperature, --top-k and --top-p"));
   if (!a.numerics.empty() && a.common.path != "reference")
     return fail(error("--numerics npu2 is the host reference under the engine's numerics: give it with --path reference"));
-  Common common = a.common;
   GraphRewrite rewrite;
-  if (!a.numerics.empty()) rewrite = npu2_numerics(a, int64_t(prompt.size()) + a.n);
-  auto m = open_model(common, rewrite);
+  if (!a.numerics.empty()) rewrite = npu2_numerics_rewrite(a.common.model, Npu2Options{int64_t(prompt.size()) + a.n, a.chunk, ""});
+  auto m = open_model(a.common, rewrite);
   if (!m.ok()) return fail(m.error());
   GenerateOptions opt;
   opt.max_new_tokens = a.n;

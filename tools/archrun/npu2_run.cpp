@@ -9,25 +9,11 @@
 
 #include "kernels/kernels.h"
 #include "npu2/emulator.h"
-#include "npu2/numerics.h"
 #include "runtime/generate.h"
 #include "text/text_stream.h"
 #include "tooling/npu2_lowering.h"
 
 namespace arch::cli {
-
-GraphRewrite npu2_numerics(const GenerateArgs& a, int64_t max_context) {
-  const std::string model = a.common.model;
-  const int64_t chunk = a.chunk;
-  return [model, max_context, chunk](const Graph& g, const std::string& template_path) -> Result<Graph> {
-    Npu2Options o;
-    o.max_context = max_context;
-    o.chunk = chunk;
-    ARCH_TRY(npu2::Lowering l, lower_graph(g, template_path, g.family, 0, o));
-    if (!l.refusals.empty()) return error(refusal_message(model, l));
-    return npu2::apply_numerics(g, l.program);
-  };
-}
 
 int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt, std::shared_ptr<const Tokenizer> tok) {
   if (a.sampling_given) return fail(error("--backend npu2 draws greedily (the engine's argmax): drop --temperature, --top-k and --top-p"));
@@ -66,9 +52,7 @@ int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt,
   const ModelGraph* step = (*m)->token_graph();
   if (a.common.check) {
     if (!step) return fail(error(a.common.model + ": no step graph to check the units against"));
-    Tolerance tol{program.numerics.value("check", nlohmann::json::object()).value("rel", 1.0 / 64),
-                  program.numerics.value("check", nlohmann::json::object()).value("abs", 1e-3)};
-    (*emu)->check_against(step->graph, &check, tol);
+    (*emu)->check_against(step->graph, &check, npu2::check_tolerance(program));
   }
   std::optional<TextStream> stream;
   if (tok) stream.emplace(tok, true);
