@@ -1,11 +1,16 @@
 // The sampling loop of a diffusion denoiser (a template whose graph
 // `denoise` takes the latents as `sample` (UNet) or `hidden_states` (DiT,
-// SD3), a `timestep` (i32 or f32) and `encoder_hidden_states`, and any
-// other inputs given, such as SD3's `pooled_projections`):
-// from the initial latents, one model evaluation per step (two with
-// classifier-free guidance: the negative context, then the context,
+// SD3, Flux), a `timestep` (i32 or f32) and `encoder_hidden_states`, and
+// any other inputs given, such as SD3's `pooled_projections`):
+// from the initial latents [C, H, W], one model evaluation per step (two
+// with classifier-free guidance: the context, then the negative context,
 // combined as uncond + guidance * (cond - uncond)), each followed by the
-// scheduler's step back.
+// scheduler's step back. A template may add the loop's side graphs:
+// `pack` (latents [, encoder_hidden_states] -> the latent input and others,
+// such as Flux's packed tokens, img_ids and txt_ids), `unpack`
+// (tokens, like -> latents) and `timestep` (t: the scheduler's timestep ->
+// the model's). A `guidance` input of the denoise graph takes the guidance
+// scale itself (a guidance-distilled model: one pass, no negative context).
 #pragma once
 
 #include <functional>

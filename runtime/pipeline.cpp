@@ -18,7 +18,7 @@ bool is_pipeline(const std::string& dir) {
   return fs::exists(fs::path(dir) / "model_index.json", ec);
 }
 
-Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt) {
+Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, const std::string& scheduler) {
   Pipeline p;
   p.dir = dir;
   const fs::path index = fs::path(dir) / "model_index.json";
@@ -55,7 +55,7 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt) {
                  uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
                  vc.value("latent_channels", nlohmann::json()).dump() + ")");
   ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::path(dir) / "unet").string(), &p.scheduler_path));
-  ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path));
+  ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path, scheduler));
   return p;
 }
 

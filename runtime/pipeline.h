@@ -28,7 +28,9 @@ struct Pipeline {
 
 // Whether `dir` is a pipeline folder (it holds model_index.json).
 bool is_pipeline(const std::string& dir);
-Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = {});
+// `scheduler`: "ddim" or "euler" samples the scheduler/ config's noise
+// schedule by that method (make_scheduler's kind); empty: its own.
+Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = {}, const std::string& scheduler = "");
 
 struct ImagineOptions {
   std::vector<int32_t> ids, negative_ids;     // the prompts' token ids (negative: none without guidance)

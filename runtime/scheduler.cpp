@@ -13,61 +13,94 @@ namespace arch {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The alphas' cumulative product of a config's beta schedule (betas in
+// float32, as torch.linspace makes them); DDIM and Euler share it.
+Result<std::vector<float>> alphas_cumprod_of(const nlohmann::json& c, const std::string& where, int n) {
+  const double b0 = c.value("beta_start", 0.0001), b1 = c.value("beta_end", 0.02);
+  const std::string schedule = c.value("beta_schedule", std::string("linear"));
+  if (c.contains("trained_betas") && !c["trained_betas"].is_null()) return error(where + ": trained_betas are not supported");
+  if (c.value("rescale_betas_zero_snr", false)) return error(where + ": rescale_betas_zero_snr is not supported");
+  std::vector<float> out;
+  float prod = 1.0f;
+  for (int i = 0; i < n; ++i) {
+    const double f = n == 1 ? 0.0 : double(i) / double(n - 1);
+    float beta;
+    if (schedule == "linear") {
+      beta = float(b0 + (b1 - b0) * f);
+    } else if (schedule == "scaled_linear") {
+      const float r = float(std::sqrt(b0) + (std::sqrt(b1) - std::sqrt(b0)) * f);
+      beta = r * r;
+    } else {
+      return error(where + ": beta_schedule '" + schedule + "' is not one archrun knows (linear, scaled_linear)");
+    }
+    out.push_back(prod *= (1.0f - beta));
+  }
+  return out;
+}
+
+Result<std::string> spacing_of(const nlohmann::json& c, const std::string& where) {
+  const std::string s = c.value("timestep_spacing", std::string("leading"));
+  if (s != "leading" && s != "trailing" && s != "linspace")
+    return error(where + ": timestep_spacing '" + s + "' is not one archrun knows (leading, trailing, linspace)");
+  return s;
+}
+
+Result<std::string> prediction_of(const nlohmann::json& c, const std::string& where) {
+  const std::string p = c.value("prediction_type", std::string("epsilon"));
+  if (p != "epsilon" && p != "v_prediction")
+    return error(where + ": prediction_type '" + p + "' is not one archrun knows (epsilon, v_prediction)");
+  return p;
+}
+
+Status check_steps(int steps, int train_steps) {
+  if (steps < 1 || steps > train_steps)
+    return error("the step count must be 1 to num_train_timesteps (" + std::to_string(train_steps) + "), not " +
+                 std::to_string(steps));
+  return {};
+}
+
+// diffusers' timestep spacings, first to last: "leading" (multiples of
+// T / steps, plus steps_offset), "trailing" (from T - 1 down), "linspace"
+// (0 to T - 1 evenly, unrounded: DDIM rounds them).
+std::vector<double> spaced_timesteps(const std::string& spacing, int train_steps, int steps, int offset) {
+  std::vector<double> ts;
+  if (spacing == "leading") {
+    const int ratio = train_steps / steps;
+    for (int i = steps - 1; i >= 0; --i) ts.push_back(double(i * ratio + offset));
+  } else if (spacing == "trailing") {
+    const double ratio = double(train_steps) / steps;
+    for (int i = 0; i < steps; ++i) ts.push_back(std::round(train_steps - i * ratio) - 1);
+  } else {
+    for (int i = steps - 1; i >= 0; --i) ts.push_back(steps == 1 ? 0.0 : double(train_steps - 1) * i / (steps - 1));
+  }
+  return ts;
+}
+
+}  // namespace
+
 Result<DdimScheduler> DdimScheduler::from_config(const nlohmann::json& c, const std::string& where) {
   if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
   DdimScheduler s;
   s.train_steps_ = c.value("num_train_timesteps", 1000);
   if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
-  const double b0 = c.value("beta_start", 0.0001), b1 = c.value("beta_end", 0.02);
-  const std::string schedule = c.value("beta_schedule", std::string("linear"));
-  if (c.contains("trained_betas") && !c["trained_betas"].is_null()) return error(where + ": trained_betas are not supported");
-  if (c.value("rescale_betas_zero_snr", false)) return error(where + ": rescale_betas_zero_snr is not supported");
   if (c.value("thresholding", false) || c.value("clip_sample", false))
     return error(where + ": thresholding and clip_sample are not supported");
-  // betas in float32, as torch.linspace makes them
-  std::vector<float> betas(size_t(s.train_steps_));
-  const int n = s.train_steps_;
-  for (int i = 0; i < n; ++i) {
-    const double f = n == 1 ? 0.0 : double(i) / double(n - 1);
-    if (schedule == "linear") {
-      betas[size_t(i)] = float(b0 + (b1 - b0) * f);
-    } else if (schedule == "scaled_linear") {
-      const float r = float(std::sqrt(b0) + (std::sqrt(b1) - std::sqrt(b0)) * f);
-      betas[size_t(i)] = r * r;
-    } else {
-      return error(where + ": beta_schedule '" + schedule + "' is not one archrun knows (linear, scaled_linear)");
-    }
-  }
-  float prod = 1.0f;
-  for (float b : betas) s.alphas_cumprod_.push_back(prod *= (1.0f - b));
+  ARCH_TRY(s.alphas_cumprod_, alphas_cumprod_of(c, where, s.train_steps_));
   s.final_alpha_cumprod_ = c.value("set_alpha_to_one", true) ? 1.0f : s.alphas_cumprod_[0];
   s.steps_offset_ = c.value("steps_offset", 0);
-  s.spacing_ = c.value("timestep_spacing", std::string("leading"));
-  s.prediction_ = c.value("prediction_type", std::string("epsilon"));
-  if (s.prediction_ != "epsilon" && s.prediction_ != "v_prediction")
-    return error(where + ": prediction_type '" + s.prediction_ + "' is not one archrun knows (epsilon, v_prediction)");
-  if (s.spacing_ != "leading" && s.spacing_ != "trailing" && s.spacing_ != "linspace")
-    return error(where + ": timestep_spacing '" + s.spacing_ + "' is not one archrun knows (leading, trailing, linspace)");
+  ARCH_TRY(s.spacing_, spacing_of(c, where));
+  ARCH_TRY(s.prediction_, prediction_of(c, where));
   return s;
 }
 
-Result<std::vector<float>> DdimScheduler::set_timesteps(int steps) {
-  if (steps < 1 || steps > train_steps_)
-    return error("the step count must be 1 to num_train_timesteps (" + std::to_string(train_steps_) + "), not " + std::to_string(steps));
-  std::vector<int> ts;
-  if (spacing_ == "leading") {
-    const int ratio = train_steps_ / steps;
-    for (int i = steps - 1; i >= 0; --i) ts.push_back(i * ratio + steps_offset_);
-  } else if (spacing_ == "trailing") {
-    const double ratio = double(train_steps_) / steps;
-    for (int i = 0; i < steps; ++i) ts.push_back(int(std::round(train_steps_ - i * ratio)) - 1);
-  } else {
-    for (int i = steps - 1; i >= 0; --i)
-      ts.push_back(int(std::round(steps == 1 ? 0.0 : double(train_steps_ - 1) * i / (steps - 1))));
-  }
-  timesteps_ = ts;
+Result<std::vector<float>> DdimScheduler::set_timesteps(int steps, int64_t) {
+  ARCH_TRY_STATUS(check_steps(steps, train_steps_));
+  timesteps_.clear();
+  for (double t : spaced_timesteps(spacing_, train_steps_, steps, steps_offset_)) timesteps_.push_back(int(std::round(t)));
   steps_ = steps;
-  return std::vector<float>(ts.begin(), ts.end());
+  return std::vector<float>(timesteps_.begin(), timesteps_.end());
 }
 
 Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample) const {
@@ -99,23 +132,44 @@ Result<FlowMatchEulerScheduler> FlowMatchEulerScheduler::from_config(const nlohm
   if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
   s.shift_ = float(c.value("shift", 1.0));
   if (!(s.shift_ > 0)) return error(where + ": shift must be positive");
-  if (c.value("use_dynamic_shifting", false))
-    return error(where + ": use_dynamic_shifting (Flux's resolution-dependent shift) is not supported");
+  s.dynamic_ = c.value("use_dynamic_shifting", false);
+  s.base_shift_ = c.value("base_shift", 0.5);
+  s.max_shift_ = c.value("max_shift", 1.15);
+  s.base_tokens_ = c.value("base_image_seq_len", 256);
+  s.max_tokens_ = c.value("max_image_seq_len", 4096);
+  if (s.dynamic_ && s.max_tokens_ == s.base_tokens_)
+    return error(where + ": base_image_seq_len and max_image_seq_len must differ");
   for (const char* f : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas", "invert_sigmas"})
     if (c.value(f, false)) return error(where + ": " + std::string(f) + " is not supported");
   if (c.contains("shift_terminal") && !c["shift_terminal"].is_null()) return error(where + ": shift_terminal is not supported");
   return s;
 }
 
-Result<std::vector<float>> FlowMatchEulerScheduler::set_timesteps(int steps) {
-  if (steps < 1 || steps > train_steps_)
-    return error("the step count must be 1 to num_train_timesteps (" + std::to_string(train_steps_) + "), not " + std::to_string(steps));
-  // The training sigmas' ends, shifted (1 and shift(1 / T)); the steps
-  // evenly between them, shifted again (as diffusers does), then 0.
+Result<std::vector<float>> FlowMatchEulerScheduler::set_timesteps(int steps, int64_t image_tokens) {
+  ARCH_TRY_STATUS(check_steps(steps, train_steps_));
   const float T = float(train_steps_);
-  const float sigma_max = shifted(1.0f), sigma_min = shifted(1.0f / T);
   sigmas_.clear();
   std::vector<float> ts;
+  if (dynamic_) {
+    // FluxPipeline's schedule: sigmas evenly from 1 to 1 / steps, shifted
+    // by exp(mu) / (exp(mu) + 1 / s - 1), mu linear in the image's token
+    // count between (base_image_seq_len, base_shift) and (max_..., max_shift).
+    if (image_tokens < 1)
+      return error("this scheduler's shift depends on the image's size (use_dynamic_shifting): the model gives no token count");
+    const double slope = (max_shift_ - base_shift_) / double(max_tokens_ - base_tokens_);
+    const double mu = base_shift_ + slope * double(image_tokens - base_tokens_);
+    for (int i = 0; i < steps; ++i) {
+      const double s = steps == 1 ? 1.0 : 1.0 + (1.0 / steps - 1.0) * double(i) / double(steps - 1);
+      const float sigma = float(std::exp(mu) / (std::exp(mu) + (1.0 / s - 1.0)));
+      sigmas_.push_back(sigma);
+      ts.push_back(sigma * T);
+    }
+    sigmas_.push_back(0.0f);
+    return ts;
+  }
+  // The training sigmas' ends, shifted (1 and shift(1 / T)); the steps
+  // evenly between them, shifted again (as diffusers does), then 0.
+  const float sigma_max = shifted(1.0f), sigma_min = shifted(1.0f / T);
   for (int i = 0; i < steps; ++i) {
     const double f = steps == 1 ? 0.0 : double(i) / double(steps - 1);
     const float t = float(double(sigma_max * T) + (double(sigma_min * T) - double(sigma_max * T)) * f);
@@ -134,24 +188,107 @@ Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor
   return out;
 }
 
-Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& c, const std::string& where) {
+Result<EulerScheduler> EulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
   if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
-  const std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
+  EulerScheduler s;
+  s.train_steps_ = c.value("num_train_timesteps", 1000);
+  if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
+  for (const char* f : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas"})
+    if (c.value(f, false)) return error(where + ": " + std::string(f) + " is not supported");
+  if (c.value("interpolation_type", std::string("linear")) != "linear")
+    return error(where + ": interpolation_type must be linear");
+  if (c.value("final_sigmas_type", std::string("zero")) != "zero") return error(where + ": final_sigmas_type must be zero");
+  ARCH_TRY(s.alphas_cumprod_, alphas_cumprod_of(c, where, s.train_steps_));
+  s.steps_offset_ = c.value("steps_offset", 0);
+  ARCH_TRY(s.spacing_, spacing_of(c, where));
+  ARCH_TRY(s.prediction_, prediction_of(c, where));
+  return s;
+}
+
+Result<std::vector<float>> EulerScheduler::set_timesteps(int steps, int64_t) {
+  ARCH_TRY_STATUS(check_steps(steps, train_steps_));
+  // The training sigmas sqrt((1 - a) / a), read at the timesteps by linear
+  // interpolation, then 0.
+  std::vector<float> train;
+  for (float a : alphas_cumprod_) train.push_back(std::sqrt((1.0f - a) / a));
+  sigmas_.clear();
+  std::vector<float> ts;
+  for (double t : spaced_timesteps(spacing_, train_steps_, steps, steps_offset_)) {
+    const double c = std::clamp(t, 0.0, double(train_steps_ - 1));
+    const size_t lo = size_t(std::floor(c)), hi = std::min(lo + 1, train.size() - 1);
+    const double f = c - double(lo);
+    sigmas_.push_back(float(double(train[lo]) + (double(train[hi]) - double(train[lo])) * f));
+    ts.push_back(float(t));
+  }
+  sigmas_.push_back(0.0f);
+  return ts;
+}
+
+float EulerScheduler::init_noise_sigma() const {
+  const float top = sigmas_.empty() ? 1.0f : *std::max_element(sigmas_.begin(), sigmas_.end());
+  return spacing_ == "leading" ? std::sqrt(top * top + 1.0f) : top;
+}
+
+Tensor EulerScheduler::scale_model_input(const Tensor& sample, size_t index) const {
+  const float k = 1.0f / std::sqrt(sigmas_.at(index) * sigmas_.at(index) + 1.0f);
+  Tensor out = Tensor::zeros(DType::F32, sample.shape);
+  for (int64_t i = 0; i < sample.numel(); ++i) out.f32()[i] = sample.f32()[i] * k;
+  return out;
+}
+
+Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) const {
+  const float sigma = sigmas_.at(index), dt = sigmas_.at(index + 1) - sigma;
+  Tensor out = Tensor::zeros(DType::F32, sample.shape);
+  for (int64_t i = 0; i < sample.numel(); ++i) {
+    const float x = sample.f32()[i], e = model_output.f32()[i];
+    // the predicted original sample, then the derivative (x - x0) / sigma
+    const float x0 = prediction_ == "epsilon"
+                         ? x - sigma * e
+                         : e * (-sigma / std::sqrt(sigma * sigma + 1.0f)) + x / (sigma * sigma + 1.0f);
+    out.f32()[i] = x + (x - x0) / sigma * dt;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, const std::string& where,
+                                                  const std::string& kind) {
+  if (!config.is_object()) return error(where + ": a scheduler config is a JSON object");
+  nlohmann::json c = config;
+  std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
+  const bool flow = cls == "FlowMatchEulerDiscreteScheduler";
+  // --scheduler: the same noise schedule, sampled by another method.
+  if (kind == "ddim") {
+    if (flow) return error(where + ": a flow-matching model's scheduler cannot be sampled by DDIM (use euler)");
+    cls = "DDIMScheduler";
+  } else if (kind == "euler") {
+    if (!flow) cls = "EulerDiscreteScheduler";
+  } else if (!kind.empty()) {
+    return error("--scheduler '" + kind + "' is not one archrun knows (ddim, euler)");
+  }
   if (cls == "DDIMScheduler") {
     ARCH_TRY(DdimScheduler d, DdimScheduler::from_config(c, where));
     return std::unique_ptr<Scheduler>(new DdimScheduler(std::move(d)));
   }
-  if (cls == "FlowMatchEulerDiscreteScheduler") {
+  if (cls == "EulerDiscreteScheduler") {
+    ARCH_TRY(EulerScheduler e, EulerScheduler::from_config(c, where));
+    return std::unique_ptr<Scheduler>(new EulerScheduler(std::move(e)));
+  }
+  if (flow) {
     ARCH_TRY(FlowMatchEulerScheduler f, FlowMatchEulerScheduler::from_config(c, where));
     return std::unique_ptr<Scheduler>(new FlowMatchEulerScheduler(std::move(f)));
   }
-  return error(where + ": scheduler '" + cls + "' is not one archrun runs (DDIMScheduler, FlowMatchEulerDiscreteScheduler)");
+  return error(where + ": scheduler '" + cls +
+               "' is not one archrun runs (DDIMScheduler, EulerDiscreteScheduler, FlowMatchEulerDiscreteScheduler; "
+               "--scheduler ddim|euler samples its noise schedule another way)");
 }
 
-Result<nlohmann::json> read_scheduler_config(const std::string& model_dir, std::string* path) {
-  for (const fs::path p : {fs::path(model_dir) / "scheduler_config.json",
-                           fs::path(model_dir) / ".." / "scheduler" / "scheduler_config.json"}) {
-    std::error_code ec;
+Result<nlohmann::json> read_scheduler_config(const std::string& where, std::string* path) {
+  // A file is the config itself; a folder holds it, or its pipeline does.
+  std::error_code ec;
+  std::vector<fs::path> candidates = {fs::path(where)};
+  if (fs::is_directory(where, ec))
+    candidates = {fs::path(where) / "scheduler_config.json", fs::path(where) / ".." / "scheduler" / "scheduler_config.json"};
+  for (const fs::path& p : candidates) {
     if (!fs::exists(p, ec)) continue;
     if (path) *path = p.string();
     std::ifstream in(p);
@@ -160,7 +297,8 @@ Result<nlohmann::json> read_scheduler_config(const std::string& model_dir, std::
     if (!in) return error(p.string() + ": cannot read it");
     return parse_json(text.str(), p.string());
   }
-  return error(model_dir + ": no scheduler_config.json (beside the model, or a pipeline's scheduler/)");
+  if (!fs::is_directory(where, ec)) return error(where + ": no such scheduler config");
+  return error(where + ": no scheduler_config.json (beside the model, or a pipeline's scheduler/; or give --scheduler-config)");
 }
 
 }  // namespace arch

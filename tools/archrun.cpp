@@ -207,7 +207,7 @@ int main(int argc, char** argv) {
   toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
 
   DenoiseArgs dn;
-  auto* den = app.add_subcommand("denoise", "a diffusion denoiser's sampling loop (its scheduler_config.json: DDIM or flow-matching Euler) from latents and a context");
+  auto* den = app.add_subcommand("denoise", "a diffusion denoiser's sampling loop (its scheduler_config.json: DDIM, Euler or flow-matching Euler) from latents and a context");
   add_common(den, dn.common);
   den->add_option("--latents", dn.latents, "initial latents, one tensor [C, H, W] (or [1, C, H, W]); default: seeded normal noise");
   den->add_option("--context", dn.context, "encoder_hidden_states, one tensor [tokens, width]")->required();
@@ -215,8 +215,13 @@ int main(int argc, char** argv) {
   den->add_option("--pooled", dn.pooled, "pooled_projections, one tensor (SD3)");
   den->add_option("--negative-pooled", dn.negative_pooled, "pooled_projections with the negative context");
   den->add_option("--steps", dn.steps, "sampling steps");
-  den->add_option("--guidance", dn.guidance, "guidance scale, with --negative-context (1: none)");
+  den->add_option("--guidance", dn.guidance, "guidance scale, with --negative-context (1: none); a guidance-distilled model (Flux-dev) takes it as an input");
+  den->add_option("--scheduler", dn.scheduler, "sample the config's noise schedule by ddim or euler (default: its own scheduler)")
+      ->check(CLI::IsMember({"ddim", "euler"}));
+  den->add_option("--scheduler-config", dn.scheduler_config, "a scheduler_config.json (default: beside the model, or its pipeline's scheduler/)");
   den->add_option("--seed", dn.seed, "seed of the initial noise (without --latents)");
+  den->add_option("--latent-height", dn.latent_height, "the seeded latents' height, where the model takes any size (Flux)");
+  den->add_option("--latent-width", dn.latent_width, "the seeded latents' width");
   den->add_option("-o,--out", dn.out, "safetensors to write: latents [C, H, W], trajectory [steps + 1, C, H, W], noise_preds, timesteps")->required();
 
   ImagineArgs im;
@@ -228,6 +233,8 @@ int main(int argc, char** argv) {
   img->add_option("--negative-ids", im.negative_ids, "the negative prompt's token ids: classifier-free guidance");
   img->add_option("--steps", im.steps, "sampling steps");
   img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none)");
+  img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by ddim or euler (default: its scheduler/)")
+      ->check(CLI::IsMember({"ddim", "euler"}));
   img->add_option("--seed", im.seed, "seed of the initial noise (without --latents)");
   img->add_option("--height", im.height, "image height (the pipeline's size: checked)");
   img->add_option("--width", im.width, "image width (the pipeline's size: checked)");

@@ -29,6 +29,7 @@ void define_reference_ops(OpTable& t) {
   define_sinusoids(t);
   define_group_norm(t);
   define_upsample(t);
+  define_patchify(t);
   define_rope_axes(t);
   define_pad(t);
   define_l2_normalize(t);

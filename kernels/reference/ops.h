@@ -39,6 +39,7 @@ void define_round(OpTable& t);        // round
 void define_sinusoids(OpTable& t);    // timestep_embedding sincos_2d
 void define_group_norm(OpTable& t);   // group_norm
 void define_upsample(OpTable& t);     // upsample_nearest
+void define_patchify(OpTable& t);    // patchify unpatchify patch_ids
 void define_rope_axes(OpTable& t);    // rope_axes_tables rotary
 void define_pad(OpTable& t);          // pad clamp
 void define_l2_normalize(OpTable& t);  // l2_normalize

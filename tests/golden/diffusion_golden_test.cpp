@@ -109,7 +109,6 @@ TEST(FlowMatchEuler, SigmasAndSteps) {
   v.f32()[0] = 2.0f;
   Tensor y = (*s)->step(v, 3, x);  // the last step goes to sigma 0
   EXPECT_NEAR(y.f32()[0], 1.0f + (0.0f - 0.008929f) * 2.0f, 1e-5);
-  EXPECT_FALSE(make_scheduler({{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"use_dynamic_shifting", true}}, "c").ok());
 }
 
 // SD3 through the loop: the first step is the latents moved by the model's
@@ -142,6 +141,61 @@ TEST(FlowMatchEuler, Sd3LoopStepsByTheModelsVelocity) {
   const Tensor& eps = v->at("sample");
   for (int64_t i = 0; i < eps.numel(); i += 97)
     EXPECT_NEAR(r->trajectory.f32()[eps.numel() + i], x.f32()[i] + (sigma1 - 1.0f) * eps.f32()[i], 1e-5) << i;
+}
+
+// Flux through the loop: the template's pack graph makes the golden's
+// packed tokens and ids from the latents [C, H, W]; one step of the
+// dynamic-shift schedule (sigma 1, fed as 1000 / 1000) is the latents moved
+// by the model's velocity at the golden's inputs, guidance 3.5 as an input.
+TEST(FlowMatchEuler, FluxLoopPacksAndStepsByTheModelsVelocity) {
+  const std::string dir = testing::golden_dir("flux");
+  ARCH_REQUIRE_SHARED(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const std::string in = dir + "/inputs.safetensors";
+  const Tensor tokens = first_tensor(in, "hidden_states").reshaped({64, 16});
+  Session session(**model);
+  // The golden's tokens unpacked to the 4 x 16 x 16 latents, and packed back.
+  auto un = session.run("unpack", {{"hidden_states", tokens}, {"like", Tensor::zeros(DType::F32, {4, 16, 16})}}, {"latents"});
+  ASSERT_TRUE(un.ok()) << un.error().message;
+  const Tensor latents = un->at("latents");
+  const Tensor context = first_tensor(in, "encoder_hidden_states").reshaped({8, 48});
+  auto packed = session.run("pack", {{"latents", latents}, {"encoder_hidden_states", context}},
+                            {"hidden_states", "img_ids", "txt_ids"});
+  ASSERT_TRUE(packed.ok()) << packed.error().message;
+  for (const char* name : {"hidden_states", "img_ids", "txt_ids"}) {
+    const Tensor want = first_tensor(in, name);
+    const Tensor& got = packed->at(name);
+    ASSERT_EQ(got.numel(), want.numel()) << name;
+    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.f32()[i], want.f32()[i]) << name << " " << i;
+  }
+  auto s = make_scheduler({{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"use_dynamic_shifting", true}}, "config");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  DenoiseOptions opt;
+  opt.steps = 1;
+  opt.guidance = 3.5f;
+  opt.context = context;
+  opt.extra["pooled_projections"] = first_tensor(in, "pooled_projections").reshaped({40});
+  auto r = denoise(**model, **s, latents, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->timesteps, std::vector<float>{1000.0f});
+  EXPECT_EQ(r->latents.shape, (Dims{4, 16, 16}));
+  Tensor one = Tensor::zeros(DType::F32, {1}), guidance = Tensor::zeros(DType::F32, {1});
+  one.f32()[0] = 1.0f;
+  guidance.f32()[0] = 3.5f;
+  NamedTensors direct = {{"hidden_states", tokens}, {"timestep", one}, {"guidance", guidance},
+                         {"encoder_hidden_states", context}, {"pooled_projections", opt.extra["pooled_projections"]},
+                         {"img_ids", first_tensor(in, "img_ids")}, {"txt_ids", first_tensor(in, "txt_ids")}};
+  auto v = session.run("denoise", direct, {"sample"});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  auto v_image = session.run("unpack", {{"hidden_states", v->at("sample")}, {"like", latents}}, {"latents"});
+  ASSERT_TRUE(v_image.ok());
+  const Tensor& vel = v_image->at("latents");
+  for (int64_t i = 0; i < vel.numel(); ++i)
+    ASSERT_NEAR(r->latents.f32()[i], latents.f32()[i] - vel.f32()[i], 1e-5) << i;
+  // a guidance-distilled model runs no negative context
+  opt.negative_context = context;
+  EXPECT_FALSE(denoise(**model, **s, latents, opt).ok());
 }
 
 }  // namespace

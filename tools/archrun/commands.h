@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,15 +84,15 @@ struct TranscribeArgs {
 
 struct DenoiseArgs {
   Common common;
-  std::string latents, context, negative_context, pooled, negative_pooled, out;
-  int steps = 20;
-  float guidance = 7.5f;
+  std::string latents, context, negative_context, pooled, negative_pooled, out, scheduler, scheduler_config;
+  int steps = 20, latent_height = 0, latent_width = 0;
+  float guidance = std::numeric_limits<float>::quiet_NaN();  // unset: the pipelines' default
   uint64_t seed = 0;
 };
 
 struct ImagineArgs {
   Common common;
-  std::string prompt, negative_prompt, ids, negative_ids, latents, out, save_tensors;
+  std::string prompt, negative_prompt, ids, negative_ids, latents, out, save_tensors, scheduler;
   int steps = 20, height = 0, width = 0;
   float guidance = 7.5f;
   uint64_t seed = 0;

@@ -1,6 +1,7 @@
 // archrun denoise: a diffusion denoiser's sampling loop from given (or
 // seeded) latents and a context, as the checkpoint's scheduler config says.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -33,13 +34,18 @@ int run_denoise(const DenoiseArgs& a) {
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   std::string config_path;
-  auto sc = read_scheduler_config((*m)->checkpoint.dir, &config_path);
+  auto sc = read_scheduler_config(a.scheduler_config.empty() ? (*m)->checkpoint.dir : a.scheduler_config, &config_path);
   if (!sc.ok()) return fail(sc.error());
-  auto scheduler = make_scheduler(*sc, config_path);
+  auto scheduler = make_scheduler(*sc, config_path, a.scheduler);
   if (!scheduler.ok()) return fail(scheduler.error());
   DenoiseOptions opt;
   opt.steps = a.steps;
-  opt.guidance = a.guidance;
+  // Unset: diffusers' pipelines' defaults (7.5 with a negative context;
+  // 3.5 as a guidance-distilled model's input, FluxPipeline's).
+  auto denoise_graph = (*m)->find_graph("denoise");
+  if (!denoise_graph.ok()) return fail(denoise_graph.error());
+  const bool distilled = (*denoise_graph)->graph.find_input("guidance") >= 0;
+  opt.guidance = std::isnan(a.guidance) ? (distilled ? 3.5f : 7.5f) : a.guidance;
   auto ctx = only_tensor(a.context, "the context");
   if (!ctx.ok()) return fail(ctx.error());
   opt.context = *ctx;
@@ -54,15 +60,29 @@ int run_denoise(const DenoiseArgs& a) {
     if (!l.ok()) return fail(l.error());
     latents = *l;
   } else {
-    // Seeded standard normal noise of the shape the graph takes.
-    auto g = (*m)->find_graph("denoise");
+    // Seeded standard normal noise of the shape the loop holds: the pack
+    // graph's latents (Flux), else the denoise graph's.
+    auto g = (*m)->find_graph("pack");
+    if (!g.ok()) g = (*m)->find_graph("denoise");
     if (!g.ok()) return fail(g.error());
     const Graph& dg = (*g)->graph;
-    const Value& want = dg.values[size_t(dg.find_input("sample") >= 0 ? dg.find_input("sample") : dg.find_input("hidden_states"))];
+    int in = dg.find_input("latents");
+    if (in < 0) in = dg.find_input("sample");
+    if (in < 0) in = dg.find_input("hidden_states");
+    if (in < 0) return fail(error((*m)->template_path + ": its " + (*g)->name() + " graph takes no latents"));
+    const Value& want = dg.values[size_t(in)];
+    // [C, H, W]: a run-time H or W from --latent-height / --latent-width.
     Dims shape;
-    for (const auto& d : want.type.shape) {
-      if (!d.concrete()) return fail(error("the model's latents have a run-time size: give them with --latents"));
-      shape.push_back(d.n);
+    for (size_t i = 0; i < want.type.shape.size(); ++i) {
+      const Dim& d = want.type.shape[i];
+      const int given = i + 2 == want.type.shape.size() ? a.latent_height : i + 1 == want.type.shape.size() ? a.latent_width : 0;
+      if (d.concrete() && given && given != d.n)
+        return fail(error("the model's latents are " + shape_str(want.type.shape) + ": --latent-height/--latent-width " +
+                          std::to_string(given) + " does not fit"));
+      if (!d.concrete() && given < 1)
+        return fail(error("the model takes latents of any size " + shape_str(want.type.shape) +
+                          ": give --latent-height and --latent-width, or --latents"));
+      shape.push_back(d.concrete() ? d.n : given);
     }
     latents = Tensor::zeros(DType::F32, shape);
     std::mt19937_64 rng(a.seed);
@@ -96,9 +116,10 @@ int run_denoise(const DenoiseArgs& a) {
   Status st = write_safetensors(a.out, {{"latents", r->latents}, {"trajectory", r->trajectory},
                                         {"noise_preds", r->noise_preds}, {"timesteps", ts}});
   if (!st.ok()) return fail(st.error());
-  const bool guided = opt.negative_context.data && opt.guidance != 1.0f;
+  const bool guided = distilled || (opt.negative_context.data && opt.guidance != 1.0f);
+  const std::string how = !guided ? "no guidance" : std::string(distilled ? "guidance input " : "guidance ") + std::to_string(opt.guidance).substr(0, 4);
   std::fprintf(stderr, "%s: %d steps (%s, %s) in %.2f s, %.3f s per step; wrote %s\n", (*m)->family.c_str(), a.steps,
-               config_path.c_str(), guided ? ("guidance " + std::to_string(opt.guidance).substr(0, 4)).c_str() : "no guidance",
+               config_path.c_str(), how.c_str(),
                seconds, seconds / a.steps, a.out.c_str());
   return 0;
 }

@@ -47,7 +47,7 @@ int run_imagine(const ImagineArgs& a) {
   }
   LoadOptions lo;
   lo.backend = a.common.path;
-  auto p = load_pipeline(a.common.model, lo);
+  auto p = load_pipeline(a.common.model, lo, a.scheduler);
   if (!p.ok()) return fail(p.error());
   ImagineOptions opt;
   opt.steps = a.steps;
@@ -130,8 +130,8 @@ int run_imagine(const ImagineArgs& a) {
     Status s2 = write_safetensors(a.save_tensors, t);
     if (!s2.ok()) return fail(s2.error());
   }
-  std::fprintf(stderr, "%s: %d steps (%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), a.steps,
-               p->scheduler_path.c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, a.out.c_str());
+  std::fprintf(stderr, "%s: %d steps (%s%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), a.steps,
+               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, a.out.c_str());
   return 0;
 }
 
