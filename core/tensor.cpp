@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include "core/huge_pages.h"
 #include "core/quant.h"
 
 #include <sys/mman.h>
@@ -62,6 +63,7 @@ Tensor Tensor::zeros(DType dtype, Dims shape) {
   // fast kernels use.
   void* raw = std::calloc(bytes + 64, 1);
   if (!raw) throw std::bad_alloc();
+  advise_huge_pages(raw, bytes + 64);
   t.data = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(raw) + 63) / 64 * 64);
   t.owner = std::shared_ptr<const void>(raw, [](const void* q) { std::free(const_cast<void*>(q)); });
   return t;

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/huge_pages.h"
+
 namespace arch {
 
 namespace {
@@ -84,7 +86,7 @@ void BufferPool::lease(Tensor& t, bool zero) {
       ++allocations_;
     }
   }
-  if (!p) p = std::aligned_alloc(64, bytes);
+  if (!p) p = allocate_buffer(bytes);
   if (!p) throw std::bad_alloc();
   if (zero) std::memset(p, 0, used);
   t.data = p;

@@ -8,9 +8,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <stdexcept>
-#include <vector>
 
+#include "core/huge_pages.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -37,10 +39,21 @@ Status conv2d_cpu(KernelContext& ctx, const Kernel& reference) {
   if (out.dtype != DType::F32 || out.shape != Dims{O, Ho, Wo} || (has_bias && ctx.inputs[2].shape != Dims{O}))
     return reference(ctx);
   const float* rows = X.f32();
-  thread_local std::vector<float> unfolded;  // kept across calls; every element written
+  // Kept across calls, grown without copying or zeroing (every element is
+  // written), on huge pages: at 512x512 it is over a gigabyte.
+  struct Scratch {
+    std::unique_ptr<float, decltype(&std::free)> data{nullptr, &std::free};
+    size_t capacity = 0;
+  };
+  thread_local Scratch unfolded;
   if (!(KH == 1 && KW == 1 && stride == 1 && padding == 0)) {
-    unfolded.resize(size_t(K * N));
-    float* u = unfolded.data();
+    if (unfolded.capacity < size_t(K * N)) {
+      unfolded.data.reset();
+      unfolded.data.reset(static_cast<float*>(allocate_buffer(size_t(K * N) * sizeof(float))));
+      if (!unfolded.data) return kernel_error(ctx, "conv2d", "out of memory for the unfolded input");
+      unfolded.capacity = size_t(K * N);
+    }
+    float* u = unfolded.data.get();
     const float* x = X.f32();
     // u[(ci kH + i) kW + j, p W' + q] = x[ci, p s - pad + i d, q s - pad + j d]:
     // per output row, the columns [q0, q1) inside the image, zeros around.
