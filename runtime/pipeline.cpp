@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "core/json_text.h"
 #include "runtime/forward.h"
@@ -59,14 +60,28 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   return p;
 }
 
-Result<Dims> latent_shape(const Pipeline& p) {
+int64_t vae_scale(const Pipeline& p) {
+  const auto& boc = p.vae->checkpoint.config.value("block_out_channels", nlohmann::json::array());
+  return int64_t(1) << std::max<int64_t>(0, int64_t(boc.size()) - 1);
+}
+
+Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
   ARCH_TRY(const ModelGraph* g, p.unet->find_graph("denoise"));
   const int v = g->graph.find_input("sample");
   if (v < 0) return error(p.dir + ": unet: its denoise graph takes no sample");
-  Dims shape;
-  for (const Dim& d : g->graph.values[size_t(v)].type.shape) {
-    if (!d.concrete()) return error(p.dir + ": unet: its latents have a run-time size");
-    shape.push_back(d.n);
+  const Shape& want = g->graph.values[size_t(v)].type.shape;
+  if (want.size() != 3 || !want[0].concrete()) return error(p.dir + ": unet: its latents are not [C, H, W]");
+  const int64_t scale = vae_scale(p), fallback = p.unet->config_int("sample_size", 64) * scale;
+  Dims shape = {want[0].n};
+  for (auto [d, pixels, what] : {std::tuple{want[1], height, "height"}, std::tuple{want[2], width, "width"}}) {
+    const int64_t px = pixels ? pixels : d.concrete() ? d.n * scale : fallback;
+    if (px % scale != 0 || px < scale)
+      return error("the image's " + std::string(what) + " must be a positive multiple of " + std::to_string(scale) +
+                   " (the VAE's scale), not " + std::to_string(px));
+    if (d.concrete() && d.n * scale != px)
+      return error(p.dir + ": this pipeline's UNet makes images of " + std::to_string(d.n * scale) + " pixels' " + what +
+                   " only, not " + std::to_string(px));
+    shape.push_back(px / scale);
   }
   return shape;
 }

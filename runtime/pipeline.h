@@ -50,7 +50,11 @@ struct ImagineResult {
 
 Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt);
 
-// The latents' shape the pipeline's UNet takes ([C, h, w]).
-Result<Dims> latent_shape(const Pipeline& p);
+// The latents' shape [C, h, w] for an image of height x width pixels (0:
+// the UNet's sample_size times the VAE's scale); an error names a size the
+// VAE's scale does not divide.
+Result<Dims> latent_shape(const Pipeline& p, int64_t height = 0, int64_t width = 0);
+// The VAE's scale: 2 to the power of its levels less one (8 for SD).
+int64_t vae_scale(const Pipeline& p);
 
 }  // namespace arch

@@ -236,8 +236,8 @@ int main(int argc, char** argv) {
   img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by ddim or euler (default: its scheduler/)")
       ->check(CLI::IsMember({"ddim", "euler"}));
   img->add_option("--seed", im.seed, "seed of the initial noise (without --latents)");
-  img->add_option("--height", im.height, "image height (the pipeline's size: checked)");
-  img->add_option("--width", im.width, "image width (the pipeline's size: checked)");
+  img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8)");
+  img->add_option("--width", im.width, "image width in pixels (as --height)");
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
   img->add_option("-o,--out", im.out, "the PNG to write")->required();
   img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W]");

@@ -16,6 +16,7 @@ void define_reference_ops(OpTable& t) {
   define_attention(t);
   define_kv_cache(t);
   define_reshape(t);
+  define_flatten(t);
   define_topk(t);
   define_routed_matmul(t);
   define_reduce(t);

@@ -26,6 +26,7 @@ void define_rope(OpTable& t);         // rope
 void define_attention(OpTable& t);    // attention
 void define_kv_cache(OpTable& t);     // kv_cache (its state: KvCache, kv_cache.h)
 void define_reshape(OpTable& t);      // reshape
+void define_flatten(OpTable& t);      // flatten reshape_as
 void define_topk(OpTable& t);         // topk
 void define_routed_matmul(OpTable& t);  // routed_matmul
 void define_reduce(OpTable& t);       // sum mean

@@ -81,6 +81,14 @@ Status expect_input(const KernelContext& ctx, std::string_view op, size_t i, DTy
 // Output i was preallocated as float32 (or `dtype`) with exactly `want` dims.
 Status expect_output(const KernelContext& ctx, std::string_view op, size_t i, const Dims& want,
                      DType dtype = DType::F32);
+// The view ops' output: x's storage (its dtype, data and owner) under the
+// output's own shape.
+inline void alias_storage(Tensor& out, const Tensor& x) {
+  out.dtype = x.dtype;
+  out.data = x.data;
+  out.owner = x.owner;
+  out.mapped = x.mapped;
+}
 // Whether optional input i is present at run time.
 inline bool has_input(const KernelContext& ctx, size_t i) {
   return i < ctx.inputs.size() && ctx.inputs[i].data != nullptr;

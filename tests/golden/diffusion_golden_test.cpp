@@ -243,3 +243,46 @@ TEST(PipelineGolden, TextToImageMatchesDiffusersStepByStep) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// The templates take images of any size: a 12 x 16 image from the same
+// pipeline (its UNet and VAE reshape by the input's size, not the config's;
+// this VAE's two levels make its scale 2), and a size the VAE's scale does
+// not divide refused by name.
+TEST(PipelineAnySize, ANonSquareImageOfAnotherSize) {
+  const std::string dir = testing::golden_dir("sd15_pipeline");
+  ARCH_REQUIRE_SHARED(dir);
+  auto p = load_pipeline(dir);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto shape = latent_shape(*p, 12, 16);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(*shape, (Dims{4, 6, 8}));
+  auto fallback = latent_shape(*p);
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(*fallback, (Dims{4, 16, 16}));  // the UNet's sample_size
+  EXPECT_EQ(vae_scale(*p), 2);
+  auto odd = latent_shape(*p, 13, 16);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("multiple of 2"), std::string::npos) << odd.error().message;
+  auto in = testing::read_json(dir + "/inputs.json");
+  ImagineOptions opt;
+  opt.ids = in["prompt_input_ids"].get<std::vector<int32_t>>();
+  opt.negative_ids = in["negative_input_ids"].get<std::vector<int32_t>>();
+  opt.steps = 2;
+  opt.latents = Tensor::zeros(DType::F32, *shape);
+  for (int64_t i = 0; i < opt.latents.numel(); ++i) opt.latents.f32()[i] = float((i * 37) % 19) / 9.5f - 1.0f;
+  auto r = imagine(*p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->denoised.trajectory.shape, (Dims{3, 4, 6, 8}));
+  EXPECT_EQ(r->image.shape, (Dims{3, 12, 16}));
+  float lo = 1, hi = 0;
+  for (int64_t i = 0; i < r->image.numel(); ++i) lo = std::min(lo, r->image.f32()[i]), hi = std::max(hi, r->image.f32()[i]);
+  EXPECT_GE(lo, 0.0f);
+  EXPECT_LE(hi, 1.0f);
+  EXPECT_GT(hi - lo, 0.0f);
+}
+
+}  // namespace
+}  // namespace arch

@@ -38,7 +38,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
                                    "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
                                    "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu",
-                                   "arange", "relative_position_bucket", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "patchify", "unpatchify", "patch_ids", "rope_axes_tables", "rotary", "pad", "clamp"};
+                                   "arange", "relative_position_bucket", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "patchify", "unpatchify", "patch_ids", "flatten", "reshape_as", "rope_axes_tables", "rotary", "pad", "clamp"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -88,6 +88,8 @@ std::map<std::string, Sample> sample_calls() {
   s["patchify"] = {{x({2, 4, 6})}};
   s["unpatchify"] = {{x({6, 8}), x({2, 4, 6})}};
   s["patch_ids"] = {{x({2, 4, 6})}};
+  s["flatten"] = {{x({2, 4, 6})}};
+  s["reshape_as"] = {{x({2, 24}), x({2, 4, 6})}};
   s["rope_axes_tables"] = {{x({5, 3})}, {{"axes_dims", {2, 4, 2}}}};
   s["rotary"] = {{x({5, 2, 8}), x({5, 8}, 2), x({5, 8}, 3)}};
   s["pad"] = {{x({2, 3, 3})}, {{"pads", {0, 1, 0, 1}}}};

@@ -24,9 +24,16 @@ TEST(Reshape, MismatchIsAnError) {
   auto seqs = infer("reshape", {{DType::F32, {Dim::seq(), Dim::of(8)}}}, {{"shape", {8, 4}}});
   ASSERT_FALSE(seqs.ok());
   EXPECT_NE(seqs.error().message.find("element counts differ"), std::string::npos);
+  // 0 keeps x's dim there: [8] as [8, 8] does not fit; past x's rank it is no dim at all
   auto zero = infer("reshape", {{DType::F32, {Dim::of(8)}}}, {{"shape", {0, 8}}});
   ASSERT_FALSE(zero.ok());
-  EXPECT_EQ(zero.error().message, "reshape: shape entries must be positive, -1 (seq) or a named run-time dim, got 0");
+  EXPECT_NE(zero.error().message.find("element counts differ"), std::string::npos) << zero.error().message;
+  auto past = infer("reshape", {{DType::F32, {Dim::of(8)}}}, {{"shape", {8, 0}}});
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.error().message.find("keeps x's dim"), std::string::npos) << past.error().message;
+  auto negative = infer("reshape", {{DType::F32, {Dim::of(8)}}}, {{"shape", {-2, 8}}});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().message, "reshape: shape entries must be positive, 0 (x's dim), -1 (seq) or a named run-time dim, got -2");
 }
 
 TEST(Reshape, KernelIsAViewOfTheSameStorage) {
@@ -68,6 +75,31 @@ TEST(Reshape, KernelSolvesSeqWhenNotGivenAndRefusesAMismatch) {
   Status st = k(ctx2);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message.find("cannot view [6, 2]"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace arch::test
+
+namespace arch::test {
+namespace {
+
+TEST(Reshape, ZeroKeepsTheInputsDim) {
+  Tensor out = run1("reshape", {f32({3, 4}, std::vector<float>(12, 1.0f))}, {{"shape", {0, 2, 2}}});
+  EXPECT_EQ(out.shape, (Dims{3, 2, 2}));
+}
+
+TEST(Flatten, MergesTheTrailingDimsAndReshapeAsUndoesIt) {
+  std::vector<float> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  Tensor x = f32({2, 3, 4}, v);
+  Tensor flat = run1("flatten", {x}, {{"axis", 1}});
+  EXPECT_EQ(flat.shape, (Dims{2, 12}));
+  EXPECT_EQ(values(flat), v);
+  Tensor back = run1("reshape_as", {flat, x});
+  EXPECT_EQ(back.shape, x.shape);
+  EXPECT_EQ(values(back), v);
+  Runner r;
+  EXPECT_FALSE(r.run("reshape_as", {f32({5}, std::vector<float>(5, 0.0f)), x}).ok());
 }
 
 }  // namespace

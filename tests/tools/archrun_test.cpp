@@ -576,9 +576,17 @@ TEST(ArchrunDenoise, WritesTheTrajectoryAndRefusesBadInput) {
   auto text = testing::run_tool(testing::archrun() + " imagine " + pipe + " -p 'a cat' -o " + png);
   EXPECT_NE(text.exit_code, 0);
   EXPECT_NE(text.out.find("-p needs the pipeline's tokenizer/"), std::string::npos) << text.out;
-  auto size = testing::run_tool(testing::archrun() + " imagine " + pipe + " --ids 98,99 --height 64 -o " + png);
-  EXPECT_NE(size.exit_code, 0);
-  EXPECT_NE(size.out.find("makes 32x32 images"), std::string::npos) << size.out;
+  // Any size the VAE's scale (2 for this tiny one) divides: a 40 x 24 PNG.
+  auto size = testing::run_tool(testing::archrun() + " imagine " + pipe + " --ids 98,99 --steps 1 --height 40 --width 24 -o " + png);
+  ASSERT_EQ(size.exit_code, 0) << size.out;
+  std::ifstream g(png, std::ios::binary);
+  unsigned char ihdr[24] = {};
+  g.read(reinterpret_cast<char*>(ihdr), 24);
+  EXPECT_EQ(ihdr[19], 24);  // width, big-endian at 16..19
+  EXPECT_EQ(ihdr[23], 40);  // height at 20..23
+  auto odd = testing::run_tool(testing::archrun() + " imagine " + pipe + " --ids 98,99 --height 33 -o " + png);
+  EXPECT_NE(odd.exit_code, 0);
+  EXPECT_NE(odd.out.find("multiple of 2 (the VAE's scale)"), std::string::npos) << odd.out;
   std::filesystem::remove(png);
 }
 
@@ -609,8 +617,8 @@ TEST(ArchrunImagine, APromptThroughClipsTokenizerIsItsIds) {
   auto info = testing::run_tool(testing::archrun() + " info " + dir.string());
   EXPECT_EQ(info.exit_code, 0) << info.out;
   for (const char* f : {"CLIPTextStyle", "UNetDiffusion", "VAEStyle"}) EXPECT_NE(info.out.find(f), std::string::npos) << info.out;
-  auto odd = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p cat --height 30 -o " + a);
-  EXPECT_NE(odd.out.find("multiples of 8"), std::string::npos) << odd.out;
+  auto odd = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p cat --height 31 -o " + a);
+  EXPECT_NE(odd.out.find("multiple of 2"), std::string::npos) << odd.out;
   auto nowhere = testing::run_tool(testing::archrun() + " imagine " + dir.string() + " -p cat -o /nonexistent/x.png");
   EXPECT_NE(nowhere.out.find("not a writable folder"), std::string::npos) << nowhere.out;
   // A UNet whose cross-attention width is not the text encoder's.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "runtime/session.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/kernels.h"
 #include "runtime/forward.h"
 #include "runtime/pipeline.h"
 #include "tools/archrun/commands.h"
@@ -99,10 +101,41 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
                 total > 0 ? 100 * o["ms"].get<double>() / total : 0.0, (long long)o["calls"].get<int64_t>());
 }
 
+// The graph's value shapes for one call's inputs: each node's shape rule
+// re-run where its output has a `_` (an image of any size), as the
+// interpreter does at the call.
+std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in) {
+  std::vector<Shape> s(g.values.size());
+  for (size_t v = 0; v < g.values.size(); ++v) s[v] = g.values[v].type.shape;
+  for (int v : g.inputs)
+    if (auto it = in.find(g.values[size_t(v)].name); it != in.end()) s[size_t(v)] = shape_of(it->second.shape);
+  for (const Node& n : g.nodes) {
+    bool dyn = false;
+    for (int o : n.outputs)
+      for (const Dim& d : g.values[size_t(o)].type.shape) dyn = dyn || d.sym == kDynSym;
+    const OpDef* def = dyn ? op_table().find(n.op) : nullptr;
+    if (!def) continue;
+    std::vector<TypedShape> types;
+    std::unique_ptr<bool[]> present(new bool[n.inputs.size() + 1]);
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const int v = n.inputs[i];
+      types.push_back({v >= 0 ? g.values[size_t(v)].type.dtype : DType::F32, v >= 0 ? s[size_t(v)] : Shape{}});
+      present[i] = v >= 0;
+    }
+    auto r = def->shape(types, std::span<const bool>(present.get(), n.inputs.size()), n.attrs);
+    if (!r.ok()) continue;
+    for (size_t k = 0; k < n.outputs.size() && k < r->size(); ++k) s[size_t(n.outputs[k])] = (*r)[k].shape;
+  }
+  return s;
+}
+
 // The multiply-adds (x2) of a graph's products whose shapes are all
 // concrete: matmuls, attention (q k^T and p v), conv1d and conv2d; 0 where
 // a run-time dim leaves them unknown until a call.
-double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}) {
+// `shapes`: each value's shape for one call's inputs (shapes_for), where
+// the graph's own leave `_` dims.
+double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}, const std::vector<Shape>* shapes = nullptr) {
+  auto shape = [&](int v) -> const Shape& { return shapes ? (*shapes)[size_t(v)] : g.values[size_t(v)].type.shape; };
   auto size = [&](const Dim& d) -> double {
     if (d.concrete()) return double(d.n);
     auto it = bound.find(d.sym);
@@ -118,18 +151,18 @@ double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}) {
   double flop = 0;
   for (const Node& n : g.nodes) {
     if (n.inputs.empty() || n.inputs[0] < 0 || n.outputs.empty()) continue;
-    const Shape& a = g.values[size_t(n.inputs[0])].type.shape;
-    const Shape& out = g.values[size_t(n.outputs[0])].type.shape;
+    const Shape& a = shape(n.inputs[0]);
+    const Shape& out = shape(n.outputs[0]);
     double f = 0;
     if (n.op == "matmul" && !a.empty() && a.back().concrete()) {
       f = 2 * numel(out) * double(a.back().n);
     } else if (n.op == "attention" && n.inputs.size() >= 3) {
-      const Shape& k = g.values[size_t(n.inputs[1])].type.shape;
-      const Shape& v = g.values[size_t(n.inputs[2])].type.shape;
+      const Shape& k = shape(n.inputs[1]);
+      const Shape& v = shape(n.inputs[2]);
       if (a.size() == 3 && k.size() == 3 && v.size() == 3 && size(k[0]) >= 0 && v[2].concrete())
         f = 2 * numel(a) * size(k[0]) + 2 * numel(out) * size(k[0]);  // q k^T, then p v
     } else if ((n.op == "conv1d" || n.op == "conv2d") && n.inputs.size() >= 2) {
-      const Shape& w = g.values[size_t(n.inputs[1])].type.shape;
+      const Shape& w = shape(n.inputs[1]);
       double per = 1;
       for (size_t i = 1; i < w.size(); ++i) per *= size(w[i]) >= 0 ? size(w[i]) : -1e30;
       f = 2 * numel(out) * per;
@@ -303,8 +336,10 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     const Value& val = graph.values[size_t(v)];
     Dims shape;
     for (const Dim& d : val.type.shape) {
-      int64_t n = d.concrete() ? d.n : 77;  // a run-time dim: the context's tokens
-      if (!d.concrete()) bound[d.sym] = n;
+      // A `_` is the latents' size (the config's sample_size); a named
+      // run-time dim the context's tokens.
+      const int64_t n = d.concrete() ? d.n : d.sym == kDynSym ? m.config_int("sample_size", 64) : 77;
+      if (d.is_named()) bound[d.sym] = n;
       shape.push_back(n);
     }
     Tensor t = Tensor::zeros(val.type.dtype, shape);
@@ -332,7 +367,8 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
   std::sort(runs_s.begin(), runs_s.end());
   const double sec = runs_s[runs_s.size() / 2];
   const double gemm = measure_gemm_gflops();
-  const double gflop = graph_gflop(*(*g)->program.graph, bound);
+  const std::vector<Shape> shapes = shapes_for(*(*g)->program.graph, in);
+  const double gflop = graph_gflop(*(*g)->program.graph, bound, &shapes);
   nlohmann::json j = {{"model", m.checkpoint.dir},   {"family", m.family},
                       {"backend", m.program().backend}, {"load_ms", load_ms},
                       {"inputs", what},              {"evaluation_s", sec},

@@ -37,8 +37,8 @@ int run_imagine(const ImagineArgs& a) {
   if (a.out.empty()) return fail(error("give the PNG to write as -o OUT.png"));
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 49406,...,49407 (one of them)"));
   if (!is_pipeline(a.common.model)) return fail(error(a.common.model + ": not a pipeline folder (no model_index.json)"));
-  if ((a.height && a.height % 8) || (a.width && a.width % 8))
-    return fail(error("--height and --width must be multiples of 8, not " + std::to_string(a.height) + "x" + std::to_string(a.width)));
+  if (a.height < 0 || a.width < 0)
+    return fail(error("--height and --width must be positive, not " + std::to_string(a.height) + "x" + std::to_string(a.width)));
   {
     // The output's folder must be writable before any work starts (no
     // file is made until the image is whole).
@@ -88,15 +88,8 @@ int run_imagine(const ImagineArgs& a) {
       opt.negative_ids = *n;
     }
   }
-  auto shape = latent_shape(*p);
+  auto shape = latent_shape(*p, a.height, a.width);
   if (!shape.ok()) return fail(shape.error());
-  // The VAE halves the image between its levels.
-  const auto& boc = p->vae->checkpoint.config.value("block_out_channels", nlohmann::json::array());
-  const int64_t scale = int64_t(1) << std::max<int64_t>(0, int64_t(boc.size()) - 1);
-  if ((a.height && a.height != (*shape)[1] * scale) || (a.width && a.width != (*shape)[2] * scale))
-    return fail(error(a.common.model + ": this pipeline makes " + std::to_string((*shape)[1] * scale) + "x" +
-                      std::to_string((*shape)[2] * scale) + " images (its UNet's sample_size), not " +
-                      std::to_string(a.height) + "x" + std::to_string(a.width)));
   if (!a.latents.empty()) {
     auto f = read_safetensors(a.latents);
     if (!f.ok()) return fail(f.error());
