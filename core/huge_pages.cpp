@@ -7,10 +7,6 @@
 
 namespace arch {
 
-namespace {
-constexpr uintptr_t kHugePage = uintptr_t(2) << 20;
-}
-
 void advise_huge_pages(void* p, size_t bytes) {
   if (!p || bytes < kHugeBlock) return;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) / kHugePage * kHugePage;

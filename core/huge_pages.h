@@ -2,13 +2,15 @@
 // mode (Debian's default) gives a 134 MB activation 4 KiB pages unless
 // asked, so its first touch takes 33k page faults, each clearing a page:
 // the SD VAE's 512x512 decode spent a third of its time in the kernel that
-// way. Asked, it takes 64 faults of 2 MiB.
+// way. Asked, it takes 64 faults of 2 MiB. (The weight arena's blocks,
+// core/weight_arena.h, are advised the same way.)
 #pragma once
 
 #include <cstddef>
 
 namespace arch {
 
+inline constexpr size_t kHugePage = size_t(2) << 20;
 // Blocks from this size on are worth huge pages.
 inline constexpr size_t kHugeBlock = size_t(4) << 20;
 

@@ -59,8 +59,8 @@ Tensor Tensor::zeros(DType dtype, Dims shape) {
   size_t bytes = std::max<size_t>(t.nbytes(), 1);
   // calloc: a large block comes straight from the system already zero, so
   // pages nobody writes are never made resident (a placeholder a kernel
-  // replaces costs no memory). 64-byte alignment suits every SIMD width the
-  // fast kernels use.
+  // replaces costs no memory); a big one on huge pages (core/huge_pages.h).
+  // 64-byte alignment suits every SIMD width the fast kernels use.
   void* raw = std::calloc(bytes + 64, 1);
   if (!raw) throw std::bad_alloc();
   advise_huge_pages(raw, bytes + 64);

@@ -5,11 +5,12 @@
 #include <mutex>
 #include <new>
 
+#include "core/huge_pages.h"
+
 namespace arch {
 
 namespace {
 
-constexpr size_t kHugePage = size_t(2) << 20;
 constexpr size_t kBlock = size_t(64) << 20;  // address space; untouched pages cost nothing
 constexpr size_t kAlign = 64;                // every SIMD width the kernels use
 
@@ -36,7 +37,7 @@ std::shared_ptr<Block> new_block(size_t size) {
   }
   b->base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(b->mapping) + kHugePage - 1) / kHugePage *
                                        kHugePage);
-  madvise(b->base, b->size, MADV_HUGEPAGE);
+  advise_huge_pages(b->base, b->size);
   return b;
 }
 

@@ -114,6 +114,8 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
   ARCH_TRY(std::vector<float> ts, scheduler.set_timesteps(opt.steps, pack ? packed.dim(0) : 0));
   DenoiseResult r;
   r.timesteps = ts;
+  r.guided = guided;
+  r.guidance_input = guidance_input;
   Dims stack = x.shape;
   stack.insert(stack.begin(), int64_t(ts.size()) + 1);
   r.trajectory = Tensor::zeros(DType::F32, stack);

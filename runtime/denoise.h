@@ -37,6 +37,8 @@ struct DenoiseResult {
   Tensor trajectory;                // [steps + 1, C, H, W]: the initial latents, then after each step
   Tensor noise_preds;               // [steps, C, H, W]: the (guided) model output of each step
   std::vector<float> timesteps;
+  bool guided = false;              // two passes a step, mixed by the guidance scale
+  bool guidance_input = false;      // the scale fed to the model itself (guidance-distilled)
 };
 
 Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,

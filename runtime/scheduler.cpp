@@ -40,20 +40,6 @@ Result<std::vector<float>> alphas_cumprod_of(const nlohmann::json& c, const std:
   return out;
 }
 
-Result<std::string> spacing_of(const nlohmann::json& c, const std::string& where) {
-  const std::string s = c.value("timestep_spacing", std::string("leading"));
-  if (s != "leading" && s != "trailing" && s != "linspace")
-    return error(where + ": timestep_spacing '" + s + "' is not one archrun knows (leading, trailing, linspace)");
-  return s;
-}
-
-Result<std::string> prediction_of(const nlohmann::json& c, const std::string& where) {
-  const std::string p = c.value("prediction_type", std::string("epsilon"));
-  if (p != "epsilon" && p != "v_prediction")
-    return error(where + ": prediction_type '" + p + "' is not one archrun knows (epsilon, v_prediction)");
-  return p;
-}
-
 Status check_steps(int steps, int train_steps) {
   if (steps < 1 || steps > train_steps)
     return error("the step count must be 1 to num_train_timesteps (" + std::to_string(train_steps) + "), not " +
@@ -61,14 +47,30 @@ Status check_steps(int steps, int train_steps) {
   return {};
 }
 
-// diffusers' timestep spacings, first to last: "leading" (multiples of
-// T / steps, plus steps_offset), "trailing" (from T - 1 down), "linspace"
-// (0 to T - 1 evenly, unrounded: DDIM rounds them).
-std::vector<double> spaced_timesteps(const std::string& spacing, int train_steps, int steps, int offset) {
+}  // namespace
+
+Result<DdpmSchedule> DdpmSchedule::from_config(const nlohmann::json& c, const std::string& where) {
+  if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
+  DdpmSchedule s;
+  s.train_steps = c.value("num_train_timesteps", 1000);
+  if (s.train_steps < 1) return error(where + ": num_train_timesteps must be positive");
+  ARCH_TRY(s.alphas_cumprod, alphas_cumprod_of(c, where, s.train_steps));
+  s.steps_offset = c.value("steps_offset", 0);
+  s.spacing = c.value("timestep_spacing", std::string("leading"));
+  if (s.spacing != "leading" && s.spacing != "trailing" && s.spacing != "linspace")
+    return error(where + ": timestep_spacing '" + s.spacing + "' is not one archrun knows (leading, trailing, linspace)");
+  s.prediction = c.value("prediction_type", std::string("epsilon"));
+  if (s.prediction != "epsilon" && s.prediction != "v_prediction")
+    return error(where + ": prediction_type '" + s.prediction + "' is not one archrun knows (epsilon, v_prediction)");
+  return s;
+}
+
+Result<std::vector<double>> DdpmSchedule::timesteps(int steps) const {
+  ARCH_TRY_STATUS(check_steps(steps, train_steps));
   std::vector<double> ts;
   if (spacing == "leading") {
     const int ratio = train_steps / steps;
-    for (int i = steps - 1; i >= 0; --i) ts.push_back(double(i * ratio + offset));
+    for (int i = steps - 1; i >= 0; --i) ts.push_back(double(i * ratio + steps_offset));
   } else if (spacing == "trailing") {
     const double ratio = double(train_steps) / steps;
     for (int i = 0; i < steps; ++i) ts.push_back(std::round(train_steps - i * ratio) - 1);
@@ -78,43 +80,36 @@ std::vector<double> spaced_timesteps(const std::string& spacing, int train_steps
   return ts;
 }
 
-}  // namespace
-
 Result<DdimScheduler> DdimScheduler::from_config(const nlohmann::json& c, const std::string& where) {
-  if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
   DdimScheduler s;
-  s.train_steps_ = c.value("num_train_timesteps", 1000);
-  if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
+  ARCH_TRY(s.schedule_, DdpmSchedule::from_config(c, where));
   if (c.value("thresholding", false) || c.value("clip_sample", false))
     return error(where + ": thresholding and clip_sample are not supported");
-  ARCH_TRY(s.alphas_cumprod_, alphas_cumprod_of(c, where, s.train_steps_));
-  s.final_alpha_cumprod_ = c.value("set_alpha_to_one", true) ? 1.0f : s.alphas_cumprod_[0];
-  s.steps_offset_ = c.value("steps_offset", 0);
-  ARCH_TRY(s.spacing_, spacing_of(c, where));
-  ARCH_TRY(s.prediction_, prediction_of(c, where));
+  s.final_alpha_cumprod_ = c.value("set_alpha_to_one", true) ? 1.0f : s.schedule_.alphas_cumprod[0];
   return s;
 }
 
 Result<std::vector<float>> DdimScheduler::set_timesteps(int steps, int64_t) {
-  ARCH_TRY_STATUS(check_steps(steps, train_steps_));
+  ARCH_TRY(std::vector<double> spaced, schedule_.timesteps(steps));
   timesteps_.clear();
-  for (double t : spaced_timesteps(spacing_, train_steps_, steps, steps_offset_)) timesteps_.push_back(int(std::round(t)));
+  for (double t : spaced) timesteps_.push_back(int(std::round(t)));
   steps_ = steps;
   return std::vector<float>(timesteps_.begin(), timesteps_.end());
 }
 
 Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample) const {
+  const std::vector<float>& ac = schedule_.alphas_cumprod;
   const int t = timesteps_.at(index);
-  const int prev = t - train_steps_ / steps_;
-  const float a = alphas_cumprod_[size_t(std::clamp(t, 0, train_steps_ - 1))];
-  const float a_prev = prev >= 0 ? alphas_cumprod_[size_t(prev)] : final_alpha_cumprod_;
+  const int prev = t - schedule_.train_steps / steps_;
+  const float a = ac[size_t(std::clamp(t, 0, schedule_.train_steps - 1))];
+  const float a_prev = prev >= 0 ? ac[size_t(prev)] : final_alpha_cumprod_;
   const float b = 1.0f - a;
   const float sa = std::sqrt(a), sb = std::sqrt(b), sa_prev = std::sqrt(a_prev), dir = std::sqrt(1.0f - a_prev);
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   for (int64_t i = 0; i < sample.numel(); ++i) {
     const float x = sample.f32()[i], e = eps.f32()[i];
     float x0, pe;
-    if (prediction_ == "epsilon") {
+    if (schedule_.prediction == "epsilon") {
       x0 = (x - sb * e) / sa;  // the predicted original sample
       pe = e;
     } else {  // v_prediction
@@ -189,32 +184,26 @@ Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor
 }
 
 Result<EulerScheduler> EulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
-  if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
   EulerScheduler s;
-  s.train_steps_ = c.value("num_train_timesteps", 1000);
-  if (s.train_steps_ < 1) return error(where + ": num_train_timesteps must be positive");
+  ARCH_TRY(s.schedule_, DdpmSchedule::from_config(c, where));
   for (const char* f : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas"})
     if (c.value(f, false)) return error(where + ": " + std::string(f) + " is not supported");
   if (c.value("interpolation_type", std::string("linear")) != "linear")
     return error(where + ": interpolation_type must be linear");
   if (c.value("final_sigmas_type", std::string("zero")) != "zero") return error(where + ": final_sigmas_type must be zero");
-  ARCH_TRY(s.alphas_cumprod_, alphas_cumprod_of(c, where, s.train_steps_));
-  s.steps_offset_ = c.value("steps_offset", 0);
-  ARCH_TRY(s.spacing_, spacing_of(c, where));
-  ARCH_TRY(s.prediction_, prediction_of(c, where));
   return s;
 }
 
 Result<std::vector<float>> EulerScheduler::set_timesteps(int steps, int64_t) {
-  ARCH_TRY_STATUS(check_steps(steps, train_steps_));
+  ARCH_TRY(std::vector<double> spaced, schedule_.timesteps(steps));
   // The training sigmas sqrt((1 - a) / a), read at the timesteps by linear
   // interpolation, then 0.
   std::vector<float> train;
-  for (float a : alphas_cumprod_) train.push_back(std::sqrt((1.0f - a) / a));
+  for (float a : schedule_.alphas_cumprod) train.push_back(std::sqrt((1.0f - a) / a));
   sigmas_.clear();
   std::vector<float> ts;
-  for (double t : spaced_timesteps(spacing_, train_steps_, steps, steps_offset_)) {
-    const double c = std::clamp(t, 0.0, double(train_steps_ - 1));
+  for (double t : spaced) {
+    const double c = std::clamp(t, 0.0, double(train.size() - 1));
     const size_t lo = size_t(std::floor(c)), hi = std::min(lo + 1, train.size() - 1);
     const double f = c - double(lo);
     sigmas_.push_back(float(double(train[lo]) + (double(train[hi]) - double(train[lo])) * f));
@@ -226,7 +215,7 @@ Result<std::vector<float>> EulerScheduler::set_timesteps(int steps, int64_t) {
 
 float EulerScheduler::init_noise_sigma() const {
   const float top = sigmas_.empty() ? 1.0f : *std::max_element(sigmas_.begin(), sigmas_.end());
-  return spacing_ == "leading" ? std::sqrt(top * top + 1.0f) : top;
+  return schedule_.spacing == "leading" ? std::sqrt(top * top + 1.0f) : top;
 }
 
 Tensor EulerScheduler::scale_model_input(const Tensor& sample, size_t index) const {
@@ -242,7 +231,7 @@ Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tens
   for (int64_t i = 0; i < sample.numel(); ++i) {
     const float x = sample.f32()[i], e = model_output.f32()[i];
     // the predicted original sample, then the derivative (x - x0) / sigma
-    const float x0 = prediction_ == "epsilon"
+    const float x0 = schedule_.prediction == "epsilon"
                          ? x - sigma * e
                          : e * (-sigma / std::sqrt(sigma * sigma + 1.0f)) + x / (sigma * sigma + 1.0f);
     out.f32()[i] = x + (x - x0) / sigma * dt;
@@ -253,7 +242,7 @@ Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tens
 Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, const std::string& where,
                                                   const std::string& kind) {
   if (!config.is_object()) return error(where + ": a scheduler config is a JSON object");
-  nlohmann::json c = config;
+  const nlohmann::json& c = config;
   std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
   const bool flow = cls == "FlowMatchEulerDiscreteScheduler";
   // --scheduler: the same noise schedule, sampled by another method.

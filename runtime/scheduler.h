@@ -39,6 +39,21 @@ class Scheduler {
 Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, const std::string& where,
                                                   const std::string& kind = "");
 
+// The noise schedule DDIM and Euler share, read from a DDPM-style config:
+// the alphas' cumulative product of its beta schedule, the timestep
+// spacing and offset, the prediction type.
+struct DdpmSchedule {
+  std::vector<float> alphas_cumprod;
+  int train_steps = 1000, steps_offset = 0;
+  std::string spacing = "leading", prediction = "epsilon";
+
+  static Result<DdpmSchedule> from_config(const nlohmann::json& config, const std::string& where);
+  // diffusers' spacings, first to last: "leading" (multiples of T / steps,
+  // plus steps_offset), "trailing" (from T - 1 down), "linspace" (0 to T - 1
+  // evenly, unrounded: DDIM rounds them).
+  Result<std::vector<double>> timesteps(int steps) const;
+};
+
 class DdimScheduler : public Scheduler {
  public:
   static Result<DdimScheduler> from_config(const nlohmann::json& config, const std::string& where);
@@ -47,12 +62,10 @@ class DdimScheduler : public Scheduler {
   Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
 
  private:
+  DdpmSchedule schedule_;
   std::vector<int> timesteps_;
   int steps_ = 0;
-  std::vector<float> alphas_cumprod_;
   float final_alpha_cumprod_ = 1;
-  int train_steps_ = 1000, steps_offset_ = 0;
-  std::string spacing_ = "leading", prediction_ = "epsilon";
 };
 
 // EulerDiscreteScheduler (s_churn 0): sigmas sqrt((1 - a) / a) at the
@@ -68,9 +81,8 @@ class EulerScheduler : public Scheduler {
   const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:
-  std::vector<float> alphas_cumprod_, sigmas_;
-  int train_steps_ = 1000, steps_offset_ = 0;
-  std::string spacing_ = "leading", prediction_ = "epsilon";
+  DdpmSchedule schedule_;
+  std::vector<float> sigmas_;
 };
 
 // FlowMatchEulerDiscreteScheduler: sigmas from 1 down, shifted

@@ -30,18 +30,23 @@ Result<int64_t> patch_of(const char* op, const Shape& x, const Attrs& attrs) {
   return p;
 }
 
-Result<std::vector<TypedShape>> patchify_shape(std::span<const TypedShape> in, std::span<const bool>, const Attrs& attrs) {
-  if (in.size() != 1) return error("patchify: takes x");
+// patchify's and patch_ids' output: a row per patch token, `features` wide
+// (0: the patch's C p p values).
+Result<std::vector<TypedShape>> tokens_shape(const char* op, std::span<const TypedShape> in, const Attrs& attrs,
+                                             int64_t features) {
+  if (in.size() != 1) return error(std::string(op) + ": takes x");
   const Shape& x = in[0].shape;
-  ARCH_TRY(int64_t p, patch_of("patchify", x, attrs));
-  return one_output({tokens_of(x, p), x[0].concrete() ? Dim::of(x[0].n * p * p) : Dim::dyn()});
+  ARCH_TRY(int64_t p, patch_of(op, x, attrs));
+  const Dim width = features ? Dim::of(features) : x[0].concrete() ? Dim::of(x[0].n * p * p) : Dim::dyn();
+  return one_output({tokens_of(x, p), width});
+}
+
+Result<std::vector<TypedShape>> patchify_shape(std::span<const TypedShape> in, std::span<const bool>, const Attrs& attrs) {
+  return tokens_shape("patchify", in, attrs, 0);
 }
 
 Result<std::vector<TypedShape>> patch_ids_shape(std::span<const TypedShape> in, std::span<const bool>, const Attrs& attrs) {
-  if (in.size() != 1) return error("patch_ids: takes x");
-  const Shape& x = in[0].shape;
-  ARCH_TRY(int64_t p, patch_of("patch_ids", x, attrs));
-  return one_output({tokens_of(x, p), Dim::of(3)});
+  return tokens_shape("patch_ids", in, attrs, 3);
 }
 
 Result<std::vector<TypedShape>> unpatchify_shape(std::span<const TypedShape> in, std::span<const bool>, const Attrs& attrs) {

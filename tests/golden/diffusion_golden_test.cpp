@@ -3,6 +3,8 @@
 // README's float32 rule, on both paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "importer/safetensors.h"
 #include "runtime/denoise.h"
 #include "runtime/model.h"
@@ -277,11 +279,9 @@ TEST(PipelineAnySize, ANonSquareImageOfAnotherSize) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->denoised.trajectory.shape, (Dims{3, 4, 6, 8}));
   EXPECT_EQ(r->image.shape, (Dims{3, 12, 16}));
-  float lo = 1, hi = 0;
-  for (int64_t i = 0; i < r->image.numel(); ++i) lo = std::min(lo, r->image.f32()[i]), hi = std::max(hi, r->image.f32()[i]);
-  EXPECT_GE(lo, 0.0f);
-  EXPECT_LE(hi, 1.0f);
-  EXPECT_GT(hi - lo, 0.0f);
+  // the image is clamped to [0, 1]: what can go wrong is a constant one
+  const auto [lo, hi] = std::minmax_element(r->image.f32(), r->image.f32() + r->image.numel());
+  EXPECT_GT(*hi - *lo, 0.1f);
 }
 
 }  // namespace

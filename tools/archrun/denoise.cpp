@@ -116,8 +116,9 @@ int run_denoise(const DenoiseArgs& a) {
   Status st = write_safetensors(a.out, {{"latents", r->latents}, {"trajectory", r->trajectory},
                                         {"noise_preds", r->noise_preds}, {"timesteps", ts}});
   if (!st.ok()) return fail(st.error());
-  const bool guided = distilled || (opt.negative_context.data && opt.guidance != 1.0f);
-  const std::string how = !guided ? "no guidance" : std::string(distilled ? "guidance input " : "guidance ") + std::to_string(opt.guidance).substr(0, 4);
+  const std::string how = r->guidance_input ? "guidance input " + std::to_string(opt.guidance).substr(0, 4)
+                          : r->guided       ? "guidance " + std::to_string(opt.guidance).substr(0, 4)
+                                            : std::string("no guidance");
   std::fprintf(stderr, "%s: %d steps (%s, %s) in %.2f s, %.3f s per step; wrote %s\n", (*m)->family.c_str(), a.steps,
                config_path.c_str(), how.c_str(),
                seconds, seconds / a.steps, a.out.c_str());
