@@ -34,8 +34,21 @@ std::string type_str(const TypedShape& t) {
   return d + shape_str(t.shape);
 }
 
+const Graph::InputDefault* Graph::default_of(int value) const {
+  for (const auto& d : input_defaults)
+    if (d.value == value) return &d;
+  return nullptr;
+}
+
 std::string input_decl(const Graph& g, int value) {
-  return (g.is_held(value) ? "state " : "") + g.values[size_t(value)].name + ": " + type_str(g.values[size_t(value)].type);
+  std::string decl =
+      (g.is_held(value) ? "state " : "") + g.values[size_t(value)].name + ": " + type_str(g.values[size_t(value)].type);
+  if (const auto* d = g.default_of(value)) {
+    std::ostringstream number;
+    number << d->number;
+    decl += " = " + (d->absent ? std::string("null") : number.str());
+  }
+  return decl;
 }
 
 std::string print_graph(const Graph& g) {

@@ -57,6 +57,15 @@ struct Graph {
   std::vector<int> held_inputs;
   std::vector<WeightRef> weights;
   std::vector<GraphOutput> outputs;
+  // Inputs a call may leave out (`speaking_rate: f32[] = speaking_rate`):
+  // then filled with `number`, or, where `absent`, left absent for the op's
+  // optional input that reads it (recorded noise).
+  struct InputDefault {
+    int value = -1;
+    bool absent = false;
+    double number = 0;
+  };
+  std::vector<InputDefault> input_defaults;
 
   int add_value(Value v) {
     values.push_back(std::move(v));
@@ -66,6 +75,7 @@ struct Graph {
   int find_value(const std::string& name) const;  // -1 when absent
   int find_input(const std::string& name) const;
   bool is_held(int value) const;
+  const InputDefault* default_of(int value) const;  // null: the input is required
 };
 
 // "i32[seq]": a value's type as dumps print it.

@@ -73,6 +73,13 @@ using ShapeRule =
     std::function<Result<std::vector<TypedShape>>(std::span<const TypedShape> in,
                                                   std::span<const bool> present, const Attrs&)>;
 
+// Shape rule of an op whose output size depends on its inputs' values
+// (expand_by_durations: as many frames as the durations add up to): the
+// output types from the call's concrete inputs. Its instantiation-time rule
+// gives such a dim as `_`.
+using ValueShapeRule =
+    std::function<Result<std::vector<TypedShape>>(std::span<const Tensor> in, const Attrs&)>;
+
 struct AttrSpec {
   std::string name;
   enum Kind { Int, Float, Bool, Str, Json, IntList } kind = Int;
@@ -99,6 +106,7 @@ struct OpDef {
   std::vector<AttrSpec> attrs;
   int num_outputs = 1;
   ShapeRule shape;
+  ValueShapeRule value_shape = nullptr;  // set only where an output's size is data-dependent
   Tolerance tolerance;
   bool stateful = false;  // keeps an OpState across calls (KV cache)
   bool view = false;      // output aliases input 0 (reshape): no allocation

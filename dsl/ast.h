@@ -105,6 +105,7 @@ struct GraphInput {
   bool held = false;  // `state NAME: ...`: the session holds it once given
   std::string dtype;
   std::vector<ExprPtr> shape;
+  ExprPtr default_value;  // `= expr`: what a call that leaves it out gets (null: required)
   Loc loc;
 };
 

@@ -300,6 +300,8 @@ std::vector<Error> Checker::run() {
   }
   if (t_.graphs.empty()) report(t_.family_loc, "the template defines no graph");
   for (const auto& g : t_.graphs) {
+    for (const auto& in : g.inputs)  // defaults read the config alone
+      if (in.default_value) expr(*in.default_value, Scope{});
     Scope s;
     s.names.insert({"seq", "_"});
     add_inputs(g, s);

@@ -217,7 +217,11 @@ struct state_mark : TAO_PEGTL_KEYWORD("state") {};
 struct input_colon : one<':'> {};
 struct input_dtype : identifier {};
 struct input_shape : list_lit {};
-struct graph_input : seq<opt<state_mark, ws, at<name_chars>>, param_name, ws, must<input_colon>, ws, must<input_dtype>, must<input_shape>> {};
+// `= expr` after the shape: a call may leave the input out (a number fills
+// it; `null` leaves it absent, for an op's optional input).
+struct input_default : seq<one<'='>, ws, must<required_expr>> {};
+struct graph_input : seq<opt<state_mark, ws, at<name_chars>>, param_name, ws, must<input_colon>, ws, must<input_dtype>,
+                         must<input_shape>, opt<ws, input_default>> {};
 struct inputs_open : one<'('> {};
 struct inputs_close : one<')'> {};
 struct graph_inputs : seq<must<inputs_open>, ws, opt<list<graph_input, comma>>, ws,

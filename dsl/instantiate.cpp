@@ -166,12 +166,36 @@ Status Instantiator::run_graph(const GraphDef& gd) {
     used_names_.insert(in.name);
     g().inputs.push_back(id);
     if (in.held) g().held_inputs.push_back(id);
+    if (in.default_value) {
+      ARCH_TRY(Val d, eval(*in.default_value, globals_));
+      Graph::InputDefault def{id, d.kind == Val::Null, d.is_number() ? d.num() : 0.0};
+      if (!def.absent && (!d.is_number() || !is_concrete(shape)))
+        return fail(in.default_value->loc, "input " + in.name + ": a default is a number (for a concrete shape, " +
+                                               "filled with it) or null (the input may be absent), not " + d.describe());
+      g().input_defaults.push_back(def);
+    }
     inputs_.vars[in.name] = Val::of_tensor(id);
   }
   Env env;
   env.globals = &inputs_;
   ARCH_TRY_STATUS(exec(gd.body, env, nullptr));
   if (g().outputs.empty()) return fail(gd.loc, "graph " + gd.name + " sets no output");
+  // An input that may be absent goes only where an op takes an absent one.
+  for (const auto& d : g().input_defaults) {
+    if (!d.absent) continue;
+    for (const Node& n : g().nodes)
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const OpDef* def = ops_.find(n.op);
+        if (n.inputs[i] != d.value || !def) continue;
+        const std::string& slot = def->inputs[std::min(i, def->inputs.size() - 1)];
+        if (slot.ends_with('?')) continue;
+        const std::string& name = g().values[size_t(d.value)].name;
+        for (const auto& in : gd.inputs)
+          if (in.name == name)
+            return fail(in.loc, "input " + name + " may be absent (= null), but " + n.op + " (line " +
+                                    std::to_string(n.loc.line) + ") requires its '" + slot + "'");
+      }
+  }
   return {};
 }
 

@@ -27,7 +27,7 @@ using selector = pt::selector<
         g::list_type, g::field_default, g::flag_decl, g::weight_decl, g::optional_mark,
         g::weight_pattern, g::alias_decl, g::alias_target, g::pattern_var, g::path_index,
         g::path_member, g::pattern_any, g::checkpoint_shape, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
-        g::param_name, g::graph_def, g::graph_name, g::graph_input, g::state_mark, g::input_dtype,
+        g::param_name, g::graph_def, g::graph_name, g::graph_input, g::state_mark, g::input_dtype, g::input_default,
         g::input_shape, g::body, g::assign, g::identifier, g::output_stmt, g::output_name,
         g::return_stmt, g::if_stmt, g::for_stmt, g::loop_var, g::scope_name, g::index,
         g::number, g::string_body, g::kw_true, g::kw_false, g::kw_null, g::list_lit, g::path,
@@ -309,6 +309,7 @@ Template build_template(const Node& root) {
           in.name = c->children.at(k)->string();
           in.dtype = c->children.at(k + 1)->string();
           for (auto& d : c->children.at(k + 2)->children) in.shape.push_back(build_expr(*d));
+          if (c->children.size() > k + 3) in.default_value = build_expr(*c->children.at(k + 3)->children.at(0));
           gd.inputs.push_back(std::move(in));
         } else if (is<g::body>(*c)) gd.body = build_body(*c);
       }

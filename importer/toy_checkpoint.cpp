@@ -248,8 +248,9 @@ Status write_toy_from_spec(const std::string& spec_path, const std::string& dir,
   }
   std::vector<TensorSpec> specs;
   for (const auto& t : spec["tensors"]) {
-    if (!t.is_array() || t.size() != 2 || !t[0].is_string() || !t[1].is_array())
-      return error(spec_path + ": each tensor is [name, [dims]], not " + t.dump());
+    if (!t.is_array() || t.size() < 2 || t.size() > 3 || !t[0].is_string() || !t[1].is_array() ||
+        (t.size() == 3 && !t[2].is_number()))
+      return error(spec_path + ": each tensor is [name, [dims]] or [name, [dims], value], not " + t.dump());
     Dims shape;
     for (const auto& d : t[1]) {
       if (!d.is_number_integer() || d.get<int64_t>() <= 0)
@@ -262,7 +263,8 @@ Status write_toy_from_spec(const std::string& spec_path, const std::string& dir,
       for (size_t k = 1; k < shape.size(); ++k) fan_in *= shape[k];
       const bool table = name.find("embed") != std::string::npos || name.find("shared") != std::string::npos;
       const bool norm = name.find("norm") != std::string::npos && name.ends_with(".weight");
-      if (shape.size() >= 2) specs.push_back({name, shape, 0.0, table ? 1.0 : 1.0 / std::sqrt(double(fan_in))});
+      if (t.size() == 3) specs.push_back({name, shape, t[2].get<double>(), 0.0});  // every element that value
+      else if (shape.size() >= 2) specs.push_back({name, shape, 0.0, table ? 1.0 : 1.0 / std::sqrt(double(fan_in))});
       else specs.push_back({name, shape, norm ? 1.0 : 0.0, norm ? 0.1 : 0.02});
     }
   }
@@ -273,6 +275,14 @@ Status write_toy_from_spec(const std::string& spec_path, const std::string& dir,
   if (spec.contains("generation_config"))
     ARCH_TRY_STATUS(write_text((fs::path(dir) / "generation_config.json").string(),
                                spec["generation_config"].dump(2) + "\n"));
+  if (spec.contains("files")) {  // side files as they are (a voice's vocab.json, tokenizer_config.json)
+    if (!spec["files"].is_object()) return error(spec_path + ": \"files\" maps a file name to its JSON");
+    for (const auto& [name, body] : spec["files"].items()) {
+      if (name.empty() || name.find('/') != std::string::npos || name.starts_with("."))
+        return error(spec_path + ": file '" + name + "' must be a plain name in the model folder");
+      ARCH_TRY_STATUS(write_text((fs::path(dir) / name).string(), body.dump(2) + "\n"));
+    }
+  }
   NormalSource normal(seed);
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const TensorSpec& t : specs) {

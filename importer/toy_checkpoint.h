@@ -39,12 +39,15 @@ Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, 
 
 // Random weights of any family's shape, from a spec file (data, not code:
 // families/toys/NAME.json holds a config.json, optionally a
-// generation_config.json, and every tensor's name and shape, a `{i<N}`
-// segment standing for layers 0 .. N-1): `archrun toy --shape whisper-base`.
-// Matrices and convolutions draw N(0, 1/sqrt(fan_in)), embedding tables (a
-// name with "embed" or "shared") N(0, 1), norm weights 1 + N(0, 0.1), other
-// vectors (biases) N(0, 0.02). Writes DIR/config.json,
-// generation_config.json (where the spec has one) and model.safetensors.
+// generation_config.json, side files under "files" (a voice's vocab.json),
+// and every tensor's name and shape, a `{i<N}` segment standing for layers
+// 0 .. N-1): `archrun toy --shape whisper-base`. Matrices and convolutions
+// draw N(0, 1/sqrt(fan_in)), embedding tables (a name with "embed" or
+// "shared") N(0, 1), norm weights 1 + N(0, 0.1), other vectors (biases)
+// N(0, 0.02); a tensor given as [name, shape, value] holds that value
+// (where random weights would make nonsense sizes: a voice's durations).
+// Writes DIR/config.json, generation_config.json and the side files (where
+// the spec has them) and model.safetensors.
 // A spec holding `pipeline` writes a pipeline folder: model_index.json,
 // each component from the spec file it names (beside this one), and
 // scheduler/scheduler_config.json.

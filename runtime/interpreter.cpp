@@ -307,10 +307,15 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       else in_buf[i] = p.weights[in].data ? p.weights[in] : p.held[size_t(in)] ? state.held[size_t(in)] : vals[in];
     }
     // Output shapes: from the IR, or where a dim is `_`, from the op's shape
-    // rule over this call's concrete inputs.
+    // rule over this call's concrete inputs (its values, for an op whose
+    // output size depends on them).
     types.resize(node.outputs.size());
     for (size_t k = 0; k < node.outputs.size(); ++k) types[k] = g.values[node.outputs[k]].type;
-    if (step.dynamic) {
+    if (step.dynamic && step.def->value_shape) {
+      auto r = step.def->value_shape(ins, node.attrs);
+      if (!r.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + "): " + r.error().message);
+      types = std::move(r.value());
+    } else if (step.dynamic) {
       std::vector<TypedShape> in_types;
       std::unique_ptr<bool[]> present(new bool[n_in]);
       for (size_t i = 0; i < n_in; ++i) {

@@ -109,8 +109,19 @@ Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTen
     for (int64_t k = 0; k < seq; ++k) pos.i32()[k] = int32_t(at + k);
     feed[positions] = pos;
   }
-  for (int v : g.inputs)
-    if (!feed.count(v) && !g.is_held(v)) return error("input '" + g.values[v].name + "' is missing");
+  for (int v : g.inputs) {
+    if (feed.count(v) || g.is_held(v)) continue;
+    const Graph::InputDefault* d = g.default_of(v);
+    if (!d) return error("input '" + g.values[v].name + "' is missing");
+    if (d->absent) continue;  // the op reading it takes it absent
+    Tensor t = Tensor::zeros(g.values[v].type.dtype, concretize(g.values[v].type.shape, 0));
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      if (t.dtype == DType::F32) t.f32()[k] = float(d->number);
+      else if (t.dtype == DType::I32) t.i32()[k] = int32_t(d->number);
+      else return error("input '" + g.values[v].name + "': a default fills f32 or i32 inputs only");
+    }
+    feed[v] = t;
+  }
   if (mg.has_kv_cache) {
     if (max_context_ <= 0) max_context_ = seq;
     if (position_ + seq > max_context_)

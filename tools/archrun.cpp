@@ -165,6 +165,19 @@ int main(int argc, char** argv) {
   trn->add_option("--seed", tr.seed, "seed of the temperature fallback's sampling");
   trn->add_flag("--json", tr.json, "print {\"text\", \"language\", \"segments\": [{\"start\", \"end\", \"text\", \"tokens\", ...}]}");
 
+  SpeakArgs sk;
+  auto* spk = app.add_subcommand("speak", "text to speech with a VITS voice (MMS-TTS, Piper-style): a 16-bit PCM WAV at the voice's rate");
+  add_common(spk, sk.common);
+  spk->add_option("-p,--prompt", sk.prompt, "the text (through the voice's vocab.json)");
+  spk->add_option("--ids", sk.ids, "token or phoneme ids instead of text, comma-separated (a Piper-style voice's phonemes)");
+  spk->add_option("-o,--out", sk.out, "the WAV file to write")->required();
+  spk->add_option("--speaking-rate", sk.speaking_rate, "faster above 1, slower below (default: the config's speaking_rate)");
+  spk->add_option("--noise-scale", sk.noise_scale, "the prior's sampling noise (default: the config's, MMS 0.667)");
+  spk->add_option("--noise-scale-duration", sk.noise_scale_duration, "the duration predictor's noise (default: the config's, MMS 0.8)");
+  spk->add_option("--seed", sk.seed, "seed of the noise draws (default 0: the same voice every run)");
+  spk->add_option("--speaker", sk.speaker, "speaker of a multi-speaker voice (default 0)")->check(CLI::Range(0, 1 << 20));
+  spk->add_flag("--json", sk.json, "print {\"out\", \"seconds\", \"durations\", \"real_time_factor\", ...}");
+
   Common cc;
   std::string golden;
   bool compare_json = false;
@@ -177,13 +190,16 @@ int main(int argc, char** argv) {
   int bench_p = 512, bench_n = 128, bench_repeat = 1;
   bool bench_json = false, bench_profile = false;
   int bench_steps = 2;
-  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode)");
+  double bench_audio_s = 10;
+  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode; a voice: the real-time factor)");
   add_common(bench, bc);
   bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
   bench->add_flag("--json", bench_json, "one JSON object as the last line");
   bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding");
   bench->add_option("--steps", bench_steps, "a text-to-image pipeline: guided steps to time (default 2)")->check(CLI::Range(1, 1000));
+  bench->add_option("--audio-seconds", bench_audio_s, "a text-to-speech model: about how long an utterance to time (default 10)")
+      ->check(CLI::Range(0.1, 3600.0));
   bench->add_option("--repeat", bench_repeat, "run prompt and decode this many times after one load; report medians")
       ->check(CLI::Range(1, 1000));
 
@@ -201,7 +217,7 @@ int main(int argc, char** argv) {
   auto* toy = app.add_subcommand("toy", "write a random-weight LlamaStyle checkpoint: the embedded default, or a real model's shape");
   toy->add_option("-o,--out", toy_dir, "directory to write")->required();
   toy->add_option("--seed", toy_seed, "weight seed");
-  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b, llama-3.2-1b, or a spec in families/toys: whisper-base, t5-base, sd15-unet, sd15 (a whole pipeline)");
+  toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b, llama-3.2-1b, or a spec in families/toys: whisper-base, t5-base, mms-tts, sd15-unet, sd15 (a whole pipeline)");
   std::string toy_families;
   toy->add_option("--families", toy_families, "directory of family templates (its toys/ holds the spec files)");
   toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
@@ -259,6 +275,10 @@ int main(int argc, char** argv) {
   if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
   if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);
   if (trn->parsed()) return run_transcribe(tr);
+  if (spk->parsed()) {
+    sk.has_prompt = spk->get_option("--prompt")->count() > 0;
+    return run_speak(sk);
+  }
   if (tkz->parsed()) {
     if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
     return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);
@@ -266,7 +286,7 @@ int main(int argc, char** argv) {
   if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
   if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
   if (cht->parsed()) return run_chat(ch);
-  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps);
+  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps, bench_audio_s);
   if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
   if (toy->parsed()) {
     auto progress = [](int64_t done, int64_t total, const std::string& name) {

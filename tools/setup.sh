@@ -12,7 +12,7 @@ PACKAGES=(
   tao-pegtl-dev libtomlplusplus-dev libyaml-cpp-dev libdnnl-dev libhwy-dev
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev ocl-icd-opencl-dev libstb-dev
   libpcre2-dev libutf8proc-dev libsentencepiece-dev graphviz
-  libsndfile1-dev libfftw3-dev libsoxr-dev zlib1g-dev
+  libsndfile1-dev libfftw3-dev libsoxr-dev zlib1g-dev sox
 )
 
 if [ -z "${SKIP_APT:-}" ]; then

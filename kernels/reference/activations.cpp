@@ -59,7 +59,21 @@ const Activation kActivations[] = {
     {"exp", "exp(x)", [](float x) { return std::exp(x); }},
     {"sqrt", "sqrt(x)", [](float x) { return std::sqrt(x); }},
     {"neg", "neg(x): -x", [](float x) { return -x; }},
+    {"ceil", "ceil(x): the smallest integer >= x (VITS' frames per token)", [](float x) { return std::ceil(x); }},
 };
+
+// leaky_relu(x) attr slope: x where x >= 0, else slope x (torch's default
+// slope 0.01; HiFi-GAN's 0.1).
+Status leaky_relu_kernel(KernelContext& ctx) {
+  ARCH_TRY_STATUS(expect_f32(ctx, "leaky_relu", 0));
+  const Tensor& X = ctx.inputs[0];
+  ARCH_TRY_STATUS(expect_output(ctx, "leaky_relu", 0, X.shape));
+  const float slope = float(attr_float(ctx.attrs, "slope", 0.01));
+  const float* x = X.f32();
+  float* y = ctx.outputs[0].f32();
+  for (int64_t i = 0; i < X.numel(); ++i) y[i] = x[i] >= 0.0f ? x[i] : x[i] * slope;
+  return {};
+}
 
 }  // namespace
 
@@ -71,6 +85,15 @@ float (*reference_activation(std::string_view name))(float) {
 
 void define_activations(OpTable& t) {
   for (const Activation& a : kActivations) define_unary(t, a.name, a.doc, a.f);
+  t.define(checked(OpDef{
+               .name = "leaky_relu",
+               .inputs = {"x"},
+               .attrs = {{"slope", AttrSpec::Float, 0.01}},
+               .shape = same_as_input("leaky_relu"),
+               .tolerance = {1e-6, 1e-6},
+               .doc = "leaky_relu(x) attr slope: x where x >= 0, else slope * x",
+           }),
+           leaky_relu_kernel);
 }
 
 }  // namespace arch

@@ -2,8 +2,9 @@
 // padding, dilation, groups -> [O, L']: torch.nn.functional.conv1d on one
 // sequence (no batch dim), zero padding. L' = floor((L + 2 padding -
 // dilation (K - 1) - 1) / stride) + 1. Whisper's stem: two of them, k 3,
-// the second stride 2. L may be a graph's run-time dim (then L' is `_`,
-// known per call). Products accumulate in double.
+// the second stride 2. L may be a run-time dim: L' is the same dim where
+// the convolution keeps the length, else `_`, known per call. VITS: dilated
+// and depthwise (groups = C) ones too. Products accumulate in double.
 #include <algorithm>
 #include <vector>
 
@@ -51,7 +52,8 @@ Result<std::vector<TypedShape>> conv1d_shape(std::span<const TypedShape> in, std
                                              const Attrs& attrs) {
   const bool has_bias = in.size() > 2 && is_present(present, 2);
   Shape x = in[0].shape;
-  const bool per_call = x.size() == 2 && (x[1].sym == kDynSym || x[1].is_named());
+  const bool per_call = x.size() == 2 && !x[1].concrete();
+  const Dim length = per_call ? x[1] : Dim{};
   if (per_call) x[1] = Dim::of(int64_t(1) << 20);
   static const char* names[] = {"x", "weight", "bias"};
   for (size_t i = 0; i < in.size(); ++i)
@@ -63,7 +65,9 @@ Result<std::vector<TypedShape>> conv1d_shape(std::span<const TypedShape> in, std
                          conv1d_attrs(attrs));
   if (!out.ok()) return error("conv1d: " + out.error().message);
   Shape o = shape_of(*out);
-  if (per_call) o[1] = Dim::dyn();
+  // A run-time length stays itself where the convolution keeps it (stride
+  // 1, "same" padding: a text encoder's [C, seq]); else it is `_`.
+  if (per_call) o[1] = (*out)[1] == int64_t(1) << 20 ? length : Dim::dyn();
   return one_output(o);
 }
 

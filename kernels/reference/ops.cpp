@@ -36,10 +36,17 @@ void define_reference_ops(OpTable& t) {
   define_l2_normalize(t);
   define_batch_norm(t);
   define_conv1d(t);
+  define_conv_transpose1d(t);
   define_conv2d(t);
   define_pool(t);
   define_arange(t);
   define_relative_position_bucket(t);
+  define_flip(t);
+  define_cumsum(t);
+  define_expand_by_durations(t);
+  define_spline(t);
+  define_normal_noise(t);
+  define_relative_attention(t);
 }
 
 }  // namespace arch

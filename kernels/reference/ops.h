@@ -17,7 +17,7 @@ void define_embed(OpTable& t);        // embed
 void define_matmul(OpTable& t);       // matmul
 void define_binary(OpTable& t);       // add sub mul div
 void define_constant(OpTable& t);     // constant
-void define_activations(OpTable& t);  // silu gelu gelu_tanh quick_gelu relu sigmoid tanh exp sqrt neg
+void define_activations(OpTable& t);  // silu gelu gelu_tanh quick_gelu relu sigmoid tanh exp sqrt neg ceil leaky_relu
 void define_glu(OpTable& t);          // glu
 void define_rms_norm(OpTable& t);     // rms_norm
 void define_layer_norm(OpTable& t);   // layer_norm
@@ -46,10 +46,17 @@ void define_pad(OpTable& t);          // pad clamp
 void define_l2_normalize(OpTable& t);  // l2_normalize
 void define_batch_norm(OpTable& t);   // batch_norm
 void define_conv1d(OpTable& t);       // conv1d
+void define_conv_transpose1d(OpTable& t);  // conv_transpose1d
 void define_conv2d(OpTable& t);       // conv2d
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
 void define_arange(OpTable& t);       // arange
 void define_relative_position_bucket(OpTable& t);  // relative_position_bucket
+void define_flip(OpTable& t);         // flip
+void define_cumsum(OpTable& t);       // cumsum
+void define_expand_by_durations(OpTable& t);  // expand_by_durations
+void define_spline(OpTable& t);       // rational_quadratic_spline
+void define_normal_noise(OpTable& t);  // normal_noise
+void define_relative_attention(OpTable& t);  // relative_attention
 
 // The reference function of a unary activation by op name (null if none):
 // what glu applies to its gate.

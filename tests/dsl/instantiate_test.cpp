@@ -992,3 +992,40 @@ graph encode(input_ids: i32[src]) {
 
 }  // namespace
 }  // namespace arch::dsl
+
+namespace arch::dsl {
+namespace {
+
+TEST(InstantiateInputs, DefaultsFromTheConfigOrAbsent) {
+  const char* src = R"(family T
+config { rate: float = 1.5 }
+graph step(x: f32[seq, 4], r: f32[] = rate, n: f32[seq, 4] = null) { output y = normal_noise(x, r, null, n) }
+)";
+  auto r = run(src);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  const Graph& g = r->graph;
+  EXPECT_EQ(g.default_of(g.inputs[0]), nullptr);
+  ASSERT_NE(g.default_of(g.inputs[1]), nullptr);
+  EXPECT_EQ(g.default_of(g.inputs[1])->number, 1.5);
+  EXPECT_FALSE(g.default_of(g.inputs[1])->absent);
+  ASSERT_NE(g.default_of(g.inputs[2]), nullptr);
+  EXPECT_TRUE(g.default_of(g.inputs[2])->absent);
+  EXPECT_NE(print_graph(g).find("r: f32[] = 1.5"), std::string::npos) << print_graph(g);
+  // The config given wins, as for any field.
+  auto given = run(src, json{{"rate", 0.5}});
+  ASSERT_TRUE(given.ok()) << given.error().message;
+  EXPECT_EQ(given->graph.default_of(given->graph.inputs[1])->number, 0.5);
+}
+
+TEST(InstantiateInputs, AnAbsentInputOnlyWhereAnOpTakesOne) {
+  EXPECT_NE(error_of("family T\ngraph step(x: f32[seq, 4], n: f32[seq, 4] = null) { output y = x + n }\n")
+                .find("input n may be absent (= null), but add"),
+            std::string::npos)
+      << error_of("family T\ngraph step(x: f32[seq, 4], n: f32[seq, 4] = null) { output y = x + n }\n");
+  // A number fills a concrete shape only.
+  EXPECT_NE(error_of("family T\ngraph step(x: f32[seq] = 2) { output y = x }\n").find("a default is a number"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace arch::dsl

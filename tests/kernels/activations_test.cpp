@@ -77,5 +77,12 @@ TEST(Activations, QuickGelu) {
   EXPECT_EQ(shape_str(s->at(0).shape), "[seq, 768]");
 }
 
+TEST(Activations, LeakyReluAndCeil) {
+  Tensor x = f32({3}, {-2.0f, 0.0f, 3.0f});
+  EXPECT_EQ(values(run1("leaky_relu", {x}, {{"slope", 0.1}})), (std::vector<float>{-0.2f, 0.0f, 3.0f}));
+  EXPECT_EQ(values(run1("leaky_relu", {x})), (std::vector<float>{-0.02f, 0.0f, 3.0f}));  // torch's default 0.01
+  EXPECT_EQ(values(run1("ceil", {f32({4}, {-1.5f, 0.2f, 2.0f, 2.5f})})), (std::vector<float>{-1, 1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace arch::test

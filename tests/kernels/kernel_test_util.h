@@ -101,6 +101,9 @@ struct Runner {
       in.push_back(TypedShape{t.dtype, t.data ? shape_of(t.shape) : Shape{}});
     }
     ARCH_TRY(std::vector<TypedShape> outs, infer(op, in, attrs, present));
+    if (d.value_shape) {  // a data-dependent size: from the inputs' values, as a run does
+      ARCH_TRY(outs, d.value_shape(inputs, attrs));
+    }
     std::vector<Tensor> outputs;
     for (const TypedShape& o : outs) {
       Dims dims = concretize(o.shape, seq, ctx);

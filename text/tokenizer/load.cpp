@@ -5,6 +5,7 @@
 #include "core/mapped_file.h"
 #include "text/tokenizer/backend.h"
 #include "text/tokenizer/clip_files.h"
+#include "text/tokenizer/vits_vocab.h"
 
 namespace arch {
 
@@ -45,10 +46,11 @@ Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const std::string& dir) 
   }
   if (fs::exists(p / "tokenizer.json")) return load_json(p / "tokenizer.json", config);
   if (has_clip_files(p.string())) return load_clip_tokenizer(p.string());  // CLIP's slow files (a pipeline's tokenizer/)
+  if (has_vits_files(p.string())) return load_vits_tokenizer(p.string());  // a VITS voice's characters
   for (const char* name : {"tokenizer.model", "spiece.model"})  // spiece.model: T5's
     if (fs::exists(p / name))
       return from_backend(tok::sentencepiece_backend((p / name).string(), config, config_path.string()));
-  return error(dir + ": no tokenizer.json, tokenizer.model, spiece.model, or vocab.json + merges.txt");
+  return error(dir + ": no tokenizer.json, tokenizer.model, spiece.model, vocab.json + merges.txt, or a VitsTokenizer's vocab.json");
 }
 
 Result<std::shared_ptr<const Tokenizer>> load_tokenizer_from(const ReadSideFile& read, const std::string& label) {

@@ -15,6 +15,7 @@
 #include "runtime/generate.h"
 #include "runtime/sampler.h"
 #include "runtime/session.h"
+#include "runtime/speak.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
@@ -393,6 +394,60 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
   return 0;
 }
 
+// A text-to-speech model (a graph with a `waveform` output): seeded random
+// characters of the voice's vocabulary with the blank (id 0) around each, as
+// VitsTokenizer lays them out, as many as make about `audio_seconds` of
+// speech (a first run finds how long an id lasts); the real-time factor,
+// compute over audio seconds, the median of `repeat` runs.
+int bench_speech(const Model& m, double load_ms, double audio_seconds, bool as_json, bool profile, int repeat) {
+  const int64_t vocab = m.config_int("vocab_size", 0);
+  if (vocab < 2) return fail(error("bench: a voice needs a vocab_size of at least 2 (the blank and a character)"));
+  std::mt19937 rng(1234);
+  auto text_of = [&](int64_t chars) {
+    std::vector<int32_t> ids{0};
+    for (int64_t k = 0; k < chars; ++k) ids.push_back(1 + int32_t(rng() % uint32_t(vocab - 1))), ids.push_back(0);
+    return ids;
+  };
+  const int64_t probe_chars = 32;
+  auto probe = speak(m, text_of(probe_chars));
+  if (!probe.ok()) return fail(probe.error());
+  const int64_t chars = std::clamp<int64_t>(std::llround(double(probe_chars) * audio_seconds / std::max(probe->seconds(), 1e-3)),
+                                            1, 1 << 16);
+  const std::vector<int32_t> ids = text_of(chars);
+  OpProfile prof;
+  SpeakOptions opt;
+  std::vector<Speech> runs;
+  for (int r = 0; r < std::max(repeat, 1); ++r) {
+    opt.profile = profile && r == 0 ? &prof : nullptr;
+    auto sp = speak(m, ids, opt);
+    if (!sp.ok()) return fail(sp.error());
+    runs.push_back(std::move(*sp));
+  }
+  std::sort(runs.begin(), runs.end(), [](const Speech& a, const Speech& b) { return a.compute_seconds < b.compute_seconds; });
+  const Speech& med = runs[runs.size() / 2];
+  nlohmann::json j = {{"model", m.checkpoint.dir}, {"family", m.family}, {"backend", m.program().backend},
+                      {"load_ms", load_ms}, {"ids", ids.size()}, {"frames", med.frames},
+                      {"audio_s", med.seconds()}, {"sample_rate", med.sample_rate},
+                      {"compute_s", med.compute_seconds}, {"real_time_factor", med.real_time_factor()},
+                      {"peak_rss_mb", peak_rss_mb()}, {"threads", omp_get_max_threads()},
+                      {"cpu", cpu_features().describe()}};
+  if (profile) j["profile"] = {{"speak", profile_json(prof)}};
+  if (as_json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
+              m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
+  std::printf("  load            %10.1f ms\n", load_ms);
+  std::printf("  speech          %10.3f s for %.2f s of audio (%zu ids, %lld frames, %d Hz): real-time factor %.3f\n",
+              med.compute_seconds, med.seconds(), ids.size(), (long long)med.frames, med.sample_rate,
+              med.real_time_factor());
+  std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+  if (repeat > 1) std::printf("  (median of %d runs)\n", repeat);
+  if (profile) print_profile("speak", j["profile"]["speak"]);
+  return 0;
+}
+
 // A text-to-image pipeline folder: the text encoder on a full-length
 // prompt and the empty one, `steps` guided steps at the pipeline's size
 // (two UNet evaluations each), the VAE's decode; seconds per step, the
@@ -445,7 +500,8 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
 
 }  // namespace
 
-int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat, int steps) {
+int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat, int steps,
+              double audio_seconds) {
   if (is_pipeline(c.model)) return bench_pipeline(c, steps, as_json);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
@@ -455,6 +511,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   auto t1 = clock::now();
   if ((*m)->find_graph("denoise").ok() && (*m)->graphs.size() == 1)
     return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat);
+  if (speech_graph(**m)) return bench_speech(**m, 1000 * seconds(t0, t1), audio_seconds, as_json, profile, repeat);
   if ((*m)->is_encoder_decoder())
     return bench_encoder_decoder(c, **m, 1000 * seconds(t0, t1), prompt_tokens, new_tokens, as_json, profile, repeat);
   int64_t vocab = (*m)->config_int("vocab_size", 0);

@@ -2,6 +2,7 @@
 // command line: tools/archrun.cpp parses it (CLI11 stays in that one file).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -82,6 +83,16 @@ struct TranscribeArgs {
   uint64_t seed = 0;
 };
 
+struct SpeakArgs {
+  Common common;
+  std::string prompt, ids, out;
+  bool has_prompt = false;  // -p given (maybe empty)
+  float speaking_rate = NAN, noise_scale = NAN, noise_scale_duration = NAN;  // NaN: the config's
+  uint64_t seed = 0;
+  int speaker = -1;
+  bool json = false;
+};
+
 struct DenoiseArgs {
   Common common;
   std::string latents, context, negative_context, pooled, negative_pooled, out, scheduler, scheduler_config;
@@ -128,9 +139,10 @@ int run_info(const Common& c, bool as_json);
 int run_import(const std::string& dir, const std::string& out, const std::string& dtype, bool as_json);
 int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json);
 int run_transcribe(const TranscribeArgs& a);
+int run_speak(const SpeakArgs& a);
 int run_denoise(const DenoiseArgs& a);
 int run_imagine(const ImagineArgs& a);
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1,
-              int steps = 2);
+              int steps = 2, double audio_seconds = 10);
 
 }  // namespace arch::cli

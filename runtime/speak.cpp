@@ -1,0 +1,95 @@
+#include "runtime/speak.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "runtime/session.h"
+
+namespace arch {
+
+namespace {
+
+Tensor scalar_f32(float v) {
+  Tensor t = Tensor::zeros(DType::F32, {});
+  t.f32()[0] = v;
+  return t;
+}
+
+std::string number_text(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(v));
+  return buf;
+}
+
+Tensor scalar_i32(int32_t v) {
+  Tensor t = Tensor::zeros(DType::I32, {});
+  t.i32()[0] = v;
+  return t;
+}
+
+}  // namespace
+
+const ModelGraph* speech_graph(const Model& m) {
+  for (const auto& g : m.graphs)
+    for (const auto& o : g->graph.outputs)
+      if (o.name == "waveform") return g.get();
+  return nullptr;
+}
+
+Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOptions& opt) {
+  const ModelGraph* mg = speech_graph(m);
+  if (!mg) return error(m.family + " (" + m.template_path + ") has no graph with a waveform output: not a speech model");
+  const Graph& g = mg->graph;
+  if (ids.empty()) return error("no ids to speak");
+  const int64_t vocab = m.config_int("vocab_size", 0);
+  for (int32_t id : ids)
+    if (id < 0 || (vocab > 0 && id >= vocab))
+      return error("id " + std::to_string(id) + " is outside the vocabulary (0 .. " + std::to_string(vocab - 1) + ")");
+  NamedTensors in;
+  Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
+  std::copy(ids.begin(), ids.end(), t.i32());
+  in["input_ids"] = t;
+  auto knob = [&](const char* name, float v, bool positive) -> Status {
+    if (std::isnan(v)) return {};
+    if (!std::isfinite(v) || (positive ? !(v > 0) : !(v >= 0)))
+      return error(std::string(name) + " is " + number_text(v) + ": it must be " + (positive ? "> 0" : ">= 0"));
+    if (g.find_input(name) < 0) return error(m.family + "'s graph " + g.name + " takes no " + name);
+    in[name] = scalar_f32(v);
+    return {};
+  };
+  ARCH_TRY_STATUS(knob("speaking_rate", opt.speaking_rate, true));
+  ARCH_TRY_STATUS(knob("noise_scale", opt.noise_scale, false));
+  ARCH_TRY_STATUS(knob("noise_scale_duration", opt.noise_scale_duration, false));
+  if (opt.speaker >= 0) {
+    const int64_t speakers = m.config_int("num_speakers", 1);
+    if (opt.speaker >= speakers)
+      return error("speaker " + std::to_string(opt.speaker) + ": this voice has " + std::to_string(speakers) +
+                   " speaker" + (speakers == 1 ? "" : "s") + " (0 .. " + std::to_string(speakers - 1) + ")");
+    if (g.find_input("speaker_id") >= 0) in["speaker_id"] = scalar_i32(opt.speaker);
+  }
+  if (g.find_input("seed") >= 0) in["seed"] = scalar_i32(int32_t(opt.seed));
+  std::vector<std::string> want = {"waveform"};
+  const bool has_durations = std::any_of(g.outputs.begin(), g.outputs.end(), [](auto& o) { return o.name == "durations"; });
+  if (has_durations) want.push_back("durations");
+  Session s(m);
+  if (opt.profile) s.profile_with(opt.profile);
+  const auto started = std::chrono::steady_clock::now();
+  ARCH_TRY(NamedTensors out, s.run(g.name, std::move(in), want));
+  Speech sp;
+  sp.compute_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const Tensor& w = out.at("waveform");
+  if (w.dtype != DType::F32) return error("the waveform is not f32");
+  sp.waveform.assign(w.f32(), w.f32() + w.numel());
+  sp.sample_rate = int(m.config_int("sampling_rate", 16000));
+  if (has_durations) {
+    const Tensor& d = out.at("durations");
+    for (int64_t k = 0; k < d.numel(); ++k) sp.durations.push_back(int64_t(d.f32()[k]));
+    for (int64_t f : sp.durations) sp.frames += f;
+    sp.frames = std::max<int64_t>(sp.frames, 1);
+  }
+  return sp;
+}
+
+}  // namespace arch

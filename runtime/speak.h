@@ -1,0 +1,45 @@
+// Text-to-speech over a template whose graph outputs a `waveform` (TTSStyle:
+// families/vits.arch): ids in, the waveform and its durations out. The
+// graph takes the per-call knobs as inputs of its own (speaker_id,
+// speaking_rate, noise_scale, noise_scale_duration, seed); those left unset
+// take the template's defaults (the checkpoint's config).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runtime/interpreter.h"
+#include "runtime/model.h"
+
+namespace arch {
+
+struct SpeakOptions {
+  float speaking_rate = NAN;         // NaN: the config's
+  float noise_scale = NAN;
+  float noise_scale_duration = NAN;
+  int64_t seed = 0;                  // the noise draws (runtime: normal_noise)
+  int speaker = -1;                  // -1: the first (0)
+  OpProfile* profile = nullptr;      // time per op, where set (archrun bench --profile)
+};
+
+struct Speech {
+  std::vector<float> waveform;       // mono, in [-1, 1]
+  int sample_rate = 0;               // the config's sampling_rate
+  std::vector<int64_t> durations;    // frames per input id
+  int64_t frames = 0;                // spectrogram frames (their sum, at least 1)
+  double compute_seconds = 0;        // the graph's run
+  double seconds() const { return sample_rate > 0 ? double(waveform.size()) / sample_rate : 0.0; }
+  double real_time_factor() const { return seconds() > 0 ? compute_seconds / seconds() : 0.0; }
+};
+
+// The graph of `m` that outputs `waveform`, or null.
+const ModelGraph* speech_graph(const Model& m);
+
+// Errors name the fault: a model with no waveform graph, no ids, an id
+// outside the vocabulary, a rate <= 0, a negative noise scale, a speaker
+// the voice does not have.
+Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOptions& opt = {});
+
+}  // namespace arch

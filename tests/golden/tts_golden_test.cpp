@@ -1,0 +1,58 @@
+// VITS (TTSStyle) through forward(): every stage transformers' VitsModel
+// stored (text encoder, prior, log durations, the flow's input and output,
+// each vocoder stage, the waveform) within the golden README's float32
+// rule, and the integer durations and sequence length exactly, on both
+// paths: deterministic (`vits`, noise scales 0) and with transformers' own
+// noise draws fed in (`vits_noise`, speaking rate 1.25).
+#include <gtest/gtest.h>
+
+#include "importer/safetensors.h"
+#include "runtime/forward.h"
+#include "runtime/model.h"
+#include "tests/golden/golden_case.h"
+#include "tests/golden/golden_compare.h"
+
+namespace arch {
+namespace {
+
+class TtsGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TtsGolden, EveryStageMatchesTransformers) {
+  const std::string dir = testing::golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  testing::expect_matches_golden(dir, "TTSStyle", 19, "", [&](const Model& m, const CompareReport& r) {
+    for (const auto& t : r.tensors)
+      if (t.name == "durations" || t.name == "sequence_lengths") {
+        EXPECT_EQ(t.max_abs, 0.0) << t.name << " must match exactly";
+      }
+    // The posterior encoder trains the model only: read by no graph.
+    bool posterior_unused = false;
+    for (const auto& u : m.unused_tensors) posterior_unused = posterior_unused || u.rfind("posterior_encoder.", 0) == 0;
+    EXPECT_TRUE(posterior_unused);
+  });
+}
+
+TEST_P(TtsGolden, FramesFollowTheDurations) {
+  const std::string dir = testing::golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto inputs = golden_inputs(dir);
+  ASSERT_TRUE(inputs.ok()) << inputs.error().message;
+  auto out = forward(**model, *inputs, {"durations", "spectrogram", "waveform"});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const auto ej = testing::read_json(dir + "/expected.json");
+  const int64_t frames = ej["tts"]["n_frames"].get<int64_t>();
+  EXPECT_EQ(out->at("spectrogram").shape, (Dims{16, frames}));
+  EXPECT_EQ(out->at("waveform").shape, (Dims{ej["tts"]["n_samples"].get<int64_t>()}));
+  const auto want = ej["tts"]["durations"].get<std::vector<int64_t>>();
+  const Tensor& d = out->at("durations");
+  ASSERT_EQ(d.numel(), int64_t(want.size()));
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_EQ(int64_t(d.f32()[k]), want[k]) << "token " << k;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, TtsGolden, ::testing::Values("vits", "vits_noise"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace arch

@@ -1,0 +1,126 @@
+// archrun speak from the command line on the `vits` golden (a voice folder
+// made of its config and weights plus a character vocabulary): text and ids
+// to a WAV that libsndfile and sox read back at the expected length, the
+// golden's own waveform through --ids, and the bad input the issue names
+// (empty text, text with no character in the vocabulary, a rate <= 0, an
+// output that cannot be written): each a clear error, a non-zero exit, and
+// no WAV left behind.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "audio/audio_file.h"
+#include "importer/safetensors.h"
+#include "tests/golden/golden_case.h"
+#include "tests/test_files.h"
+#include "tests/tools/run_tool.h"
+
+namespace arch {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_tool;
+
+// The golden's voice with a 40-character vocabulary (its vocab_size), the
+// blank "_" at 0.
+void make_voice(const testing::TempDir& tmp) {
+  const std::string g = testing::golden_dir("vits");
+  fs::create_symlink(g + "/config.json", tmp / "config.json");
+  fs::create_symlink(g + "/model.safetensors", tmp / "model.safetensors");
+  nlohmann::ordered_json vocab;
+  const std::string chars = "_ abcdefghijklmnopqrstuvwxyz'-.,!?0123456789";
+  for (size_t i = 0; i < 40; ++i) vocab[chars.substr(i, 1)] = i;
+  std::ofstream(tmp / "vocab.json") << vocab.dump();
+  std::ofstream(tmp / "tokenizer_config.json")
+      << R"({"tokenizer_class": "VitsTokenizer", "add_blank": true, "normalize": true, "phonemize": false})";
+}
+
+std::string speak(const testing::TempDir& voice, const std::string& args) {
+  return testing::archrun() + " speak " + voice.path() + " " + args;
+}
+
+TEST(ArchrunSpeak, TextToAWavOfTheFramesLength) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  testing::TempDir voice, out;
+  make_voice(voice);
+  auto r = run_tool(speak(voice, "-p \"Hello, World.\" -o " + out / "hello.wav --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  EXPECT_EQ(j["ids"], 27);  // "hello, world.": 13 characters, blanks around them
+  const int64_t samples = j["samples"];
+  EXPECT_EQ(samples, j["frames"].get<int64_t>() * 16);  // the vocoder's 4 x 4 upsampling
+  auto a = read_audio(out / "hello.wav");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(a->sample_rate, 16000);
+  EXPECT_EQ(int64_t(a->samples.size()), samples);
+  // Without --json: the length and the real-time factor on one line.
+  auto plain = run_tool(speak(voice, "-p hello -o " + out / "plain.wav"));
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_NE(plain.out.find("real-time factor"), std::string::npos) << plain.out;
+}
+
+TEST(ArchrunSpeak, SoxReadsTheLengthBack) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  if (run_tool("sox --version").exit_code != 0) GTEST_SKIP() << "SKIPPED LOUDLY: sox is not installed (tools/setup.sh installs it)";
+  testing::TempDir voice, out;
+  make_voice(voice);
+  auto r = run_tool(speak(voice, "-p \"a test\" -o " + out / "t.wav --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  auto s = run_tool("sox --i -s " + out / "t.wav");
+  ASSERT_EQ(s.exit_code, 0) << s.out;
+  EXPECT_EQ(std::stoll(s.out), j["samples"].get<int64_t>());
+  EXPECT_EQ(std::stoll(run_tool("sox --i -r " + out / "t.wav").out), 16000);
+  EXPECT_EQ(std::stoll(run_tool("sox --i -b " + out / "t.wav").out), 16);
+}
+
+TEST(ArchrunSpeak, IdsGiveTheGoldensWaveform) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  testing::TempDir voice, out;
+  make_voice(voice);
+  const auto in = testing::read_json(testing::golden_dir("vits") + "/inputs.json");
+  std::string ids;
+  for (int id : in["input_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+  auto r = run_tool(speak(voice, "--ids " + ids + " -o " + out / "g.wav"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto a = read_audio(out / "g.wav");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  auto want = read_safetensors(testing::golden_dir("vits") + "/expected.safetensors");
+  ASSERT_TRUE(want.ok());
+  const Tensor& w = want->tensors.at("waveform");
+  ASSERT_EQ(int64_t(a->samples.size()), w.numel());
+  // 16-bit samples: written x 32767, read / 32768.
+  for (int64_t i = 0; i < w.numel(); ++i) EXPECT_NEAR(a->samples[size_t(i)], w.f32()[i], 2.0 / 32767) << "sample " << i;
+}
+
+TEST(ArchrunSpeak, BadInputIsAClearErrorAndLeavesNoWav) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  testing::TempDir voice, out;
+  make_voice(voice);
+  struct Case { std::string args, says; };
+  const Case cases[] = {
+      {"-p \"\" -o " + out / "x.wav", "the text is empty"},
+      {"-p \"%%%\" -o " + out / "x.wav", "no character of the text is in the voice's vocabulary"},
+      {"-p hello --speaking-rate 0 -o " + out / "x.wav", "speaking_rate is 0"},
+      {"-p hello --speaking-rate -1 -o " + out / "x.wav", "speaking_rate is -1"},
+      {"-p hello --noise-scale -1 -o " + out / "x.wav", "noise_scale is -1"},
+      {"-p hello --speaker 2 -o " + out / "x.wav", "this voice has 1 speaker"},
+      {"-p hello -o " + out / "no/such/x.wav", out / "no/such/x.wav"},
+      {"-p hello -o " + out.path(), out.path()},
+      {"--ids 0,99,0 -o " + out / "x.wav", "id 99 is outside the vocabulary"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_tool(speak(voice, c.args));
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
+    EXPECT_EQ(r.out.find("terminate"), std::string::npos) << r.out;
+  }
+  EXPECT_TRUE(fs::is_empty(out.path())) << "a WAV (or a partial one) was left behind";
+}
+
+}  // namespace
+}  // namespace arch
