@@ -116,6 +116,16 @@ struct GraphDef {
   Loc loc;
 };
 
+// `unread posterior_encoder: "..."`: checkpoint tensors under the pattern
+// (its segments a prefix of the name; `*` and `{i}` any one) that no graph
+// reads, and the reason, for `archrun info` to say instead of listing them.
+struct UnreadDecl {
+  std::vector<PathSeg> pattern;
+  std::string reason;
+  Loc loc;
+};
+bool unread_matches(const UnreadDecl& u, const std::string& tensor);
+
 struct Template {
   std::string path;                     // the template's own file, as given
   std::shared_ptr<const std::string> source;
@@ -126,6 +136,7 @@ struct Template {
   std::vector<ConfigField> config;
   std::vector<FlagDecl> flags;
   std::vector<WeightDecl> weights;
+  std::vector<UnreadDecl> unread;
   std::vector<BlockDef> blocks;
   std::vector<GraphDef> graphs;
 };

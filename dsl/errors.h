@@ -35,13 +35,15 @@ ARCH_GRAMMAR_ERROR(list_type_close, "expected ']' to close the list type");
 ARCH_GRAMMAR_ERROR(flags_close, "expected a flag ('name = expression') or '}'");
 ARCH_GRAMMAR_ERROR(flag_eq, "expected '=' and the flag's expression");
 
-ARCH_GRAMMAR_ERROR(weights_close, "expected a weight ('name.pattern: [shape]'), an 'alias', or '}'");
+ARCH_GRAMMAR_ERROR(weights_close, "expected a weight ('name.pattern: [shape]'), an 'alias', an 'unread', or '}'");
 ARCH_GRAMMAR_ERROR(weight_colon, "expected ':' and the weight's shape, e.g. ': [hidden_size]'");
 ARCH_GRAMMAR_ERROR(weight_shape, "expected the weight's shape in brackets, e.g. [vocab_size, hidden_size]");
 ARCH_GRAMMAR_ERROR(alias_pattern, "expected a weight name such as model.layers.{i}.mlp.up_proj.weight");
 ARCH_GRAMMAR_ERROR(pattern_seg, "expected a name, a number or '{var}' after '.' in the weight name");
 ARCH_GRAMMAR_ERROR(alias_eq, "expected '=' and the weight this alias stands for");
 ARCH_GRAMMAR_ERROR(alias_target, "expected the weight name the alias stands for");
+ARCH_GRAMMAR_ERROR(unread_pattern, "expected the name the unread tensors are under, such as posterior_encoder");
+ARCH_GRAMMAR_ERROR(unread_reason, "expected why no graph reads them, as a string: unread posterior_encoder: \"trains the model only\"");
 
 ARCH_GRAMMAR_ERROR(block_name, "expected the block's name after 'block'");
 ARCH_GRAMMAR_ERROR(params_open, "expected '(' and the block's parameters");

@@ -34,6 +34,7 @@ struct kw_output : TAO_PEGTL_KEYWORD("output") {};
 struct kw_return : TAO_PEGTL_KEYWORD("return") {};
 struct kw_optional : TAO_PEGTL_KEYWORD("optional") {};
 struct kw_alias : TAO_PEGTL_KEYWORD("alias") {};
+struct kw_unread : TAO_PEGTL_KEYWORD("unread") {};
 struct kw_true : TAO_PEGTL_KEYWORD("true") {};
 struct kw_false : TAO_PEGTL_KEYWORD("false") {};
 struct kw_null : TAO_PEGTL_KEYWORD("null") {};
@@ -43,7 +44,7 @@ struct kw_not : TAO_PEGTL_KEYWORD("not") {};
 
 struct keyword
     : sor<kw_family, kw_import, kw_config, kw_flags, kw_weights, kw_block, kw_graph, kw_for, kw_in,
-          kw_as, kw_if, kw_then, kw_else, kw_output, kw_return, kw_optional, kw_alias, kw_true,
+          kw_as, kw_if, kw_then, kw_else, kw_output, kw_return, kw_optional, kw_alias, kw_unread, kw_true,
           kw_false, kw_null, kw_and, kw_or, kw_not> {};
 
 struct identifier : seq<not_at<keyword>, name_chars> {};
@@ -199,9 +200,14 @@ struct alias_target : weight_pattern {};
 struct alias_pattern : weight_pattern {};
 struct alias_decl : seq<kw_alias, ws, must<alias_pattern>, ws, must<alias_eq>, ws,
                         must<alias_target>, opt<ws, weight_cond>> {};
+// unread posterior_encoder: "trains the model only": the checkpoint's
+// tensors under the pattern that no graph reads, and why (archrun info).
+struct unread_pattern : weight_pattern {};
+struct unread_reason : string_lit {};
+struct unread_decl : seq<kw_unread, ws, must<unread_pattern>, ws, must<weight_colon>, ws, must<unread_reason>> {};
 struct weights_close : one<'}'> {};
 struct weights_block : seq<kw_weights, ws, must<block_open>, ws,
-                           star<sor<alias_decl, weight_decl>, ws, opt<one<';'>>, ws>,
+                           star<sor<unread_decl, alias_decl, weight_decl>, ws, opt<one<';'>>, ws>,
                            must<weights_close>> {};
 
 // block swiglu(x, gate, up, down) { ... return y }

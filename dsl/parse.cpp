@@ -25,7 +25,7 @@ using selector = pt::selector<
     pt::store_content::on<
         g::family_name, g::import_path, g::config_field, g::field_name, g::scalar_type,
         g::list_type, g::field_default, g::flag_decl, g::weight_decl, g::optional_mark,
-        g::weight_pattern, g::alias_decl, g::alias_target, g::pattern_var, g::path_index,
+        g::weight_pattern, g::alias_decl, g::unread_decl, g::unread_pattern, g::unread_reason, g::alias_target, g::pattern_var, g::path_index,
         g::path_member, g::pattern_any, g::checkpoint_shape, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
         g::param_name, g::graph_def, g::graph_name, g::graph_input, g::state_mark, g::input_dtype, g::input_default,
         g::input_shape, g::body, g::assign, g::identifier, g::output_stmt, g::output_name,
@@ -287,6 +287,12 @@ Template build_template(const Node& root) {
       t.flags.push_back({n.children.at(0)->string(), build_expr(*n.children.at(1)), loc_of(n)});
     } else if (is<g::weight_decl>(n) || is<g::alias_decl>(n)) {
       t.weights.push_back(build_weight(n));
+    } else if (is<g::unread_decl>(n)) {
+      UnreadDecl u;
+      u.loc = loc_of(n);
+      u.pattern = build_segments(*n.children.at(0));
+      u.reason = n.children.at(1)->children.at(0)->string();
+      t.unread.push_back(std::move(u));
     } else if (is<g::block_def>(n)) {
       BlockDef b;
       b.loc = loc_of(n);
@@ -339,6 +345,21 @@ std::string path_str(const std::vector<PathSeg>& p) {
   return s;
 }
 
+bool unread_matches(const UnreadDecl& u, const std::string& tensor) {
+  size_t at = 0;
+  for (const PathSeg& s : u.pattern) {
+    if (at > tensor.size()) return false;
+    const size_t dot = std::min(tensor.find('.', at), tensor.size());
+    const std::string seg = tensor.substr(at, dot - at);
+    if (s.kind == PathSeg::Name && s.name != seg) return false;
+    if (s.kind == PathSeg::Index && std::to_string(s.index) != seg) return false;
+    if (s.kind == PathSeg::Interp && (seg.empty() || seg.find_first_not_of("0123456789") != std::string::npos))
+      return false;
+    at = dot + 1;
+  }
+  return true;
+}
+
 namespace {
 
 Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::string> text, int file) {
@@ -380,6 +401,7 @@ void merge(Template& t, const Template& base) {
   merge_named(t.blocks, base.blocks);
   merge_named(t.graphs, base.graphs);
   t.weights.insert(t.weights.end(), base.weights.begin(), base.weights.end());
+  t.unread.insert(t.unread.end(), base.unread.begin(), base.unread.end());
 }
 
 struct Loader {

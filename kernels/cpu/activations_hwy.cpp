@@ -1,5 +1,5 @@
 // The cpu backend's elementwise ops: the unary activations (silu, gelu,
-// gelu_tanh, quick_gelu, relu, sigmoid, tanh, exp), glu with those, and
+// gelu_tanh, quick_gelu, relu, sigmoid, tanh, exp), leaky_relu, glu with those, and
 // float32 add / mul, with Highway (one pass over memory, vectorised
 // exp/tanh/erf) and OpenMP over large tensors. Each formula is the
 // reference's, evaluated in the same order; exp and tanh come from Highway's math library (a few ulp), erf from
@@ -128,6 +128,20 @@ HWY_INLINE void UnaryLoop(const float* x, float* y, size_t n) {
   std::memcpy(y + i, buf, (n - i) * sizeof(float));
 }
 
+// y = x where x >= 0, else slope x (leaky_relu; NaN takes the second arm,
+// slope NaN = NaN, as the reference's comparison does).
+void LeakyReluRange(float slope, const float* x, float* y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  const auto s = hn::Set(d, slope), zero = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    hn::StoreU(hn::IfThenElse(hn::Ge(v, zero), v, hn::Mul(v, s)), d, y + i);
+  }
+  for (; i < n; ++i) y[i] = x[i] >= 0.0f ? x[i] : x[i] * slope;
+}
+
 void UnaryRange(int op, const float* x, float* y, size_t n) {
   switch (op) {
     case kSilu: return UnaryLoop<kSilu>(x, y, n);
@@ -205,6 +219,7 @@ HWY_AFTER_NAMESPACE();
 namespace arch {
 
 HWY_EXPORT(UnaryRange);
+HWY_EXPORT(LeakyReluRange);
 HWY_EXPORT(BinaryRange);
 HWY_EXPORT(GluRange);
 
@@ -247,6 +262,27 @@ Kernel unary_kernel(int which, Kernel reference) {
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
       HWY_DYNAMIC_DISPATCH(UnaryRange)(which, x + lo, y + lo, size_t(hi - lo));
+    }
+    return {};
+  };
+}
+
+// leaky_relu: the unary kernels' loop with the call's slope.
+Kernel leaky_relu_kernel(Kernel reference) {
+  return [reference](KernelContext& ctx) -> Status {
+    if (ctx.inputs.size() != 1 || ctx.inputs[0].dtype != DType::F32 || !ctx.inputs[0].data ||
+        ctx.outputs.size() != 1 || ctx.outputs[0].dtype != DType::F32 ||
+        ctx.outputs[0].shape != ctx.inputs[0].shape)
+      return reference(ctx);
+    const float slope = float(attr_float(ctx.attrs, "slope", 0.01));
+    const float* x = ctx.inputs[0].f32();
+    float* y = ctx.outputs[0].f32();
+    const int64_t n = ctx.inputs[0].numel();
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n >= kParallelBinary)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
+      HWY_DYNAMIC_DISPATCH(LeakyReluRange)(slope, x + lo, y + lo, size_t(hi - lo));
     }
     return {};
   };
@@ -352,6 +388,8 @@ void register_cpu_activations(OpTable& t) {
   for (auto [op, which] : kUnaryOps)
     t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("glu", "cpu", glu_kernel(reference_of(t, "glu")), nullptr, nullptr, /*fills=*/true);
+  t.add_kernel("leaky_relu", "cpu", leaky_relu_kernel(reference_of(t, "leaky_relu")), nullptr, nullptr,
+               /*fills=*/true);
   t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")), nullptr, nullptr, /*fills=*/true);
 }

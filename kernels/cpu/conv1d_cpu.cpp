@@ -1,14 +1,22 @@
-// The cpu backend's conv1d: the sequence unfolded (im2col) into one row of
-// C * K inputs per output position, then one product with the weight read
-// as [O, C * K] (as stored: [O, C, K] is that matrix) by oneDNN, the
-// unfolded rows as its right operand so the output is [O, L'] as it stands;
-// then the bias.
-// Whisper's stem is two of these over 3000 frames. groups 1 only, F32; the
-// rest goes to the reference, which also words every error.
+// The cpu backend's 1-D convolutions, conv1d and conv_transpose1d, through
+// oneDNN's convolution and deconvolution primitives on one sequence (batch
+// 1): stride, padding, dilation and groups as the ops define them. oneDNN
+// picks its layouts (blocked channels for its direct kernels); the input,
+// the weight and the output are reordered to and from them on every call,
+// each one pass over memory against K passes of arithmetic, so the tensors
+// every other op reads stay [C, L]. Whisper's stem and HiFi-GAN's vocoder
+// are all of these. F32 only; the rest goes to the reference, which also
+// words every error.
 #include <omp.h>
 
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
-#include <vector>
+#include <tuple>
+#include <unordered_map>
+
+#include <dnnl.hpp>
 
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
@@ -17,59 +25,176 @@ namespace arch {
 
 namespace {
 
-Status conv1d_cpu(KernelContext& ctx, const Kernel& reference) {
-  if (ctx.inputs.size() < 2 || ctx.outputs.size() != 1) return reference(ctx);
-  const Tensor& X = ctx.inputs[0];
-  const Tensor& W = ctx.inputs[1];
-  const bool has_bias = ctx.inputs.size() > 2 && ctx.inputs[2].data;
-  if (!X.data || !W.data || X.dtype != DType::F32 || W.dtype != DType::F32 || X.shape.size() != 2 ||
-      W.shape.size() != 3 || (has_bias && ctx.inputs[2].dtype != DType::F32))
-    return reference(ctx);
-  const int64_t stride = attr_int(ctx.attrs, "stride", 1), padding = attr_int(ctx.attrs, "padding", 0);
-  const int64_t dilation = attr_int(ctx.attrs, "dilation", 1), groups = attr_int(ctx.attrs, "groups", 1);
-  const int64_t C = X.dim(0), L = X.dim(1), O = W.dim(0), K = W.dim(2);
-  if (groups != 1 || W.dim(1) != C || stride < 1 || dilation < 1 || padding < 0 || K < 1) return reference(ctx);
-  const int64_t span = L + 2 * padding - dilation * (K - 1) - 1;
-  if (span < 0) return reference(ctx);
-  const int64_t Lo = span / stride + 1;
-  Tensor& out = ctx.outputs[0];
-  if (out.dtype != DType::F32 || out.shape != Dims{O, Lo} ||
-      (has_bias && ctx.inputs[2].shape != Dims{O}))
-    return reference(ctx);
-  // cols[t, ci * K + j] = x[ci, t stride - padding + j dilation] (zero outside)
-  thread_local std::vector<float> cols;  // kept across calls; every element written
-  cols.resize(size_t(Lo * C * K));
-  const float* x = X.f32();
-  float* c = cols.data();
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < Lo; ++t)
-    for (int64_t ci = 0; ci < C; ++ci)
-      for (int64_t j = 0; j < K; ++j) {
-        const int64_t s = t * stride - padding + j * dilation;
-        c[t * C * K + ci * K + j] = s >= 0 && s < L ? x[ci * L + s] : 0.0f;
-      }
-  // out [O, Lo] = w [O, C K] @ cols^T: the unfolded rows are the product's
-  // "N rows of K", so the output comes out as [O, L'] with no transpose.
-  ARCH_TRY_STATUS(matmul_strided_f32(O, C * K, Lo, W.f32(), C * K, c, C * K, true, out.f32(), Lo, 1.0f,
-                                     ctx.where));
-  if (has_bias) {
-    const float* b = ctx.inputs[2].f32();
-    float* o = out.f32();
-#pragma omp parallel for schedule(static)
-    for (int64_t oc = 0; oc < O; ++oc)
-      for (int64_t t = 0; t < Lo; ++t) o[oc * Lo + t] += b[oc];
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+struct ConvShape {
+  int64_t C, L, O, K, stride, padding, output_padding, dilation, groups;
+  bool transposed, bias;
+  auto key() const {
+    return std::make_tuple(C, L, O, K, stride, padding, output_padding, dilation, groups, transposed, bias,
+                           omp_get_max_threads());
+  }
+};
+
+// A primitive and the memory descriptions it was made for: the plain ones
+// the tensors have and the ones the primitive reads and writes.
+struct ConvPrimitive {
+  dnnl::primitive prim;
+  dnnl::memory::desc src_plain, wei_plain, dst_plain, bias;
+  dnnl::memory::desc src, wei, dst;
+};
+
+struct ConvPrimitives {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  std::mutex lock;
+  std::map<decltype(std::declval<ConvShape>().key()), ConvPrimitive> cache;
+};
+
+ConvPrimitives& primitives() {
+  static ConvPrimitives p;
+  return p;
+}
+
+ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine& engine) {
+  ConvPrimitive p;
+  const int64_t G = s.groups;
+  p.src_plain = dnnl::memory::desc({1, s.C, s.L}, dt::f32, tag::ncw);
+  p.dst_plain = dnnl::memory::desc({1, s.O, Lo}, dt::f32, tag::ncw);
+  p.bias = dnnl::memory::desc({s.O}, dt::f32, tag::a);
+  // conv1d's weight [O, C/G, K] is oneDNN's (g)oiw as stored.
+  // conv_transpose1d's [C, O/G, K] (torch's in, out order) is described
+  // with strides: oneDNN's (g)oiw with o and i swapped.
+  if (!s.transposed) {
+    p.wei_plain = G == 1 ? dnnl::memory::desc({s.O, s.C, s.K}, dt::f32, tag::oiw)
+                         : dnnl::memory::desc({G, s.O / G, s.C / G, s.K}, dt::f32, tag::goiw);
+  } else {
+    const int64_t og = s.O / G, cg = s.C / G;  // per group: out, in
+    p.wei_plain = G == 1 ? dnnl::memory::desc({s.O, s.C, s.K}, dt::f32, dnnl::memory::dims{s.K, s.O * s.K, 1})
+                         : dnnl::memory::desc({G, og, cg, s.K}, dt::f32,
+                                              dnnl::memory::dims{cg * og * s.K, s.K, og * s.K, 1});
+  }
+  const dnnl::memory::desc src_any({1, s.C, s.L}, dt::f32, tag::any), dst_any({1, s.O, Lo}, dt::f32, tag::any);
+  const dnnl::memory::desc wei_any = G == 1 ? dnnl::memory::desc({s.O, s.C, s.K}, dt::f32, tag::any)
+                                            : dnnl::memory::desc({G, s.O / G, s.C / G, s.K}, dt::f32, tag::any);
+  const dnnl::memory::desc no_bias;
+  const dnnl::memory::dims strides{s.stride}, dilates{s.dilation - 1}, pad_l{s.padding},
+      pad_r{s.padding - s.output_padding};
+  if (!s.transposed) {
+    dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                        src_any, wei_any, s.bias ? p.bias : no_bias, dst_any, strides, dilates,
+                                        pad_l, pad_r),
+        engine);
+    p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
+    p.prim = dnnl::convolution_forward(pd);
+  } else {
+    dnnl::deconvolution_forward::primitive_desc pd(
+        dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
+                                          src_any, wei_any, s.bias ? p.bias : no_bias, dst_any, strides, dilates,
+                                          pad_l, pad_r),
+        engine);
+    p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
+    p.prim = dnnl::deconvolution_forward(pd);
+  }
+  return p;
+}
+
+// One call: what is not already in the primitive's layout reordered into
+// scratch (kept per thread across calls), the primitive, the output back.
+Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const char* op) {
+  ConvPrimitives& cp = primitives();
+  try {
+    std::lock_guard<std::mutex> guard(cp.lock);
+    auto it = cp.cache.find(s.key());
+    if (it == cp.cache.end()) {
+      if (cp.cache.size() >= 512) cp.cache.clear();
+      it = cp.cache.emplace(s.key(), make_primitive(s, Lo, cp.engine)).first;
+    }
+    ConvPrimitive& p = it->second;
+    const dnnl::engine& e = cp.engine;
+    dnnl::stream stream(e);
+    thread_local dnnl::memory src_buf, wei_buf, dst_buf;
+    auto scratch = [&](dnnl::memory& buf, const dnnl::memory::desc& d) {
+      if (!buf || buf.get_desc().get_size() < d.get_size()) buf = dnnl::memory(d, e);
+      return dnnl::memory(d, e, buf.get_data_handle());
+    };
+    auto in = [&](const dnnl::memory::desc& plain, const dnnl::memory::desc& want, const float* data,
+                  dnnl::memory& buf) {
+      dnnl::memory given(plain, e, const_cast<float*>(data));
+      if (plain == want) return given;
+      dnnl::memory m = scratch(buf, want);
+      dnnl::reorder(given, m).execute(stream, given, m);
+      return m;
+    };
+    dnnl::memory src = in(p.src_plain, p.src, ctx.inputs[0].f32(), src_buf);
+    dnnl::memory wei = in(p.wei_plain, p.wei, ctx.inputs[1].f32(), wei_buf);
+    dnnl::memory out_plain(p.dst_plain, e, ctx.outputs[0].f32());
+    dnnl::memory dst = p.dst == p.dst_plain ? out_plain : scratch(dst_buf, p.dst);
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    if (s.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(ctx.inputs[2].f32())));
+    p.prim.execute(stream, args);
+    if (!(p.dst == p.dst_plain)) dnnl::reorder(dst, out_plain).execute(stream, dst, out_plain);
+    stream.wait();
+  } catch (const dnnl::error& err) {
+    return kernel_error(ctx, op, std::string("oneDNN: ") + err.what());
   }
   return {};
+}
+
+// The call's shape, where this kernel takes it: f32 [C, L] and a 3-d
+// weight whose dims fit, the output allocated as the op's shape rule made
+// it; else nullopt (the reference runs, and words what is wrong).
+std::optional<std::pair<ConvShape, int64_t>> shape_of_call(const KernelContext& ctx, bool transposed) {
+  if (ctx.inputs.size() < 2 || ctx.outputs.size() != 1) return std::nullopt;
+  const Tensor &X = ctx.inputs[0], &W = ctx.inputs[1];
+  const bool bias = ctx.inputs.size() > 2 && ctx.inputs[2].data;
+  if (!X.data || !W.data || X.dtype != DType::F32 || W.dtype != DType::F32 || X.shape.size() != 2 ||
+      W.shape.size() != 3 || (bias && ctx.inputs[2].dtype != DType::F32))
+    return std::nullopt;
+  ConvShape s{};
+  s.transposed = transposed, s.bias = bias;
+  s.stride = attr_int(ctx.attrs, "stride", 1), s.padding = attr_int(ctx.attrs, "padding", 0);
+  s.dilation = attr_int(ctx.attrs, "dilation", 1), s.groups = attr_int(ctx.attrs, "groups", 1);
+  s.output_padding = transposed ? attr_int(ctx.attrs, "output_padding", 0) : 0;
+  s.C = X.dim(0), s.L = X.dim(1), s.K = W.dim(2);
+  if (s.stride < 1 || s.dilation < 1 || s.padding < 0 || s.groups < 1 || s.K < 1 || s.L < 1 || s.C % s.groups)
+    return std::nullopt;
+  if (!transposed) {
+    s.O = W.dim(0);
+    if (W.dim(1) * s.groups != s.C || s.O % s.groups) return std::nullopt;
+  } else {
+    // pad_r = padding - output_padding must not go negative for oneDNN.
+    if (W.dim(0) != s.C || s.output_padding < 0 || s.output_padding > s.padding) return std::nullopt;
+    s.O = W.dim(1) * s.groups;
+  }
+  const int64_t span = s.dilation * (s.K - 1) + 1;
+  const int64_t Lo = transposed ? (s.L - 1) * s.stride - 2 * s.padding + span + s.output_padding
+                                : (s.L + 2 * s.padding - span) / s.stride + 1;
+  if (Lo < 1 || (!transposed && s.L + 2 * s.padding < span)) return std::nullopt;
+  const Tensor& out = ctx.outputs[0];
+  if (out.dtype != DType::F32 || out.shape != Dims{s.O, Lo} || (bias && ctx.inputs[2].shape != Dims{s.O}))
+    return std::nullopt;
+  return std::make_pair(s, Lo);
+}
+
+Status conv_cpu(KernelContext& ctx, const Kernel& reference, bool transposed) {
+  auto call = shape_of_call(ctx, transposed);
+  if (!call) return reference(ctx);
+  return run_conv(ctx, call->first, call->second, transposed ? "conv_transpose1d" : "conv1d");
 }
 
 }  // namespace
 
 void register_cpu_conv1d(OpTable& t) {
-  const Kernel* ref = t.kernel("conv1d", "reference");
-  if (!ref) throw std::logic_error("cpu kernels: no reference kernel for conv1d");
-  t.add_kernel(
-      "conv1d", "cpu", [reference = *ref](KernelContext& ctx) { return conv1d_cpu(ctx, reference); }, nullptr, nullptr,
-      /*fills=*/true);
+  for (const bool transposed : {false, true}) {
+    const char* op = transposed ? "conv_transpose1d" : "conv1d";
+    const Kernel* ref = t.kernel(op, "reference");
+    if (!ref) throw std::logic_error(std::string("cpu kernels: no reference kernel for ") + op);
+    t.add_kernel(
+        op, "cpu", [reference = *ref, transposed](KernelContext& ctx) { return conv_cpu(ctx, reference, transposed); },
+        nullptr, nullptr, /*fills=*/true);
+  }
 }
 
 }  // namespace arch

@@ -67,7 +67,7 @@ void register_cpu_softmax(OpTable& t);     // softmax_hwy.cpp
 void register_cpu_rope(OpTable& t);        // rope_hwy.cpp
 void register_cpu_attention(OpTable& t);   // attention_hwy.cpp: over the KV cache, online softmax
 void register_cpu_kv_cache(OpTable& t);    // kv_cache_cpu.cpp: F32 rows, or F16 with --kv-f16
-void register_cpu_conv1d(OpTable& t);      // conv1d_cpu.cpp: unfolded rows through the cpu matmul
+void register_cpu_conv1d(OpTable& t);      // conv1d_cpu.cpp: conv1d and conv_transpose1d through oneDNN
 void register_cpu_group_norm(OpTable& t);  // group_norm_cpu.cpp: the reference's groups on the threads
 void register_cpu_conv2d(OpTable& t);      // conv2d_cpu.cpp: 1x1 as one product, else unfolded rows through it
 

@@ -472,5 +472,29 @@ TEST(Parse, TheRealTemplateParses) {
   EXPECT_EQ(t->graphs[0].inputs[1].name, "positions");
 }
 
+TEST(Parse, UnreadTensorsAndWhy) {
+  auto t = testing::parse_ok(R"(family T
+weights {
+  enc.weight: [4]
+  unread posterior_encoder: "trains the model only"
+  unread flows.{f}.post: "posterior"
+}
+graph step(x: f32[seq, 4]) { output y = x * enc.weight }
+)");
+  ASSERT_EQ(t.unread.size(), 2u);
+  EXPECT_EQ(t.unread[0].reason, "trains the model only");
+  EXPECT_EQ(t.unread[0].loc.line, 4);
+  // The pattern's segments are a prefix of the name, whole segments only.
+  EXPECT_TRUE(unread_matches(t.unread[0], "posterior_encoder.conv_pre.weight"));
+  EXPECT_FALSE(unread_matches(t.unread[0], "posterior_encoder_x.weight"));
+  EXPECT_TRUE(unread_matches(t.unread[1], "flows.3.post.conv.bias"));
+  EXPECT_FALSE(unread_matches(t.unread[1], "flows.a.post.conv.bias"));
+  EXPECT_FALSE(unread_matches(t.unread[1], "flows.3.pre.conv.bias"));
+  const std::string e = testing::parse_error("family T\nweights {\n  unread posterior_encoder\n}\ngraph g(x: f32[4]) { output y = x }\n");
+  EXPECT_NE(e.find("expected ':'"), std::string::npos) << e;
+  const std::string r = testing::parse_error("family T\nweights {\n  unread posterior_encoder: why\n}\ngraph g(x: f32[4]) { output y = x }\n");
+  EXPECT_NE(r.find("expected why no graph reads them"), std::string::npos) << r;
+}
+
 }  // namespace
 }  // namespace arch::dsl

@@ -50,5 +50,21 @@ TEST(CpuConv1d, MatchesReferenceOnWhisperStemShapes) {
   }
 }
 
+TEST(CpuConv1d, MatchesReferenceWithDilationAndGroups) {
+  // HiFi-GAN's resblock convs (dilation 3 and 5, length kept) and VITS'
+  // depthwise ones (groups = channels).
+  struct Case { int64_t C, L, O, K, dilation, groups; };
+  const Case cases[] = {{16, 200, 16, 7, 3, 1}, {8, 97, 8, 11, 5, 1}, {12, 50, 12, 3, 9, 12}, {6, 40, 9, 3, 1, 3}};
+  uint64_t seed = 11;
+  for (const Case& c : cases) {
+    Tensor x = f32({c.C, c.L}, scaled_values(size_t(c.C * c.L), seed++, 1.0f));
+    Tensor w = f32({c.O, c.C / c.groups, c.K}, scaled_values(size_t(c.O * c.C / c.groups * c.K), seed++, 0.3f));
+    Tensor b = f32({c.O}, scaled_values(size_t(c.O), seed++, 1.0f));
+    expect_cpu_matches_reference("conv1d", {x, w, b},
+                                 {{"padding", (c.K - 1) * c.dilation / 2}, {"dilation", c.dilation}, {"groups", c.groups}},
+                                 "C=" + std::to_string(c.C) + " K=" + std::to_string(c.K));
+  }
+}
+
 }  // namespace
 }  // namespace arch::test

@@ -1,7 +1,8 @@
 // conv_transpose1d: hand-worked scatters (stride, padding, dilation,
 // groups, bias), the identity with conv1d over the flipped kernel, and the
-// shape rule on HiFi-GAN's upsampling.
-#include "tests/kernels/kernel_test_util.h"
+// shape rule on HiFi-GAN's upsampling; the cpu kernel (oneDNN's
+// deconvolution) against the reference.
+#include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
 namespace {
@@ -68,6 +69,24 @@ TEST(ConvTranspose1d, ShapeRule) {
   // The weight's first dim must be x's channels.
   auto bad = infer("conv_transpose1d", {{DType::F32, {Dim::of(8), Dim::of(10)}}, {DType::F32, {Dim::of(4), Dim::of(2), Dim::of(3)}}});
   EXPECT_FALSE(bad.ok());
+}
+
+TEST(CpuConvTranspose1d, MatchesReference) {
+  // HiFi-GAN's upsamplers (k 2r, padding r/2), groups, output_padding,
+  // dilation, and a bias-less one.
+  struct Case { int64_t C, L, O, K, stride, padding, output_padding, dilation, groups; bool bias; };
+  const Case cases[] = {{32, 20, 16, 16, 8, 4, 0, 1, 1, true}, {16, 33, 8, 4, 2, 1, 0, 1, 1, true},
+                        {6, 9, 4, 3, 2, 1, 1, 1, 2, true},     {5, 7, 3, 3, 1, 0, 0, 2, 1, false}};
+  uint64_t seed = 21;
+  for (const Case& c : cases) {
+    Tensor x = f32({c.C, c.L}, scaled_values(size_t(c.C * c.L), seed++, 1.0f));
+    Tensor w = f32({c.C, c.O / c.groups, c.K}, scaled_values(size_t(c.C * c.O / c.groups * c.K), seed++, 0.3f));
+    Tensor b = c.bias ? f32({c.O}, scaled_values(size_t(c.O), seed++, 1.0f)) : absent();
+    expect_cpu_matches_reference("conv_transpose1d", {x, w, b},
+                                 {{"stride", c.stride}, {"padding", c.padding}, {"output_padding", c.output_padding},
+                                  {"dilation", c.dilation}, {"groups", c.groups}},
+                                 "C=" + std::to_string(c.C) + " K=" + std::to_string(c.K));
+  }
 }
 
 }  // namespace

@@ -29,6 +29,21 @@ TEST(CpuActivations, UnaryMatchReferenceOnRandomInputs) {
     }
 }
 
+TEST(CpuActivations, LeakyReluMatchesReference) {
+  uint64_t seed = 90;
+  for (double slope : {0.1, 0.01, -0.5})
+    for (int64_t n : kSizes)
+      expect_cpu_matches_reference("leaky_relu", {f32({n}, scaled_values(size_t(n), seed++, 8.0f))}, {{"slope", slope}},
+                                   "n=" + std::to_string(n));
+  // Exactly the reference's arms: -0 stays -0 (x >= 0), NaN takes slope x.
+  Tensor x = f32({3}, {-0.0f, std::numeric_limits<float>::quiet_NaN(), -2.0f});
+  auto cpu = run_on("cpu", "leaky_relu", {x}, {{"slope", 0.1}});
+  ASSERT_TRUE(cpu.ok());
+  EXPECT_TRUE(std::signbit((*cpu)[0].f32()[0]));
+  EXPECT_TRUE(std::isnan((*cpu)[0].f32()[1]));
+  EXPECT_FLOAT_EQ((*cpu)[0].f32()[2], -0.2f);
+}
+
 TEST(CpuActivations, UnaryMatchOnMultiDimShapes) {
   for (const char* op : kUnary) {
     expect_cpu_matches_reference(op, {f32({3, 5, 7}, scaled_values(105, 7, 4.0f))}, Attrs::object(), op);

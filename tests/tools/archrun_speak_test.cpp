@@ -122,5 +122,33 @@ TEST(ArchrunSpeak, BadInputIsAClearErrorAndLeavesNoWav) {
   EXPECT_TRUE(fs::is_empty(out.path())) << "a WAV (or a partial one) was left behind";
 }
 
+TEST(ArchrunSpeak, InfoSaysWhatTrainsTheModelOnly) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  auto r = run_tool(testing::archrun() + " info " + testing::golden_dir("vits"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("unused:  posterior_encoder.* (16 tensors): the posterior encoder (spectrogram to latents) "
+                       "trains the model only"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("unused:  posterior_encoder.conv_pre.weight"), std::string::npos) << "listed one by one";
+}
+
+TEST(ArchrunSpeak, TheMmsTtsToySpeaksItsVocabulary) {
+  // MMS-TTS's shapes with random weights and the toy's own vocabulary: the
+  // README's path, text in, a WAV of 256 samples a frame out.
+  testing::TempDir tmp;
+  auto toy = run_tool(testing::archrun() + " toy --shape mms-tts --out " + tmp / "mms");
+  ASSERT_EQ(toy.exit_code, 0) << toy.out;
+  auto r = run_tool(testing::archrun() + " speak " + tmp / "mms" + " -p \"Hi there.\" -o " + tmp / "hi.wav --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  EXPECT_EQ(j["ids"], 17);  // "hi there": 8 characters kept ('.' is not in the toy's vocabulary)
+  EXPECT_EQ(j["samples"].get<int64_t>(), j["frames"].get<int64_t>() * 256);
+  EXPECT_GT(j["real_time_factor"].get<double>(), 0.0);
+  auto a = read_audio(tmp / "hi.wav");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(int64_t(a->samples.size()), j["samples"].get<int64_t>());
+}
+
 }  // namespace
 }  // namespace arch

@@ -1,4 +1,5 @@
 // archrun info: which family a checkpoint dispatches to and why; config; flags.
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,35 @@ int run_info(const Common& c, bool as_json) {
   j["tensors"] = model.checkpoint.tensors.size();
   j["weights_bound"] = model.graph().weights.size();
   j["unused_tensors"] = model.unused_tensors;
+  // What the template says of them (its `unread` declarations), grouped.
+  std::vector<std::pair<const dsl::UnreadDecl*, std::vector<std::string>>> groups;
+  std::vector<std::string> unexplained;
+  for (const auto& u : model.unused_tensors) {
+    const dsl::UnreadDecl* why = nullptr;
+    for (const auto& d : model.tmpl.unread)
+      if (dsl::unread_matches(d, u)) {
+        why = &d;
+        break;
+      }
+    if (!why) {
+      unexplained.push_back(u);
+      continue;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == why; });
+    if (it == groups.end()) groups.push_back({why, {u}});
+    else it->second.push_back(u);
+  }
+  auto pattern_of = [](const dsl::UnreadDecl& d) {
+    std::string p;
+    for (const auto& s : d.pattern)
+      p += (p.empty() ? "" : ".") + (s.kind == dsl::PathSeg::Name    ? s.name
+                                     : s.kind == dsl::PathSeg::Index ? std::to_string(s.index)
+                                     : s.kind == dsl::PathSeg::Any   ? std::string("*")
+                                                                     : "{" + s.name + "}");
+    return p + ".*";
+  };
+  for (const auto& [d, names] : groups)
+    j["unused_groups"].push_back({{"pattern", pattern_of(*d)}, {"reason", d->reason}, {"tensors", names.size()}});
   j["unread_config"] = model.unread_config;
   j["ops"] = model.graph().nodes.size();
   j["outputs"] = output_names(model.graph());
@@ -91,7 +121,9 @@ int run_info(const Common& c, bool as_json) {
     std::printf("  graph %s(%s) -> %s: %zu ops%s\n", mg->name().c_str(), ins.c_str(), outs.c_str(),
                 mg->graph.nodes.size(), mg->has_kv_cache ? ", KV cache" : "");
   }
-  for (auto& u : model.unused_tensors) std::printf("  unused:  %s\n", u.c_str());
+  for (const auto& [d, names] : groups)
+    std::printf("  unused:  %s (%zu tensors): %s\n", pattern_of(*d).c_str(), names.size(), d->reason.c_str());
+  for (auto& u : unexplained) std::printf("  unused:  %s\n", u.c_str());
   std::string unread;
   for (const auto& f : model.unread_config) unread += (unread.empty() ? "" : ", ") + f;
   std::printf("config fields the template leaves unread: %s\n", unread.empty() ? "none" : unread.c_str());
