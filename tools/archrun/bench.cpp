@@ -104,8 +104,10 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
 
 // The graph's value shapes for one call's inputs: each node's shape rule
 // re-run where its output has a `_` (an image of any size), as the
-// interpreter does at the call.
-std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in) {
+// interpreter does at the call. A value-shaped op's output (its size from
+// its inputs' values) takes `value_rows` as its first dim: what the run
+// made (a voice's frames); < 0: left unknown.
+std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in, int64_t value_rows = -1) {
   std::vector<Shape> s(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) s[v] = g.values[v].type.shape;
   for (int v : g.inputs)
@@ -116,6 +118,13 @@ std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in) {
       for (const Dim& d : g.values[size_t(o)].type.shape) dyn = dyn || d.sym == kDynSym;
     const OpDef* def = dyn ? op_table().find(n.op) : nullptr;
     if (!def) continue;
+    if (def->value_shape) {
+      if (value_rows < 0 || n.inputs.empty() || n.inputs[0] < 0 || s[size_t(n.inputs[0])].empty()) continue;
+      Shape rows = s[size_t(n.inputs[0])];
+      rows[0] = Dim::of(value_rows);
+      s[size_t(n.outputs[0])] = rows;
+      continue;
+    }
     std::vector<TypedShape> types;
     std::unique_ptr<bool[]> present(new bool[n.inputs.size() + 1]);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
@@ -131,7 +140,8 @@ std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in) {
 }
 
 // The multiply-adds (x2) of a graph's products whose shapes are all
-// concrete: matmuls, attention (q k^T and p v), conv1d and conv2d; 0 where
+// concrete: matmuls, attention (q k^T and p v), conv1d, conv2d and
+// conv_transpose1d; 0 where
 // a run-time dim leaves them unknown until a call.
 // `shapes`: each value's shape for one call's inputs (shapes_for), where
 // the graph's own leave `_` dims.
@@ -167,6 +177,9 @@ double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}, con
       double per = 1;
       for (size_t i = 1; i < w.size(); ++i) per *= size(w[i]) >= 0 ? size(w[i]) : -1e30;
       f = 2 * numel(out) * per;
+    } else if (n.op == "conv_transpose1d" && n.inputs.size() >= 2) {
+      const Shape& w = shape(n.inputs[1]);  // [C, O/groups, K]: each input element scatters O/groups x K
+      f = w.size() == 3 && size(w[1]) >= 0 && size(w[2]) >= 0 ? 2 * numel(a) * size(w[1]) * size(w[2]) : -1;
     }
     if (f < 0) return 0;
     flop += f;
@@ -425,10 +438,23 @@ int bench_speech(const Model& m, double load_ms, double audio_seconds, bool as_j
   }
   std::sort(runs.begin(), runs.end(), [](const Speech& a, const Speech& b) { return a.compute_seconds < b.compute_seconds; });
   const Speech& med = runs[runs.size() / 2];
+  // The products' arithmetic at this utterance's frames, beside the f32
+  // GEMM rate measured now.
+  const ModelGraph* mg = speech_graph(m);
+  NamedTensors in;
+  Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
+  std::copy(ids.begin(), ids.end(), t.i32());
+  in["input_ids"] = t;
+  const std::vector<Shape> shapes = shapes_for(*mg->program.graph, in, med.frames);
+  const double gflop = graph_gflop(*mg->program.graph, {{kSeqSym, int64_t(ids.size())}}, &shapes);
+  const double gemm = measure_gemm_gflops();
+  const double rate = med.compute_seconds > 0 ? gflop / med.compute_seconds : 0.0;
   nlohmann::json j = {{"model", m.checkpoint.dir}, {"family", m.family}, {"backend", m.program().backend},
                       {"load_ms", load_ms}, {"ids", ids.size()}, {"frames", med.frames},
                       {"audio_s", med.seconds()}, {"sample_rate", med.sample_rate},
                       {"compute_s", med.compute_seconds}, {"real_time_factor", med.real_time_factor()},
+                      {"gflop", gflop}, {"gflop_s", rate}, {"gemm_gflop_s", gemm},
+                      {"share_of_gemm", gemm > 0 ? rate / gemm : 0.0},
                       {"peak_rss_mb", peak_rss_mb()}, {"threads", omp_get_max_threads()},
                       {"cpu", cpu_features().describe()}};
   if (profile) j["profile"] = {{"speak", profile_json(prof)}};
@@ -442,6 +468,8 @@ int bench_speech(const Model& m, double load_ms, double audio_seconds, bool as_j
   std::printf("  speech          %10.3f s for %.2f s of audio (%zu ids, %lld frames, %d Hz): real-time factor %.3f\n",
               med.compute_seconds, med.seconds(), ids.size(), (long long)med.frames, med.sample_rate,
               med.real_time_factor());
+  std::printf("                  %.1f GFLOP at %.0f GFLOP/s, %.0f%% of the %.0f GFLOP/s f32 GEMM rate (oneDNN 1024^3, this run)\n",
+              gflop, rate, gemm > 0 ? 100 * rate / gemm : 0.0, gemm);
   std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
   if (repeat > 1) std::printf("  (median of %d runs)\n", repeat);
   if (profile) print_profile("speak", j["profile"]["speak"]);
