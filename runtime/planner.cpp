@@ -291,6 +291,36 @@ int fuse_activations(Graph& g) {
   return fused;
 }
 
+// leaky_relu(y) where y is a conv1d's output read by nothing else becomes
+// the conv's `activation` (HiFi-GAN's resblocks: conv, leaky_relu, conv),
+// applied as the output is written.
+int fuse_conv_activations(Graph& g) {
+  const std::vector<int> readers = reader_counts(g);
+  std::vector<char> dropped(g.nodes.size(), 0);
+  int fused = 0;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& act = g.nodes[i];
+    if (act.op != "leaky_relu" || act.inputs.size() != 1 || act.outputs.size() != 1) continue;
+    const int y = act.inputs[0];
+    if (y < 0 || readers[size_t(y)] != 1) continue;
+    const int p = g.values[size_t(y)].producer;
+    if (p < 0 || dropped[size_t(p)]) continue;
+    Node& conv = g.nodes[size_t(p)];
+    if (conv.op != "conv1d" || conv.outputs.size() != 1 || conv.attrs.contains("activation") ||
+        g.values[size_t(y)].type.dtype != DType::F32)
+      continue;
+    conv.attrs["activation"] = "leaky_relu";
+    conv.attrs["activation_slope"] = act.attrs.value("slope", 0.01);
+    conv.outputs = act.outputs;
+    g.values[size_t(y)].producer = -1;
+    g.values[size_t(act.outputs[0])].producer = p;
+    dropped[i] = 1;
+    ++fused;
+  }
+  drop_nodes(g, dropped);
+  return fused;
+}
+
 }  // namespace
 
 Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops, const std::string& backend) {
@@ -363,6 +393,7 @@ Plan plan_graph(const Graph& g, std::vector<Tensor> weights, const OpTable& ops,
   plan.stats.folded_adds += fold_adds(*out, weights);
   plan.stats.fused_glus = fuse_glu(*out);
   plan.stats.fused_activations = fuse_activations(*out);
+  plan.stats.fused_activations += fuse_conv_activations(*out);
   plan.graph = std::move(out);
   plan.weights = std::move(weights);
   return plan;

@@ -34,7 +34,7 @@ struct PlanStats {
   int merged_nodes = 0;   // matmuls those groups replaced
   int folded_adds = 0;    // adds folded into the matmul before them
   int fused_glus = 0;     // mul(act(gate), up) made one glu, slices read in place
-  int fused_activations = 0;  // act(matmul) made the matmul's `activation`
+  int fused_activations = 0;  // act(matmul) made the matmul's `activation`; leaky_relu(conv1d) the conv's
 };
 
 // `weights` by value id (as bound); returns the rewritten graph, its weights

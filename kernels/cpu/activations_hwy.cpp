@@ -1,6 +1,6 @@
 // The cpu backend's elementwise ops: the unary activations (silu, gelu,
 // gelu_tanh, quick_gelu, relu, sigmoid, tanh, exp), leaky_relu, glu with those, and
-// float32 add / mul, with Highway (one pass over memory, vectorised
+// float32 add / mul / div (by a tensor that repeats within the other), with Highway (one pass over memory, vectorised
 // exp/tanh/erf) and OpenMP over large tensors. Each formula is the
 // reference's, evaluated in the same order; exp and tanh come from Highway's math library (a few ulp), erf from
 // our own fit (below), so results agree with the reference within the ops'
@@ -21,7 +21,7 @@
 #define ARCH_KERNELS_CPU_ACTIVATIONS_OPS
 namespace arch::cpu_elementwise {
 enum Unary : int { kSilu, kGelu, kGeluTanh, kQuickGelu, kRelu, kSigmoid, kTanh, kExp };
-enum Binary : int { kAdd, kMul };
+enum Binary : int { kAdd, kMul, kDiv };
 }  // namespace arch::cpu_elementwise
 #endif
 
@@ -187,8 +187,10 @@ void GluRange(int op, const float* HWY_RESTRICT gate, const float* HWY_RESTRICT 
 
 template <class D, class V>
 HWY_INLINE V Combine(int op, V a, V b) {
-  return op == kAdd ? hn::Add(a, b) : hn::Mul(a, b);
+  return op == kAdd ? hn::Add(a, b) : op == kMul ? hn::Mul(a, b) : hn::Div(a, b);
 }
+
+inline float combine(int op, float a, float b) { return op == kAdd ? a + b : op == kMul ? a * b : a / b; }
 
 // y[i] = a[i] op b[i % nb] for i in [0, n), n a multiple of nb (b repeats
 // along the leading dims: a bias, a per-feature scale, a scalar when nb = 1).
@@ -200,14 +202,14 @@ void BinaryRange(int op, const float* HWY_RESTRICT a, const float* HWY_RESTRICT 
     const auto vb = hn::Set(d, b[0]);
     size_t i = 0;
     for (; i + N <= n; i += N) hn::StoreU(Combine<decltype(d)>(op, hn::LoadU(d, a + i), vb), d, y + i);
-    for (; i < n; ++i) y[i] = op == kAdd ? a[i] + b[0] : a[i] * b[0];
+    for (; i < n; ++i) y[i] = combine(op, a[i], b[0]);
     return;
   }
   for (size_t row = 0; row < n; row += nb) {
     size_t i = 0;
     for (; i + N <= nb; i += N)
       hn::StoreU(Combine<decltype(d)>(op, hn::LoadU(d, a + row + i), hn::LoadU(d, b + i)), d, y + row + i);
-    for (; i < nb; ++i) y[row + i] = op == kAdd ? a[row + i] + b[i] : a[row + i] * b[i];
+    for (; i < nb; ++i) y[row + i] = combine(op, a[row + i], b[i]);
   }
 }
 
@@ -309,7 +311,7 @@ Kernel binary_kernel(int which, Kernel reference) {
     Tensor& out = ctx.outputs[0];
     if (!a->data || !b->data || a->dtype != DType::F32 || b->dtype != DType::F32 || out.dtype != DType::F32)
       return reference(ctx);
-    if (out.shape != a->shape) std::swap(a, b);  // both ops commute exactly in float
+    if (out.shape != a->shape && which != kDiv) std::swap(a, b);  // add and mul commute exactly in float
     if (out.shape != a->shape) return reference(ctx);
     const int64_t n = a->numel(), nb = b->numel();
     if (b->numel() != 1 && !repeats_within(a->shape, b->shape)) return reference(ctx);
@@ -392,6 +394,7 @@ void register_cpu_activations(OpTable& t) {
                /*fills=*/true);
   t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")), nullptr, nullptr, /*fills=*/true);
+  t.add_kernel("div", "cpu", binary_kernel(kDiv, reference_of(t, "div")), nullptr, nullptr, /*fills=*/true);
 }
 
 }  // namespace arch

@@ -5,7 +5,8 @@
 // the weight and the output are reordered to and from them on every call,
 // each one pass over memory against K passes of arithmetic, so the tensors
 // every other op reads stay [C, L]. Whisper's stem and HiFi-GAN's vocoder
-// are all of these. F32 only; the rest goes to the reference, which also
+// are all of these. F32 tensors only (with --bf16-activations oneDNN may
+// multiply in bf16 inside); the rest goes to the reference, which also
 // words every error.
 #include <omp.h>
 
@@ -31,9 +32,12 @@ using dt = dnnl::memory::data_type;
 struct ConvShape {
   int64_t C, L, O, K, stride, padding, output_padding, dilation, groups;
   bool transposed, bias;
+  bool bf16 = false;  // --bf16-activations: oneDNN may compute in bf16 (fpmath_mode) where the CPU has it
+  bool leaky = false;  // the planner's folded leaky_relu, as oneDNN's eltwise post-op
+  float slope = 0;
   auto key() const {
-    return std::make_tuple(C, L, O, K, stride, padding, output_padding, dilation, groups, transposed, bias,
-                           omp_get_max_threads());
+    return std::make_tuple(C, L, O, K, stride, padding, output_padding, dilation, groups, transposed, bias, bf16,
+                           leaky, slope, omp_get_max_threads());
   }
 };
 
@@ -80,12 +84,21 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
   const dnnl::memory::desc no_bias;
   const dnnl::memory::dims strides{s.stride}, dilates{s.dilation - 1}, pad_l{s.padding},
       pad_r{s.padding - s.output_padding};
+  // f32 in and out either way; with bf16 allowed, AVX-512 BF16 and AMX
+  // machines multiply in bf16 (f32 sums), others change nothing.
+  dnnl::primitive_attr attr;
+  if (s.bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
+  if (s.leaky) {  // relu with a negative slope alpha is leaky_relu
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, s.slope, 0.0f);
+    attr.set_post_ops(ops);
+  }
   if (!s.transposed) {
     dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                         src_any, wei_any, s.bias ? p.bias : no_bias, dst_any, strides, dilates,
                                         pad_l, pad_r),
-        engine);
+        attr, engine);
     p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
     p.prim = dnnl::convolution_forward(pd);
   } else {
@@ -93,7 +106,7 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
         dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
                                           src_any, wei_any, s.bias ? p.bias : no_bias, dst_any, strides, dilates,
                                           pad_l, pad_r),
-        engine);
+        attr, engine);
     p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
     p.prim = dnnl::deconvolution_forward(pd);
   }
@@ -153,10 +166,16 @@ std::optional<std::pair<ConvShape, int64_t>> shape_of_call(const KernelContext& 
       W.shape.size() != 3 || (bias && ctx.inputs[2].dtype != DType::F32))
     return std::nullopt;
   ConvShape s{};
-  s.transposed = transposed, s.bias = bias;
+  s.transposed = transposed, s.bias = bias, s.bf16 = ctx.options && ctx.options->bf16_activations;
   s.stride = attr_int(ctx.attrs, "stride", 1), s.padding = attr_int(ctx.attrs, "padding", 0);
   s.dilation = attr_int(ctx.attrs, "dilation", 1), s.groups = attr_int(ctx.attrs, "groups", 1);
   s.output_padding = transposed ? attr_int(ctx.attrs, "output_padding", 0) : 0;
+  if (!transposed) {
+    const std::string act = attr_str(ctx.attrs, "activation", "");
+    if (!act.empty() && act != "leaky_relu") return std::nullopt;
+    s.leaky = act == "leaky_relu";
+    s.slope = s.leaky ? float(attr_float(ctx.attrs, "activation_slope", 0.01)) : 0.0f;
+  }
   s.C = X.dim(0), s.L = X.dim(1), s.K = W.dim(2);
   if (s.stride < 1 || s.dilation < 1 || s.padding < 0 || s.groups < 1 || s.K < 1 || s.L < 1 || s.C % s.groups)
     return std::nullopt;

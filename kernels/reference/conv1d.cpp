@@ -51,6 +51,8 @@ Result<Dims> conv1d_dims(const Dims& x, const Dims& w, const Dims* b, const Conv
 Result<std::vector<TypedShape>> conv1d_shape(std::span<const TypedShape> in, std::span<const bool> present,
                                              const Attrs& attrs) {
   const bool has_bias = in.size() > 2 && is_present(present, 2);
+  if (const std::string act = attr_str(attrs, "activation", ""); !act.empty() && act != "leaky_relu")
+    return error("conv1d: activation '" + act + "' is not one it folds (leaky_relu)");
   Shape x = in[0].shape;
   const bool per_call = x.size() == 2 && !x[1].concrete();
   const Dim length = per_call ? x[1] : Dim{};
@@ -106,6 +108,12 @@ Status conv1d_kernel(KernelContext& ctx) {
     }
     for (int64_t t = 0; t < Lo; ++t) out[o * Lo + t] = float(acc[size_t(t)]);
   }
+  // The leaky_relu the planner folded in, on the rounded sums as the op
+  // alone would see them.
+  if (attr_str(ctx.attrs, "activation", "") == "leaky_relu") {
+    const float slope = float(attr_float(ctx.attrs, "activation_slope", 0.01));
+    for (int64_t i = 0; i < O * Lo; ++i) out[i] = out[i] >= 0.0f ? out[i] : out[i] * slope;
+  }
   return {};
 }
 
@@ -118,7 +126,9 @@ void define_conv1d(OpTable& t) {
                .attrs = {{"stride", AttrSpec::Int, 1},
                          {"padding", AttrSpec::Int, 0},
                          {"dilation", AttrSpec::Int, 1},
-                         {"groups", AttrSpec::Int, 1}},
+                         {"groups", AttrSpec::Int, 1},
+                         {"activation", AttrSpec::Str, "", /*planner_only=*/true},
+                         {"activation_slope", AttrSpec::Float, 0.01, /*planner_only=*/true}},
                .shape = conv1d_shape,
                .tolerance = {1e-5, 1e-6},
                .doc = "conv1d(x [C, L], weight [O, C/groups, K], bias? [O]) -> [O, L']: 1-d convolution, zero padding, one sequence",

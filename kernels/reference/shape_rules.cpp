@@ -78,6 +78,11 @@ bool attr_bool(const Attrs& a, std::string_view key, bool def) {
   return v && v->is_boolean() ? v->get<bool>() : def;
 }
 
+std::string attr_str(const Attrs& a, std::string_view key, const std::string& def) {
+  const Attrs* v = find_attr(a, key);
+  return v && v->is_string() ? v->get<std::string>() : def;
+}
+
 std::vector<int64_t> attr_ints(const Attrs& a, std::string_view key) {
   std::vector<int64_t> out;
   const Attrs* v = find_attr(a, key);

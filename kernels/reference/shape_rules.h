@@ -27,6 +27,7 @@ namespace arch {
 double attr_float(const Attrs& a, std::string_view key, double def);
 int64_t attr_int(const Attrs& a, std::string_view key, int64_t def);
 bool attr_bool(const Attrs& a, std::string_view key, bool def);
+std::string attr_str(const Attrs& a, std::string_view key, const std::string& def);
 std::vector<int64_t> attr_ints(const Attrs& a, std::string_view key);  // missing: {}
 // The attribute as JSON, or a null JSON value when missing.
 const Attrs& attr_json(const Attrs& a, std::string_view key);

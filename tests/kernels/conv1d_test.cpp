@@ -66,5 +66,23 @@ TEST(CpuConv1d, MatchesReferenceWithDilationAndGroups) {
   }
 }
 
+TEST(Conv1d, AFoldedLeakyReluIsTheOpAfterIt) {
+  // The planner's activation: leaky_relu(conv1d(x)) in one op, on both paths.
+  Tensor x = f32({4, 30}, scaled_values(120, 3, 1.0f));
+  Tensor w = f32({5, 4, 3}, scaled_values(60, 4, 0.5f));
+  Tensor b = f32({5}, scaled_values(5, 5, 1.0f));
+  const Attrs conv = {{"padding", 2}, {"dilation", 2}};
+  Tensor plain = run1("conv1d", {x, w, b}, conv);
+  Tensor want = run1("leaky_relu", {plain}, {{"slope", 0.1}});
+  Attrs fused = conv;
+  fused["activation"] = "leaky_relu";
+  fused["activation_slope"] = 0.1;
+  EXPECT_EQ(values(run1("conv1d", {x, w, b}, fused)), values(want));
+  expect_cpu_matches_reference("conv1d", {x, w, b}, fused, "folded leaky_relu");
+  auto bad = infer("conv1d", {{DType::F32, {Dim::of(4), Dim::of(30)}}, {DType::F32, {Dim::of(5), Dim::of(4), Dim::of(3)}}},
+                   {{"activation", "gelu"}});
+  EXPECT_FALSE(bad.ok());
+}
+
 }  // namespace
 }  // namespace arch::test

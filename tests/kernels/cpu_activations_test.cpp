@@ -162,7 +162,7 @@ TEST(CpuBinary, SameShapeAndRepeatedOperands) {
       {{9, 4}, {}},         {{70000}, {1}},        {{300, 501}, {501}},   {{400, 400}, {400, 400}}, {{140000}, {1}},
   };
   uint64_t seed = 100;
-  for (const char* op : {"add", "mul"})
+  for (const char* op : {"add", "mul", "div"})
     for (const Case& c : cases) {
       Tensor a = f32(c.a, scaled_values(size_t(numel(c.a)), seed++, 3.0f));
       Tensor b = f32(c.b, scaled_values(size_t(numel(c.b)), seed++, 3.0f));
@@ -175,7 +175,7 @@ TEST(CpuBinary, SameShapeAndRepeatedOperands) {
 // Broadcasts the fast path does not take (both operands repeat) and int32
 // inputs run the reference kernel: the same answers.
 TEST(CpuBinary, OtherCasesFallBackToReference) {
-  for (const char* op : {"add", "mul"}) {
+  for (const char* op : {"add", "mul", "div"}) {
     Tensor a = f32({5, 1, 3}, scaled_values(15, 1, 2.0f));
     Tensor b = f32({4, 1}, scaled_values(4, 2, 2.0f));
     expect_cpu_matches_reference(op, {a, b}, Attrs::object(), std::string(op) + " [5,1,3] [4,1]");

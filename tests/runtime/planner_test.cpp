@@ -169,5 +169,29 @@ TEST(Planner, MergesSiblingProjectionsOnlyWhereRowsAreNotKnownToBeMany) {
   }
 }
 
+TEST(Planner, FoldsALeakyReluIntoTheConvBeforeIt) {
+  // HiFi-GAN's resblocks: conv, leaky_relu, conv. The leaky_relu after the
+  // first conv of each pair folds (2 stages x 2 kernels x 3 dilations);
+  // the one before it reads the residual too, and stays.
+  std::string dir = testing::golden_dir("vits");
+  ARCH_REQUIRE_SHARED(dir);
+  LoadOptions lo;
+  lo.backend = "reference";
+  auto m = load_model(dir, lo);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const Graph& g = (*m)->graph();
+  auto planned = make_program(g, op_table(), (*m)->program().weights, "cpu", true);
+  ASSERT_TRUE(planned.ok()) << planned.error().message;
+  int folded = 0;
+  for (const Node& n : planned->graph->nodes)
+    if (n.op == "conv1d" && n.attrs.value("activation", "") == "leaky_relu") {
+      ++folded;
+      EXPECT_DOUBLE_EQ(n.attrs.value("activation_slope", 0.0), 0.1);
+    }
+  EXPECT_EQ(folded, 12);
+  EXPECT_EQ(planned->plan.fused_activations, 12);
+  EXPECT_EQ(count(*planned->graph, "leaky_relu"), count(g, "leaky_relu") - 12);
+}
+
 }  // namespace
 }  // namespace arch
