@@ -38,7 +38,8 @@ struct OpState {
 // How a model's kernels compute, chosen when it is loaded (per program,
 // never process-wide): two models in one process may differ.
 struct KernelOptions {
-  bool bf16_activations = false;  // matmuls on BF16 weights round their activations to bf16 (llama.cpp's arithmetic)
+  bool bf16_activations = false;  // matmuls on BF16 weights round their activations to bf16 (llama.cpp's arithmetic);
+                                  // convolutions may multiply in bf16 where the CPU has it
   bool kv_f16 = false;            // KV caches keep their rows as F16 (half the memory)
 };
 inline const KernelOptions kDefaultKernelOptions{};

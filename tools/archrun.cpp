@@ -34,7 +34,7 @@ void add_common(CLI::App* cmd, Common& c) {
       ->check(CLI::Range(1, 1024));
   cmd->add_flag("--no-plan", c.no_plan, "run the template's graph as written, without the planner's fusions");
   cmd->add_flag("--bf16-activations", c.bf16_activations,
-                "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate)");
+                "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate); convolutions may multiply in bf16 where the CPU has it");
   cmd->add_flag("--kv-f16", c.kv_f16,
                 "keep the KV cache as F16 (half its memory, as llama.cpp does; not f32-accurate; cpu path)");
 }
@@ -306,8 +306,12 @@ int main(int argc, char** argv) {
     if (!st.ok()) return fail(st.error());
     if (std::filesystem::exists(std::filesystem::path(toy_dir) / "model_index.json"))
       std::printf("wrote the pipeline folder %s (model_index.json, its components' folders, scheduler/)\n", toy_dir.c_str());
-    else
-      std::printf("wrote %s/config.json and %s/model.safetensors\n", toy_dir.c_str(), toy_dir.c_str());
+    else {
+      std::string files;  // what the spec wrote beside the weights (a voice's vocabulary)
+      for (const auto& e : std::filesystem::directory_iterator(toy_dir))
+        if (e.path().filename() != "model.safetensors") files += (files.empty() ? "" : ", ") + e.path().filename().string();
+      std::printf("wrote %s/model.safetensors and %s\n", toy_dir.c_str(), files.c_str());
+    }
   }
   return 0;
 }

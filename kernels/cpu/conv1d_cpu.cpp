@@ -30,14 +30,16 @@ using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
 struct ConvShape {
-  int64_t C, L, O, K, stride, padding, output_padding, dilation, groups;
+  // pad_r: a transposed conv's padding less its output_padding. row: x's
+  // row stride (L, or more where the call reads a window of its columns).
+  int64_t C, L, O, K, stride, pad_l, pad_r, dilation, groups, row;
   bool transposed, bias;
   bool bf16 = false;  // --bf16-activations: oneDNN may compute in bf16 (fpmath_mode) where the CPU has it
   bool leaky = false;  // the planner's folded leaky_relu, as oneDNN's eltwise post-op
   float slope = 0;
   auto key() const {
-    return std::make_tuple(C, L, O, K, stride, padding, output_padding, dilation, groups, transposed, bias, bf16,
-                           leaky, slope, omp_get_max_threads());
+    return std::make_tuple(C, L, O, K, stride, pad_l, pad_r, dilation, groups, row, transposed, bias, bf16, leaky,
+                           slope, omp_get_max_threads());
   }
 };
 
@@ -63,7 +65,7 @@ ConvPrimitives& primitives() {
 ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine& engine) {
   ConvPrimitive p;
   const int64_t G = s.groups;
-  p.src_plain = dnnl::memory::desc({1, s.C, s.L}, dt::f32, tag::ncw);
+  p.src_plain = dnnl::memory::desc({1, s.C, s.L}, dt::f32, dnnl::memory::dims{s.C * s.row, s.row, 1});
   p.dst_plain = dnnl::memory::desc({1, s.O, Lo}, dt::f32, tag::ncw);
   p.bias = dnnl::memory::desc({s.O}, dt::f32, tag::a);
   // conv1d's weight [O, C/G, K] is oneDNN's (g)oiw as stored.
@@ -82,8 +84,7 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
   const dnnl::memory::desc wei_any = G == 1 ? dnnl::memory::desc({s.O, s.C, s.K}, dt::f32, tag::any)
                                             : dnnl::memory::desc({G, s.O / G, s.C / G, s.K}, dt::f32, tag::any);
   const dnnl::memory::desc no_bias;
-  const dnnl::memory::dims strides{s.stride}, dilates{s.dilation - 1}, pad_l{s.padding},
-      pad_r{s.padding - s.output_padding};
+  const dnnl::memory::dims strides{s.stride}, dilates{s.dilation - 1}, pad_l{s.pad_l}, pad_r{s.pad_r};
   // f32 in and out either way; with bf16 allowed, AVX-512 BF16 and AMX
   // machines multiply in bf16 (f32 sums), others change nothing.
   dnnl::primitive_attr attr;
@@ -114,8 +115,10 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
 }
 
 // One call: what is not already in the primitive's layout reordered into
-// scratch (kept per thread across calls), the primitive, the output back.
-Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const char* op) {
+// scratch (kept per thread across calls), the primitive, the output
+// [O, Lo] back into `out`.
+Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const float* x, const float* w,
+                const float* bias, float* out, const char* op) {
   ConvPrimitives& cp = primitives();
   try {
     std::lock_guard<std::mutex> guard(cp.lock);
@@ -140,12 +143,12 @@ Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const char* 
       dnnl::reorder(given, m).execute(stream, given, m);
       return m;
     };
-    dnnl::memory src = in(p.src_plain, p.src, ctx.inputs[0].f32(), src_buf);
-    dnnl::memory wei = in(p.wei_plain, p.wei, ctx.inputs[1].f32(), wei_buf);
-    dnnl::memory out_plain(p.dst_plain, e, ctx.outputs[0].f32());
+    dnnl::memory src = in(p.src_plain, p.src, x, src_buf);
+    dnnl::memory wei = in(p.wei_plain, p.wei, w, wei_buf);
+    dnnl::memory out_plain(p.dst_plain, e, out);
     dnnl::memory dst = p.dst == p.dst_plain ? out_plain : scratch(dst_buf, p.dst);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
-    if (s.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(ctx.inputs[2].f32())));
+    if (s.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
     p.prim.execute(stream, args);
     if (!(p.dst == p.dst_plain)) dnnl::reorder(dst, out_plain).execute(stream, dst, out_plain);
     stream.wait();
@@ -167,40 +170,88 @@ std::optional<std::pair<ConvShape, int64_t>> shape_of_call(const KernelContext& 
     return std::nullopt;
   ConvShape s{};
   s.transposed = transposed, s.bias = bias, s.bf16 = ctx.options && ctx.options->bf16_activations;
-  s.stride = attr_int(ctx.attrs, "stride", 1), s.padding = attr_int(ctx.attrs, "padding", 0);
+  s.stride = attr_int(ctx.attrs, "stride", 1);
+  const int64_t padding = attr_int(ctx.attrs, "padding", 0);
   s.dilation = attr_int(ctx.attrs, "dilation", 1), s.groups = attr_int(ctx.attrs, "groups", 1);
-  s.output_padding = transposed ? attr_int(ctx.attrs, "output_padding", 0) : 0;
+  const int64_t output_padding = transposed ? attr_int(ctx.attrs, "output_padding", 0) : 0;
+  s.pad_l = padding, s.pad_r = padding - output_padding;
   if (!transposed) {
     const std::string act = attr_str(ctx.attrs, "activation", "");
     if (!act.empty() && act != "leaky_relu") return std::nullopt;
     s.leaky = act == "leaky_relu";
     s.slope = s.leaky ? float(attr_float(ctx.attrs, "activation_slope", 0.01)) : 0.0f;
   }
-  s.C = X.dim(0), s.L = X.dim(1), s.K = W.dim(2);
-  if (s.stride < 1 || s.dilation < 1 || s.padding < 0 || s.groups < 1 || s.K < 1 || s.L < 1 || s.C % s.groups)
+  s.C = X.dim(0), s.L = X.dim(1), s.K = W.dim(2), s.row = s.L;
+  if (s.stride < 1 || s.dilation < 1 || padding < 0 || s.groups < 1 || s.K < 1 || s.L < 1 || s.C % s.groups)
     return std::nullopt;
   if (!transposed) {
     s.O = W.dim(0);
     if (W.dim(1) * s.groups != s.C || s.O % s.groups) return std::nullopt;
   } else {
     // pad_r = padding - output_padding must not go negative for oneDNN.
-    if (W.dim(0) != s.C || s.output_padding < 0 || s.output_padding > s.padding) return std::nullopt;
+    if (W.dim(0) != s.C || output_padding < 0 || output_padding > padding) return std::nullopt;
     s.O = W.dim(1) * s.groups;
   }
   const int64_t span = s.dilation * (s.K - 1) + 1;
-  const int64_t Lo = transposed ? (s.L - 1) * s.stride - 2 * s.padding + span + s.output_padding
-                                : (s.L + 2 * s.padding - span) / s.stride + 1;
-  if (Lo < 1 || (!transposed && s.L + 2 * s.padding < span)) return std::nullopt;
+  const int64_t Lo = transposed ? (s.L - 1) * s.stride - 2 * padding + span + output_padding
+                                : (s.L + 2 * padding - span) / s.stride + 1;
+  if (Lo < 1 || (!transposed && s.L + 2 * padding < span)) return std::nullopt;
   const Tensor& out = ctx.outputs[0];
   if (out.dtype != DType::F32 || out.shape != Dims{s.O, Lo} || (bias && ctx.inputs[2].shape != Dims{s.O}))
     return std::nullopt;
   return std::make_pair(s, Lo);
 }
 
+int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
+
+// conv_transpose1d with a stride, as `stride` convolutions, one per output
+// phase: the positions t with (t + padding) % stride = r read only the taps
+// j = r, r + stride, ..., so out[t = q stride + r - padding] is a plain
+// convolution over x with those taps reversed, at q. oneDNN's direct
+// convolution runs these near the GEMM rate; its own deconvolution of
+// HiFi-GAN's stride-8 upsamplers is gemm-based and a third of that.
+Status run_by_phases(KernelContext& ctx, const ConvShape& s, int64_t Lo) {
+  const int64_t S = s.stride, K = s.K, C = s.C, O = s.O, L = s.L, P = s.pad_l;
+  const float* x = ctx.inputs[0].f32();
+  const float* w = ctx.inputs[1].f32();
+  const float* bias = s.bias ? ctx.inputs[2].f32() : nullptr;
+  float* out = ctx.outputs[0].f32();
+  thread_local std::vector<float> taps, phase;
+  for (int64_t r = 0; r < S; ++r) {
+    const int64_t q_lo = floor_div(P - r + S - 1, S), q_hi = floor_div(P + Lo - 1 - r, S);
+    if (q_hi < q_lo) continue;                             // no output position in this phase
+    const int64_t N = q_hi - q_lo + 1, M = r < K ? (K - r + S - 1) / S : 0;
+    // Input columns [a, b] feed it; the part inside x, zeros around.
+    const int64_t a = q_lo - (M - 1), b = q_hi, begin = std::max<int64_t>(a, 0), end = std::min(b, L - 1);
+    phase.resize(size_t(O * N));
+    if (M == 0 || end < begin) {                           // no tap reaches: the bias alone
+      for (int64_t o = 0; o < O; ++o) std::fill_n(phase.data() + o * N, N, bias ? bias[o] : 0.0f);
+    } else {
+      taps.resize(size_t(O * C * M));                      // [O, C, M]: w[c, o, r + (M-1-k) S]
+      for (int64_t o = 0; o < O; ++o)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t k = 0; k < M; ++k) taps[size_t((o * C + c) * M + k)] = w[(c * O + o) * K + r + (M - 1 - k) * S];
+      ConvShape p = s;
+      p.transposed = false, p.stride = 1, p.dilation = 1, p.K = M, p.L = end - begin + 1, p.row = L;
+      p.pad_l = begin - a, p.pad_r = b - end;
+      ARCH_TRY_STATUS(run_conv(ctx, p, N, x + begin, taps.data(), bias, phase.data(), "conv_transpose1d"));
+    }
+    for (int64_t o = 0; o < O; ++o) {                      // into place: t = q S + r - P
+      float* row = out + o * Lo + q_lo * S + r - P;
+      const float* y = phase.data() + o * N;
+      for (int64_t n = 0; n < N; ++n) row[n * S] = y[n];
+    }
+  }
+  return {};
+}
+
 Status conv_cpu(KernelContext& ctx, const Kernel& reference, bool transposed) {
   auto call = shape_of_call(ctx, transposed);
   if (!call) return reference(ctx);
-  return run_conv(ctx, call->first, call->second, transposed ? "conv_transpose1d" : "conv1d");
+  const auto& [s, Lo] = *call;
+  if (transposed && s.stride > 1 && s.dilation == 1 && s.groups == 1 && !s.leaky) return run_by_phases(ctx, s, Lo);
+  return run_conv(ctx, s, Lo, ctx.inputs[0].f32(), ctx.inputs[1].f32(), s.bias ? ctx.inputs[2].f32() : nullptr,
+                  ctx.outputs[0].f32(), transposed ? "conv_transpose1d" : "conv1d");
 }
 
 }  // namespace

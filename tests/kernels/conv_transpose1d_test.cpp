@@ -72,11 +72,15 @@ TEST(ConvTranspose1d, ShapeRule) {
 }
 
 TEST(CpuConvTranspose1d, MatchesReference) {
-  // HiFi-GAN's upsamplers (k 2r, padding r/2), groups, output_padding,
-  // dilation, and a bias-less one.
+  // HiFi-GAN's upsamplers (k 2r, padding r/2; the strided ones run as one
+  // convolution per output phase), groups, output_padding, dilation, and
+  // bias-less ones.
   struct Case { int64_t C, L, O, K, stride, padding, output_padding, dilation, groups; bool bias; };
   const Case cases[] = {{32, 20, 16, 16, 8, 4, 0, 1, 1, true}, {16, 33, 8, 4, 2, 1, 0, 1, 1, true},
-                        {6, 9, 4, 3, 2, 1, 1, 1, 2, true},     {5, 7, 3, 3, 1, 0, 0, 2, 1, false}};
+                        {6, 9, 4, 3, 2, 1, 1, 1, 2, true},     {5, 7, 3, 3, 1, 0, 0, 2, 1, false},
+                        // by phases: a kernel shorter than the stride (phases of bias alone), output_padding
+                        {4, 6, 3, 2, 3, 0, 0, 1, 1, true},     {3, 5, 2, 3, 2, 1, 1, 1, 1, true},
+                        {2, 4, 1, 5, 3, 0, 2, 1, 1, false},    {512, 30, 256, 16, 8, 4, 0, 1, 1, true}};
   uint64_t seed = 21;
   for (const Case& c : cases) {
     Tensor x = f32({c.C, c.L}, scaled_values(size_t(c.C * c.L), seed++, 1.0f));

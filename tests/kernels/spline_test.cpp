@@ -33,7 +33,9 @@ TEST(RationalQuadraticSpline, InverseUndoesForward) {
   // over the steepest slope these parameters make.
   expect_close(values(spline(y, p, true)), to_double(xv), 0, 5e-5);
   for (int64_t i = 0; i < n; ++i)
-    if (std::fabs(xv[size_t(i)]) > 5) EXPECT_EQ(y.f32()[i], xv[size_t(i)]) << "outside the tails: the identity";
+    if (std::fabs(xv[size_t(i)]) > 5) {
+      EXPECT_EQ(y.f32()[i], xv[size_t(i)]) << "outside the tails: the identity";
+    }
 }
 
 TEST(RationalQuadraticSpline, EqualBinsKeepTheKnots) {
