@@ -6,11 +6,14 @@
 // noise draws fed in (`vits_noise`, speaking rate 1.25).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "importer/safetensors.h"
 #include "runtime/forward.h"
 #include "runtime/model.h"
 #include "tests/golden/golden_case.h"
 #include "tests/golden/golden_compare.h"
+#include "tests/test_files.h"
 
 namespace arch {
 namespace {
@@ -53,6 +56,37 @@ TEST_P(TtsGolden, FramesFollowTheDurations) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, TtsGolden, ::testing::Values("vits", "vits_noise"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// torch >= 2.1 writes weight norm as parametrizations.weight.original0 /
+// original1 (g / v): the same checkpoint so renamed gives the same stages.
+TEST(TtsGoldenSpelling, ParametrizedWeightNormReadsTheSame) {
+  const std::string dir = testing::golden_dir("vits");
+  ARCH_REQUIRE_SHARED(dir);
+  auto stored = read_safetensors(dir + "/model.safetensors");
+  ASSERT_TRUE(stored.ok()) << stored.error().message;
+  std::vector<std::pair<std::string, Tensor>> renamed;
+  int changed = 0;
+  for (const auto& [name, t] : stored->tensors) {
+    std::string n = name;
+    for (auto [old_suffix, new_suffix] : {std::pair{".weight_g", ".parametrizations.weight.original0"},
+                                          std::pair{".weight_v", ".parametrizations.weight.original1"}})
+      if (n.ends_with(old_suffix)) n = n.substr(0, n.size() - std::string(old_suffix).size()) + new_suffix, ++changed;
+    renamed.emplace_back(n, t);
+  }
+  EXPECT_GT(changed, 0);
+  testing::TempDir tmp;
+  std::filesystem::create_symlink(dir + "/config.json", tmp / "config.json");
+  ASSERT_TRUE(write_safetensors(tmp / "model.safetensors", renamed).ok());
+  auto model = load_model(tmp.path());
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  for (const auto& u : (*model)->unused_tensors)
+    EXPECT_EQ(u.find("flow."), std::string::npos) << u << ": a flow weight left unread";
+  auto r = compare_with_golden(**model, dir);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->missing.empty());
+  EXPECT_GE(r->tensors.size(), 19u);
+  for (const auto& t : r->tensors) EXPECT_TRUE(t.ok()) << t.name << " differs by " << t.max_abs;
+}
 
 }  // namespace
 }  // namespace arch
