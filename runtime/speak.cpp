@@ -92,4 +92,49 @@ Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOp
   return sp;
 }
 
+std::vector<std::string> speech_pieces(std::string_view text, size_t max_chars) {
+  std::vector<std::string> pieces;
+  max_chars = std::max<size_t>(max_chars, 1);
+  if (text.size() <= max_chars) return {std::string(text)};
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  size_t start = 0;
+  while (start < text.size()) {
+    while (start < text.size() && is_space(text[start])) ++start;
+    if (start == text.size()) break;
+    const size_t limit = std::min(text.size(), start + max_chars);
+    if (limit == text.size()) {
+      size_t end = text.size();
+      while (end > start && is_space(text[end - 1])) --end;
+      pieces.emplace_back(text.substr(start, end - start));
+      break;
+    }
+    // The last sentence end within the limit; else its last space; else
+    // the limit itself, backed off to a UTF-8 character boundary.
+    size_t cut = std::string_view::npos;
+    for (size_t i = start; i < limit && i + 1 < text.size(); ++i)  // the piece [start, i] fits
+      if ((std::string_view(".!?;:\n").find(text[i]) != std::string_view::npos) && is_space(text[i + 1])) cut = i + 1;
+    if (cut == std::string_view::npos)
+      for (size_t i = limit; i > start + 1; --i)
+        if (is_space(text[i - 1])) {
+          cut = i - 1;
+          break;
+        }
+    if (cut == std::string_view::npos) {
+      cut = limit;
+      while (cut > start + 1 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+    }
+    pieces.emplace_back(text.substr(start, cut - start));
+    start = cut;
+  }
+  return pieces;
+}
+
+void append_speech(Speech& all, const Speech& more) {
+  all.waveform.insert(all.waveform.end(), more.waveform.begin(), more.waveform.end());
+  all.durations.insert(all.durations.end(), more.durations.begin(), more.durations.end());
+  all.frames += more.frames;
+  all.compute_seconds += more.compute_seconds;
+  all.sample_rate = more.sample_rate;
+}
+
 }  // namespace arch

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "runtime/interpreter.h"
@@ -41,5 +43,17 @@ const ModelGraph* speech_graph(const Model& m);
 // outside the vocabulary, a rate <= 0, a negative noise scale, a speaker
 // the voice does not have.
 Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOptions& opt = {});
+
+// A long text cut into pieces to speak one after another (as Piper speaks
+// sentence by sentence), so its memory is that of its longest piece, not
+// of the whole: text of at most `max_chars` bytes stays whole (one piece,
+// exactly what transformers would speak); longer, it is cut after the
+// sentence ends (. ! ? ; : and newlines, then whitespace) into pieces of at
+// most `max_chars`, a sentence longer than that at its last space within.
+std::vector<std::string> speech_pieces(std::string_view text, size_t max_chars = 400);
+
+// `more` appended to `all`: the waveforms and durations joined, the
+// compute times summed.
+void append_speech(Speech& all, const Speech& more);
 
 }  // namespace arch

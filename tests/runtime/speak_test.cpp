@@ -123,5 +123,27 @@ TEST(Speak, SpeakersOfAMultiSpeakerVoice) {
   EXPECT_NE(speak(**m, ids, none).error().message.find("this voice has 3 speakers (0 .. 2)"), std::string::npos);
 }
 
+TEST(Speak, LongTextIsCutAfterItsSentences) {
+  // Short text: whole, whitespace and all.
+  EXPECT_EQ(speech_pieces(" Hi. There. ", 40), (std::vector<std::string>{" Hi. There. "}));
+  // Longer: after the last sentence end that fits, the spaces dropped.
+  EXPECT_EQ(speech_pieces("One two. Three four! Five six seven.", 20),
+            (std::vector<std::string>{"One two. Three four!", "Five six seven."}));
+  // A sentence longer than the limit: at its last space within it.
+  EXPECT_EQ(speech_pieces("aaaa bbbb cccc dddd", 10), (std::vector<std::string>{"aaaa bbbb", "cccc dddd"}));
+  // No space at all: at the limit, never inside a UTF-8 character.
+  const std::string e = "\xc3\xa9\xc3\xa9\xc3\xa9";  // three e-acute, 6 bytes
+  EXPECT_EQ(speech_pieces(e, 3), (std::vector<std::string>{"\xc3\xa9", "\xc3\xa9", "\xc3\xa9"}));
+  // Every byte of the text is in some piece, in order (spaces between aside).
+  std::string long_text;
+  for (int k = 0; k < 50; ++k) long_text += "Sentence number " + std::to_string(k) + " ends here. ";
+  std::string joined;
+  for (const auto& p : speech_pieces(long_text, 120)) {
+    EXPECT_LE(p.size(), 120u);
+    joined += p + " ";
+  }
+  EXPECT_EQ(joined, long_text);
+}
+
 }  // namespace
 }  // namespace arch

@@ -63,6 +63,23 @@ TEST(ArchrunSpeak, TextToAWavOfTheFramesLength) {
   EXPECT_NE(plain.out.find("real-time factor"), std::string::npos) << plain.out;
 }
 
+TEST(ArchrunSpeak, ALongTextIsSpokenInPieces) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  testing::TempDir voice, out;
+  make_voice(voice);
+  std::string text;
+  for (int k = 0; k < 20; ++k) text += "this is sentence " + std::to_string(k) + " of a long text. ";
+  auto r = run_tool(speak(voice, "-p \"" + text + "\" -o " + out / "long.wav --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  EXPECT_GE(j["pieces"].get<int>(), 2);
+  EXPECT_EQ(j["samples"].get<int64_t>(), j["frames"].get<int64_t>() * 16);
+  EXPECT_EQ(j["durations"].size(), j["ids"].get<size_t>());
+  auto a = read_audio(out / "long.wav");
+  ASSERT_TRUE(a.ok()) << a.error().message;
+  EXPECT_EQ(int64_t(a->samples.size()), j["samples"].get<int64_t>());
+}
+
 TEST(ArchrunSpeak, SoxReadsTheLengthBack) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
   if (run_tool("sox --version").exit_code != 0) GTEST_SKIP() << "SKIPPED LOUDLY: sox is not installed (tools/setup.sh installs it)";

@@ -1,5 +1,6 @@
 // archrun speak: text (or phoneme ids) through a text-to-speech template
 // to a 16-bit PCM WAV file.
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -16,20 +17,23 @@ int run_speak(const SpeakArgs& a) {
   if (a.has_prompt && a.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(error("the text is empty: nothing to speak"));
   if (Status st = check_writable(a.out); !st.ok()) return fail(st.error());  // before the work, not after
-  std::vector<int32_t> ids;
+  // What to speak, one piece after another: the ids as given, or the text
+  // (a long one cut after its sentences: runtime/speak.h).
+  std::vector<std::vector<int32_t>> pieces;
   if (!a.ids.empty()) {
     auto parsed = parse_ids(a.ids);
     if (!parsed.ok()) return fail(parsed.error());
-    ids = *parsed;
+    pieces.push_back(*parsed);
   } else {
     auto tok = open_tokenizer(a.common.model);
     if (!tok.ok()) return fail(error("-p needs the voice's tokenizer: " + tok.error().message + " (or give --ids)"));
-    ids = (*tok)->encode(a.prompt);
-    // With add_blank every other id is the blank: text of which no
-    // character is in the vocabulary leaves only that.
-    bool spoken = false;
-    for (int32_t id : ids) spoken = spoken || id != 0;
-    if (!spoken)
+    for (const std::string& text : speech_pieces(a.prompt)) {
+      std::vector<int32_t> ids = (*tok)->encode(text);
+      // With add_blank every other id is the blank: a piece of which no
+      // character is in the vocabulary leaves only that.
+      if (std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id != 0; })) pieces.push_back(std::move(ids));
+    }
+    if (pieces.empty())
       return fail(error("\"" + a.prompt + "\": no character of the text is in the voice's vocabulary (" +
                         (*tok)->source() + ")"));
   }
@@ -39,28 +43,41 @@ int run_speak(const SpeakArgs& a) {
   opt.speaking_rate = a.speaking_rate;
   opt.noise_scale = a.noise_scale;
   opt.noise_scale_duration = a.noise_scale_duration;
-  opt.seed = int64_t(a.seed);
   opt.speaker = a.speaker;
-  auto sp = speak(**m, ids, opt);
-  if (!sp.ok()) return fail(sp.error());
-  if (Status st = write_wav(a.out, sp->waveform, sp->sample_rate); !st.ok()) return fail(st.error());
+  Speech all;
+  size_t ids = 0;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (pieces.size() > 1) std::fprintf(stderr, "\rspeaking piece %zu of %zu", k + 1, pieces.size());
+    opt.seed = int64_t(a.seed + k);  // each piece its own draws
+    auto sp = speak(**m, pieces[k], opt);
+    if (!sp.ok()) {
+      if (pieces.size() > 1) std::fprintf(stderr, "\n");
+      return fail(sp.error());
+    }
+    append_speech(all, *sp);
+    ids += pieces[k].size();
+  }
+  if (pieces.size() > 1) std::fprintf(stderr, "\n");
+  if (Status st = write_wav(a.out, all.waveform, all.sample_rate); !st.ok()) return fail(st.error());
   if (a.json) {
     nlohmann::json j = {{"out", a.out},
-                        {"seconds", sp->seconds()},
-                        {"samples", sp->waveform.size()},
-                        {"sample_rate", sp->sample_rate},
-                        {"frames", sp->frames},
-                        {"ids", ids.size()},
-                        {"durations", sp->durations},
-                        {"compute_seconds", sp->compute_seconds},
-                        {"real_time_factor", sp->real_time_factor()},
+                        {"seconds", all.seconds()},
+                        {"samples", all.waveform.size()},
+                        {"sample_rate", all.sample_rate},
+                        {"frames", all.frames},
+                        {"ids", ids},
+                        {"pieces", pieces.size()},
+                        {"durations", all.durations},
+                        {"compute_seconds", all.compute_seconds},
+                        {"real_time_factor", all.real_time_factor()},
                         {"seed", a.seed}};
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::fprintf(stderr, "wrote %s: %.2f s of audio at %d Hz (%lld frames from %zu ids) in %.3f s: real-time factor %.3f\n",
-               a.out.c_str(), sp->seconds(), sp->sample_rate, (long long)sp->frames, ids.size(), sp->compute_seconds,
-               sp->real_time_factor());
+  const std::string in_pieces = pieces.size() > 1 ? " in " + std::to_string(pieces.size()) + " pieces" : "";
+  std::fprintf(stderr, "wrote %s: %.2f s of audio at %d Hz (%lld frames from %zu ids%s) in %.3f s: real-time factor %.3f\n",
+               a.out.c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
+               all.compute_seconds, all.real_time_factor());
   return 0;
 }
 
