@@ -59,7 +59,8 @@ void check_norms(const Graph& g, const Checkpoint& ckpt, std::set<std::string>& 
 
 }  // namespace
 
-CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt) {
+CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt,
+                                            const std::vector<dsl::UnreadDecl>& unread) {
   CheckpointFindings f;
   std::set<std::string> reported;  // a tensor several graphs read: once
   for (const Graph* g : graphs)
@@ -75,8 +76,17 @@ CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& gra
         f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) +
                            " in the checkpoint, the template declares " + dims_str(want) + " for this config");
     }
-  for (const auto& name : unread_tensors(graphs, ckpt))
-    f.warnings.push_back(ckpt.dir + ": warning: checkpoint tensor " + name + " is read by nothing");
+  std::vector<size_t> explained(unread.size(), 0);
+  for (const auto& name : unread_tensors(graphs, ckpt)) {
+    size_t k = 0;
+    while (k < unread.size() && !dsl::unread_matches(unread[k], name)) ++k;
+    if (k < unread.size()) ++explained[k];
+    else f.warnings.push_back(ckpt.dir + ": warning: checkpoint tensor " + name + " is read by nothing");
+  }
+  for (size_t k = 0; k < unread.size(); ++k)
+    if (explained[k])
+      f.notes.push_back(ckpt.dir + ": note: " + std::to_string(explained[k]) + " tensors under " +
+                        dsl::path_str(unread[k].pattern) + " are read by nothing: " + unread[k].reason);
   std::set<std::string> seen;
   for (const Graph* g : graphs) check_norms(*g, ckpt, seen, f);
   return f;

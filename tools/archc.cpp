@@ -102,9 +102,10 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
         // convention, over all the graphs together.
         std::vector<const Graph*> all;
         for (const auto& g : graphs) all.push_back(&g);
-        auto found = check_against_checkpoint(all, *ckpt);
+        auto found = check_against_checkpoint(all, *ckpt, t->unread);
         for (const auto& e : found.errors) std::fprintf(stderr, "%s\n", e.c_str());
         for (const auto& w : found.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+        for (const auto& n : found.notes) std::fprintf(stderr, "%s\n", n.c_str());
         problems += int(found.errors.size());
       }
     }

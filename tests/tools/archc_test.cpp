@@ -164,5 +164,16 @@ TEST(Archc, CheckAgainstACheckpointFindsConventionAndBindingProblems) {
   EXPECT_EQ(lacks.exit_code, 1) << lacks.out;
 }
 
+TEST(ArchcCheck, WhatTheTemplateSaysItLeavesUnreadIsANoteNotAWarning) {
+  const std::string vits = testing::golden_dir("vits");
+  ARCH_REQUIRE_SHARED(vits);
+  auto r = testing::run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/vits.arch --model " + vits);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: 16 tensors under posterior_encoder are read by nothing: the posterior encoder"),
+            std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace arch
