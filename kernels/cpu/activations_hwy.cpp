@@ -248,10 +248,13 @@ constexpr int64_t kParallelUnary = 1 << 16;
 constexpr int64_t kParallelBinary = 1 << 17;
 constexpr int64_t kChunk = 1 << 14;
 
-Kernel unary_kernel(int which, Kernel reference) {
-  return [which, reference](KernelContext& ctx) -> Status {
-    // Anything but an F32 x and an F32 output of its shape: the reference
-    // kernel, for its very error message.
+// f over an F32 x into an F32 output of its shape, in chunks of kChunk
+// elements, in parallel above `parallel_above`; anything else is the
+// reference kernel's (for its very error message).
+using RangeFn = void (*)(const Attrs& attrs, int which, const float* x, float* y, size_t n);
+
+Kernel elementwise_kernel(RangeFn range, int which, int64_t parallel_above, Kernel reference) {
+  return [range, which, parallel_above, reference](KernelContext& ctx) -> Status {
     if (ctx.inputs.size() != 1 || ctx.inputs[0].dtype != DType::F32 || !ctx.inputs[0].data ||
         ctx.outputs.size() != 1 || ctx.outputs[0].dtype != DType::F32 ||
         ctx.outputs[0].shape != ctx.inputs[0].shape)
@@ -260,34 +263,22 @@ Kernel unary_kernel(int which, Kernel reference) {
     float* y = ctx.outputs[0].f32();
     const int64_t n = ctx.inputs[0].numel();
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelUnary)
+#pragma omp parallel for schedule(static) if (n >= parallel_above)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-      HWY_DYNAMIC_DISPATCH(UnaryRange)(which, x + lo, y + lo, size_t(hi - lo));
+      range(ctx.attrs, which, x + lo, y + lo, size_t(hi - lo));
     }
     return {};
   };
 }
 
-// leaky_relu: the unary kernels' loop with the call's slope.
-Kernel leaky_relu_kernel(Kernel reference) {
-  return [reference](KernelContext& ctx) -> Status {
-    if (ctx.inputs.size() != 1 || ctx.inputs[0].dtype != DType::F32 || !ctx.inputs[0].data ||
-        ctx.outputs.size() != 1 || ctx.outputs[0].dtype != DType::F32 ||
-        ctx.outputs[0].shape != ctx.inputs[0].shape)
-      return reference(ctx);
-    const float slope = float(attr_float(ctx.attrs, "slope", 0.01));
-    const float* x = ctx.inputs[0].f32();
-    float* y = ctx.outputs[0].f32();
-    const int64_t n = ctx.inputs[0].numel();
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= kParallelBinary)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
-      HWY_DYNAMIC_DISPATCH(LeakyReluRange)(slope, x + lo, y + lo, size_t(hi - lo));
-    }
-    return {};
-  };
+void unary_range(const Attrs&, int which, const float* x, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(UnaryRange)(which, x, y, n);
+}
+
+// leaky_relu: memory-bound like an add.
+void leaky_relu_range(const Attrs& attrs, int, const float* x, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(LeakyReluRange)(float(attr_float(attrs, "slope", 0.01)), x, y, n);
 }
 
 // Whether `small` repeats along the leading dims of `big`: its dims, leading
@@ -388,10 +379,11 @@ void register_cpu_activations(OpTable& t) {
   // Every path (its reference fallbacks too) writes each output element:
   // the outputs need no zeroing first.
   for (auto [op, which] : kUnaryOps)
-    t.add_kernel(op, "cpu", unary_kernel(which, reference_of(t, op)), nullptr, nullptr, /*fills=*/true);
+    t.add_kernel(op, "cpu", elementwise_kernel(unary_range, which, kParallelUnary, reference_of(t, op)), nullptr,
+                 nullptr, /*fills=*/true);
   t.add_kernel("glu", "cpu", glu_kernel(reference_of(t, "glu")), nullptr, nullptr, /*fills=*/true);
-  t.add_kernel("leaky_relu", "cpu", leaky_relu_kernel(reference_of(t, "leaky_relu")), nullptr, nullptr,
-               /*fills=*/true);
+  t.add_kernel("leaky_relu", "cpu", elementwise_kernel(leaky_relu_range, 0, kParallelBinary, reference_of(t, "leaky_relu")),
+               nullptr, nullptr, /*fills=*/true);
   t.add_kernel("add", "cpu", binary_kernel(kAdd, reference_of(t, "add")), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("mul", "cpu", binary_kernel(kMul, reference_of(t, "mul")), nullptr, nullptr, /*fills=*/true);
   t.add_kernel("div", "cpu", binary_kernel(kDiv, reference_of(t, "div")), nullptr, nullptr, /*fills=*/true);

@@ -94,23 +94,18 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, s.slope, 0.0f);
     attr.set_post_ops(ops);
   }
-  if (!s.transposed) {
-    dnnl::convolution_forward::primitive_desc pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                        src_any, wei_any, s.bias ? p.bias : no_bias, dst_any, strides, dilates,
-                                        pad_l, pad_r),
+  // The two primitives are made alike: a descriptor, its chosen layouts.
+  auto make = [&](auto kind, dnnl::algorithm alg) {
+    using Primitive = decltype(kind);
+    typename Primitive::primitive_desc pd(
+        typename Primitive::desc(dnnl::prop_kind::forward_inference, alg, src_any, wei_any, s.bias ? p.bias : no_bias,
+                                 dst_any, strides, dilates, pad_l, pad_r),
         attr, engine);
     p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
-    p.prim = dnnl::convolution_forward(pd);
-  } else {
-    dnnl::deconvolution_forward::primitive_desc pd(
-        dnnl::deconvolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct,
-                                          src_any, wei_any, s.bias ? p.bias : no_bias, dst_any, strides, dilates,
-                                          pad_l, pad_r),
-        attr, engine);
-    p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
-    p.prim = dnnl::deconvolution_forward(pd);
-  }
+    p.prim = Primitive(pd);
+  };
+  if (!s.transposed) make(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
+  else make(dnnl::deconvolution_forward(), dnnl::algorithm::deconvolution_direct);
   return p;
 }
 

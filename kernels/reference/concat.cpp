@@ -58,9 +58,7 @@ static Status concat_kernel(KernelContext& ctx) {
   }
   ARCH_TRY_STATUS(expect_output(ctx, "concat", 0, want, X.dtype));
   // Each input viewed as [outer, rows_i]; out[o, offset_i : offset_i + rows_i] = xs[i][o, :]
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < a; ++d) outer *= X.shape[d];
-  for (size_t d = a + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const auto [outer, along, inner] = around_axis(X.shape, a);
   const size_t esize = dtype_size(X.dtype);
   const size_t out_row = size_t(want[a] * inner) * esize;  // bytes of one outer slice of out
   auto* out = static_cast<char*>(ctx.outputs[0].data);

@@ -50,27 +50,11 @@ Result<Dims> conv1d_dims(const Dims& x, const Dims& w, const Dims* b, const Conv
 
 Result<std::vector<TypedShape>> conv1d_shape(std::span<const TypedShape> in, std::span<const bool> present,
                                              const Attrs& attrs) {
-  const bool has_bias = in.size() > 2 && is_present(present, 2);
   if (const std::string act = attr_str(attrs, "activation", ""); !act.empty() && act != "leaky_relu")
     return error("conv1d: activation '" + act + "' is not one it folds (leaky_relu)");
-  Shape x = in[0].shape;
-  const bool per_call = x.size() == 2 && !x[1].concrete();
-  const Dim length = per_call ? x[1] : Dim{};
-  if (per_call) x[1] = Dim::of(int64_t(1) << 20);
-  static const char* names[] = {"x", "weight", "bias"};
-  for (size_t i = 0; i < in.size(); ++i)
-    if ((i < 2 || has_bias) && !is_concrete(i == 0 ? x : in[i].shape))
-      return error(std::string("conv1d: ") + names[i] + " " + shape_str(in[i].shape) +
-                   " must have concrete dims (x's length may be a run-time dim)");
-  Dims b = has_bias ? concretize(in[2].shape, 0) : Dims{};
-  auto out = conv1d_dims(concretize(x, 0), concretize(in[1].shape, 0), has_bias ? &b : nullptr,
-                         conv1d_attrs(attrs));
-  if (!out.ok()) return error("conv1d: " + out.error().message);
-  Shape o = shape_of(*out);
-  // A run-time length stays itself where the convolution keeps it (stride
-  // 1, "same" padding: a text encoder's [C, seq]); else it is `_`.
-  if (per_call) o[1] = (*out)[1] == int64_t(1) << 20 ? length : Dim::dyn();
-  return one_output(o);
+  return sequence_conv_shape("conv1d", in, present, [&](const Dims& x, const Dims& w, const Dims* b) {
+    return conv1d_dims(x, w, b, conv1d_attrs(attrs));
+  });
 }
 
 Status conv1d_kernel(KernelContext& ctx) {

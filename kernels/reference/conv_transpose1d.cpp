@@ -4,8 +4,8 @@
 // t scatters w[c, o, j] x[c, t] to output position t stride - padding + j
 // dilation; L' = (L - 1) stride - 2 padding + dilation (K - 1) +
 // output_padding + 1. HiFi-GAN's upsampling (k 16, stride 8, padding 4:
-// L' = 8 L). L may be a run-time dim (then L' is `_`). Products accumulate
-// in double.
+// L' = 8 L). L may be a run-time dim (L' then `_`, or L where the
+// length is kept). Products accumulate in double.
 #include <algorithm>
 #include <vector>
 
@@ -47,22 +47,9 @@ Result<Dims> transpose_dims(const Dims& x, const Dims& w, const Dims* b, const T
 
 Result<std::vector<TypedShape>> transpose_shape(std::span<const TypedShape> in, std::span<const bool> present,
                                                 const Attrs& attrs) {
-  const bool has_bias = in.size() > 2 && is_present(present, 2);
-  Shape x = in[0].shape;
-  const bool per_call = x.size() == 2 && !x[1].concrete();
-  if (per_call) x[1] = Dim::of(1 << 10);
-  static const char* names[] = {"x", "weight", "bias"};
-  for (size_t i = 0; i < in.size(); ++i)
-    if ((i < 2 || has_bias) && !is_concrete(i == 0 ? x : in[i].shape))
-      return error(std::string("conv_transpose1d: ") + names[i] + " " + shape_str(in[i].shape) +
-                   " must have concrete dims (x's length may be a run-time dim)");
-  Dims b = has_bias ? concretize(in[2].shape, 0) : Dims{};
-  auto out = transpose_dims(concretize(x, 0), concretize(in[1].shape, 0), has_bias ? &b : nullptr,
-                            transpose_attrs(attrs));
-  if (!out.ok()) return error("conv_transpose1d: " + out.error().message);
-  Shape o = shape_of(*out);
-  if (per_call) o[1] = Dim::dyn();
-  return one_output(o);
+  return sequence_conv_shape("conv_transpose1d", in, present, [&](const Dims& x, const Dims& w, const Dims* b) {
+    return transpose_dims(x, w, b, transpose_attrs(attrs));
+  });
 }
 
 Status transpose_kernel(KernelContext& ctx) {

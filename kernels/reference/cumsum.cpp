@@ -23,10 +23,7 @@ Status cumsum_kernel(KernelContext& ctx) {
   if (!axis.ok()) return kernel_error(ctx, "cumsum", axis.error().message);
   ARCH_TRY_STATUS(expect_output(ctx, "cumsum", 0, X.shape));
   // x viewed as [outer, n, inner]: out[o, a, i] = sum_{b <= a} x[o, b, i]
-  int64_t outer = 1, inner = 1;
-  const int64_t n = X.shape[*axis];
-  for (size_t d = 0; d < *axis; ++d) outer *= X.shape[d];
-  for (size_t d = *axis + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const auto [outer, n, inner] = around_axis(X.shape, *axis);
   const float* x = X.f32();
   float* out = ctx.outputs[0].f32();
   for (int64_t o = 0; o < outer; ++o)

@@ -25,10 +25,7 @@ Status flip_kernel(KernelContext& ctx) {
   if (!axis.ok()) return kernel_error(ctx, "flip", axis.error().message);
   ARCH_TRY_STATUS(expect_output(ctx, "flip", 0, X.shape, X.dtype));
   // x viewed as [outer, n, inner]: out[o, n - 1 - a, :] = x[o, a, :]
-  int64_t outer = 1, inner = 1;
-  const int64_t n = X.shape[*axis];
-  for (size_t d = 0; d < *axis; ++d) outer *= X.shape[d];
-  for (size_t d = *axis + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const auto [outer, n, inner] = around_axis(X.shape, *axis);
   const size_t row = size_t(inner) * dtype_size(X.dtype);
   const auto* x = static_cast<const char*>(X.data);
   auto* out = static_cast<char*>(ctx.outputs[0].data);

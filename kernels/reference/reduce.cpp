@@ -30,10 +30,7 @@ Status reduce_kernel(KernelContext& ctx, const char* op, bool mean) {
   else want.erase(want.begin() + *axis);
   ARCH_TRY_STATUS(expect_output(ctx, op, 0, want));
   // x viewed as [outer, n, inner]; out[o, i] = sum_a x[o, a, i] (/ n for the mean)
-  int64_t outer = 1, inner = 1;
-  const int64_t n = X.shape[*axis];
-  for (size_t d = 0; d < *axis; ++d) outer *= X.shape[d];
-  for (size_t d = *axis + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const auto [outer, n, inner] = around_axis(X.shape, *axis);
   const float* x = X.f32();
   float* out = ctx.outputs[0].f32();
   std::vector<double> acc(static_cast<size_t>(inner));

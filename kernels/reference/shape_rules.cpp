@@ -78,6 +78,37 @@ bool attr_bool(const Attrs& a, std::string_view key, bool def) {
   return v && v->is_boolean() ? v->get<bool>() : def;
 }
 
+Result<std::vector<TypedShape>> sequence_conv_shape(std::string_view op, std::span<const TypedShape> in,
+                                                    std::span<const bool> present, const SequenceConvDims& dims) {
+  const bool has_bias = in.size() > 2 && is_present(present, 2);
+  constexpr int64_t kStandIn = int64_t(1) << 20;  // a run-time length, for the arithmetic
+  Shape x = in[0].shape;
+  const bool per_call = x.size() == 2 && !x[1].concrete();
+  const Dim length = per_call ? x[1] : Dim{};
+  if (per_call) x[1] = Dim::of(kStandIn);
+  static const char* names[] = {"x", "weight", "bias"};
+  for (size_t i = 0; i < in.size() && i < 3; ++i)
+    if ((i < 2 || has_bias) && !is_concrete(i == 0 ? x : in[i].shape))
+      return error(std::string(op) + ": " + names[i] + " " + shape_str(in[i].shape) +
+                   " must have concrete dims (x's length may be a run-time dim)");
+  Dims b = has_bias ? concretize(in[2].shape, 0) : Dims{};
+  auto out = dims(concretize(x, 0), concretize(in[1].shape, 0), has_bias ? &b : nullptr);
+  if (!out.ok()) return error(std::string(op) + ": " + out.error().message);
+  Shape o = shape_of(*out);
+  if (per_call) o[1] = (*out)[1] == kStandIn ? length : Dim::dyn();
+  return one_output(o);
+}
+
+AxisView around_axis(const Dims& d, size_t axis) {
+  AxisView v;
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (k < axis) v.outer *= d[k];
+    else if (k == axis) v.n = d[k];
+    else v.inner *= d[k];
+  }
+  return v;
+}
+
 std::string attr_str(const Attrs& a, std::string_view key, const std::string& def) {
   const Attrs* v = find_attr(a, key);
   return v && v->is_string() ? v->get<std::string>() : def;

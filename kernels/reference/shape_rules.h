@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,22 @@ inline std::string dim_str(const Dim& d) {
 // `rank` dims, or an error naming the op. `extra` widens the range by that many
 // (stack inserts a new axis: -(rank + 1) .. rank).
 Result<size_t> normalize_axis(std::string_view op, int64_t axis, size_t rank, size_t extra = 0);
+
+// The shape rule of a convolution over one sequence x [C, L] (conv1d,
+// conv_transpose1d): weight and bias concrete, L concrete or a run-time
+// dim; `dims` gives the output dims from concrete ones (or the fault).
+// A run-time L stays itself where the convolution keeps the length
+// (stride 1, "same" padding: a text encoder's [C, seq]), else becomes `_`.
+using SequenceConvDims = std::function<Result<Dims>(const Dims& x, const Dims& w, const Dims* bias)>;
+Result<std::vector<TypedShape>> sequence_conv_shape(std::string_view op, std::span<const TypedShape> in,
+                                                    std::span<const bool> present, const SequenceConvDims& dims);
+
+// A tensor of dims `d` viewed as [outer, n, inner] around `axis`: the
+// product of the dims before it, its own, and the product after it.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisView around_axis(const Dims& d, size_t axis);
 
 // Whether optional input i is present (`present` may be shorter than `in`).
 inline bool is_present(std::span<const bool> present, size_t i) {

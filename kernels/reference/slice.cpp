@@ -55,9 +55,7 @@ Status slice_kernel(KernelContext& ctx) {
     ARCH_TRY_STATUS(expect_output(ctx, "slice", 0, want, X.dtype));
   }
   // x viewed as [outer, n, inner]; out[o, :, :] = x[o, start : start + len, :]
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < a; ++d) outer *= X.shape[d];
-  for (size_t d = a + 1; d < X.shape.size(); ++d) inner *= X.shape[d];
+  const auto [outer, along, inner] = around_axis(X.shape, a);
   const size_t esize = dtype_size(X.dtype);
   const auto* x = static_cast<const char*>(X.data);
   auto* out = static_cast<char*>(ctx.outputs[0].data);

@@ -167,47 +167,5 @@ TEST(ArchrunSpeak, TheMmsTtsToySpeaksItsVocabulary) {
   EXPECT_EQ(int64_t(a->samples.size()), j["samples"].get<int64_t>());
 }
 
-// Both goldens through `archrun forward --all-outputs`: input_ids (and
-// vits_noise's recorded draws) in, every stage transformers stored out,
-// with the batch dim of 1 it returns.
-class ArchrunTtsGolden : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(ArchrunTtsGolden, ForwardWritesEveryStage) {
-  const std::string dir = testing::golden_dir(GetParam());
-  ARCH_REQUIRE_SHARED(dir);
-  testing::TempDir tmp;
-  std::vector<std::pair<std::string, Tensor>> inputs;
-  auto ids = testing::read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int64_t>>();
-  Tensor t = Tensor::zeros(DType::I64, {1, int64_t(ids.size())});
-  std::copy(ids.begin(), ids.end(), static_cast<int64_t*>(t.data));
-  inputs.emplace_back("input_ids", t);
-  if (fs::exists(dir + "/inputs.safetensors")) {
-    auto noise = read_safetensors(dir + "/inputs.safetensors");
-    ASSERT_TRUE(noise.ok()) << noise.error().message;
-    for (const auto& [name, n] : noise->tensors) inputs.emplace_back(name, n);
-  }
-  ASSERT_TRUE(write_safetensors(tmp / "in.safetensors", inputs).ok());
-  auto r = run_tool(testing::archrun() + " forward " + dir + " --inputs " + tmp / "in.safetensors" + " --out " +
-                    tmp / "out.safetensors" + " --all-outputs");
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto out = read_safetensors(tmp / "out.safetensors");
-  ASSERT_TRUE(out.ok()) << out.error().message;
-  auto expected = read_safetensors(dir + "/expected.safetensors");
-  ASSERT_TRUE(expected.ok());
-  EXPECT_GE(expected->tensors.size(), 19u);
-  for (const auto& [name, ref] : expected->tensors) {
-    ASSERT_TRUE(out->tensors.count(name)) << GetParam() << ": archrun wrote no " << name;
-    const Tensor& got = out->tensors.at(name);
-    Dims want = ref.shape;
-    want.insert(want.begin(), 1);
-    ASSERT_EQ(got.shape, want) << name;
-    auto c = testing::compare_f32(got.f32(), ref.f32(), ref.numel());
-    EXPECT_TRUE(c.ok()) << GetParam() << ": " << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
-  }
-}
-
-INSTANTIATE_TEST_SUITE_P(Cases, ArchrunTtsGolden, ::testing::Values("vits", "vits_noise"),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
-
 }  // namespace
 }  // namespace arch

@@ -226,8 +226,10 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_tool;
 
-// Encoders and vision models through `archrun forward --all-outputs`: every
-// tensor transformers stored, with the batch dim of 1 it returns.
+// Encoders, vision models and VITS voices through `archrun forward
+// --all-outputs`: every tensor transformers stored, with the batch dim of 1
+// it returns. The inputs: inputs.json's ids (and an all-ones mask) with
+// inputs.safetensors' tensors (pixel values; VITS' recorded noise).
 class ArchrunEncoderGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
@@ -248,9 +250,13 @@ TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
       inputs.emplace_back("attention_mask", mask);
     }
   }
-  std::string in_path = (tmp / "in.safetensors").string();
-  if (fs::exists(dir + "/inputs.safetensors")) in_path = dir + "/inputs.safetensors";
-  else ASSERT_TRUE(write_safetensors(in_path, inputs).ok());
+  if (fs::exists(dir + "/inputs.safetensors")) {
+    auto stored = read_safetensors(dir + "/inputs.safetensors");
+    ASSERT_TRUE(stored.ok()) << stored.error().message;
+    for (const auto& [name, t] : stored->tensors) inputs.emplace_back(name, t);
+  }
+  const std::string in_path = (tmp / "in.safetensors").string();
+  ASSERT_TRUE(write_safetensors(in_path, inputs).ok());
   auto r = run_tool(testing::archrun() + " forward " + dir + " --inputs " + in_path + " --out " +
                     (tmp / "out.safetensors").string() + " --all-outputs");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -271,7 +277,7 @@ TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderGolden,
                          ::testing::Values("bert", "bert_mlm", "roberta", "vit", "vit_model", "clip_vision",
-                                           "resnet", "resnet_bottleneck"),
+                                           "resnet", "resnet_bottleneck", "vits", "vits_noise"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // RoBERTa has one token type, so embed's ids alone are the golden's whole

@@ -21,7 +21,6 @@ class VitsBackend : public tok::Backend {
   std::map<std::string, int32_t> ids;
   std::map<int32_t, std::string> tokens;
   bool add_blank = true, normalize = true;
-  std::optional<int32_t> unk;
 
   std::vector<int32_t> encode(std::string_view text, bool) const override {
     std::string s(text);
@@ -33,9 +32,7 @@ class VitsBackend : public tok::Backend {
     for (size_t i = 0; i < s.size();) {
       const size_t start = i;
       tok::next_char(s, i);
-      auto it = ids.find(s.substr(start, i - start));
-      if (it == ids.end() && !unk) continue;
-      out.push_back(it == ids.end() ? *unk : it->second);
+      out.push_back(ids.at(s.substr(start, i - start)));  // kept_characters left only vocabulary ones
       if (add_blank) out.push_back(blank);
     }
     return out;
@@ -57,7 +54,7 @@ class VitsBackend : public tok::Backend {
     return it == tokens.end() ? std::nullopt : std::optional<std::string>(it->second);
   }
   size_t vocab_size() const override { return tokens.empty() ? 0 : size_t(tokens.rbegin()->first) + 1; }
-  std::vector<int32_t> special_ids() const override { return unk ? std::vector<int32_t>{*unk} : std::vector<int32_t>{}; }
+  std::vector<int32_t> special_ids() const override { return {}; }
   std::string kind() const override { return "VITS"; }
 
  private:
@@ -147,7 +144,6 @@ Result<std::shared_ptr<const Tokenizer>> load_vits_tokenizer(const std::string& 
   }
   b->add_blank = config.value("add_blank", true);
   b->normalize = config.value("normalize", true);
-  if (auto unk = tok::config_token(config, "unk_token")) b->unk = b->token_to_id(*unk);
   if (b->add_blank && !b->tokens.count(0)) return error(vocab_path + ": add_blank needs a token with id 0 (the blank)");
   b->source = vocab_path;
   return std::shared_ptr<const Tokenizer>(std::make_shared<Tokenizer>(std::move(b)));

@@ -102,6 +102,13 @@ void print_profile(const char* phase, const nlohmann::json& ops) {
                 total > 0 ? 100 * o["ms"].get<double>() / total : 0.0, (long long)o["calls"].get<int64_t>());
 }
 
+// The first lines of a model's benchmark: what ran where, and its load.
+void print_header(const Model& m, double load_ms) {
+  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
+              m.program().backend.c_str(), cpu_features().describe().c_str(), omp_get_max_threads());
+  std::printf("  load            %10.1f ms\n", load_ms);
+}
+
 // The graph's value shapes for one call's inputs: each node's shape rule
 // re-run where its output has a `_` (an image of any size), as the
 // interpreter does at the call. A value-shaped op's output (its size from
@@ -311,9 +318,7 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
-              m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
-  std::printf("  load            %10.1f ms\n", load_ms);
+  print_header(m, load_ms);
   std::printf("  encode          %10.1f ms for %s", 1000 * enc, what.c_str());
   if (enc_gflop > 0)
     std::printf(": %.1f GFLOP at %.0f GFLOP/s, %.0f%% of the %.0f GFLOP/s f32 GEMM rate (oneDNN 1024^3, this run)",
@@ -395,9 +400,7 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
-              m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
-  std::printf("  load            %10.1f ms\n", load_ms);
+  print_header(m, load_ms);
   std::printf("  evaluation      %10.3f s for %s: %.1f GFLOP at %.0f GFLOP/s, %.0f%% of the %.0f GFLOP/s f32 GEMM rate "
               "(oneDNN 1024^3, this run)\n",
               sec, what.c_str(), gflop, gflop / sec, 100 * gflop / sec / gemm, gemm);
@@ -462,9 +465,7 @@ int bench_speech(const Model& m, double load_ms, double audio_seconds, bool as_j
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
-              m.program().backend.c_str(), j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
-  std::printf("  load            %10.1f ms\n", load_ms);
+  print_header(m, load_ms);
   std::printf("  speech          %10.3f s for %.2f s of audio (%zu ids, %lld frames, %d Hz): real-time factor %.3f\n",
               med.compute_seconds, med.seconds(), ids.size(), (long long)med.frames, med.sample_rate,
               med.real_time_factor());
