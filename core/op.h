@@ -44,6 +44,19 @@ struct KernelOptions {
 };
 inline const KernelOptions kDefaultKernelOptions{};
 
+// Rows of one call that belong to different sequences (continuous
+// batching): each sequence has a region of `slot_capacity` positions in the
+// KV caches (region `slot`), and its piece of the call is rows [row, row +
+// rows) at positions [position, position + rows). The ops that mix positions
+// (kv_cache, attention) keep to each piece's region; the rest are row by row.
+struct SequenceRows {
+  struct Piece {
+    int64_t slot = 0, position = 0, row = 0, rows = 0;
+  };
+  int64_t slot_capacity = 0;
+  std::vector<Piece> pieces;
+};
+
 struct KernelContext {
   const Attrs& attrs;
   std::span<const Tensor> inputs;     // an absent optional input has data == nullptr
@@ -52,6 +65,7 @@ struct KernelContext {
   int64_t max_context = 0;            // cache capacity a stateful op sizes itself to
   const std::string& where;           // the value's name, for messages
   const KernelOptions* options = &kDefaultKernelOptions;  // the model's (never null)
+  const SequenceRows* sequences = nullptr;                // set: the rows are several sequences'
 };
 
 using Kernel = std::function<Status(KernelContext&)>;

@@ -341,7 +341,7 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       if (!step.view) state.buffers->lease(o, !step.fills);
     }
     KernelContext kctx{node.attrs, ins, outs, state.states[size_t(step.state_slot)], state.max_context,
-                       g.values[node.outputs[0]].name, &p.options};
+                       g.values[node.outputs[0]].name, &p.options, state.sequences};
     auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st = (*step.kernel)(kctx);
     if (!st.ok()) {

@@ -89,6 +89,7 @@ struct RunState {
   CheckStats* check = nullptr;  // set: check every fast step, stop at the first miss
   const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
   OpProfile* profile = nullptr; // set: time every kernel call
+  const SequenceRows* sequences = nullptr;  // set: the rows are several sequences' (runtime/batched_session.h)
   std::shared_ptr<BufferPool> buffers = BufferPool::make();  // outputs recycled across nodes and steps
   // The walk's slots, kept from call to call (released, shapes' storage
   // kept): a decode step then allocates nothing per node.

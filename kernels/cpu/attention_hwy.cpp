@@ -26,6 +26,7 @@
 #include "core/dtype.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/kv_cache.h"
 
 // What a task reads, passed across the dispatch boundary. Guarded:
 // foreach_target includes this file once per target.
@@ -589,6 +590,8 @@ void split_keys(const Params& p, int64_t lo, int64_t hi) {
 }
 
 Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
+  if (ctx.sequences)
+    return attention_per_sequence(ctx, [&reference](KernelContext& one) { return attention_cpu(one, reference); });
   // The fast case is every case the reference computes with F32 inputs,
   // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than

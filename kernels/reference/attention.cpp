@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/reference/kv_cache.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -62,6 +63,7 @@ bool visible(int64_t i, int64_t j, bool causal, int64_t window) {
 }
 
 Status attention_kernel(KernelContext& ctx) {
+  if (ctx.sequences) return attention_per_sequence(ctx, attention_kernel);
   for (size_t i = 0; i < 3; ++i) ARCH_TRY_STATUS(expect_f32(ctx, "attention", i));
   const Tensor& Q = ctx.inputs[0];  // [S, H, D]
   const Tensor& K = ctx.inputs[1];  // [T, KH, D]

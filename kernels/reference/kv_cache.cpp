@@ -50,6 +50,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
     return kernel_error(ctx, "kv_cache", "expects 2 outputs (k_all, v_all), got " +
                                              std::to_string(ctx.outputs.size()));
   const int64_t S = K.dim(0), KH = K.dim(1), D = K.dim(2), Dv = V.dim(2);
+  const SequenceRows* seqs = ctx.sequences;
   if (!ctx.state) {
     if (ctx.max_context <= 0)
       return kernel_error(ctx, "kv_cache", "needs max_context > 0 to size the KV cache, got " +
@@ -68,14 +69,34 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
     return kernel_error(ctx, "kv_cache", "k " + dims_str(K.shape) + " / v " + dims_str(V.shape) +
                                              " do not match the KV cache rows " + dims_str(c->k.shape) +
                                              " / " + dims_str(c->v.shape));
-  if (c->len + S > c->capacity())
-    return kernel_error(ctx, "kv_cache", "KV cache full: " + std::to_string(c->capacity()) +
-                                             " positions (holds " + std::to_string(c->len) +
-                                             ", this call adds " + std::to_string(S) + ")");
-  // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
-  append_rows(K, c->k, c->len * KH * D);
-  append_rows(V, c->v, c->len * KH * Dv);
-  c->len += S;
+  if (seqs) {
+    // Each piece's rows into its slot's region at its position; the views
+    // are then of every region whole (the attention reads each piece's own).
+    const int64_t cap = seqs->slot_capacity;
+    for (const auto& piece : seqs->pieces) {
+      if (cap <= 0 || piece.position < 0 || piece.position + piece.rows > cap || piece.row + piece.rows > S ||
+          (piece.slot + 1) * cap > c->capacity())
+        return kernel_error(ctx, "kv_cache", "sequence slot " + std::to_string(piece.slot) + " at position " +
+                                                 std::to_string(piece.position) + " + " + std::to_string(piece.rows) +
+                                                 " does not fit its region of " + std::to_string(cap) + " positions");
+      auto rows = [&](const Tensor& t, int64_t width) {
+        return Tensor::view(DType::F32, {piece.rows, KH, width}, const_cast<float*>(t.f32()) + piece.row * KH * width,
+                            t.owner);
+      };
+      append_rows(rows(K, D), c->k, (piece.slot * cap + piece.position) * KH * D);
+      append_rows(rows(V, Dv), c->v, (piece.slot * cap + piece.position) * KH * Dv);
+    }
+    c->len = c->capacity();
+  } else {
+    if (c->len + S > c->capacity())
+      return kernel_error(ctx, "kv_cache", "KV cache full: " + std::to_string(c->capacity()) +
+                                               " positions (holds " + std::to_string(c->len) +
+                                               ", this call adds " + std::to_string(S) + ")");
+    // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
+    append_rows(K, c->k, c->len * KH * D);
+    append_rows(V, c->v, c->len * KH * Dv);
+    c->len += S;
+  }
   // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)
   // Set in place: the outputs' shape storage is the caller's, reused.
   auto view = [&](Tensor& out, const Tensor& cache, int64_t width) {
@@ -87,6 +108,44 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
   };
   view(ctx.outputs[0], c->k, D);
   view(ctx.outputs[1], c->v, Dv);
+  return {};
+}
+
+Status attention_per_sequence(KernelContext& ctx, const Kernel& one) {
+  const SequenceRows& seqs = *ctx.sequences;
+  if (ctx.inputs.size() < 3 || (ctx.inputs.size() > 3 && ctx.inputs[3].data))
+    return kernel_error(ctx, "attention", "several sequences' rows take no bias");
+  if (!attr_bool(ctx.attrs, "causal", true))
+    return kernel_error(ctx, "attention", "several sequences' rows attend causally over their KV caches only");
+  const Tensor& Q = ctx.inputs[0];
+  const Tensor& K = ctx.inputs[1];
+  const Tensor& V = ctx.inputs[2];
+  Tensor& out = ctx.outputs[0];
+  if (Q.shape.size() != 3 || K.shape.size() != 3 || V.shape.size() != 3 || out.shape.size() != 3)
+    return kernel_error(ctx, "attention", "bad shapes q " + dims_str(Q.shape) + ", k " + dims_str(K.shape));
+  const int64_t cap = seqs.slot_capacity;
+  // A view of rows [from, from + n) of t (any element type: the cache may be F16).
+  auto rows = [](const Tensor& t, int64_t from, int64_t n) {
+    const int64_t row = t.shape[1] * t.shape[2];
+    const size_t width = t.dtype == DType::F16 ? 2 : 4;
+    return Tensor::view(t.dtype, {n, t.shape[1], t.shape[2]},
+                        static_cast<char*>(const_cast<void*>(t.data)) + size_t(from * row) * width, t.owner);
+  };
+  std::vector<Tensor> ins(3), outs(1);
+  std::unique_ptr<OpState> none;
+  for (const auto& piece : seqs.pieces) {
+    const int64_t seen = piece.position + piece.rows;
+    if (piece.row + piece.rows > Q.dim(0) || (piece.slot + 1) * cap > K.dim(0) || seen > cap)
+      return kernel_error(ctx, "attention", "sequence slot " + std::to_string(piece.slot) + " rows [" +
+                                                std::to_string(piece.row) + ", +" + std::to_string(piece.rows) +
+                                                ") do not fit q " + dims_str(Q.shape) + ", k " + dims_str(K.shape));
+    ins[0] = rows(Q, piece.row, piece.rows);
+    ins[1] = rows(K, piece.slot * cap, seen);
+    ins[2] = rows(V, piece.slot * cap, seen);
+    outs[0] = rows(out, piece.row, piece.rows);
+    KernelContext sub{ctx.attrs, ins, outs, none, ctx.max_context, ctx.where, ctx.options, nullptr};
+    ARCH_TRY_STATUS(one(sub));
+  }
   return {};
 }
 

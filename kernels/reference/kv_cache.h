@@ -29,4 +29,11 @@ struct KvCache : OpState {
 // cpu attention reads).
 Status kv_cache_append(KernelContext& ctx, DType storage);
 
+// Attention over several sequences' rows (ctx.sequences set): `one` (a
+// single sequence's attention kernel) run per piece, on its query rows and
+// its slot's region of the cache, rows [0, position + rows) of it; the
+// pieces' outputs are rows of the call's output. The cache is the whole of
+// every region, as the batched kv_cache returns it.
+Status attention_per_sequence(KernelContext& ctx, const Kernel& one);
+
 }  // namespace arch

@@ -1,0 +1,178 @@
+#include "runtime/batcher.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace arch {
+
+namespace {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct Batcher::Running {
+  BatchRequest req;
+  Sampler sampler;
+  BatchOutcome outcome;
+  int32_t last = 0;  // the token its next step feeds
+  int slot = 0;
+  Running(BatchRequest r, int s) : req(std::move(r)), sampler(req.sampling), slot(s) {}
+};
+
+Result<std::unique_ptr<Batcher>> Batcher::make(const Model& m, BatcherOptions opt) {
+  if (opt.queue < 0) return error("the queue's bound must be >= 0, got " + std::to_string(opt.queue));
+  ARCH_TRY(auto s, BatchedSession::make(m, opt.slots, opt.context));
+  return std::unique_ptr<Batcher>(new Batcher(std::move(s), opt));
+}
+
+Batcher::Batcher(std::unique_ptr<BatchedSession> s, BatcherOptions opt)
+    : session_(std::move(s)), opt_(opt), running_(size_t(opt.slots)) {
+  worker_ = std::thread([this] { work(); });
+}
+
+Batcher::~Batcher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+  for (auto& [req, at] : queue_) {
+    Running r(std::move(req), -1);
+    r.outcome.prompt_tokens = int64_t(r.req.prompt.size());
+    finish(r, "error", "the server is stopping");
+  }
+}
+
+Result<bool> Batcher::submit(BatchRequest r) {
+  if (r.prompt.empty()) return error("the prompt is empty: give at least one token");
+  if (r.max_new_tokens < 1) return error("max_new_tokens must be at least 1");
+  if (int64_t(r.prompt.size()) + r.max_new_tokens > opt_.context)
+    return error("the prompt's " + std::to_string(r.prompt.size()) + " tokens and " + std::to_string(r.max_new_tokens) +
+                 " new ones exceed the context of " + std::to_string(opt_.context) + " positions");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int running = int(std::count_if(running_.begin(), running_.end(), [](auto& p) { return p != nullptr; }));
+    if (int(queue_.size()) >= opt_.queue + (opt_.slots - running)) return false;
+    queue_.emplace_back(std::move(r), now_seconds());
+  }
+  wake_.notify_all();
+  return true;
+}
+
+Batcher::Load Batcher::load() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Load l;
+  l.running = int(std::count_if(running_.begin(), running_.end(), [](auto& p) { return p != nullptr; }));
+  l.waiting = int(queue_.size());
+  l.steps = steps_;
+  l.step_rows = step_rows_;
+  return l;
+}
+
+void Batcher::finish(Running& r, std::string reason, std::string err) {
+  r.outcome.finish_reason = std::move(reason);
+  r.outcome.error = std::move(err);
+  if (r.req.on_done) r.req.on_done(r.outcome);
+  r.req.on_done = nullptr;
+}
+
+bool Batcher::take(Running& r, int32_t tok) {
+  const auto& stops = r.req.stop_ids;
+  if (std::find(stops.begin(), stops.end(), tok) != stops.end()) {
+    finish(r, "stop");
+    return false;
+  }
+  ++r.outcome.completion_tokens;
+  if (r.req.on_token && !r.req.on_token(tok)) {
+    finish(r, "stop");
+    return false;
+  }
+  if (r.outcome.completion_tokens >= r.req.max_new_tokens) {
+    finish(r, "length");
+    return false;
+  }
+  r.last = tok;
+  return true;
+}
+
+void Batcher::work() {
+  std::vector<BatchedSession::Piece> pieces;
+  std::vector<int> slots;
+  for (;;) {
+    // Who joins: as many queued requests as there are free slots.
+    std::vector<std::unique_ptr<Running>> joining;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto busy = [&] { return std::any_of(running_.begin(), running_.end(), [](auto& p) { return p != nullptr; }); };
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || busy(); });
+      if (stopping_) break;
+      for (size_t s = 0; s < running_.size() && !queue_.empty(); ++s) {
+        if (running_[s]) continue;
+        auto [req, at] = std::move(queue_.front());
+        queue_.pop_front();
+        auto r = std::make_unique<Running>(std::move(req), int(s));
+        r->outcome.prompt_tokens = int64_t(r->req.prompt.size());
+        r->outcome.queued_seconds = now_seconds() - at;
+        joining.push_back(std::move(r));
+      }
+    }
+    // Each joining prompt on its own slot (a prompt's rows are many; its
+    // last row's logits are all it needs), its first token drawn.
+    for (auto& r : joining) {
+      session_->release(r->slot);
+      BatchedSession::Piece p{r->slot, r->req.prompt};
+      auto logits = session_->run(std::span(&p, 1));
+      if (!logits.ok()) {
+        finish(*r, "error", logits.error().message);
+        continue;
+      }
+      const int64_t vocab = logits->dim(-1);
+      if (take(*r, r->sampler.next(std::span<const float>(logits->f32(), size_t(vocab))))) {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_[size_t(r->slot)] = std::move(r);
+      }
+    }
+    // One step of every running sequence, together.
+    pieces.clear();
+    slots.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& r : running_)
+        if (r) pieces.push_back({r->slot, std::span<const int32_t>(&r->last, 1)}), slots.push_back(r->slot);
+    }
+    if (pieces.empty()) continue;
+    auto logits = session_->run(pieces);
+    if (!logits.ok()) {  // every sequence of the step ends with it
+      std::vector<std::unique_ptr<Running>> ended;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (int s : slots) ended.push_back(std::move(running_[size_t(s)]));
+      }
+      for (auto& r : ended) finish(*r, "error", logits.error().message);
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++steps_;
+      step_rows_ += int64_t(pieces.size());
+    }
+    const int64_t vocab = logits->dim(-1);
+    for (size_t k = 0; k < slots.size(); ++k) {
+      Running& r = *running_[size_t(slots[k])];
+      std::span<const float> row(logits->f32() + int64_t(k) * vocab, size_t(vocab));
+      if (!take(r, r.sampler.next(row))) {
+        std::lock_guard<std::mutex> lock(mu_);
+        running_[size_t(slots[k])].reset();
+      }
+    }
+  }
+  // Stopping: every running sequence ends here.
+  for (auto& r : running_)
+    if (r) finish(*r, "error", "the server is stopping"), r.reset();
+}
+
+}  // namespace arch
