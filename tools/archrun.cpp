@@ -178,6 +178,18 @@ int main(int argc, char** argv) {
   spk->add_option("--speaker", sk.speaker, "speaker of a multi-speaker voice (default 0)")->check(CLI::Range(0, 1 << 20));
   spk->add_flag("--json", sk.json, "print {\"out\", \"seconds\", \"durations\", \"real_time_factor\", ...}");
 
+  ServeArgs sv;
+  auto* srv = app.add_subcommand("serve", "an OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (streamed or not), /v1/embeddings, /v1/models, /health; sequences decoded together (continuous batching)");
+  add_common(srv, sv.common);
+  srv->add_option("--host", sv.host, "address to listen on (default 127.0.0.1; 0.0.0.0: every interface)");
+  srv->add_option("--port", sv.port, "port (default 8080; 0: any free one, printed)")->check(CLI::Range(0, 65535));
+  srv->add_option("--parallel", sv.parallel, "sequences decoding together, each with its own KV cache region (default 4)")->check(CLI::Range(1, 1024));
+  srv->add_option("--ctx", sv.context, "positions per sequence, prompt and reply (default: the model's max_position_embeddings, at most 4096)")->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  srv->add_option("--queue", sv.queue, "requests waiting for a free sequence before 503 (default 4 x --parallel)")->check(CLI::Range(1, 1 << 16));
+  srv->add_option("--api-key", sv.api_key, "require 'Authorization: Bearer KEY' on /v1/ (default: ARCHETYPE_API_KEY, else none)");
+  srv->add_option("--alias", sv.name, "the model's id in the API (default: its directory's name)");
+  srv->add_option("--chat-template", sv.chat_template, "a Jinja chat template file, in place of the checkpoint's");
+
   Common cc;
   std::string golden;
   bool compare_json = false;
@@ -279,6 +291,7 @@ int main(int argc, char** argv) {
     sk.has_prompt = spk->get_option("--prompt")->count() > 0;
     return run_speak(sk);
   }
+  if (srv->parsed()) return run_serve(sv);
   if (tkz->parsed()) {
     if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
     return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);

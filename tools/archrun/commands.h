@@ -93,6 +93,14 @@ struct SpeakArgs {
   bool json = false;
 };
 
+struct ServeArgs {
+  Common common;
+  std::string host = "127.0.0.1";
+  int port = 8080, parallel = 4, queue = 0;
+  int64_t context = 0;       // per sequence (0: the model's trained length, at most 4096)
+  std::string api_key, name, chat_template;
+};
+
 struct DenoiseArgs {
   Common common;
   std::string latents, context, negative_context, pooled, negative_pooled, out, scheduler, scheduler_config;
@@ -140,6 +148,7 @@ int run_import(const std::string& dir, const std::string& out, const std::string
 int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json);
 int run_transcribe(const TranscribeArgs& a);
 int run_speak(const SpeakArgs& a);
+int run_serve(const ServeArgs& a);
 int run_denoise(const DenoiseArgs& a);
 int run_imagine(const ImagineArgs& a);
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1,

@@ -1,0 +1,17 @@
+// Replies as the routes send them: JSON bodies (text that is not valid
+// UTF-8 replaced, never thrown on) and the API's errors.
+#pragma once
+
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/api_error.h"
+#include "serve/openai_reply.h"
+
+namespace arch::serve {
+
+void reply_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
+void reply_error(httplib::Response& res, const ApiError& e);
+
+}  // namespace arch::serve
