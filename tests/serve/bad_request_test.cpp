@@ -1,0 +1,111 @@
+// Bad requests get the API's JSON error with the right status, name the
+// field at fault, and leave the server serving.
+#include "tests/serve/serve_fixture.h"
+
+namespace arch {
+namespace {
+
+using testing::RunningServer;
+using json = nlohmann::json;
+
+struct Case {
+  const char* what;
+  const char* path;
+  std::string body;
+  int status;
+  const char* code_or_param;  // the error's code, else its param, else a word of its message
+};
+
+TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s({.parallel = 2, .context = 64});
+  auto c = s.client();
+  const std::string long_prompt = [] {
+    std::string p;
+    for (int k = 0; k < 80; ++k) p += "Once upon a time ";
+    return p;
+  }();
+  const std::vector<Case> cases = {
+      {"not JSON", "/v1/chat/completions", "{\"messages\": [", 400, "not valid JSON"},
+      {"not an object", "/v1/completions", "[1, 2]", 400, "JSON object"},
+      {"missing messages", "/v1/chat/completions", json{{"model", "stories260K"}}.dump(), 400, "messages"},
+      {"empty messages", "/v1/chat/completions", json{{"messages", json::array()}}.dump(), 400, "messages"},
+      {"a message without content", "/v1/chat/completions", json{{"messages", {{{"role", "user"}}}}}.dump(), 400, "messages[0].content"},
+      {"missing prompt", "/v1/completions", json{{"max_tokens", 4}}.dump(), 400, "prompt"},
+      {"unknown model", "/v1/chat/completions", json{{"model", "gpt-4"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump(), 404, "model_not_found"},
+      {"negative max_tokens", "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", -5}}.dump(), 400, "max_tokens"},
+      {"zero max_tokens", "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 0}}.dump(), 400, "max_tokens"},
+      {"huge max_tokens", "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 1000000000000LL}}.dump(), 400, "context_length_exceeded"},
+      {"fractional max_tokens", "/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2.5}}.dump(), 400, "max_tokens"},
+      {"a prompt longer than the context", "/v1/completions", json{{"prompt", long_prompt}}.dump(), 400, "context_length_exceeded"},
+      {"temperature out of range", "/v1/completions", json{{"prompt", "hi"}, {"temperature", 5}}.dump(), 400, "temperature"},
+      {"top_p of 0", "/v1/completions", json{{"prompt", "hi"}, {"top_p", 0}}.dump(), 400, "top_p"},
+      {"n of 2", "/v1/completions", json{{"prompt", "hi"}, {"n", 2}}.dump(), 400, "n"},
+      {"stop of 5 strings", "/v1/completions", json{{"prompt", "hi"}, {"stop", {"a", "b", "c", "d", "e"}}}.dump(), 400, "stop"},
+      {"a token id past the vocabulary", "/v1/completions", json{{"prompt", {1, 99999}}}.dump(), 400, "prompt"},
+      {"stream not a bool", "/v1/completions", json{{"prompt", "hi"}, {"stream", "yes"}}.dump(), 400, "stream"},
+      {"logprobs asked for", "/v1/completions", json{{"prompt", "hi"}, {"logprobs", 3}}.dump(), 400, "logprobs"},
+      {"embeddings from a decoder", "/v1/embeddings", json{{"input", "hi"}}.dump(), 400, "model"},
+      {"no such endpoint", "/v1/engines", "{}", 404, "no such endpoint"},
+  };
+  for (const auto& k : cases) {
+    auto r = c.Post(k.path, k.body, "application/json");
+    ASSERT_TRUE(r) << k.what << ": no reply";
+    EXPECT_EQ(r->status, k.status) << k.what << ": " << r->body;
+    auto j = testing::body_of(r);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << k.what << ": " << r->body;
+    const json& e = j["error"];
+    EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty()) << k.what;
+    const std::string needle = k.code_or_param;
+    const bool named = (e["code"].is_string() && e["code"] == needle) || (e["param"].is_string() && e["param"] == needle) ||
+                       e["message"].get<std::string>().find(needle) != std::string::npos;
+    EXPECT_TRUE(named) << k.what << ": " << r->body;
+    std::printf("  %-34s %d %s\n", k.what, r->status, e["message"].get<std::string>().c_str());
+  }
+  // Still serving.
+  auto ok = c.Post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump(), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+}
+
+TEST(ServeBadRequests, AWrongApiKeyIs401) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s({.api_key = "sesame"});
+  auto c = s.client();
+  const std::string body = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
+  auto none = c.Post("/v1/completions", body, "application/json");
+  EXPECT_EQ(none->status, 401);
+  EXPECT_EQ(testing::body_of(none)["error"]["code"], "invalid_api_key");
+  auto wrong = c.Post("/v1/completions", {{"Authorization", "Bearer open"}}, body, "application/json");
+  EXPECT_EQ(wrong->status, 401);
+  auto right = c.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, body, "application/json");
+  EXPECT_EQ(right->status, 200) << right->body;
+  EXPECT_EQ(c.Get("/health")->status, 200);  // health needs no key
+}
+
+TEST(ServeBadRequests, PastTheQueueIs503WithRetryAfter) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s({.parallel = 1, .queue = 1});
+  std::vector<std::thread> clients;
+  std::mutex mu;
+  std::vector<int> statuses;
+  std::string retry_after;
+  for (int k = 0; k < 8; ++k)
+    clients.emplace_back([&] {
+      auto c = s.client();
+      auto r = c.Post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 400}}.dump(), "application/json");
+      std::lock_guard<std::mutex> lock(mu);
+      statuses.push_back(r ? r->status : -1);
+      if (r && r->status == 503) retry_after = r->get_header_value("Retry-After");
+    });
+  for (auto& t : clients) t.join();
+  const int served = int(std::count(statuses.begin(), statuses.end(), 200));
+  const int busy = int(std::count(statuses.begin(), statuses.end(), 503));
+  EXPECT_EQ(served + busy, 8);
+  EXPECT_GE(served, 1);
+  EXPECT_GE(busy, 1);
+  EXPECT_EQ(retry_after, "1");
+}
+
+}  // namespace
+}  // namespace arch

@@ -1,0 +1,92 @@
+// A server on 127.0.0.1 (any free port) over stories260K, a real trained
+// Llama with its tokenizer, given a small chat template from a scratch file;
+// an httplib client to it.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "runtime/model.h"
+#include "serve/server.h"
+#include "tests/shared_data.h"
+
+namespace arch::testing {
+
+inline std::string stories_dir() { return shared_dir() + "/models/stories260K"; }
+
+inline std::string chat_template_file() {
+  static std::string path = [] {
+    auto p = std::filesystem::temp_directory_path() / ("serve_chat_" + std::to_string(getpid()) + ".jinja");
+    std::ofstream(p) << "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                        "{% if add_generation_prompt %}assistant:{% endif %}";
+    return p.string();
+  }();
+  return path;
+}
+
+inline std::shared_ptr<Model> stories_model() {
+  static std::shared_ptr<Model> m = [] {
+    auto r = load_model(stories_dir());
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() ? *r : nullptr;
+  }();
+  return m;
+}
+
+class RunningServer {
+ public:
+  explicit RunningServer(serve::ServeOptions o, std::shared_ptr<Model> m = stories_model(), std::string path = stories_dir()) {
+    o.port = 0;
+    if (o.chat_template.empty() && path == stories_dir()) o.chat_template = chat_template_file();
+    auto s = serve::Server::make(m, path, o);
+    EXPECT_TRUE(s.ok()) << s.error().message;
+    if (!s.ok()) return;
+    server_ = std::move(s).value();
+    auto p = server_->bind();
+    EXPECT_TRUE(p.ok()) << p.error().message;
+    port_ = p.ok() ? *p : 0;
+    thread_ = std::thread([this] { server_->run(); });
+  }
+  ~RunningServer() {
+    if (!server_) return;
+    server_->stop();
+    thread_.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_read_timeout(60);
+    return c;
+  }
+  int port() const { return port_; }
+  serve::Server& server() { return *server_; }
+
+ private:
+  std::unique_ptr<serve::Server> server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+inline nlohmann::json body_of(const httplib::Result& r) {
+  if (!r) return nullptr;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+// The data events of a server-sent event stream, [DONE] as the string "[DONE]".
+inline std::vector<nlohmann::json> events_of(const std::string& stream) {
+  std::vector<nlohmann::json> out;
+  size_t at = 0;
+  while ((at = stream.find("data: ", at)) != std::string::npos) {
+    size_t end = stream.find("\n\n", at);
+    std::string data = stream.substr(at + 6, end - at - 6);
+    out.push_back(data == "[DONE]" ? nlohmann::json("[DONE]") : nlohmann::json::parse(data, nullptr, false));
+    at = end;
+  }
+  return out;
+}
+
+}  // namespace arch::testing

@@ -1,0 +1,148 @@
+// The endpoints over a real model: a greedy completion is what generation
+// gives in-process; a streamed chat's deltas add up to the whole reply;
+// stop strings end the text before them; embeddings come from an encoder.
+#include "tests/serve/serve_fixture.h"
+
+#include "runtime/generate.h"
+#include "runtime/model_text.h"
+
+namespace arch {
+namespace {
+
+using testing::RunningServer;
+using json = nlohmann::json;
+
+TEST(Serve, HealthAndModels) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s({.parallel = 2});
+  auto c = s.client();
+  auto h = testing::body_of(c.Get("/health"));
+  EXPECT_EQ(h["status"], "ok");
+  EXPECT_EQ(h["slots"]["total"], 2);
+  EXPECT_EQ(h["slots"]["context"], 512);  // the model's max_position_embeddings
+  auto m = testing::body_of(c.Get("/v1/models"));
+  EXPECT_EQ(m["object"], "list");
+  ASSERT_EQ(m["data"].size(), 1u);
+  EXPECT_EQ(m["data"][0]["id"], "stories260K");
+  EXPECT_EQ(testing::body_of(c.Get("/v1/models/stories260K"))["id"], "stories260K");
+}
+
+TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  auto m = testing::stories_model();
+  auto tok = load_model_tokenizer(testing::stories_dir());
+  ASSERT_TRUE(tok.ok());
+  GenerateOptions g;
+  g.max_new_tokens = 24;
+  g.stop_ids = eos_ids(*m, tok->get());
+  auto want = generate(*m, (*tok)->encode("Once upon a time", true), g);
+  ASSERT_TRUE(want.ok());
+
+  RunningServer s({.parallel = 4});
+  auto c = s.client();
+  auto r = c.Post("/v1/completions", json{{"model", "stories260K"}, {"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 0}}.dump(),
+                  "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto j = testing::body_of(r);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["choices"][0]["tokens"].get<std::vector<int32_t>>(), want->tokens);
+  EXPECT_EQ(j["choices"][0]["text"], (*tok)->decode(want->tokens, true));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], want->stop_reason == "eos" ? "stop" : "length");
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(j["usage"]["completion_tokens"], 24);
+  EXPECT_EQ(j["usage"]["total_tokens"], 29);
+  // Token ids in, the same tokens out.
+  auto ids = c.Post("/v1/completions", json{{"prompt", (*tok)->encode("Once upon a time", true)}, {"max_tokens", 24}, {"temperature", 0}}.dump(),
+                    "application/json");
+  EXPECT_EQ(testing::body_of(ids)["choices"][0]["tokens"], j["choices"][0]["tokens"]);
+}
+
+TEST(Serve, AStreamedChatAddsUpToTheWholeReply) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s({.parallel = 2});
+  auto c = s.client();
+  json req = {{"model", "stories260K"}, {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 40}, {"temperature", 0}};
+  auto whole = testing::body_of(c.Post("/v1/chat/completions", req.dump(), "application/json"));
+  ASSERT_EQ(whole["object"], "chat.completion") << whole.dump();
+  EXPECT_EQ(whole["choices"][0]["message"]["role"], "assistant");
+  const std::string text = whole["choices"][0]["message"]["content"];
+  EXPECT_FALSE(text.empty());
+  req["stream"] = true;
+  auto r = c.Post("/v1/chat/completions", req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->get_header_value("Content-Type"), "text/event-stream");
+  auto events = testing::events_of(r->body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_EQ(events[0]["choices"][0]["delta"]["role"], "assistant");
+  std::string streamed;
+  for (size_t k = 0; k + 2 < events.size(); ++k) {
+    EXPECT_EQ(events[k]["object"], "chat.completion.chunk");
+    EXPECT_TRUE(events[k]["choices"][0]["finish_reason"].is_null());
+    streamed += events[k]["choices"][0]["delta"].value("content", "");
+  }
+  EXPECT_EQ(streamed, text);
+  const json& last = events[events.size() - 2];
+  EXPECT_EQ(last["choices"][0]["finish_reason"], whole["choices"][0]["finish_reason"]);
+  EXPECT_EQ(last["usage"], whole["usage"]);
+}
+
+TEST(Serve, AStopStringEndsTheTextBeforeIt) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s({.parallel = 2});
+  auto c = s.client();
+  json req = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}};
+  const std::string free_text = testing::body_of(c.Post("/v1/completions", req.dump(), "application/json"))["choices"][0]["text"];
+  const size_t at = free_text.find("Lily");
+  ASSERT_NE(at, std::string::npos) << free_text;
+  req["stop"] = {"Lily", "never said"};
+  for (bool stream : {false, true}) {
+    req["stream"] = stream;
+    auto r = c.Post("/v1/completions", req.dump(), "application/json");
+    ASSERT_TRUE(r);
+    std::string text, reason;
+    if (stream) {
+      for (const auto& e : testing::events_of(r->body))
+        if (e.is_object()) text += e["choices"][0].value("text", ""), reason = e["choices"][0]["finish_reason"].is_null() ? reason : std::string(e["choices"][0]["finish_reason"]);
+    } else {
+      auto j = testing::body_of(r);
+      text = j["choices"][0]["text"];
+      reason = j["choices"][0]["finish_reason"];
+    }
+    EXPECT_EQ(text, free_text.substr(0, at)) << "stream " << stream;
+    EXPECT_EQ(reason, "stop");
+  }
+}
+
+TEST(Serve, EmbeddingsFromAnEncoder) {
+  const std::string bert = testing::golden_dir("bert");
+  ARCH_REQUIRE_SHARED(bert);
+  auto m = load_model(bert);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  RunningServer s({}, *m, bert);
+  auto c = s.client();
+  auto r = c.Post("/v1/embeddings", json{{"model", "bert"}, {"input", {{1, 5, 9, 2}, {1, 7, 2}}}}.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  auto j = testing::body_of(r);
+  ASSERT_EQ(j["data"].size(), 2u);
+  const auto v = j["data"][0]["embedding"].get<std::vector<float>>();
+  EXPECT_EQ(int64_t(v.size()), (*m)->config_int("hidden_size", 0));
+  double norm = 0;
+  for (float x : v) norm += double(x) * x;
+  EXPECT_NEAR(norm, 1.0, 1e-5);
+  EXPECT_EQ(j["usage"]["prompt_tokens"], 7);
+  EXPECT_NE(j["data"][0]["embedding"], j["data"][1]["embedding"]);
+  // base64: the same floats' little-endian bytes.
+  auto b = testing::body_of(c.Post("/v1/embeddings", json{{"input", {1, 5, 9, 2}}, {"encoding_format", "base64"}}.dump(), "application/json"));
+  ASSERT_TRUE(b["data"][0]["embedding"].is_string());
+  EXPECT_EQ(b["data"][0]["embedding"].get<std::string>().size(), 4 * ((v.size() * 4 + 2) / 3));
+  // A decoder's endpoints say what this model serves.
+  auto no = c.Post("/v1/completions", json{{"prompt", {1, 2}}}.dump(), "application/json");
+  EXPECT_EQ(no->status, 400);
+  EXPECT_NE(no->body.find("does not generate"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arch
