@@ -13,6 +13,7 @@ PACKAGES=(
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev ocl-icd-opencl-dev libstb-dev
   libpcre2-dev libutf8proc-dev libsentencepiece-dev graphviz
   libsndfile1-dev libfftw3-dev libsoxr-dev zlib1g-dev sox
+  libcpp-httplib-dev libssl-dev
 )
 
 if [ -z "${SKIP_APT:-}" ]; then
@@ -21,11 +22,20 @@ if [ -z "${SKIP_APT:-}" ]; then
   echo "== installing Debian packages: ${PACKAGES[*]}"
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${PACKAGES[@]}"
+  # node runs the server's tests through the openai client; a node already
+  # installed (with its own npm) is kept.
+  command -v node > /dev/null || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q nodejs npm
 fi
 
 echo "== configuring and building (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"${JOBS:-2}"
+
+echo "== the openai client for the server's tests (npm registry, into build/serve-client)"
+if command -v npm > /dev/null; then
+  (cd build/serve-client && npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "!!! npm ci failed: the openai client tests will skip (and fail in CI)"
+fi
 
 echo "== the main job: greedy generation on the embedded default model"
 ./build/archrun info toy

@@ -1,0 +1,151 @@
+// archrun serve driven by the openai package from the npm registry: a
+// server started on 127.0.0.1 for stories260K (a real trained Llama, its
+// tokenizer, a small chat template) and one for the BERT golden
+// (embeddings), stopped at the end. Streamed and plain chat, completions,
+// embeddings, and errors surfaced as the client's own exceptions.
+//   ARCHRUN=build/archrun ARCHETYPE_SHARED_DIR=../shared node openai_client.test.mjs
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+
+const shared = process.env.ARCHETYPE_SHARED_DIR;
+const archrun = process.env.ARCHRUN;
+const required = !!process.env.ARCHETYPE_REQUIRE_SHARED;
+function skip(why) {
+  console.log(`!!! SKIPPED: ${why}; the openai client tests did NOT run !!!`);
+  process.exit(required ? 1 : 77);
+}
+let OpenAI;
+try {
+  OpenAI = (await import('openai')).default;
+} catch {
+  skip(`the openai package is not installed beside this file (npm ci in ${import.meta.dirname ?? '.'})`);
+}
+const stories = join(shared ?? '', 'models/stories260K');
+const bert = join(shared ?? '', 'golden/bert');
+if (!shared || !existsSync(stories) || !existsSync(bert)) skip(`reference data ${stories} is absent`);
+
+const scratch = mkdtempSync(join(tmpdir(), 'serve-client-'));
+const template = join(scratch, 'chat.jinja');
+writeFileSync(template, "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}");
+
+// archrun serve on any free port: resolves with the port it printed.
+function serve(model, ...args) {
+  const child = spawn(archrun, ['serve', model, '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on [^:]+:(\d+)/);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`archrun serve exited with ${code} before listening`)));
+  });
+  return { child, port };
+}
+
+const servers = [];
+let chat, open, embed, busy;
+before(async () => {
+  const s = serve(stories, '--chat-template', template, '--api-key', 'sesame', '--parallel', '4');
+  const e = serve(bert);
+  const b = serve(stories, '--parallel', '1', '--queue', '1');
+  servers.push(s.child, e.child, b.child);
+  const [sp, ep, bp] = await Promise.all([s.port, e.port, b.port]);
+  chat = new OpenAI({ baseURL: `http://127.0.0.1:${sp}/v1`, apiKey: 'sesame' });
+  open = new OpenAI({ baseURL: `http://127.0.0.1:${sp}/v1`, apiKey: 'wrong', maxRetries: 0 });
+  embed = new OpenAI({ baseURL: `http://127.0.0.1:${ep}/v1`, apiKey: 'none' });
+  busy = new OpenAI({ baseURL: `http://127.0.0.1:${bp}/v1`, apiKey: 'none', maxRetries: 0 });
+});
+after(() => {
+  for (const c of servers) c.kill('SIGTERM');
+});
+
+test('models.list names the model', async () => {
+  const models = [];
+  for await (const m of chat.models.list()) models.push(m.id);
+  assert.deepEqual(models, ['stories260K']);
+});
+
+test('chat, plain and streamed, give the same greedy reply', async () => {
+  const ask = { model: 'stories260K', messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 30, temperature: 0 };
+  const plain = await chat.chat.completions.create(ask);
+  assert.equal(plain.object, 'chat.completion');
+  assert.equal(plain.choices[0].message.role, 'assistant');
+  const text = plain.choices[0].message.content;
+  assert.ok(text.length > 0);
+  assert.equal(plain.usage.completion_tokens, 30);
+  assert.equal(plain.usage.total_tokens, plain.usage.prompt_tokens + 30);
+  assert.equal(plain.choices[0].finish_reason, 'length');
+
+  const stream = await chat.chat.completions.create({ ...ask, stream: true });
+  let streamed = '';
+  let chunks = 0;
+  let finish = null;
+  for await (const chunk of stream) {
+    chunks++;
+    streamed += chunk.choices[0]?.delta?.content ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.ok(chunks > 2, `${chunks} chunks`);
+  assert.equal(streamed, text);
+  assert.equal(finish, 'length');
+});
+
+test('completions, with a stop string', async () => {
+  const free = await chat.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 40, temperature: 0 });
+  const text = free.choices[0].text;
+  assert.match(text, /Lily/);
+  const stopped = await chat.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 40, temperature: 0, stop: ['Lily'] });
+  assert.equal(stopped.choices[0].text, text.slice(0, text.indexOf('Lily')));
+  assert.equal(stopped.choices[0].finish_reason, 'stop');
+  const stream = await chat.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 40, temperature: 0, stream: true });
+  let streamed = '';
+  for await (const chunk of stream) streamed += chunk.choices[0]?.text ?? '';
+  assert.equal(streamed, text);
+});
+
+test('a seeded sampled completion repeats', async () => {
+  const ask = { model: 'stories260K', prompt: 'The cat', max_tokens: 20, temperature: 0.9, top_p: 0.9, seed: 7 };
+  const a = await chat.completions.create(ask);
+  const b = await chat.completions.create(ask);
+  assert.equal(a.choices[0].text, b.choices[0].text);
+});
+
+test('embeddings (the client asks for base64 and decodes it)', async () => {
+  const r = await embed.embeddings.create({ model: 'bert', input: [[1, 5, 9, 2], [1, 7, 2]] });
+  assert.equal(r.data.length, 2);
+  assert.equal(r.data[0].embedding.length, 64);
+  const norm = Math.hypot(...r.data[0].embedding);
+  assert.ok(Math.abs(norm - 1) < 1e-5, `norm ${norm}`);
+  const floats = await embed.embeddings.create({ model: 'bert', input: [1, 5, 9, 2], encoding_format: 'float' });
+  for (let i = 0; i < 64; i++) assert.ok(Math.abs(floats.data[0].embedding[i] - r.data[0].embedding[i]) < 1e-7);
+  assert.equal(r.usage.prompt_tokens, 7);
+});
+
+test('errors are the client\'s own exceptions', async () => {
+  await assert.rejects(open.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }] }),
+    (e) => e instanceof OpenAI.AuthenticationError && e.status === 401 && e.code === 'invalid_api_key');
+  await assert.rejects(chat.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    (e) => e instanceof OpenAI.NotFoundError && e.code === 'model_not_found');
+  await assert.rejects(chat.completions.create({ model: 'stories260K', prompt: 'hi', max_tokens: -1 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'max_tokens');
+  await assert.rejects(chat.completions.create({ model: 'stories260K', prompt: 'hi', max_tokens: 100000 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
+  await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: 'hi' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages');
+  await assert.rejects(embed.completions.create({ model: 'bert', prompt: 'hi' }),
+    (e) => e instanceof OpenAI.BadRequestError && /does not generate/.test(e.message));
+});
+
+test('past the queue: 503, as the client\'s error', async () => {
+  const ask = () => busy.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 400 });
+  const results = await Promise.allSettled(Array.from({ length: 8 }, ask));
+  const refused = results.filter((r) => r.status === 'rejected');
+  assert.ok(refused.length >= 1, 'some were refused');
+  assert.ok(results.some((r) => r.status === 'fulfilled'), 'some were served');
+  for (const r of refused) assert.ok(r.reason instanceof OpenAI.InternalServerError && r.reason.status === 503, String(r.reason));
+});
