@@ -7,6 +7,9 @@ namespace arch {
 
 namespace {
 
+// Prompt tokens run between two decode steps of the sequences running.
+constexpr int64_t kPrefillBudget = 256;
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -19,6 +22,7 @@ struct Batcher::Running {
   BatchOutcome outcome;
   int32_t last = 0;  // the token its next step feeds
   int slot = 0;
+  bool decoding = false;  // its prompt has run
   Running(BatchRequest r, int s) : req(std::move(r)), sampler(req.sampling), slot(s) {}
 };
 
@@ -102,9 +106,9 @@ bool Batcher::take(Running& r, int32_t tok) {
 void Batcher::work() {
   std::vector<BatchedSession::Piece> pieces;
   std::vector<int> slots;
+  std::deque<int> joining;  // slots whose prompts are still to run, in order of arrival
   for (;;) {
     // Who joins: as many queued requests as there are free slots.
-    std::vector<std::unique_ptr<Running>> joining;
     {
       std::unique_lock<std::mutex> lock(mu_);
       auto busy = [&] { return std::any_of(running_.begin(), running_.end(), [](auto& p) { return p != nullptr; }); };
@@ -117,23 +121,29 @@ void Batcher::work() {
         auto r = std::make_unique<Running>(std::move(req), int(s));
         r->outcome.prompt_tokens = int64_t(r->req.prompt.size());
         r->outcome.queued_seconds = now_seconds() - at;
-        joining.push_back(std::move(r));
+        running_[s] = std::move(r);
+        joining.push_back(int(s));
       }
     }
-    // Each joining prompt on its own slot (a prompt's rows are many; its
-    // last row's logits are all it needs), its first token drawn.
-    for (auto& r : joining) {
-      session_->release(r->slot);
-      BatchedSession::Piece p{r->slot, r->req.prompt};
+    // Joining prompts, each on its own slot (a prompt's rows are many; its
+    // last row's logits are all it needs), its first token drawn; up to
+    // kPrefillBudget prompt tokens between two steps of the others, so a
+    // crowd arriving stalls those running for a bounded time.
+    for (int64_t budget = kPrefillBudget; !joining.empty() && budget > 0;) {
+      Running& r = *running_[size_t(joining.front())];
+      joining.pop_front();
+      budget -= int64_t(r.req.prompt.size());
+      session_->release(r.slot);
+      BatchedSession::Piece p{r.slot, r.req.prompt};
       auto logits = session_->run(std::span(&p, 1));
-      if (!logits.ok()) {
-        finish(*r, "error", logits.error().message);
-        continue;
-      }
-      const int64_t vocab = logits->dim(-1);
-      if (take(*r, r->sampler.next(std::span<const float>(logits->f32(), size_t(vocab))))) {
+      bool going = false;
+      if (!logits.ok()) finish(r, "error", logits.error().message);
+      else going = take(r, r.sampler.next(std::span<const float>(logits->f32(), size_t(logits->dim(-1)))));
+      if (going) {
+        r.decoding = true;
+      } else {
         std::lock_guard<std::mutex> lock(mu_);
-        running_[size_t(r->slot)] = std::move(r);
+        running_[size_t(r.slot)].reset();
       }
     }
     // One step of every running sequence, together.
@@ -142,7 +152,7 @@ void Batcher::work() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& r : running_)
-        if (r) pieces.push_back({r->slot, std::span<const int32_t>(&r->last, 1)}), slots.push_back(r->slot);
+        if (r && r->decoding) pieces.push_back({r->slot, std::span<const int32_t>(&r->last, 1)}), slots.push_back(r->slot);
     }
     if (pieces.empty()) continue;
     auto logits = session_->run(pieces);

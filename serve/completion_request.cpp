@@ -131,6 +131,10 @@ Check read_fields(const json& j, CompletionRequest& r) {
     if (!j["stream"].is_boolean()) return bad_request("'stream' must be true or false", "stream");
     r.stream = j["stream"].get<bool>();
   }
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
+    if (!j["ignore_eos"].is_boolean()) return bad_request("'ignore_eos' must be true or false", "ignore_eos");
+    r.ignore_eos = j["ignore_eos"].get<bool>();
+  }
   for (const char* field : {"logprobs", "top_logprobs", "tools", "functions", "echo", "best_of", "suffix"}) {
     if (!j.contains(field) || j[field].is_null() || j[field] == false || (j[field].is_array() && j[field].empty())) continue;
     if (std::string(field) == "best_of" && j[field] == 1) continue;

@@ -28,6 +28,7 @@ struct CompletionRequest {
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;        // up to 4
   bool stream = false;
+  bool ignore_eos = false;              // llama.cpp's extension: run to max_tokens (benchmarks)
 };
 
 // The request, or the error to reply with (status 400, the field named).

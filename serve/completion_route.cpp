@@ -57,7 +57,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   sampling.top_p = float(r.top_p);
   sampling.seed = r.seed ? *r.seed : std::random_device{}();
   auto job = std::make_shared<TextJob>(tok_, r.stop);
-  auto submitted = batcher_->submit(job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling, stop_ids_));
+  auto submitted = batcher_->submit(job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling, r.ignore_eos ? std::vector<int32_t>{} : stop_ids_));
   if (!submitted.ok()) return reply_error(res, bad_request(submitted.error().message));
   if (!*submitted)
     return reply_error(res, {503, "the server is busy: " + std::to_string(opt_.parallel) + " sequences running and " +

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include "runtime/generate.h"
 #include "runtime/graph_outputs.h"
@@ -93,8 +94,17 @@ std::string Server::serves() const {
 }
 
 Result<int> Server::bind() {
+  // httplib listens with a backlog of 5: 64 clients connecting at once
+  // would overflow it, and some of them see their connection dropped. The
+  // socket is caught as it is made and listened on again with room for
+  // them (Linux updates the backlog of a listening socket).
+  http_->set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd_ = sock;
+  });
   const int port = opt_.port == 0 ? http_->bind_to_any_port(opt_.host) : (http_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
   if (port < 0) return error("cannot listen on " + opt_.host + ":" + std::to_string(opt_.port) + " (in use, or not this machine's address)");
+  if (listen_fd_ >= 0) ::listen(listen_fd_, 1024);
   return port;
 }
 

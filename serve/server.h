@@ -74,6 +74,7 @@ class Server {
   std::vector<int32_t> stop_ids_;
   int64_t vocab_ = 0, created_ = 0;
   std::unique_ptr<httplib::Server> http_;
+  int listen_fd_ = -1;                  // the listening socket, its backlog widened after bind
 };
 
 }  // namespace arch::serve

@@ -190,6 +190,16 @@ int main(int argc, char** argv) {
   srv->add_option("--alias", sv.name, "the model's id in the API (default: its directory's name)");
   srv->add_option("--chat-template", sv.chat_template, "a Jinja chat template file, in place of the checkpoint's");
 
+  BenchServeArgs bs;
+  auto* bsv = app.add_subcommand("bench-serve", "the server under load: 1, 4, 16, 64 concurrent streamed completions; aggregate decode tok/s, time to first token (median, p99)");
+  add_common(bsv, bs.common);
+  bsv->add_option("--url", bs.url, "measure a server already running there (llama-server, same model) instead of serving MODEL in-process");
+  bsv->add_option("--concurrency", bs.concurrency, "concurrent streams per round (default 1,4,16,64)")->delimiter(',')->check(CLI::Range(1, 1024));
+  bsv->add_option("-p,--prompt-tokens", bs.prompt_tokens, "prompt length per request (seeded random ids; default 128)")->check(CLI::Range(1, 1 << 16));
+  bsv->add_option("-n,--new-tokens", bs.new_tokens, "tokens per request (default 64; end tokens ignored)")->check(CLI::Range(1, 1 << 16));
+  bsv->add_option("--ctx", bs.context, "positions per sequence (default: prompt + new tokens)");
+  bsv->add_flag("--json", bs.json, "one JSON object as the last line");
+
   Common cc;
   std::string golden;
   bool compare_json = false;
@@ -292,6 +302,7 @@ int main(int argc, char** argv) {
     return run_speak(sk);
   }
   if (srv->parsed()) return run_serve(sv);
+  if (bsv->parsed()) return run_bench_serve(bs);
   if (tkz->parsed()) {
     if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
     return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);

@@ -34,6 +34,8 @@ TEST(ServeLoad, AGreedyRequestGivesTheSameTokensAloneAndAmong63Others) {
       if (k % 2) req["temperature"] = 0.8, req["seed"] = k;
       auto r = oc.Post("/v1/completions", req.dump(), "application/json");
       ok += r && r->status == 200;
+      if (!r || r->status != 200)
+        std::printf("  request %d: %s\n", k, r ? (std::to_string(r->status) + " " + r->body).c_str() : httplib::to_string(r.error()).c_str());
     });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the others running when it joins
   const auto among = tokens_of(c, mine);

@@ -101,6 +101,15 @@ struct ServeArgs {
   std::string api_key, name, chat_template;
 };
 
+struct BenchServeArgs {
+  Common common;
+  std::string url;                        // a server already running (llama-server): measure it instead
+  std::vector<int> concurrency = {1, 4, 16, 64};
+  int prompt_tokens = 128, new_tokens = 64;
+  int64_t context = 0;                    // per sequence (0: prompt + new tokens)
+  bool json = false;
+};
+
 struct DenoiseArgs {
   Common common;
   std::string latents, context, negative_context, pooled, negative_pooled, out, scheduler, scheduler_config;
@@ -149,6 +158,7 @@ int run_mel(const std::string& audio, int bins, const std::string& out, bool as_
 int run_transcribe(const TranscribeArgs& a);
 int run_speak(const SpeakArgs& a);
 int run_serve(const ServeArgs& a);
+int run_bench_serve(const BenchServeArgs& a);
 int run_denoise(const DenoiseArgs& a);
 int run_imagine(const ImagineArgs& a);
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1,
