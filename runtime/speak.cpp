@@ -135,6 +135,32 @@ void append_speech(Speech& all, const Speech& more) {
   all.frames += more.frames;
   all.compute_seconds += more.compute_seconds;
   all.sample_rate = more.sample_rate;
+  all.pieces += more.pieces;
+}
+
+Result<Speech> speak_text(const Model& m, const Tokenizer& tok, std::string_view text, SpeakOptions opt,
+                          const std::function<void(size_t, size_t)>& on_piece) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return error("the text is empty: nothing to speak");
+  std::vector<std::vector<int32_t>> pieces;
+  for (const std::string& piece : speech_pieces(text)) {
+    std::vector<int32_t> ids = tok.encode(piece);
+    // With add_blank every other id is the blank: a piece of which no
+    // character is in the vocabulary leaves only that.
+    if (std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id != 0; })) pieces.push_back(std::move(ids));
+  }
+  if (pieces.empty())
+    return error("\"" + std::string(text) + "\": no character of the text is in the voice's vocabulary (" + tok.source() + ")");
+  Speech all;
+  const int64_t seed = opt.seed;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (on_piece) on_piece(k, pieces.size());
+    opt.seed = seed + int64_t(k);
+    ARCH_TRY(Speech sp, speak(m, pieces[k], opt));
+    if (k == 0) all = std::move(sp);
+    else append_speech(all, sp);
+  }
+  all.pieces = int(pieces.size());
+  return all;
 }
 
 }  // namespace arch

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -14,6 +15,7 @@
 
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace arch {
 
@@ -32,6 +34,7 @@ struct Speech {
   std::vector<int64_t> durations;    // frames per input id
   int64_t frames = 0;                // spectrogram frames (their sum, at least 1)
   double compute_seconds = 0;        // the graph's run
+  int pieces = 1;                    // runs of the graph it was spoken in (speak_text)
   double seconds() const { return sample_rate > 0 ? double(waveform.size()) / sample_rate : 0.0; }
   double real_time_factor() const { return seconds() > 0 ? compute_seconds / seconds() : 0.0; }
 };
@@ -51,6 +54,14 @@ Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOp
 // sentence ends (. ! ? ; : and newlines, then whitespace) into pieces of at
 // most `max_chars`, a sentence longer than that at its last space within.
 std::vector<std::string> speech_pieces(std::string_view text, size_t max_chars = 400);
+
+// Text through the voice's tokenizer: a long text in pieces
+// (speech_pieces), spoken one after another, piece k with seed + k (each
+// its own draws); pieces with no character in the vocabulary left out, and
+// an error naming the tokenizer's file where that leaves nothing.
+// `on_piece(k, n)`: called before piece k of n.
+Result<Speech> speak_text(const Model& m, const Tokenizer& tok, std::string_view text, SpeakOptions opt = {},
+                          const std::function<void(size_t, size_t)>& on_piece = nullptr);
 
 // `more` appended to `all`: the waveforms and durations joined, the
 // compute times summed.

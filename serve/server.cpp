@@ -10,6 +10,7 @@
 #include "runtime/generate.h"
 #include "runtime/graph_outputs.h"
 #include "runtime/model_text.h"
+#include "runtime/speak.h"
 #include "serve/http_reply.h"
 
 namespace arch::serve {
@@ -68,12 +69,16 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
   }
   s->vocab_ = m->config_int("vocab_size", 0);
   s->embeds_ = has_output(*m, "mean_pooled");
+  s->speaks_ = speech_graph(*m) != nullptr;
+  // Speech in: an encoder-decoder whose encoder takes log-mel features.
+  if (const ModelGraph* tg = m->token_graph(); tg && m->is_encoder_decoder())
+    for (const auto& g : m->graphs) s->transcribes_ = s->transcribes_ || g->graph.find_input("input_features") >= 0;
   if (m->token_graph() && !m->is_encoder_decoder()) {
     ARCH_TRY(s->batcher_, Batcher::make(*m, {.slots = opt.parallel, .context = opt.context, .queue = opt.queue}));
     s->stop_ids_ = eos_ids(*m, s->tok_.get());
   }
-  if (!s->batcher_ && !s->embeds_)
-    return error(model_path + ": family " + m->family + " serves neither completions (a decoder) nor embeddings (an encoder with mean_pooled)");
+  if (!s->batcher_ && !s->embeds_ && !s->speaks_ && !s->transcribes_)
+    return error(model_path + ": family " + m->family + " serves none of completions (a decoder), embeddings (an encoder with mean_pooled), speech (a voice) or transcriptions (a speech encoder-decoder)");
   s->created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   s->opt_ = opt;
   s->http_ = std::make_unique<httplib::Server>();
@@ -90,6 +95,8 @@ std::string Server::serves() const {
   std::string s;
   if (batcher_) s += chat_ ? "completions, chat completions" : "completions (no chat template: " + chat_missing_ + ")";
   if (embeds_) s += std::string(s.empty() ? "" : ", ") + "embeddings";
+  if (speaks_) s += std::string(s.empty() ? "" : ", ") + "speech";
+  if (transcribes_) s += std::string(s.empty() ? "" : ", ") + "transcriptions";
   return s;
 }
 
@@ -161,6 +168,8 @@ void Server::routes() {
   h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });
   h.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, true); });
   h.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embed(req, res); });
+  h.Post("/v1/audio/speech", [this](const httplib::Request& req, httplib::Response& res) { speech(req, res); });
+  h.Post("/v1/audio/transcriptions", [this](const httplib::Request& req, httplib::Response& res) { transcription(req, res); });
 }
 
 }  // namespace arch::serve

@@ -2,7 +2,8 @@
 // every existing client works: GET /health, GET /v1/models,
 // POST /v1/completions and /v1/chat/completions (whole, or streamed as
 // server-sent events ending in `data: [DONE]`) through a continuous
-// batcher, POST /v1/embeddings for an encoder that pools. Errors are the
+// batcher, POST /v1/embeddings for an encoder that pools, POST /v1/audio/speech for a
+// voice and /v1/audio/transcriptions for a speech encoder-decoder. Errors are the
 // API's JSON with its statuses; past the batcher's queue a request gets 503
 // and a Retry-After.
 #pragma once
@@ -59,6 +60,8 @@ class Server {
   // The routes' work (completion_route.cpp, embedding_route.cpp).
   void complete(const httplib::Request& req, httplib::Response& res, bool chat);
   void embed(const httplib::Request& req, httplib::Response& res);
+  void speech(const httplib::Request& req, httplib::Response& res);         // audio_routes.cpp
+  void transcription(const httplib::Request& req, httplib::Response& res);
   // The request's prompt as token ids, or the error to reply with.
   std::variant<std::vector<int32_t>, ApiError> prompt_ids(const struct CompletionRequest& r);
 
@@ -70,7 +73,8 @@ class Server {
   std::string chat_missing_;            // why there is no chat template
   std::unique_ptr<Batcher> batcher_;    // null: the model does not generate
   bool embeds_ = false;
-  std::mutex embed_mu_;                 // embeddings run one at a time
+  bool speaks_ = false, transcribes_ = false;
+  std::mutex work_mu_;                  // embeddings, speech and transcriptions run one at a time
   std::vector<int32_t> stop_ids_;
   int64_t vocab_ = 0, created_ = 0;
   std::unique_ptr<httplib::Server> http_;

@@ -20,6 +20,7 @@
 #include <dnnl.hpp>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/onednn_scratchpad.h"
 #include "kernels/reference/shape_rules.h"
 
 namespace arch {
@@ -48,7 +49,7 @@ struct ConvShape {
 struct ConvPrimitive {
   dnnl::primitive prim;
   dnnl::memory::desc src_plain, wei_plain, dst_plain, bias;
-  dnnl::memory::desc src, wei, dst;
+  dnnl::memory::desc src, wei, dst, scratch;
 };
 
 struct ConvPrimitives {
@@ -100,8 +101,8 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
     typename Primitive::primitive_desc pd(
         typename Primitive::desc(dnnl::prop_kind::forward_inference, alg, src_any, wei_any, s.bias ? p.bias : no_bias,
                                  dst_any, strides, dilates, pad_l, pad_r),
-        attr, engine);
-    p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc();
+        user_scratchpad(attr), engine);
+    p.src = pd.src_desc(), p.wei = pd.weights_desc(), p.dst = pd.dst_desc(), p.scratch = pd.scratchpad_desc();
     p.prim = Primitive(pd);
   };
   if (!s.transposed) make(dnnl::convolution_forward(), dnnl::algorithm::convolution_direct);
@@ -143,6 +144,7 @@ Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const float*
     dnnl::memory out_plain(p.dst_plain, e, out);
     dnnl::memory dst = p.dst == p.dst_plain ? out_plain : scratch(dst_buf, p.dst);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
+    args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(p.scratch, e));
     if (s.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));
     p.prim.execute(stream, args);
     if (!(p.dst == p.dst_plain)) dnnl::reorder(dst, out_plain).execute(stream, dst, out_plain);

@@ -34,6 +34,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
+#include "kernels/cpu/onednn_scratchpad.h"
 #include "kernels/cpu/quant_dot.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -50,7 +51,7 @@ constexpr size_t kMaxPrimitives = 512;
 
 // C [M, N] = A [M, K] @ B, B stored [N, K] (transpose_b) or [K, N].
 struct MatmulPrimitive {
-  dnnl::memory::desc a, b, c;
+  dnnl::memory::desc a, b, c, scratch;
   dnnl::matmul prim;
 };
 
@@ -86,7 +87,9 @@ struct OneDnn {
       ops.append_sum(1.0f);
       attr.set_post_ops(ops);
     }
-    p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, p.b, p.c), attr, engine));
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), user_scratchpad(attr), engine);
+    p.scratch = pd.scratchpad_desc();
+    p.prim = dnnl::matmul(pd);
     return primitives.emplace(key, std::move(p)).first->second;
   }
 
@@ -120,7 +123,8 @@ struct OneDnn {
     MatmulPrimitive& p = primitive(M, K, N, tb, type, accumulate, ldc, tiles);
     dnnl::stream stream(engine);
     dnnl::memory am(p.a, engine, const_cast<void*>(a)), bm(p.b, engine, const_cast<void*>(b)), cm(p.c, engine, c);
-    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm},
+                            {DNNL_ARG_SCRATCHPAD, scratchpad(p.scratch, engine)}});
     stream.wait();
   }
 };
@@ -386,7 +390,7 @@ namespace {
 using StridedKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, float, int>;
 
 struct StridedPrimitive {
-  dnnl::memory::desc a, b, c;
+  dnnl::memory::desc a, b, c, scratch;
   dnnl::matmul prim;
 };
 
@@ -420,14 +424,17 @@ Status matmul_strided_f32(int64_t M, int64_t K, int64_t N, const float* a, int64
       p.c = dnnl::memory::desc({M, N}, dt::f32, {ldc, 1});
       dnnl::primitive_attr attr;
       if (scale != 1.0f) attr.set_output_scales(0, {scale});
-      p.prim = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(p.a, p.b, p.c), attr, d.engine));
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p.a, p.b, p.c), user_scratchpad(attr), d.engine);
+      p.scratch = pd.scratchpad_desc();
+      p.prim = dnnl::matmul(pd);
       it = sp.cache.emplace(key, std::move(p)).first;
     }
     StridedPrimitive& p = it->second;
     dnnl::stream stream(d.engine);
     dnnl::memory am(p.a, d.engine, const_cast<float*>(a)), bm(p.b, d.engine, const_cast<float*>(b)),
         cm(p.c, d.engine, c);
-    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm},
+                            {DNNL_ARG_SCRATCHPAD, scratchpad(p.scratch, d.engine)}});
     stream.wait();
   } catch (const dnnl::error& e) {
     return error(where + ": strided matmul: oneDNN: " + e.what());

@@ -17,26 +17,6 @@ int run_speak(const SpeakArgs& a) {
   if (a.has_prompt && a.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(error("the text is empty: nothing to speak"));
   if (Status st = check_writable(a.out); !st.ok()) return fail(st.error());  // before the work, not after
-  // What to speak, one piece after another: the ids as given, or the text
-  // (a long one cut after its sentences: runtime/speak.h).
-  std::vector<std::vector<int32_t>> pieces;
-  if (!a.ids.empty()) {
-    auto parsed = parse_ids(a.ids);
-    if (!parsed.ok()) return fail(parsed.error());
-    pieces.push_back(*parsed);
-  } else {
-    auto tok = open_tokenizer(a.common.model);
-    if (!tok.ok()) return fail(error("-p needs the voice's tokenizer: " + tok.error().message + " (or give --ids)"));
-    for (const std::string& text : speech_pieces(a.prompt)) {
-      std::vector<int32_t> ids = (*tok)->encode(text);
-      // With add_blank every other id is the blank: a piece of which no
-      // character is in the vocabulary leaves only that.
-      if (std::any_of(ids.begin(), ids.end(), [](int32_t id) { return id != 0; })) pieces.push_back(std::move(ids));
-    }
-    if (pieces.empty())
-      return fail(error("\"" + a.prompt + "\": no character of the text is in the voice's vocabulary (" +
-                        (*tok)->source() + ")"));
-  }
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   SpeakOptions opt;
@@ -44,20 +24,24 @@ int run_speak(const SpeakArgs& a) {
   opt.noise_scale = a.noise_scale;
   opt.noise_scale_duration = a.noise_scale_duration;
   opt.speaker = a.speaker;
-  Speech all;
-  size_t ids = 0;
-  for (size_t k = 0; k < pieces.size(); ++k) {
-    if (pieces.size() > 1) std::fprintf(stderr, "\rspeaking piece %zu of %zu", k + 1, pieces.size());
-    opt.seed = int64_t(a.seed + k);  // each piece its own draws
-    auto sp = speak(**m, pieces[k], opt);
-    if (!sp.ok()) {
-      if (pieces.size() > 1) std::fprintf(stderr, "\n");
-      return fail(sp.error());
-    }
-    append_speech(all, *sp);
-    ids += pieces[k].size();
+  opt.seed = int64_t(a.seed);
+  // The ids as given, or the text (a long one cut after its sentences and
+  // spoken piece by piece: runtime/speak.h).
+  Result<Speech> spoken = error("");
+  if (!a.ids.empty()) {
+    auto parsed = parse_ids(a.ids);
+    if (!parsed.ok()) return fail(parsed.error());
+    spoken = speak(**m, *parsed, opt);
+  } else {
+    auto tok = open_tokenizer(a.common.model);
+    if (!tok.ok()) return fail(error("-p needs the voice's tokenizer: " + tok.error().message + " (or give --ids)"));
+    spoken = speak_text(**m, **tok, a.prompt, opt, [](size_t k, size_t n) {
+      if (n > 1) std::fprintf(stderr, "\rspeaking piece %zu of %zu%s", k + 1, n, k + 1 == n ? "\n" : "");
+    });
   }
-  if (pieces.size() > 1) std::fprintf(stderr, "\n");
+  if (!spoken.ok()) return fail(spoken.error());
+  const Speech& all = *spoken;
+  const size_t ids = all.durations.size();
   if (Status st = write_wav(a.out, all.waveform, all.sample_rate); !st.ok()) return fail(st.error());
   if (a.json) {
     nlohmann::json j = {{"out", a.out},
@@ -66,7 +50,7 @@ int run_speak(const SpeakArgs& a) {
                         {"sample_rate", all.sample_rate},
                         {"frames", all.frames},
                         {"ids", ids},
-                        {"pieces", pieces.size()},
+                        {"pieces", all.pieces},
                         {"durations", all.durations},
                         {"compute_seconds", all.compute_seconds},
                         {"real_time_factor", all.real_time_factor()},
@@ -74,7 +58,7 @@ int run_speak(const SpeakArgs& a) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  const std::string in_pieces = pieces.size() > 1 ? " in " + std::to_string(pieces.size()) + " pieces" : "";
+  const std::string in_pieces = all.pieces > 1 ? " in " + std::to_string(all.pieces) + " pieces" : "";
   std::fprintf(stderr, "wrote %s: %.2f s of audio at %d Hz (%lld frames from %zu ids%s) in %.3f s: real-time factor %.3f\n",
                a.out.c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
                all.compute_seconds, all.real_time_factor());
