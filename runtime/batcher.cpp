@@ -80,8 +80,17 @@ Batcher::Load Batcher::load() const {
 void Batcher::finish(Running& r, std::string reason, std::string err) {
   r.outcome.finish_reason = std::move(reason);
   r.outcome.error = std::move(err);
-  if (r.req.on_done) r.req.on_done(r.outcome);
+  // The slot is freed before the caller hears of the end, so that load()
+  // no longer counts it; the sequence itself goes when this returns.
+  std::unique_ptr<Running> owned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (r.slot >= 0 && size_t(r.slot) < running_.size() && running_[size_t(r.slot)].get() == &r)
+      owned = std::move(running_[size_t(r.slot)]);
+  }
+  auto done = std::move(r.req.on_done);
   r.req.on_done = nullptr;
+  if (done) done(r.outcome);
 }
 
 bool Batcher::take(Running& r, int32_t tok) {
@@ -136,15 +145,9 @@ void Batcher::work() {
       session_->release(r.slot);
       BatchedSession::Piece p{r.slot, r.req.prompt};
       auto logits = session_->run(std::span(&p, 1));
-      bool going = false;
       if (!logits.ok()) finish(r, "error", logits.error().message);
-      else going = take(r, r.sampler.next(std::span<const float>(logits->f32(), size_t(logits->dim(-1)))));
-      if (going) {
-        r.decoding = true;
-      } else {
-        std::lock_guard<std::mutex> lock(mu_);
-        running_[size_t(r.slot)].reset();
-      }
+      else if (take(r, r.sampler.next(std::span<const float>(logits->f32(), size_t(logits->dim(-1))))))
+        r.decoding = true;  // (an ended one is gone, its slot free)
     }
     // One step of every running sequence, together.
     pieces.clear();
@@ -174,15 +177,12 @@ void Batcher::work() {
     for (size_t k = 0; k < slots.size(); ++k) {
       Running& r = *running_[size_t(slots[k])];
       std::span<const float> row(logits->f32() + int64_t(k) * vocab, size_t(vocab));
-      if (!take(r, r.sampler.next(row))) {
-        std::lock_guard<std::mutex> lock(mu_);
-        running_[size_t(slots[k])].reset();
-      }
+      take(r, r.sampler.next(row));  // an ended one is gone, its slot free
     }
   }
   // Stopping: every running sequence ends here.
   for (auto& r : running_)
-    if (r) finish(*r, "error", "the server is stopping"), r.reset();
+    if (r) finish(*r, "error", "the server is stopping");
 }
 
 }  // namespace arch

@@ -74,8 +74,10 @@ class Batcher {
   struct Running;
   Batcher(std::unique_ptr<BatchedSession> s, BatcherOptions opt);
   void work();
-  // The sequence's new token: passed on, or its end. False: it has ended.
+  // The sequence's new token: passed on, or its end. False: it has ended
+  // (and r, if it held a slot, is gone).
   bool take(Running& r, int32_t tok);
+  // The end: its slot freed, then on_done; r, if it held a slot, is gone.
   void finish(Running& r, std::string reason, std::string error = "");
 
   std::unique_ptr<BatchedSession> session_;

@@ -5,12 +5,15 @@ llama.cpp beside archrun on the same weights (docs/performance.md).
 Only what a side-by-side benchmark needs: BF16 or F32 matrices as stored
 (norm vectors as F32), the hyper-parameters llama.cpp reads, and no tokenizer
 (llama.cpp's "none" vocabulary with the model's vocab size; llama-bench feeds
-random token ids). Quantize the result with llama.cpp's llama-quantize.
+random token ids), or a byte-level BPE tokenizer.json's vocabulary and merges
+(llama-server detokenizes what it streams, so it needs one: Qwen's, from
+../shared/tokenizers/qwen3, padded to the model's vocab size). Quantize the
+result with llama.cpp's llama-quantize.
 
 No third-party modules: safetensors is a JSON header and raw bytes, and GGUF
 is a header of typed key/values and tensor descriptions, then aligned data.
 
-    python3 tools/bench/to_gguf.py CHECKPOINT_DIR OUT.gguf
+    python3 tools/bench/to_gguf.py CHECKPOINT_DIR OUT.gguf [TOKENIZER.json]
 """
 import json
 import os
@@ -19,7 +22,7 @@ import sys
 
 ALIGN = 32                       # GGUF's default alignment
 GGML = {"F32": 0, "F16": 1, "BF16": 30}
-U32, F32, STR, ARR = 4, 6, 8, 9  # GGUF value types
+U32, I32, F32, STR, ARR = 4, 5, 6, 8, 9  # GGUF value types
 
 
 def read_safetensors(path):
@@ -92,11 +95,52 @@ class Writer:
         else:
             raise ValueError(kind)
 
+    def add_array(self, key, kind, values):
+        self.n_kv += 1
+        self.kv += self.string(key) + struct.pack("<IIQ", ARR, kind, len(values))
+        if kind == STR:
+            self.kv += b"".join(self.string(v) for v in values)
+        elif kind == I32:
+            self.kv += struct.pack(f"<{len(values)}i", *values)
+        else:
+            raise ValueError(kind)
+
+
+def add_bpe_tokenizer(w, path, vocab_size):
+    """A byte-level BPE tokenizer.json as llama.cpp's gpt2-style vocabulary
+    (tokens by id, added tokens as control, merges), padded to vocab_size."""
+    tok = json.load(open(path))
+    model = tok["model"]
+    if model.get("type") != "BPE":
+        sys.exit(f"to_gguf: {path} is not a BPE tokenizer")
+    tokens = [None] * vocab_size
+    types = [1] * vocab_size               # 1: normal, 3: control, 4: user-defined (padding)
+    for t, i in model["vocab"].items():
+        if i < vocab_size:
+            tokens[i] = t
+    for a in tok.get("added_tokens", []):
+        if a["id"] < vocab_size:
+            tokens[a["id"]] = a["content"]
+            types[a["id"]] = 3 if a.get("special") else 4
+    for i, t in enumerate(tokens):
+        if t is None:
+            tokens[i], types[i] = f"[PAD{i}]", 4
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+    w.add("tokenizer.ggml.model", STR, "gpt2")
+    w.add("tokenizer.ggml.pre", STR, "qwen2")
+    w.add_array("tokenizer.ggml.tokens", STR, tokens)
+    w.add_array("tokenizer.ggml.token_type", I32, types)
+    w.add_array("tokenizer.ggml.merges", STR, merges)
+    eos = next((a["id"] for a in tok.get("added_tokens", []) if a["content"] in ("<|endoftext|>", "</s>")), None)
+    if eos is not None:
+        w.add("tokenizer.ggml.eos_token_id", U32, eos)
+
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     src, out_path = sys.argv[1], sys.argv[2]
+    tokenizer = sys.argv[3] if len(sys.argv) == 4 else None
     cfg = json.load(open(os.path.join(src, "config.json")))
     arch = {"qwen2": "qwen2", "llama": "llama"}.get(cfg["model_type"])
     if arch is None:
@@ -121,7 +165,10 @@ def main():
     w.add(f"{arch}.rope.freq_base", F32, float(cfg.get("rope_theta", 10000.0)))
     w.add(f"{arch}.attention.layer_norm_rms_epsilon", F32, float(cfg.get("rms_norm_eps", 1e-6)))
     w.add(f"{arch}.vocab_size", U32, cfg["vocab_size"])
-    w.add("tokenizer.ggml.model", STR, "none")
+    if tokenizer:
+        add_bpe_tokenizer(w, tokenizer, cfg["vocab_size"])
+    else:
+        w.add("tokenizer.ggml.model", STR, "none")
 
     # Tensor descriptions first: each a name, its dims innermost first, a
     # type and an offset into the aligned data section.
