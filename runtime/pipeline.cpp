@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <tuple>
 
@@ -124,6 +125,38 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   for (int64_t i = 0; i < r.image.numel(); ++i)
     r.image.f32()[i] = std::clamp(r.image_decoded.f32()[i] / 2.0f + 0.5f, 0.0f, 1.0f);
   return r;
+}
+
+std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,
+                                         const std::string& text) {
+  const int64_t length = p.text_encoder->config_int("max_position_embeddings", 77);
+  const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("<|endoftext|>").value_or(0);
+  int32_t pad = eos;
+  std::ifstream in(tok_dir + "/tokenizer_config.json");
+  if (in) {
+    std::stringstream body;
+    body << in.rdbuf();
+    if (auto cfg = parse_json(body.str(), tok_dir); cfg.ok() && cfg->is_object() && cfg->contains("pad_token")) {
+      const auto& t = (*cfg)["pad_token"];
+      const std::string name = t.is_string() ? t.get<std::string>() : t.is_object() ? t.value("content", std::string()) : "";
+      if (auto id = tok.token_to_id(name)) pad = *id;
+    }
+  }
+  std::vector<int32_t> ids = tok.encode(text, true);
+  if (int64_t(ids.size()) > length) {
+    ids.resize(size_t(length));
+    ids.back() = eos;
+  }
+  ids.resize(size_t(length), pad);
+  return ids;
+}
+
+Tensor seeded_latents(const Dims& shape, uint64_t seed) {
+  Tensor t = Tensor::zeros(DType::F32, shape);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
+  return t;
 }
 
 }  // namespace arch

@@ -15,6 +15,7 @@
 
 #include "runtime/denoise.h"
 #include "runtime/model.h"
+#include "text/tokenizer/tokenizer.h"
 
 namespace arch {
 
@@ -56,5 +57,16 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt);
 Result<Dims> latent_shape(const Pipeline& p, int64_t height = 0, int64_t width = 0);
 // The VAE's scale: 2 to the power of its levels less one (8 for SD).
 int64_t vae_scale(const Pipeline& p);
+
+// A prompt as the pipeline's CLIPTokenizer pads it: bos, the text, eos,
+// then the pad token tokenizer_config.json names (SD 1.x <|endoftext|>,
+// SD 2 "!"; else the end token) up to the text encoder's length, a longer
+// one cut there and ended with eos. `tok_dir`: the pipeline's tokenizer/.
+std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,
+                                         const std::string& text);
+
+// Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
+// imagine's --seed; the server's `seed`).
+Tensor seeded_latents(const Dims& shape, uint64_t seed);
 
 }  // namespace arch

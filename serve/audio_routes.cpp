@@ -1,11 +1,10 @@
 // POST /v1/audio/speech (a voice: text or ids to a WAV) and POST
 // /v1/audio/transcriptions (a speech encoder-decoder: a multipart upload of
 // any sound file libsndfile reads to text), one request at a time each.
-#include <unistd.h>
-
-#include <cstdio>
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <httplib.h>
 
@@ -16,30 +15,10 @@
 #include "runtime/transcribe.h"
 #include "serve/completion_request.h"
 #include "serve/http_reply.h"
+#include "serve/scratch_file.h"
 #include "serve/server.h"
 
 namespace arch::serve {
-
-namespace {
-
-// A scratch file, removed when it goes out of scope.
-struct ScratchFile {
-  std::string path;
-  explicit ScratchFile(const std::string& suffix) {
-    static std::atomic<int> n{0};
-    path = (std::filesystem::temp_directory_path() /
-            ("archrun-serve-" + std::to_string(getpid()) + "-" + std::to_string(n++) + suffix))
-               .string();
-  }
-  ~ScratchFile() { std::remove(path.c_str()); }
-};
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-}  // namespace
 
 void Server::speech(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
@@ -48,7 +27,7 @@ void Server::speech(const httplib::Request& req, httplib::Response& res) {
   if (j.contains("model") && j["model"].is_string() && j["model"] != name_)
     return reply_error(res, {404, "The model '" + j["model"].get<std::string>() + "' does not exist (this server serves '" + name_ + "')",
                              "invalid_request_error", "model", "model_not_found"});
-  if (!speaks_) return reply_error(res, bad_request("model '" + name_ + "' is not a voice: it does not serve /v1/audio/speech", "model"));
+  if (!speaks_) return reply_error(res, bad_request("model '" + name_ + "' is not a voice: it serves " + serves(), "model"));
   const std::string format = j.value("response_format", "wav");
   if (format != "wav" && format != "pcm")
     return reply_error(res, bad_request("'response_format' " + format + " is not served here: wav or pcm (16-bit, the voice's rate)", "response_format"));
@@ -94,7 +73,7 @@ void Server::speech(const httplib::Request& req, httplib::Response& res) {
   if (Status st = write_wav(wav.path, spoken->waveform, spoken->sample_rate); !st.ok())
     return reply_error(res, {500, st.error().message, "server_error", "", ""});
   res.set_header("X-Audio-Seconds", std::to_string(spoken->seconds()));
-  res.set_content(read_all(wav.path), "audio/wav");
+  res.set_content(wav.read(), "audio/wav");
 }
 
 void Server::transcription(const httplib::Request& req, httplib::Response& res) {
@@ -107,7 +86,7 @@ void Server::transcription(const httplib::Request& req, httplib::Response& res) 
   if (!model.empty() && model != name_)
     return reply_error(res, {404, "The model '" + model + "' does not exist (this server serves '" + name_ + "')",
                              "invalid_request_error", "model", "model_not_found"});
-  if (!transcribes_) return reply_error(res, bad_request("model '" + name_ + "' does not transcribe speech: it does not serve /v1/audio/transcriptions", "model"));
+  if (!transcribes_) return reply_error(res, bad_request("model '" + name_ + "' does not transcribe speech: it serves " + serves(), "model"));
   if (!req.has_file("file")) return reply_error(res, bad_request("'file' (the sound file) is required", "file"));
   const std::string format = field("response_format", "json");
   if (format != "json" && format != "text" && format != "verbose_json")
@@ -122,7 +101,7 @@ void Server::transcription(const httplib::Request& req, httplib::Response& res) 
     if (v > 0) opt.temperatures = {float(v)};
   }
   ScratchFile upload(std::filesystem::path(req.get_file_value("file").filename).extension().string());
-  std::ofstream(upload.path, std::ios::binary) << req.get_file_value("file").content;
+  upload.write(req.get_file_value("file").content);
   auto audio = read_audio(upload.path);
   if (!audio.ok()) {
     std::string why = audio.error().message;

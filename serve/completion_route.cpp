@@ -40,7 +40,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   if (!r.model.empty() && r.model != name_)
     return reply_error(res, {404, "The model '" + r.model + "' does not exist (this server serves '" + name_ + "')",
                              "invalid_request_error", "model", "model_not_found"});
-  if (!batcher_) return reply_error(res, bad_request("model '" + name_ + "' does not generate text: it serves /v1/embeddings", "model"));
+  if (!batcher_) return reply_error(res, bad_request("model '" + name_ + "' does not generate text: it serves " + serves(), "model"));
   auto made = prompt_ids(r);
   if (auto* e = std::get_if<ApiError>(&made)) return reply_error(res, *e);
   std::vector<int32_t>& prompt = std::get<std::vector<int32_t>>(made);

@@ -2,8 +2,6 @@
 // its mean-pooled last hidden state L2-normalised (as the API's embeddings
 // are), as floats or as base64 of their little-endian float32 bytes (what
 // the openai clients ask for by default).
-#include <openssl/evp.h>
-
 #include <cmath>
 #include <cstring>
 
@@ -16,18 +14,6 @@
 
 namespace arch::serve {
 
-namespace {
-
-std::string base64_floats(const std::vector<float>& v) {
-  std::string out(4 * ((v.size() * 4 + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(v.data()), int(v.size() * 4));
-  out.resize(size_t(n));
-  return out;
-}
-
-}  // namespace
-
 void Server::embed(const httplib::Request& req, httplib::Response& res) {
   auto parsed = parse_json_object(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
@@ -35,7 +21,7 @@ void Server::embed(const httplib::Request& req, httplib::Response& res) {
   if (j.contains("model") && j["model"].is_string() && j["model"] != name_)
     return reply_error(res, {404, "The model '" + j["model"].get<std::string>() + "' does not exist (this server serves '" + name_ + "')",
                              "invalid_request_error", "model", "model_not_found"});
-  if (!embeds_) return reply_error(res, bad_request("model '" + name_ + "' makes no embeddings: it serves /v1/completions and /v1/chat/completions", "model"));
+  if (!embeds_) return reply_error(res, bad_request("model '" + name_ + "' makes no embeddings: it serves " + serves(), "model"));
   if (!j.contains("input")) return reply_error(res, bad_request("'input' is required", "input"));
   const std::string format = j.value("encoding_format", "float");
   if (format != "float" && format != "base64") return reply_error(res, bad_request("'encoding_format' must be float or base64", "encoding_format"));
@@ -94,7 +80,8 @@ void Server::embed(const httplib::Request& req, httplib::Response& res) {
   }
   nlohmann::json reply = embedding_reply(name_, vectors, tokens);
   if (format == "base64")
-    for (size_t i = 0; i < vectors.size(); ++i) reply["data"][i]["embedding"] = base64_floats(vectors[i]);
+    for (size_t i = 0; i < vectors.size(); ++i) reply["data"][i]["embedding"] =
+          base64(std::string_view(reinterpret_cast<const char*>(vectors[i].data()), vectors[i].size() * sizeof(float)));
   reply_json(res, reply);
 }
 

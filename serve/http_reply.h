@@ -4,6 +4,8 @@
 
 #include <httplib.h>
 
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "serve/api_error.h"
@@ -13,5 +15,7 @@ namespace arch::serve {
 
 void reply_json(httplib::Response& res, const nlohmann::json& j, int status = 200);
 void reply_error(httplib::Response& res, const ApiError& e);
+// Bytes as base64 (OpenSSL's EVP_EncodeBlock): embeddings, images.
+std::string base64(std::string_view bytes);
 
 }  // namespace arch::serve

@@ -56,8 +56,6 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
     const int64_t trained = m->config_int("max_position_embeddings", 0);
     opt.context = trained > 0 ? std::min<int64_t>(trained, 4096) : 2048;
   }
-  s->name_ = !opt.name.empty() ? opt.name : std::filesystem::path(model_path).filename().string();
-  if (s->name_.empty()) s->name_ = std::filesystem::path(model_path).parent_path().filename().string();
   if (auto t = load_model_tokenizer(model_path); t.ok()) s->tok_ = *t;
   if (!opt.chat_template.empty()) {
     ARCH_TRY(auto info, template_from_file(opt.chat_template, model_path));
@@ -79,11 +77,26 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
   }
   if (!s->batcher_ && !s->embeds_ && !s->speaks_ && !s->transcribes_)
     return error(model_path + ": family " + m->family + " serves none of completions (a decoder), embeddings (an encoder with mean_pooled), speech (a voice) or transcriptions (a speech encoder-decoder)");
-  s->created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  s->opt_ = opt;
-  s->http_ = std::make_unique<httplib::Server>();
-  s->routes();
+  s->start(model_path, opt);
   return s;
+}
+
+Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<Pipeline> p, const std::string& path, ServeOptions opt) {
+  std::unique_ptr<Server> s(new Server());
+  s->pipeline_ = std::move(p);
+  s->path_ = path;
+  if (auto t = load_model_tokenizer(path + "/tokenizer"); t.ok()) s->tok_ = *t;
+  s->start(path, opt);
+  return s;
+}
+
+void Server::start(const std::string& path, ServeOptions opt) {
+  name_ = !opt.name.empty() ? opt.name : std::filesystem::path(path).filename().string();
+  if (name_.empty()) name_ = std::filesystem::path(path).parent_path().filename().string();
+  created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  opt_ = opt;
+  http_ = std::make_unique<httplib::Server>();
+  routes();
 }
 
 Server::~Server() {
@@ -97,6 +110,7 @@ std::string Server::serves() const {
   if (embeds_) s += std::string(s.empty() ? "" : ", ") + "embeddings";
   if (speaks_) s += std::string(s.empty() ? "" : ", ") + "speech";
   if (transcribes_) s += std::string(s.empty() ? "" : ", ") + "transcriptions";
+  if (pipeline_) s += std::string(s.empty() ? "" : ", ") + "images";
   return s;
 }
 
@@ -170,6 +184,7 @@ void Server::routes() {
   h.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embed(req, res); });
   h.Post("/v1/audio/speech", [this](const httplib::Request& req, httplib::Response& res) { speech(req, res); });
   h.Post("/v1/audio/transcriptions", [this](const httplib::Request& req, httplib::Response& res) { transcription(req, res); });
+  h.Post("/v1/images/generations", [this](const httplib::Request& req, httplib::Response& res) { image(req, res); });
 }
 
 }  // namespace arch::serve

@@ -3,7 +3,8 @@
 // POST /v1/completions and /v1/chat/completions (whole, or streamed as
 // server-sent events ending in `data: [DONE]`) through a continuous
 // batcher, POST /v1/embeddings for an encoder that pools, POST /v1/audio/speech for a
-// voice and /v1/audio/transcriptions for a speech encoder-decoder. Errors are the
+// voice and /v1/audio/transcriptions for a speech encoder-decoder,
+// POST /v1/images/generations for a Stable Diffusion pipeline. Errors are the
 // API's JSON with its statuses; past the batcher's queue a request gets 503
 // and a Retry-After.
 #pragma once
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "runtime/batcher.h"
+#include "runtime/pipeline.h"
 #include "serve/api_error.h"
 #include "text/chat_template/load.h"
 #include "text/tokenizer/tokenizer.h"
@@ -44,6 +46,8 @@ class Server {
   // `model_path`: where m was loaded from (its tokenizer and chat template).
   static Result<std::unique_ptr<Server>> make(std::shared_ptr<const Model> m, const std::string& model_path,
                                               ServeOptions opt);
+  // A diffusers pipeline folder (model_index.json): /v1/images/generations.
+  static Result<std::unique_ptr<Server>> make(std::shared_ptr<Pipeline> p, const std::string& path, ServeOptions opt);
   ~Server();
 
   Result<int> bind();  // the port bound
@@ -62,6 +66,9 @@ class Server {
   void embed(const httplib::Request& req, httplib::Response& res);
   void speech(const httplib::Request& req, httplib::Response& res);         // audio_routes.cpp
   void transcription(const httplib::Request& req, httplib::Response& res);
+  void image(const httplib::Request& req, httplib::Response& res);           // image_route.cpp
+  // What both factories end with: the name, the clock, the routes.
+  void start(const std::string& path, ServeOptions opt);
   // The request's prompt as token ids, or the error to reply with.
   std::variant<std::vector<int32_t>, ApiError> prompt_ids(const struct CompletionRequest& r);
 
@@ -74,6 +81,7 @@ class Server {
   std::unique_ptr<Batcher> batcher_;    // null: the model does not generate
   bool embeds_ = false;
   bool speaks_ = false, transcribes_ = false;
+  std::shared_ptr<Pipeline> pipeline_;  // set: a text-to-image pipeline (no model_)
   std::mutex work_mu_;                  // embeddings, speech and transcriptions run one at a time
   std::vector<int32_t> stop_ids_;
   int64_t vocab_ = 0, created_ = 0;

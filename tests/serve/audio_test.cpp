@@ -78,7 +78,7 @@ TEST(ServeAudio, SpeechIsTheVoicesWav) {
   auto want = speak_text(**m, **tok, "Hello, World.");
   ASSERT_TRUE(want.ok()) << want.error().message;
 
-  RunningServer s({}, *m, voice);
+  RunningServer s(testing::options(), *m, voice);
   auto c = s.client();
   auto r = c.Post("/v1/audio/speech", json{{"model", fs::path(voice).filename().string()}, {"input", "Hello, World."}}.dump(), "application/json");
   ASSERT_TRUE(r);
@@ -123,7 +123,7 @@ TEST(ServeAudio, ATranscriptionIsWhatTranscribingGives) {
   auto want = transcribe(**m, tok->get(), *samples, opt);
   ASSERT_TRUE(want.ok()) << want.error().message;
 
-  RunningServer s({}, *m, whisper);
+  RunningServer s(testing::options(), *m, whisper);
   auto c = s.client();
   std::ifstream in(wav, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

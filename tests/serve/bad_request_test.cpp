@@ -18,7 +18,7 @@ struct Case {
 
 TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 2, .context = 64});
+  RunningServer s(testing::options(2, 64));
   auto c = s.client();
   const std::string long_prompt = [] {
     std::string p;
@@ -70,7 +70,7 @@ TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
 
 TEST(ServeBadRequests, AWrongApiKeyIs401) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.api_key = "sesame"});
+  RunningServer s(testing::options(4, 0, 0, "sesame"));
   auto c = s.client();
   const std::string body = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
   auto none = c.Post("/v1/completions", body, "application/json");
@@ -85,7 +85,7 @@ TEST(ServeBadRequests, AWrongApiKeyIs401) {
 
 TEST(ServeBadRequests, PastTheQueueIs503WithRetryAfter) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 1, .queue = 1});
+  RunningServer s(testing::options(1, 0, 1));
   std::vector<std::thread> clients;
   std::mutex mu;
   std::vector<int> statuses;

@@ -20,7 +20,7 @@ std::vector<int32_t> tokens_of(httplib::Client& c, const json& req) {
 
 TEST(ServeLoad, AGreedyRequestGivesTheSameTokensAloneAndAmong63Others) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 64});
+  RunningServer s(testing::options(64));
   const json mine = {{"prompt", "Once upon a time, a little dog"}, {"max_tokens", 48}, {"temperature", 0}};
   auto c = s.client();
   const auto alone = tokens_of(c, mine);
@@ -50,7 +50,7 @@ TEST(ServeLoad, AGreedyRequestGivesTheSameTokensAloneAndAmong63Others) {
 
 TEST(ServeLoad, AClientGoneMidStreamFreesItsSequence) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 1, .queue = 1});
+  RunningServer s(testing::options(1, 0, 1));
   auto c = s.client();
   int chunks = 0;
   httplib::Request req;
@@ -85,7 +85,7 @@ int64_t resident_kib() {
 
 TEST(ServeLoad, AThousandRequestsLeaveMemoryWhereItWas) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 8});
+  RunningServer s(testing::options(8));
   auto round = [&](int n) {
     std::vector<std::thread> clients;
     std::atomic<int> ok{0};

@@ -38,6 +38,16 @@ inline std::shared_ptr<Model> stories_model() {
   return m;
 }
 
+// Server options by the knobs the tests turn (0: the server's default).
+inline serve::ServeOptions options(int parallel = 4, int64_t context = 0, int queue = 0, std::string api_key = "") {
+  serve::ServeOptions o;
+  o.parallel = parallel;
+  o.context = context;
+  o.queue = queue;
+  o.api_key = std::move(api_key);
+  return o;
+}
+
 class RunningServer {
  public:
   explicit RunningServer(serve::ServeOptions o, std::shared_ptr<Model> m = stories_model(), std::string path = stories_dir()) {

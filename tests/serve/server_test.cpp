@@ -14,7 +14,7 @@ using json = nlohmann::json;
 
 TEST(Serve, HealthAndModels) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 2});
+  RunningServer s(testing::options(2));
   auto c = s.client();
   auto h = testing::body_of(c.Get("/health"));
   EXPECT_EQ(h["status"], "ok");
@@ -38,7 +38,7 @@ TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
   auto want = generate(*m, (*tok)->encode("Once upon a time", true), g);
   ASSERT_TRUE(want.ok());
 
-  RunningServer s({.parallel = 4});
+  RunningServer s(testing::options(4));
   auto c = s.client();
   auto r = c.Post("/v1/completions", json{{"model", "stories260K"}, {"prompt", "Once upon a time"}, {"max_tokens", 24}, {"temperature", 0}}.dump(),
                   "application/json");
@@ -60,7 +60,7 @@ TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
 
 TEST(Serve, AStreamedChatAddsUpToTheWholeReply) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 2});
+  RunningServer s(testing::options(2));
   auto c = s.client();
   json req = {{"model", "stories260K"}, {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 40}, {"temperature", 0}};
   auto whole = testing::body_of(c.Post("/v1/chat/completions", req.dump(), "application/json"));
@@ -90,7 +90,7 @@ TEST(Serve, AStreamedChatAddsUpToTheWholeReply) {
 
 TEST(Serve, AStopStringEndsTheTextBeforeIt) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  RunningServer s({.parallel = 2});
+  RunningServer s(testing::options(2));
   auto c = s.client();
   json req = {{"prompt", "Once upon a time"}, {"max_tokens", 40}, {"temperature", 0}};
   const std::string free_text = testing::body_of(c.Post("/v1/completions", req.dump(), "application/json"))["choices"][0]["text"];
@@ -120,7 +120,7 @@ TEST(Serve, EmbeddingsFromAnEncoder) {
   ARCH_REQUIRE_SHARED(bert);
   auto m = load_model(bert);
   ASSERT_TRUE(m.ok()) << m.error().message;
-  RunningServer s({}, *m, bert);
+  RunningServer s(testing::options(), *m, bert);
   auto c = s.client();
   auto r = c.Post("/v1/embeddings", json{{"model", "bert"}, {"input", {{1, 5, 9, 2}, {1, 7, 2}}}}.dump(), "application/json");
   ASSERT_TRUE(r);

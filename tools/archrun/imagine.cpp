@@ -3,34 +3,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
-#include "core/json_text.h"
 #include "importer/image_write.h"
 #include "importer/safetensors.h"
 #include "runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
-
-namespace {
-
-// A JSON file's content (an error where it is absent or not JSON).
-Result<nlohmann::json> read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return error(path + ": cannot read it");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_json(text.str(), path);
-}
-
-}  // namespace
 
 int run_imagine(const ImagineArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
@@ -53,31 +36,12 @@ int run_imagine(const ImagineArgs& a) {
   opt.steps = a.steps;
   opt.guidance = a.guidance;
   if (!a.prompt.empty()) {
-    // CLIPTokenizer as the pipeline pads it: bos, the text, eos, then the
-    // pad token up to the text encoder's length; the negative prompt ""
-    // (bos, eos) where guidance is asked for and none is given.
+    // The negative prompt "" (bos, eos) where guidance is asked for and none is given.
     const std::string tdir = a.common.model + "/tokenizer";
     auto tok = open_tokenizer(tdir);
     if (!tok.ok()) return fail(error(a.common.model + ": -p needs the pipeline's tokenizer/: " + tok.error().message));
-    const int64_t length = p->text_encoder->config_int("max_position_embeddings", 77);
-    auto eos = (*tok)->eos_id() ? *(*tok)->eos_id() : (*tok)->token_to_id("<|endoftext|>").value_or(0);
-    // The pad token tokenizer_config.json names (SD 1.x: <|endoftext|>, SD 2: "!"), else the end token.
-    int32_t pad = eos;
-    if (auto cfg = read_json_file(tdir + "/tokenizer_config.json"); cfg.ok() && cfg->is_object() && cfg->contains("pad_token")) {
-      const auto& t = (*cfg)["pad_token"];
-      const std::string name = t.is_string() ? t.get<std::string>() : t.is_object() ? t.value("content", std::string()) : "";
-      if (auto id = (*tok)->token_to_id(name)) pad = *id;
-    }
-    auto fit = [&](std::vector<int32_t> ids) {
-      if (int64_t(ids.size()) > length) {
-        ids.resize(size_t(length));
-        ids.back() = eos;
-      }
-      ids.resize(size_t(length), pad);
-      return ids;
-    };
-    opt.ids = fit((*tok)->encode(a.prompt, true));
-    if (a.guidance != 1.0f) opt.negative_ids = fit((*tok)->encode(a.negative_prompt, true));
+    opt.ids = pipeline_prompt_ids(*p, **tok, tdir, a.prompt);
+    if (a.guidance != 1.0f) opt.negative_ids = pipeline_prompt_ids(*p, **tok, tdir, a.negative_prompt);
   } else {
     auto ids = parse_ids(a.ids);
     if (!ids.ok()) return fail(ids.error());
@@ -96,10 +60,7 @@ int run_imagine(const ImagineArgs& a) {
     if (f->tensors.size() != 1) return fail(error(a.latents + ": the latents must be one tensor"));
     opt.latents = to_f32(f->tensors.begin()->second);
   } else {
-    opt.latents = Tensor::zeros(DType::F32, *shape);
-    std::mt19937_64 rng(a.seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < opt.latents.numel(); ++i) opt.latents.f32()[i] = normal(rng);
+    opt.latents = seeded_latents(*shape, a.seed);
     std::fprintf(stderr, "seed %llu\n", (unsigned long long)a.seed);
   }
   opt.on_step = [&](int k, int n) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/pipeline.h"
 #include "serve/server.h"
 #include "tools/archrun/commands.h"
 
@@ -20,8 +21,6 @@ void on_signal(int) {
 
 int run_serve(const ServeArgs& a) {
   if (a.common.model == "toy") return fail(error("give the model to serve: archrun serve MODEL_DIR"));
-  auto m = open_model(a.common);
-  if (!m.ok()) return fail(m.error());
   serve::ServeOptions o;
   o.host = a.host;
   o.port = a.port;
@@ -33,7 +32,22 @@ int run_serve(const ServeArgs& a) {
     if (const char* k = std::getenv("ARCHETYPE_API_KEY")) o.api_key = k;
   o.name = a.name;
   o.chat_template = a.chat_template;
-  auto s = serve::Server::make(*m, a.common.model, o);
+  // A diffusers pipeline folder serves images; any other checkpoint what its family does.
+  Result<std::unique_ptr<serve::Server>> s = error("");
+  std::string family;
+  if (is_pipeline(a.common.model)) {
+    LoadOptions lo;
+    lo.backend = a.common.path;
+    auto p = load_pipeline(a.common.model, lo);
+    if (!p.ok()) return fail(p.error());
+    family = p->index.value("_class_name", "a pipeline");
+    s = serve::Server::make(std::make_shared<Pipeline>(std::move(p).value()), a.common.model, o);
+  } else {
+    auto m = open_model(a.common);
+    if (!m.ok()) return fail(m.error());
+    family = (*m)->family;
+    s = serve::Server::make(*m, a.common.model, o);
+  }
   if (!s.ok()) return fail(s.error());
   auto port = (*s)->bind();
   if (!port.ok()) return fail(port.error());
@@ -42,9 +56,12 @@ int run_serve(const ServeArgs& a) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not the end of the server
   const auto& opt = (*s)->options();
-  std::fprintf(stderr, "archrun serve: model '%s' (%s) on http://%s:%d/v1: %s; %d sequences together, %lld positions each, %d may wait%s\n",
-               (*s)->model_name().c_str(), (*m)->family.c_str(), o.host.c_str(), *port, (*s)->serves().c_str(), opt.parallel,
-               (long long)opt.context, opt.queue, o.api_key.empty() ? "" : "; API key required");
+  const std::string batching = opt.context > 0 ? "; " + std::to_string(opt.parallel) + " sequences together, " +
+                                                    std::to_string(opt.context) + " positions each, " +
+                                                    std::to_string(opt.queue) + " may wait"
+                                              : "";
+  std::fprintf(stderr, "archrun serve: model '%s' (%s) on http://%s:%d/v1: %s%s%s\n", (*s)->model_name().c_str(), family.c_str(),
+               o.host.c_str(), *port, (*s)->serves().c_str(), batching.c_str(), o.api_key.empty() ? "" : "; API key required");
   std::printf("listening on %s:%d\n", o.host.c_str(), *port);
   std::fflush(stdout);
   (*s)->run();
