@@ -1,12 +1,11 @@
 // oneDNN's scratchpad given by the caller (scratchpad_mode::user), per
-// calling thread: the library-managed one belongs to the thread that made
-// the primitive, so a primitive made on one thread and executed on another
-// (a server's handler after the main thread) read memory that was not its
-// own and crashed in oneDNN's worker threads.
+// calling thread. With the library's own, a primitive made on one thread
+// and executed on another crashed in oneDNN's worker threads (a voice's
+// convolutions, made on the main thread, run again for a server's request
+// on a handler thread); a cached primitive may be run from any thread.
 #pragma once
 
 #include <cstdlib>
-#include <memory>
 
 #include <dnnl.hpp>
 

@@ -11,9 +11,9 @@
 namespace arch {
 namespace {
 
-std::shared_ptr<Model> toy_model() {
-  static std::shared_ptr<Model> m = testing::load_toy(5);
-  return m;
+std::shared_ptr<Model> toy_model(const std::string& backend = "cpu") {
+  static std::shared_ptr<Model> cpu = testing::load_toy(5), reference = testing::load_toy(5, "reference");
+  return backend == "cpu" ? cpu : reference;
 }
 
 // Each prompt's last-row logits and then those of `steps` greedy decode steps, alone.
@@ -34,8 +34,12 @@ std::vector<std::vector<float>> solo(const Model& m, const std::vector<int32_t>&
   return rows;
 }
 
-TEST(BatchedSession, EachSequenceDecodesAsItDoesAlone) {
-  auto m = toy_model();
+class BatchedSessionOn : public ::testing::TestWithParam<std::string> {};
+
+// On the cpu kernels and on the reference ones (both attentions and KV
+// caches keep to each sequence's region).
+TEST_P(BatchedSessionOn, EachSequenceDecodesAsItDoesAlone) {
+  auto m = toy_model(GetParam());
   ASSERT_TRUE(m);
   const std::vector<std::vector<int32_t>> prompts = {{1, 17, 200, 45}, {9}, {88, 3, 3, 7, 120, 5, 6}};
   const int steps = 6;
@@ -73,6 +77,8 @@ TEST(BatchedSession, EachSequenceDecodesAsItDoesAlone) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, BatchedSessionOn, ::testing::Values("cpu", "reference"));
 
 // A mixed call (a prompt beside decode steps) gives each piece's last row.
 TEST(BatchedSession, APromptBesideStepsGivesEachPiecesLastRow) {
