@@ -141,6 +141,10 @@ void Batcher::work() {
     for (int64_t budget = kPrefillBudget; !joining.empty() && budget > 0;) {
       Running& r = *running_[size_t(joining.front())];
       joining.pop_front();
+      if (r.req.cancelled && r.req.cancelled()) {
+        finish(r, "stop");
+        continue;
+      }
       budget -= int64_t(r.req.prompt.size());
       session_->release(r.slot);
       BatchedSession::Piece p{r.slot, r.req.prompt};

@@ -43,6 +43,9 @@ struct BatchRequest {
   // stop string completed, a client gone), finish reason "stop".
   std::function<bool(int32_t)> on_token;
   std::function<void(const BatchOutcome&)> on_done;  // once, at the end
+  // Asked when it would join: true ends it there, its prompt never run (a
+  // client gone while it waited), finish reason "stop".
+  std::function<bool()> cancelled;
 };
 
 struct BatcherOptions {

@@ -22,6 +22,10 @@ BatchRequest TextJob::request(std::vector<int32_t> prompt, int max_new_tokens, S
     return !self->abandoned_ && !self->stopped_by_text_;
   };
   r.on_done = [self](const BatchOutcome& o) { self->on_done(o); };
+  r.cancelled = [self] {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    return self->abandoned_;
+  };
   return r;
 }
 

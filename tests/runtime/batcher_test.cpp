@@ -108,6 +108,20 @@ TEST(Batcher, ASequenceEndedEarlyFreesItsSlot) {
   EXPECT_EQ((*b)->load().running, 0);
 }
 
+TEST(Batcher, ARequestCancelledWhileWaitingNeverRuns) {
+  auto m = toy_model();
+  ASSERT_TRUE(m);
+  auto b = Batcher::make(*m, {.slots = 1, .context = 64, .queue = 4});
+  ASSERT_TRUE(b.ok());
+  BatchRequest gone = greedy({1, 2, 3}, 8);
+  gone.cancelled = [] { return true; };
+  auto got = submit(**b, std::move(gone)).get();
+  EXPECT_TRUE(got.tokens.empty());
+  EXPECT_EQ(got.outcome.finish_reason, "stop");
+  EXPECT_EQ(got.outcome.completion_tokens, 0);
+  EXPECT_EQ(submit(**b, greedy({4, 5}, 3)).get().tokens.size(), 3u);
+}
+
 TEST(Batcher, AStopTokenEndsWithoutBeingPassedOn) {
   auto m = toy_model();
   ASSERT_TRUE(m);
