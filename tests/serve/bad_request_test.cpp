@@ -90,10 +90,15 @@ TEST(ServeBadRequests, PastTheQueueIs503WithRetryAfter) {
   std::mutex mu;
   std::vector<int> statuses;
   std::string retry_after;
-  for (int k = 0; k < 8; ++k)
+  // 16 at once (released together) at one slot and one queue place: each
+  // takes a while (500 tokens), so most find the server full.
+  std::atomic<int> ready{0};
+  for (int k = 0; k < 16; ++k)
     clients.emplace_back([&] {
       auto c = s.client();
-      auto r = c.Post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 400}}.dump(), "application/json");
+      ++ready;
+      while (ready.load() < 16) std::this_thread::yield();
+      auto r = c.Post("/v1/completions", json{{"prompt", "Once upon a time"}, {"max_tokens", 500}, {"ignore_eos", true}}.dump(), "application/json");
       std::lock_guard<std::mutex> lock(mu);
       statuses.push_back(r ? r->status : -1);
       if (r && r->status == 503) retry_after = r->get_header_value("Retry-After");
@@ -101,7 +106,7 @@ TEST(ServeBadRequests, PastTheQueueIs503WithRetryAfter) {
   for (auto& t : clients) t.join();
   const int served = int(std::count(statuses.begin(), statuses.end(), 200));
   const int busy = int(std::count(statuses.begin(), statuses.end(), 503));
-  EXPECT_EQ(served + busy, 8);
+  EXPECT_EQ(served + busy, 16);
   EXPECT_GE(served, 1);
   EXPECT_GE(busy, 1);
   EXPECT_EQ(retry_after, "1");

@@ -142,8 +142,8 @@ test('errors are the client\'s own exceptions', async () => {
 });
 
 test('past the queue: 503, as the client\'s error', async () => {
-  const ask = () => busy.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 400 });
-  const results = await Promise.allSettled(Array.from({ length: 8 }, ask));
+  const ask = () => busy.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 500, ignore_eos: true });
+  const results = await Promise.allSettled(Array.from({ length: 16 }, ask));
   const refused = results.filter((r) => r.status === 'rejected');
   assert.ok(refused.length >= 1, 'some were refused');
   assert.ok(results.some((r) => r.status === 'fulfilled'), 'some were served');
