@@ -150,10 +150,14 @@ void Server::routes() {
   // A status with no body (no route, a body too large): the API's JSON.
   h.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
-    std::string what = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
-                       : res.status == 413 ? "the request body is too large (at most 64 MiB)"
-                                           : "the request could not be served (HTTP " + std::to_string(res.status) + ")";
-    reply_error(res, {res.status, what, res.status == 404 ? "invalid_request_error" : "server_error", "", ""});
+    // httplib caps a form-encoded body at 8 KiB (curl -d sends JSON as one).
+    const bool form = req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0;
+    std::string what = res.status == 404             ? "no such endpoint: " + req.method + " " + req.path
+                       : res.status == 413 && form ? "a body sent as application/x-www-form-urlencoded is limited to 8 KiB: "
+                                                     "send it with 'Content-Type: application/json'"
+                       : res.status == 413         ? "the request body is too large (at most 64 MiB)"
+                                                   : "the request could not be served (HTTP " + std::to_string(res.status) + ")";
+    reply_error(res, {res.status, what, res.status < 500 ? "invalid_request_error" : "server_error", "", ""});
   });
   h.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "internal error";

@@ -62,6 +62,16 @@ TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
     EXPECT_TRUE(named) << k.what << ": " << r->body;
     std::printf("  %-34s %d %s\n", k.what, r->status, e["message"].get<std::string>().c_str());
   }
+  // A large body sent form-encoded (curl -d without a Content-Type) is
+  // capped by httplib at 8 KiB: the reply says how to send it.
+  auto form = c.Post("/v1/completions", json{{"prompt", std::string(20000, 'a')}}.dump(), "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 413);
+  EXPECT_NE(form->body.find("application/json"), std::string::npos) << form->body;
+  // Deeply nested JSON is parsed, not recursed into a crash.
+  auto deep = c.Post("/v1/completions", std::string(100000, '[') + std::string(100000, ']'), "application/json");
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->status, 400);
   // Still serving.
   auto ok = c.Post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump(), "application/json");
   ASSERT_TRUE(ok);
