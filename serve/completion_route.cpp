@@ -50,7 +50,8 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
     return reply_error(res, bad_request("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
                                             std::to_string(n + (r.max_tokens ? *r.max_tokens : 1)) + " tokens (" + std::to_string(n) +
                                             " in the prompt, " + std::to_string(r.max_tokens ? *r.max_tokens : 1) + " for the completion).",
-                                        r.max_tokens && room >= 1 ? "max_tokens" : "messages", "context_length_exceeded"));
+                                        r.max_tokens && room >= 1 ? "max_tokens" : r.chat ? "messages" : "prompt",
+                                        "context_length_exceeded"));
   SamplingOptions sampling;
   sampling.greedy = r.temperature <= 0.0;
   sampling.temperature = float(r.temperature);
