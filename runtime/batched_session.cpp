@@ -42,6 +42,7 @@ BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, i
   rows_.slot_capacity = context;
   tokens_input_ = g.graph.find_input("tokens");
   positions_input_ = g.graph.find_input("positions");
+  if (auto keep = output_values(g.graph, {"logits"}); keep.ok()) logits_ = *keep;
 }
 
 Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context) {
@@ -50,6 +51,7 @@ Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int
   if (m.is_encoder_decoder() || !g->graph.held_inputs.empty())
     return error(m.checkpoint.dir + ": graph " + g->name() + " holds state inputs (an encoder-decoder): its sequences cannot be batched yet");
   if (!g->has_kv_cache) return error(m.checkpoint.dir + ": graph " + g->name() + " has no KV cache: it does not decode step by step");
+  if (!output_values(g->graph, {"logits"}).ok()) return error(m.checkpoint.dir + ": graph " + g->name() + " outputs no logits");
   if (slots < 1 || context < 1)
     return error("a batched session needs at least one slot and one position, got " + std::to_string(slots) + " x " +
                  std::to_string(context));
@@ -104,13 +106,12 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> pieces) {
     }
     feed[v] = t;
   }
-  ARCH_TRY(std::vector<int> keep, output_values(graph, {"logits"}));
   // One sequence's prompt: the logits of its last row only (what the
   // last-row program computes); otherwise every row's, the last of each
   // piece picked (a decode step's pieces are one row each).
   const bool last_only = pieces.size() == 1 && g_.last_logits.graph;
   const Program& program = last_only ? g_.last_logits : g_.program;
-  ARCH_TRY(auto vals, run_program(program, state_, feed, DimValues(total, state_.max_context), keep));
+  ARCH_TRY(auto vals, run_program(program, state_, feed, DimValues(total, state_.max_context), logits_));
   ARCH_TRY(auto outs, collect_outputs(graph, vals, {"logits"}));
   Tensor& logits = outs.at("logits");
   const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;

@@ -52,6 +52,7 @@ class BatchedSession {
   RunState state_;
   SequenceRows rows_;
   int tokens_input_ = -1, positions_input_ = -1;
+  std::vector<int> logits_;  // the value ids a call keeps (looked up once)
 };
 
 }  // namespace arch

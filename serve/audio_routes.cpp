@@ -21,14 +21,13 @@
 namespace arch::serve {
 
 void Server::speech(const httplib::Request& req, httplib::Response& res) {
-  auto parsed = parse_json_object(req.body);
+  auto parsed = json_request(req);
   if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
   const nlohmann::json& j = std::get<nlohmann::json>(parsed);
-  if (j.contains("model") && j["model"].is_string() && j["model"] != name_)
-    return reply_error(res, {404, "The model '" + j["model"].get<std::string>() + "' does not exist (this server serves '" + name_ + "')",
-                             "invalid_request_error", "model", "model_not_found"});
   if (!speaks_) return reply_error(res, bad_request("model '" + name_ + "' is not a voice: it serves " + serves(), "model"));
-  const std::string format = j.value("response_format", "wav");
+  auto field = string_field(j, "response_format", "wav");
+  if (auto* e = std::get_if<ApiError>(&field)) return reply_error(res, *e);
+  const std::string& format = std::get<std::string>(field);
   if (format != "wav" && format != "pcm")
     return reply_error(res, bad_request("'response_format' " + format + " is not served here: wav or pcm (16-bit, the voice's rate)", "response_format"));
   SpeakOptions opt;
@@ -84,8 +83,7 @@ void Server::transcription(const httplib::Request& req, httplib::Response& res) 
   };
   const std::string model = field("model");
   if (!model.empty() && model != name_)
-    return reply_error(res, {404, "The model '" + model + "' does not exist (this server serves '" + name_ + "')",
-                             "invalid_request_error", "model", "model_not_found"});
+    return reply_error(res, unknown_model(model));
   if (!transcribes_) return reply_error(res, bad_request("model '" + name_ + "' does not transcribe speech: it serves " + serves(), "model"));
   if (!req.has_file("file")) return reply_error(res, bad_request("'file' (the sound file) is required", "file"));
   const std::string format = field("response_format", "json");

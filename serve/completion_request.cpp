@@ -38,7 +38,7 @@ Check content_text(const json& m, size_t i, std::string& out) {
   if (!c.is_array()) return bad_request("'" + field + "' must be a string or an array of text parts", field);
   out.clear();
   for (const auto& part : c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string())
       return bad_request("'" + field + "': only text parts ({\"type\": \"text\", \"text\": ...}) are served here", field);
     out += part["text"].get<std::string>();
   }
@@ -150,6 +150,12 @@ std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body
   if (j.is_discarded()) return bad_request("the request body is not valid JSON");
   if (!j.is_object()) return bad_request("the request body must be a JSON object");
   return j;
+}
+
+std::variant<std::string, ApiError> string_field(const nlohmann::json& j, const char* name, std::string fallback) {
+  if (!j.contains(name) || j[name].is_null()) return fallback;
+  if (!j[name].is_string()) return bad_request("'" + std::string(name) + "' must be a string, got " + j[name].dump(), name);
+  return j[name].get<std::string>();
 }
 
 std::variant<CompletionRequest, ApiError> parse_completion_request(const std::string& body, bool chat) {

@@ -37,4 +37,8 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const std::st
 // The body as a JSON object, or the 400 for one that is not.
 std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body);
 
+// Field `name` of object `j` as text: `fallback` where it is absent or
+// null, the 400 naming it where it is not a string.
+std::variant<std::string, ApiError> string_field(const nlohmann::json& j, const char* name, std::string fallback);
+
 }  // namespace arch::serve

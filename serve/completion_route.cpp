@@ -38,8 +38,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
   const CompletionRequest& r = std::get<CompletionRequest>(parsed);
   if (!r.model.empty() && r.model != name_)
-    return reply_error(res, {404, "The model '" + r.model + "' does not exist (this server serves '" + name_ + "')",
-                             "invalid_request_error", "model", "model_not_found"});
+    return reply_error(res, unknown_model(r.model));
   if (!batcher_) return reply_error(res, bad_request("model '" + name_ + "' does not generate text: it serves " + serves(), "model"));
   auto made = prompt_ids(r);
   if (auto* e = std::get_if<ApiError>(&made)) return reply_error(res, *e);

@@ -15,15 +15,14 @@
 namespace arch::serve {
 
 void Server::embed(const httplib::Request& req, httplib::Response& res) {
-  auto parsed = parse_json_object(req.body);
+  auto parsed = json_request(req);
   if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
   const nlohmann::json& j = std::get<nlohmann::json>(parsed);
-  if (j.contains("model") && j["model"].is_string() && j["model"] != name_)
-    return reply_error(res, {404, "The model '" + j["model"].get<std::string>() + "' does not exist (this server serves '" + name_ + "')",
-                             "invalid_request_error", "model", "model_not_found"});
   if (!embeds_) return reply_error(res, bad_request("model '" + name_ + "' makes no embeddings: it serves " + serves(), "model"));
   if (!j.contains("input")) return reply_error(res, bad_request("'input' is required", "input"));
-  const std::string format = j.value("encoding_format", "float");
+  auto field = string_field(j, "encoding_format", "float");
+  if (auto* e = std::get_if<ApiError>(&field)) return reply_error(res, *e);
+  const std::string& format = std::get<std::string>(field);
   if (format != "float" && format != "base64") return reply_error(res, bad_request("'encoding_format' must be float or base64", "encoding_format"));
   // The inputs as id lists: a string, a list of strings, a list of ids, a list of id lists.
   const nlohmann::json& in = j["input"];

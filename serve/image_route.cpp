@@ -34,15 +34,16 @@ bool ids_of(const nlohmann::json& j, const char* name, std::vector<int32_t>& out
 }  // namespace
 
 void Server::image(const httplib::Request& req, httplib::Response& res) {
-  auto parsed = parse_json_object(req.body);
+  auto parsed = json_request(req);
   if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
   const nlohmann::json& j = std::get<nlohmann::json>(parsed);
-  if (j.contains("model") && j["model"].is_string() && j["model"] != name_)
-    return reply_error(res, {404, "The model '" + j["model"].get<std::string>() + "' does not exist (this server serves '" + name_ + "')",
-                             "invalid_request_error", "model", "model_not_found"});
   if (!pipeline_) return reply_error(res, bad_request("model '" + name_ + "' makes no images: it serves " + serves(), "model"));
   if (j.contains("n") && !j["n"].is_null() && j["n"] != 1) return reply_error(res, bad_request("'n' must be 1", "n"));
-  if (j.value("response_format", "b64_json") != "b64_json")
+  auto format = string_field(j, "response_format", "b64_json");
+  auto negative = string_field(j, "negative_prompt", "");
+  for (auto* f : {&format, &negative})
+    if (auto* e = std::get_if<ApiError>(f)) return reply_error(res, *e);
+  if (std::get<std::string>(format) != "b64_json")
     return reply_error(res, bad_request("'response_format' must be b64_json: this server keeps no image URLs", "response_format"));
   ImagineOptions opt;
   if (j.contains("num_inference_steps")) {
@@ -76,7 +77,7 @@ void Server::image(const httplib::Request& req, httplib::Response& res) {
   }
   if (opt.negative_ids.empty() && opt.guidance != 1.0f) {
     if (!tok_) return reply_error(res, bad_request("this pipeline has no tokenizer/: guidance needs 'negative_prompt_ids'", "negative_prompt_ids"));
-    opt.negative_ids = pipeline_prompt_ids(*pipeline_, *tok_, tok_dir, j.value("negative_prompt", std::string()));
+    opt.negative_ids = pipeline_prompt_ids(*pipeline_, *tok_, tok_dir, std::get<std::string>(negative));
   }
   auto shape = latent_shape(*pipeline_, height, width);
   if (!shape.ok()) return reply_error(res, bad_request(shape.error().message, "size"));

@@ -11,6 +11,7 @@
 #include "runtime/graph_outputs.h"
 #include "runtime/model_text.h"
 #include "runtime/speak.h"
+#include "serve/completion_request.h"
 #include "serve/http_reply.h"
 
 namespace arch::serve {
@@ -114,6 +115,20 @@ std::string Server::serves() const {
   return s;
 }
 
+ApiError Server::unknown_model(const std::string& asked) const {
+  return {404, "The model '" + asked + "' does not exist (this server serves '" + name_ + "')", "invalid_request_error",
+          "model", "model_not_found"};
+}
+
+std::variant<nlohmann::json, ApiError> Server::json_request(const httplib::Request& req) const {
+  auto parsed = parse_json_object(req.body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  auto model = string_field(std::get<nlohmann::json>(parsed), "model", "");
+  if (auto* e = std::get_if<ApiError>(&model)) return *e;
+  if (const std::string& m = std::get<std::string>(model); !m.empty() && m != name_) return unknown_model(m);
+  return parsed;
+}
+
 Result<int> Server::bind() {
   // httplib listens with a backlog of 5: 64 clients connecting at once
   // would overflow it, and some of them see their connection dropped. The
@@ -180,7 +195,7 @@ void Server::routes() {
   });
   h.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { reply_json(res, model_list(name_, created_)); });
   h.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != name_) return reply_error(res, {404, "The model '" + std::string(req.matches[1]) + "' does not exist (this server serves '" + name_ + "')", "invalid_request_error", "model", "model_not_found"});
+    if (req.matches[1] != name_) return reply_error(res, unknown_model(req.matches[1]));
     reply_json(res, model_list(name_, created_)["data"][0]);
   });
   h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });

@@ -69,6 +69,11 @@ class Server {
   void image(const httplib::Request& req, httplib::Response& res);           // image_route.cpp
   // What both factories end with: the name, the clock, the routes.
   void start(const std::string& path, ServeOptions opt);
+  // The 404 for a request naming another model than this one.
+  ApiError unknown_model(const std::string& asked) const;
+  // A JSON endpoint's body: an object naming this model or none, else the
+  // error to reply with (not JSON, not an object, another model).
+  std::variant<nlohmann::json, ApiError> json_request(const httplib::Request& req) const;
   // The request's prompt as token ids, or the error to reply with.
   std::variant<std::vector<int32_t>, ApiError> prompt_ids(const struct CompletionRequest& r);
 

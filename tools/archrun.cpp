@@ -179,16 +179,16 @@ int main(int argc, char** argv) {
   spk->add_flag("--json", sk.json, "print {\"out\", \"seconds\", \"durations\", \"real_time_factor\", ...}");
 
   ServeArgs sv;
-  auto* srv = app.add_subcommand("serve", "an OpenAI-compatible HTTP server: /v1/completions, /v1/chat/completions (streamed or not), /v1/embeddings, /v1/models, /health; sequences decoded together (continuous batching)");
+  auto* srv = app.add_subcommand("serve", "an OpenAI-compatible HTTP server (docs/serve.md): /v1/completions, /v1/chat/completions (streamed or not), sequences decoded together (continuous batching); /v1/embeddings (an encoder), /v1/audio/speech (a voice), /v1/audio/transcriptions (Whisper), /v1/images/generations (an SD pipeline folder); /v1/models, /health");
   add_common(srv, sv.common);
-  srv->add_option("--host", sv.host, "address to listen on (default 127.0.0.1; 0.0.0.0: every interface)");
-  srv->add_option("--port", sv.port, "port (default 8080; 0: any free one, printed)")->check(CLI::Range(0, 65535));
-  srv->add_option("--parallel", sv.parallel, "sequences decoding together, each with its own KV cache region (default 4)")->check(CLI::Range(1, 1024));
-  srv->add_option("--ctx", sv.context, "positions per sequence, prompt and reply (default: the model's max_position_embeddings, at most 4096)")->check(CLI::Range(int64_t(1), int64_t(1) << 22));
-  srv->add_option("--queue", sv.queue, "requests waiting for a free sequence before 503 (default 4 x --parallel)")->check(CLI::Range(1, 1 << 16));
-  srv->add_option("--api-key", sv.api_key, "require 'Authorization: Bearer KEY' on /v1/ (default: ARCHETYPE_API_KEY, else none)");
-  srv->add_option("--alias", sv.name, "the model's id in the API (default: its directory's name)");
-  srv->add_option("--chat-template", sv.chat_template, "a Jinja chat template file, in place of the checkpoint's");
+  srv->add_option("--host", sv.options.host, "address to listen on (default 127.0.0.1; 0.0.0.0: every interface)");
+  srv->add_option("--port", sv.options.port, "port (default 8080; 0: any free one, printed)")->check(CLI::Range(0, 65535));
+  srv->add_option("--parallel", sv.options.parallel, "sequences decoding together, each with its own KV cache region (default 4)")->check(CLI::Range(1, 1024));
+  srv->add_option("--ctx", sv.options.context, "positions per sequence, prompt and reply (default: the model's max_position_embeddings, at most 4096)")->check(CLI::Range(int64_t(1), int64_t(1) << 22));
+  srv->add_option("--queue", sv.options.queue, "requests waiting for a free sequence before 503 (default 4 x --parallel)")->check(CLI::Range(1, 1 << 16));
+  srv->add_option("--api-key", sv.options.api_key, "require 'Authorization: Bearer KEY' on /v1/ (default: ARCHETYPE_API_KEY, else none)");
+  srv->add_option("--alias", sv.options.name, "the model's id in the API (default: its directory's name)");
+  srv->add_option("--chat-template", sv.options.chat_template, "a Jinja chat template file, in place of the checkpoint's");
 
   BenchServeArgs bs;
   auto* bsv = app.add_subcommand("bench-serve", "the server under load: 1, 4, 16, 64 concurrent streamed completions; aggregate decode tok/s, time to first token (median, p99)");

@@ -22,6 +22,7 @@
 #include "runtime/generate.h"
 #include "runtime/model_text.h"
 #include "runtime/transcribe.h"
+#include "tests/golden_checkpoints.h"
 #include "tests/shared_data.h"
 
 namespace arch {
@@ -38,15 +39,7 @@ struct SpeechModel {
   explicit SpeechModel(const std::string& extra = "", bool tokenizer = false) {
     dir = fs::temp_directory_path() / ("speech_model_" + std::to_string(getpid()) + "_" + std::to_string(++count));
     fs::create_directories(dir);
-    const std::string golden = testing::golden_dir("whisper");
-    for (const char* f : {"config.json", "model.safetensors"}) fs::create_symlink(golden + "/" + f, dir / f);
-    if (tokenizer) fs::create_symlink(testing::shared_dir() + "/tokenizers/gpt2/tokenizer.json", dir / "tokenizer.json");
-    std::ofstream(dir / "generation_config.json")
-        << R"({"decoder_start_token_id": 1, "eos_token_id": 2, "is_multilingual": true,
-              "lang_to_id": {"<|en|>": 3, "<|de|>": 4}, "task_to_id": {"transcribe": 5, "translate": 6},
-              "no_timestamps_token_id": 7, "max_initial_timestamp_index": 10, "suppress_tokens": [0],
-              "begin_suppress_tokens": [9])"
-        << extra << "}";
+    testing::write_golden_whisper(dir, extra, tokenizer);
     auto m = load_model(dir.string());
     EXPECT_TRUE(m.ok()) << m.error().message;
     if (m.ok()) model = *m;

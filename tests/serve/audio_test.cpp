@@ -4,6 +4,8 @@
 // voice cannot serve, are 400s.
 #include "tests/serve/serve_fixture.h"
 
+#include "tests/golden_checkpoints.h"
+
 #include "audio/audio_file.h"
 #include "audio/resample.h"
 #include "runtime/model_text.h"
@@ -17,44 +19,18 @@ namespace fs = std::filesystem;
 using testing::RunningServer;
 using json = nlohmann::json;
 
-// The VITS golden's voice with a 40-character vocabulary (its vocab_size).
-std::string make_voice() {
-  static std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("serve_voice_" + std::to_string(getpid()));
+// The goldens as a voice and a Whisper with its tokenizer, each written once.
+std::string scratch_checkpoint(const char* name, void (*write)(const fs::path&)) {
+  fs::path d = fs::temp_directory_path() / (std::string("serve_") + name + "_" + std::to_string(getpid()));
+  if (!fs::exists(d)) {
     fs::create_directories(d);
-    const std::string g = testing::golden_dir("vits");
-    fs::create_symlink(g + "/config.json", d / "config.json");
-    fs::create_symlink(g + "/model.safetensors", d / "model.safetensors");
-    nlohmann::ordered_json vocab;
-    const std::string chars = "_ abcdefghijklmnopqrstuvwxyz'-.,!?0123456789";
-    for (size_t i = 0; i < 40; ++i) vocab[chars.substr(i, 1)] = i;
-    std::ofstream(d / "vocab.json") << vocab.dump();
-    std::ofstream(d / "tokenizer_config.json")
-        << R"({"tokenizer_class": "VitsTokenizer", "add_blank": true, "normalize": true, "phonemize": false})";
-    return d.string();
-  }();
-  return dir;
+    write(d);
+  }
+  return d.string();
 }
-
-// The whisper golden beside a Whisper-style generation config and GPT-2's
-// byte-level BPE (Whisper's, less its special tokens): <|startoftranscript|>
-// 1, <|endoftext|> 2, <|en|> 3, <|de|> 4, transcribe 5, translate 6,
-// <|notimestamps|> 7, timestamps from 8.
+std::string make_voice() { return scratch_checkpoint("voice", testing::write_golden_voice); }
 std::string make_speech_model() {
-  static std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("serve_whisper_" + std::to_string(getpid()));
-    fs::create_directories(d);
-    const std::string g = testing::golden_dir("whisper");
-    for (const char* f : {"config.json", "model.safetensors"}) fs::create_symlink(g + "/" + f, d / f);
-    fs::create_symlink(testing::shared_dir() + "/tokenizers/gpt2/tokenizer.json", d / "tokenizer.json");
-    std::ofstream(d / "generation_config.json")
-        << R"({"decoder_start_token_id": 1, "eos_token_id": 2, "is_multilingual": true,
-              "lang_to_id": {"<|en|>": 3, "<|de|>": 4}, "task_to_id": {"transcribe": 5, "translate": 6},
-              "no_timestamps_token_id": 7, "max_initial_timestamp_index": 10, "suppress_tokens": [0],
-              "begin_suppress_tokens": [9]})";
-    return d.string();
-  }();
-  return dir;
+  return scratch_checkpoint("whisper", [](const fs::path& d) { testing::write_golden_whisper(d, "", true); });
 }
 
 std::vector<float> wav_samples(const std::string& bytes, int* rate) {
@@ -97,7 +73,8 @@ TEST(ServeAudio, SpeechIsTheVoicesWav) {
   EXPECT_EQ(ids->status, 200) << ids->body;
   // What the voice cannot serve.
   for (const json& bad : {json{{"input", ""}}, json{{"input", "###"}}, json{{"input", "hi"}, {"response_format", "mp3"}},
-                          json{{"input", "hi"}, {"speed", 10}}, json{{"voice", "alloy"}}}) {
+                          json{{"input", "hi"}, {"speed", 10}}, json{{"voice", "alloy"}},
+                          json{{"input", "hi"}, {"response_format", 5}}, json{{"input", "hi"}, {"model", 7}}}) {
     auto b = c.Post("/v1/audio/speech", bad.dump(), "application/json");
     EXPECT_EQ(b->status, 400) << bad.dump() << ": " << b->body;
     EXPECT_TRUE(testing::body_of(b).contains("error")) << b->body;

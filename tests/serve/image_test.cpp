@@ -21,35 +21,6 @@ std::string unbase64(const std::string& b64) {
   return out;
 }
 
-class ImageServer {
- public:
-  explicit ImageServer(std::shared_ptr<Pipeline> p, const std::string& dir) {
-    serve::ServeOptions o;
-    o.port = 0;
-    auto s = serve::Server::make(std::move(p), dir, o);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    server_ = std::move(s).value();
-    auto port = server_->bind();
-    EXPECT_TRUE(port.ok());
-    port_ = port.ok() ? *port : 0;
-    thread_ = std::thread([this] { server_->run(); });
-  }
-  ~ImageServer() {
-    server_->stop();
-    thread_.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(120);
-    return c;
-  }
-
- private:
-  std::unique_ptr<serve::Server> server_;
-  int port_ = 0;
-  std::thread thread_;
-};
-
 TEST(ServeImages, APngIsWhatImaginingGives) {
   const std::string dir = testing::golden_dir("sd15_pipeline");
   ARCH_REQUIRE_SHARED(dir);
@@ -73,7 +44,7 @@ TEST(ServeImages, APngIsWhatImaginingGives) {
   const std::string want_bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   fs::remove(png);
 
-  ImageServer s(pipe, dir);
+  RunningServer s(serve::Server::make(pipe, dir, testing::options()));
   auto c = s.client();
   json req = {{"model", "sd15_pipeline"}, {"prompt_ids", ids}, {"negative_prompt_ids", negative}, {"num_inference_steps", 4},
               {"size", "32x32"}, {"seed", 11}, {"response_format", "b64_json"}};

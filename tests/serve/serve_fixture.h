@@ -38,9 +38,11 @@ inline std::shared_ptr<Model> stories_model() {
   return m;
 }
 
-// Server options by the knobs the tests turn (0: the server's default).
+// Server options by the knobs the tests turn (0: the server's default), on
+// any free port.
 inline serve::ServeOptions options(int parallel = 4, int64_t context = 0, int queue = 0, std::string api_key = "") {
   serve::ServeOptions o;
+  o.port = 0;
   o.parallel = parallel;
   o.context = context;
   o.queue = queue;
@@ -48,20 +50,22 @@ inline serve::ServeOptions options(int parallel = 4, int64_t context = 0, int qu
   return o;
 }
 
+// A server, bound and serving on a thread until the test ends.
 class RunningServer {
  public:
-  explicit RunningServer(serve::ServeOptions o, std::shared_ptr<Model> m = stories_model(), std::string path = stories_dir()) {
-    o.port = 0;
-    if (o.chat_template.empty() && path == stories_dir()) o.chat_template = chat_template_file();
-    auto s = serve::Server::make(m, path, o);
-    EXPECT_TRUE(s.ok()) << s.error().message;
-    if (!s.ok()) return;
-    server_ = std::move(s).value();
+  // One made by either factory (its options' port 0).
+  explicit RunningServer(Result<std::unique_ptr<serve::Server>> made) {
+    EXPECT_TRUE(made.ok()) << made.error().message;
+    if (!made.ok()) return;
+    server_ = std::move(made).value();
     auto p = server_->bind();
     EXPECT_TRUE(p.ok()) << p.error().message;
     port_ = p.ok() ? *p : 0;
     thread_ = std::thread([this] { server_->run(); });
   }
+  // A model's (stories260K with a small chat template by default).
+  explicit RunningServer(serve::ServeOptions o, std::shared_ptr<Model> m = stories_model(), const std::string& path = stories_dir())
+      : RunningServer(serve::Server::make(m, path, with_template(std::move(o), path))) {}
   ~RunningServer() {
     if (!server_) return;
     server_->stop();
@@ -69,13 +73,17 @@ class RunningServer {
   }
   httplib::Client client() const {
     httplib::Client c("127.0.0.1", port_);
-    c.set_read_timeout(60);
+    c.set_read_timeout(120);
     return c;
   }
   int port() const { return port_; }
   serve::Server& server() { return *server_; }
 
  private:
+  static serve::ServeOptions with_template(serve::ServeOptions o, const std::string& path) {
+    if (o.chat_template.empty() && path == stories_dir()) o.chat_template = chat_template_file();
+    return o;
+  }
   std::unique_ptr<serve::Server> server_;
   int port_ = 0;
   std::thread thread_;

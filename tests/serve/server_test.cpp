@@ -138,6 +138,10 @@ TEST(Serve, EmbeddingsFromAnEncoder) {
   auto b = testing::body_of(c.Post("/v1/embeddings", json{{"input", {1, 5, 9, 2}}, {"encoding_format", "base64"}}.dump(), "application/json"));
   ASSERT_TRUE(b["data"][0]["embedding"].is_string());
   EXPECT_EQ(b["data"][0]["embedding"].get<std::string>().size(), 4 * ((v.size() * 4 + 2) / 3));
+  // A field of the wrong type is a 400 naming it, not an exception's 500.
+  auto typed = c.Post("/v1/embeddings", json{{"input", {1, 2}}, {"encoding_format", 5}}.dump(), "application/json");
+  EXPECT_EQ(typed->status, 400);
+  EXPECT_EQ(testing::body_of(typed)["error"]["param"], "encoding_format") << typed->body;
   // A decoder's endpoints say what this model serves.
   auto no = c.Post("/v1/completions", json{{"prompt", {1, 2}}}.dump(), "application/json");
   EXPECT_EQ(no->status, 400);

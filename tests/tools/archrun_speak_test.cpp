@@ -16,6 +16,7 @@
 #include "audio/audio_file.h"
 #include "importer/safetensors.h"
 #include "tests/golden/golden_case.h"
+#include "tests/golden_checkpoints.h"
 #include "tests/test_files.h"
 #include "tests/tools/run_tool.h"
 
@@ -25,20 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_tool;
 
-// The golden's voice with a 40-character vocabulary (its vocab_size), the
-// blank "_" at 0.
-void make_voice(const testing::TempDir& tmp) {
-  const std::string g = testing::golden_dir("vits");
-  fs::create_symlink(g + "/config.json", tmp / "config.json");
-  fs::create_symlink(g + "/model.safetensors", tmp / "model.safetensors");
-  nlohmann::ordered_json vocab;
-  const std::string chars = "_ abcdefghijklmnopqrstuvwxyz'-.,!?0123456789";
-  for (size_t i = 0; i < 40; ++i) vocab[chars.substr(i, 1)] = i;
-  std::ofstream(tmp / "vocab.json") << vocab.dump();
-  std::ofstream(tmp / "tokenizer_config.json")
-      << R"({"tokenizer_class": "VitsTokenizer", "add_blank": true, "normalize": true, "phonemize": false})";
-}
-
 std::string speak(const testing::TempDir& voice, const std::string& args) {
   return testing::archrun() + " speak " + voice.path() + " " + args;
 }
@@ -46,7 +33,7 @@ std::string speak(const testing::TempDir& voice, const std::string& args) {
 TEST(ArchrunSpeak, TextToAWavOfTheFramesLength) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
   testing::TempDir voice, out;
-  make_voice(voice);
+  testing::write_golden_voice(voice.path());
   auto r = run_tool(speak(voice, "-p \"Hello, World.\" -o " + out / "hello.wav --json"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto j = nlohmann::json::parse(testing::last_line(r.out));
@@ -66,7 +53,7 @@ TEST(ArchrunSpeak, TextToAWavOfTheFramesLength) {
 TEST(ArchrunSpeak, ALongTextIsSpokenInPieces) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
   testing::TempDir voice, out;
-  make_voice(voice);
+  testing::write_golden_voice(voice.path());
   std::string text;
   for (int k = 0; k < 20; ++k) text += "this is sentence " + std::to_string(k) + " of a long text. ";
   auto r = run_tool(speak(voice, "-p \"" + text + "\" -o " + out / "long.wav --json"));
@@ -84,7 +71,7 @@ TEST(ArchrunSpeak, SoxReadsTheLengthBack) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
   if (run_tool("sox --version").exit_code != 0) GTEST_SKIP() << "SKIPPED LOUDLY: sox is not installed (tools/setup.sh installs it)";
   testing::TempDir voice, out;
-  make_voice(voice);
+  testing::write_golden_voice(voice.path());
   auto r = run_tool(speak(voice, "-p \"a test\" -o " + out / "t.wav --json"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto j = nlohmann::json::parse(testing::last_line(r.out));
@@ -98,7 +85,7 @@ TEST(ArchrunSpeak, SoxReadsTheLengthBack) {
 TEST(ArchrunSpeak, IdsGiveTheGoldensWaveform) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
   testing::TempDir voice, out;
-  make_voice(voice);
+  testing::write_golden_voice(voice.path());
   const auto in = testing::read_json(testing::golden_dir("vits") + "/inputs.json");
   std::string ids;
   for (int id : in["input_ids"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
@@ -117,7 +104,7 @@ TEST(ArchrunSpeak, IdsGiveTheGoldensWaveform) {
 TEST(ArchrunSpeak, BadInputIsAClearErrorAndLeavesNoWav) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
   testing::TempDir voice, out;
-  make_voice(voice);
+  testing::write_golden_voice(voice.path());
   struct Case { std::string args, says; };
   const Case cases[] = {
       {"-p \"\" -o " + out / "x.wav", "the text is empty"},

@@ -14,6 +14,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
 #include "runtime/session.h"
+#include "serve/server.h"
 #include "text/tokenizer/tokenizer.h"
 
 namespace arch::cli {
@@ -95,10 +96,7 @@ struct SpeakArgs {
 
 struct ServeArgs {
   Common common;
-  std::string host = "127.0.0.1";
-  int port = 8080, parallel = 4, queue = 0;
-  int64_t context = 0;       // per sequence (0: the model's trained length, at most 4096)
-  std::string api_key, name, chat_template;
+  serve::ServeOptions options;  // the command line's, as the server takes them
 };
 
 struct BenchServeArgs {

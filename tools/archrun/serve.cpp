@@ -21,17 +21,9 @@ void on_signal(int) {
 
 int run_serve(const ServeArgs& a) {
   if (a.common.model == "toy") return fail(error("give the model to serve: archrun serve MODEL_DIR"));
-  serve::ServeOptions o;
-  o.host = a.host;
-  o.port = a.port;
-  o.parallel = a.parallel;
-  o.context = a.context;
-  o.queue = a.queue;
-  o.api_key = a.api_key;
+  serve::ServeOptions o = a.options;
   if (o.api_key.empty())
     if (const char* k = std::getenv("ARCHETYPE_API_KEY")) o.api_key = k;
-  o.name = a.name;
-  o.chat_template = a.chat_template;
   // A diffusers pipeline folder serves images; any other checkpoint what its family does.
   Result<std::unique_ptr<serve::Server>> s = error("");
   std::string family;
