@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/output_file.h"
+
 namespace arch {
 
 Status check_writable(const std::string& path) {
@@ -26,32 +28,23 @@ Status write_wav(const std::string& path, std::span<const float> samples, int sa
   if (sample_rate <= 0) return error(path + ": a sample rate of " + std::to_string(sample_rate) + " Hz");
   if (samples.empty()) return error(path + ": no samples to write");
   ARCH_TRY_STATUS(check_writable(path));
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  // Beside the target, so the rename stays on one file system.
-  const std::string partial = (folder / ("." + target.filename().string() + "." + std::to_string(getpid()) + ".partial")).string();
+  // Whole or absent (core/output_file.h): libsndfile writes into the unnamed
+  // file by its descriptor, which the output keeps (close_desc false).
+  ARCH_TRY(OutputFile out, OutputFile::create(path));
   SF_INFO info{};
   info.samplerate = sample_rate;
   info.channels = 1;
   info.format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
-  SNDFILE* f = sf_open(partial.c_str(), SFM_WRITE, &info);
+  SNDFILE* f = sf_open_fd(out.fd(), SFM_WRITE, &info, SF_FALSE);
   if (!f) return error(path + ": cannot be written (" + sf_strerror(nullptr) + ")");
   sf_command(f, SFC_SET_CLIPPING, nullptr, SF_TRUE);  // past +-1 holds at full scale instead of wrapping
   const sf_count_t wrote = sf_write_float(f, samples.data(), sf_count_t(samples.size()));
   const std::string why = sf_strerror(f);
   const int closed = sf_close(f);
-  if (wrote != sf_count_t(samples.size()) || closed != 0) {
-    std::remove(partial.c_str());
+  if (wrote != sf_count_t(samples.size()) || closed != 0)
     return error(path + ": writing failed after " + std::to_string(wrote) + " of " + std::to_string(samples.size()) +
                  " samples (" + why + ")");
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    std::remove(partial.c_str());
-    return error(path + ": cannot be written (" + reason + ")");
-  }
-  return {};
+  return out.commit();
 }
 
 }  // namespace arch

@@ -1,6 +1,9 @@
 #include "core/json_text.h"
 
+#include "core/limits.h"
+
 #include <set>
+#include <cstdint>
 #include <vector>
 
 namespace arch {
@@ -33,8 +36,13 @@ Result<nlohmann::json> parse_json(std::string_view text, const std::string& sour
   // The innermost open object's keys: a key seen twice there is a duplicate.
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
-  auto watch_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+  // Everything that walks a JSON value after this (configs, templates'
+  // values) recurses: a 100,000-deep array stops here, at its depth.
+  const int64_t most_depth = limit("json_depth");
+  struct TooDeep {};
+  auto watch_keys = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using E = nlohmann::json::parse_event_t;
+    if ((event == E::object_start || event == E::array_start) && depth >= most_depth) throw TooDeep{};
     if (event == E::object_start) open_objects.emplace_back();
     else if (event == E::object_end && !open_objects.empty()) open_objects.pop_back();
     else if (event == E::key && !open_objects.empty() && duplicate.empty() &&
@@ -53,6 +61,8 @@ Result<nlohmann::json> parse_json(std::string_view text, const std::string& sour
                  ": invalid JSON: " + reason(e));
   } catch (const nlohmann::json::exception& e) {
     return error(source + ": invalid JSON: " + e.what());
+  } catch (const TooDeep&) {
+    return over_limit("json_depth", source, "the nesting of its arrays and objects", most_depth + 1);
   }
 }
 

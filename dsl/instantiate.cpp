@@ -2,6 +2,10 @@
 
 #include "dsl/instantiator.h"
 
+#include <limits>
+
+#include "core/limits.h"
+
 namespace arch::dsl {
 
 namespace detail {
@@ -105,6 +109,16 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
       ARCH_TRY(Val hi, eval(*s.end, env));
       if (lo.kind != Val::Int || hi.kind != Val::Int)
         return fail(s.loc, "a loop range must be ints, not " + lo.describe() + " .. " + hi.describe());
+      // A count from config.json (num_hidden_layers: -2, or 1e9) is checked
+      // here, before the loop unrolls anything.
+      if (hi.i < lo.i)
+        return fail(s.end->loc, "the loop range " + std::to_string(lo.i) + " .. " + std::to_string(hi.i) +
+                                    " runs backwards (a count in config.json is negative?)");
+      long long count = 0;
+      if (__builtin_sub_overflow(hi.i, lo.i, &count) || __builtin_add_overflow(loop_iterations_, count, &loop_iterations_))
+        loop_iterations_ = std::numeric_limits<long long>::max();
+      if (auto st = check_limit("loop_iterations", loop_iterations_, "", "the template's loop iterations"); !st)
+        return fail(s.end->loc, st.error().message);
       std::string saved = prefix_, saved_scope = scope_;
       auto restore = [&] { prefix_ = saved; scope_ = saved_scope; };
       for (long long i = lo.i; i < hi.i; ++i) {
@@ -116,6 +130,10 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
             restore();
             return st;
           }
+        }
+        if (auto st = check_limit("graph_nodes", int64_t(g().nodes.size()), "", "the graph's nodes"); !st) {
+          restore();
+          return fail(s.loc, st.error().message);
         }
       }
       restore();

@@ -7,7 +7,9 @@ namespace {
 
 bool type_matches(const TypeRef& t, const Val& v) {
   auto elem_ok = [&](const Val& x) {
-    if (t.elem == "int") return x.kind == Val::Int || (x.kind == Val::Float && std::floor(x.f) == x.f);
+    // 1e30 is no int: past 2^53 a float cannot say which int it means.
+    if (t.elem == "int")
+      return x.kind == Val::Int || (x.kind == Val::Float && std::floor(x.f) == x.f && std::fabs(x.f) <= 9007199254740992.0);
     if (t.elem == "float") return x.is_number();
     if (t.elem == "bool") return x.kind == Val::Bool;
     if (t.elem == "str") return x.kind == Val::Str;

@@ -1,4 +1,6 @@
 // Evaluating expressions: constants, paths, operators, builtins, block calls.
+#include <limits>
+
 #include "dsl/instantiator.h"
 
 #include <cmath>
@@ -173,11 +175,20 @@ Instantiator::R Instantiator::eval_binary(const Expr& e, const Val& a, const Val
   if (op == "<=") return Val::of_bool(x <= y);
   if (op == ">") return Val::of_bool(x > y);
   if (op == ">=") return Val::of_bool(x >= y);
-  if (op == "+") return ints ? Val::of_int(a.i + b.i) : Val::of_float(x + y);
-  if (op == "-") return ints ? Val::of_int(a.i - b.i) : Val::of_float(x - y);
-  if (op == "*") return ints ? Val::of_int(a.i * b.i) : Val::of_float(x * y);
+  // A config's numbers are the user's: an int that overflows is an error,
+  // not a wrapped-around size.
+  long long r = 0;
+  const bool over = ints && ((op == "+" && __builtin_add_overflow(a.i, b.i, &r)) ||
+                             (op == "-" && __builtin_sub_overflow(a.i, b.i, &r)) ||
+                             (op == "*" && __builtin_mul_overflow(a.i, b.i, &r)) ||
+                             (op != "+" && op != "-" && op != "*" && b.i == -1 &&
+                              a.i == std::numeric_limits<long long>::min()));
+  if (over) return fail(e.loc, "integer overflow in " + a.describe() + " " + op + " " + b.describe());
+  if (op == "+") return ints ? Val::of_int(r) : Val::of_float(x + y);
+  if (op == "-") return ints ? Val::of_int(r) : Val::of_float(x - y);
+  if (op == "*") return ints ? Val::of_int(r) : Val::of_float(x * y);
   if (op == "/" || op == "//" || op == "%") {
-    if (y == 0) return fail(e.loc, "division by zero");
+    if (y == 0) return fail(e.loc, "division by zero (" + a.describe() + " " + op + " " + b.describe() + ")");
     if (op == "/") return Val::of_float(x / y);
     // As in Python: // rounds toward minus infinity, % takes the divisor's sign.
     if (op == "//") {

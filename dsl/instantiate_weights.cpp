@@ -16,7 +16,8 @@ bool match_pattern(const std::vector<PathSeg>& pat, const std::vector<std::strin
     if (s.kind == PathSeg::Index && std::to_string(s.index) != path[k]) return false;
     if (s.kind == PathSeg::Interp) {
       const std::string& p = path[k];
-      if (p.empty() || p.find_first_not_of("0123456789") != std::string::npos) return false;
+      // A checkpoint's name may hold any digits: past 15 they are no layer.
+      if (p.empty() || p.size() > 15 || p.find_first_not_of("0123456789") != std::string::npos) return false;
       long long x = std::stoll(p);
       auto it = vars.find(s.name);
       if (it != vars.end() && it->second != x) return false;

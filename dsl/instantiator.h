@@ -90,6 +90,7 @@ class Instantiator {
   std::string scope_;   // the loop scopes alone (layers.3)
   Env inputs_;          // the graph's inputs and seq, over the globals: what blocks see
   int block_depth_ = 0;
+  long long loop_iterations_ = 0;  // of every loop so far: nested loops are bounded together
 };
 
 // "model.layers.3" from its segments.

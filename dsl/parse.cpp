@@ -1,11 +1,14 @@
 #include "dsl/parse.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <tao/pegtl/contrib/parse_tree.hpp>
+
+#include "core/limits.h"
 
 #include "dsl/diagnostic.h"
 #include "dsl/errors.h"
@@ -38,6 +41,41 @@ using selector = pt::selector<
 
 namespace {
 
+// Expressions, bodies and negations nest by recursion, in the parser and in
+// every pass over the tree after it: a template nesting 20,000 brackets
+// would overflow the stack. The nesting is counted as the rules start and
+// refused past the limit.
+thread_local int nesting = 0;
+thread_local int64_t nesting_limit = 0;
+
+// Rules of the parse tree only (the tree's control calls ours for those):
+// every bracket passes an or_expr, every '-' a negated, every 'not' a
+// logical_not, every nested statement list a body.
+template <typename Rule>
+constexpr bool nests = std::is_same_v<g::or_expr, Rule> || std::is_same_v<g::negated, Rule> ||
+                       std::is_same_v<g::logical_not, Rule> || std::is_same_v<g::body, Rule>;
+
+template <typename Rule>
+struct nesting_control : grammar_control<Rule> {
+  template <typename ParseInput, typename... States>
+  static void start(const ParseInput& in, States&&... st) {
+    if constexpr (nests<Rule>)
+      if (++nesting > nesting_limit)
+        throw tao::pegtl::parse_error(over_limit("template_depth", "", "nesting", nesting).message, in);
+    grammar_control<Rule>::start(in, st...);
+  }
+  template <typename ParseInput, typename... States>
+  static void success(const ParseInput& in, States&&... st) {
+    if constexpr (nests<Rule>) --nesting;
+    grammar_control<Rule>::success(in, st...);
+  }
+  template <typename ParseInput, typename... States>
+  static void failure(const ParseInput& in, States&&... st) {
+    if constexpr (nests<Rule>) --nesting;
+    grammar_control<Rule>::failure(in, st...);
+  }
+};
+
 // The file being built, so every location records which one it is in (a
 // template and its imports share one list of files).
 thread_local int building_file = 0;
@@ -59,6 +97,14 @@ const Node* child(const Node& n) {
 
 ExprPtr build_expr(const Node& n);
 
+// A weight name's index (layers.3): digits the grammar matched, refused when
+// they do not fit (std::stoll would throw).
+long long whole_number(const Node& n) {
+  const std::string s = n.string();
+  if (s.size() > 15) throw tao::pegtl::parse_error("the index " + s.substr(0, 32) + " is too large", n.begin());
+  return std::stoll(s);
+}
+
 std::vector<PathSeg> build_segments(const Node& n) {
   // Children: identifier, then path_index / path_member / path_expr / pattern_var.
   std::vector<PathSeg> segs;
@@ -69,7 +115,7 @@ std::vector<PathSeg> build_segments(const Node& n) {
       s.name = c->string();
     } else if (is<g::path_index>(*c)) {
       s.kind = PathSeg::Index;
-      s.index = std::stoll(c->string());
+      s.index = whole_number(*c);
     } else if (is<g::path_expr>(*c)) {
       s.kind = PathSeg::Interp;
       s.expr = build_expr(*c->children.at(0));
@@ -93,9 +139,15 @@ std::shared_ptr<Expr> make(Expr::Kind k, const Node& n) {
   return e;
 }
 
-// A left-associative chain: operand (op operand)*.
+// A left-associative chain: operand (op operand)*. Its tree is as deep as
+// the chain is long, so a long chain counts as nesting (a 1 MB line of
+// a + a + ... would otherwise overflow the stack when evaluated).
 ExprPtr build_chain(const Node& n) {
   if (n.children.size() == 1) return build_expr(*n.children[0]);
+  if (int64_t(n.children.size() / 2) > limit("template_depth"))
+    throw tao::pegtl::parse_error(
+        over_limit("template_depth", "", "operators in one chain", int64_t(n.children.size() / 2)).message,
+        n.begin());
   ExprPtr lhs = build_expr(*n.children[0]);
   for (size_t i = 1; i + 1 < n.children.size(); i += 2) {
     auto e = make(Expr::Binary, *n.children[i]);
@@ -111,7 +163,9 @@ ExprPtr build_expr(const Node& n) {
     auto e = make(Expr::Number, n);
     std::string s = n.string();
     e->is_int = s.find_first_of(".eE") == std::string::npos;
-    e->number = std::stod(s);
+    e->number = std::strtod(s.c_str(), nullptr);
+    if (!std::isfinite(e->number) || (e->is_int && std::fabs(e->number) > 9007199254740992.0))
+      throw tao::pegtl::parse_error("the number " + s.substr(0, 32) + (s.size() > 32 ? "..." : "") + " is too large" + (e->is_int ? " for an int" : ""), n.begin());
     return e;
   }
   if (is<g::string_body>(n)) {
@@ -364,9 +418,13 @@ namespace {
 
 Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::string> text, int file) {
   SourceRef src{path, text.get()};
+  if (auto st = check_limit("template_bytes", int64_t(text->size()), path, "the template's size in bytes"); !st)
+    return st.error();
   tao::pegtl::memory_input in(text->data(), text->size(), path);
   try {
-    auto root = pt::parse<g::file, selector, tao::pegtl::nothing, grammar_control>(in);
+    nesting = 0;
+    nesting_limit = limit("template_depth");
+    auto root = pt::parse<g::file, selector, tao::pegtl::nothing, nesting_control>(in);
     if (!root) return diag(src, {1, 1}, "not a template: a template starts with 'family NAME'");
     building_file = file;
     Template t = build_template(*root);

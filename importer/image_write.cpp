@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
+
+#include "core/output_file.h"
 
 #include <stb/stb_image_write.h>  // its implementation is in Debian's libstb
 
@@ -19,9 +22,12 @@ Status write_png(const std::string& path, const Tensor& image) {
       const float x = std::clamp(image.f32()[c * H * W + i], 0.0f, 1.0f);
       rgb[size_t(i * 3 + c)] = (unsigned char)std::lround(x * 255.0f);
     }
-  if (!stbi_write_png(path.c_str(), int(W), int(H), 3, rgb.data(), int(W * 3)))
+  // Whole or absent (core/output_file.h): stb writes into the unnamed file.
+  ARCH_TRY(OutputFile out, OutputFile::create(path));
+  auto put = [](void* stream, void* data, int size) { std::fwrite(data, 1, size_t(size), static_cast<std::FILE*>(stream)); };
+  if (!stbi_write_png_to_func(put, out.stream(), int(W), int(H), 3, rgb.data(), int(W * 3)) || std::ferror(out.stream()))
     return error(path + ": cannot write the PNG");
-  return {};
+  return out.commit();
 }
 
 }  // namespace arch

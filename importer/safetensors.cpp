@@ -14,6 +14,7 @@
 
 #include "core/json_text.h"
 #include "core/mapped_file.h"
+#include "core/output_file.h"
 
 namespace arch {
 
@@ -238,13 +239,11 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
   }
   text.append((8 - text.size() % 8) % 8, ' ');  // data section starts 8-aligned
 
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return error(path + ": cannot create: " + std::strerror(errno));
-  auto fail = [&](const std::string& why) {
-    std::fclose(f);
-    std::remove(path.c_str());  // no half-written file left behind to be read later
-    return error(path + ": " + why);
-  };
+  // Whole or absent: a failure or a kill leaves no truncated file, and an
+  // earlier output at the path stays until this one is complete.
+  ARCH_TRY(OutputFile out, OutputFile::create(path));
+  std::FILE* f = out.stream();
+  auto fail = [&](const std::string& why) { return error(path + ": " + why); };
   uint64_t header_len = text.size();  // little-endian, as the static_assert above guarantees
   if (std::fwrite(&header_len, 8, 1, f) != 1 || std::fwrite(text.data(), 1, text.size(), f) != text.size())
     return fail(std::string("cannot write: ") + std::strerror(errno));
@@ -258,12 +257,7 @@ Status write_safetensors(const std::string& path, const std::vector<std::pair<st
                   std::to_string(want));
     if (std::fwrite(t->data, 1, want, f) != want) return fail(std::string("cannot write: ") + std::strerror(errno));
   }
-  if (std::fclose(f) != 0) {
-    int saved_errno = errno;
-    std::remove(path.c_str());
-    return error(path + ": cannot write: " + std::strerror(saved_errno));
-  }
-  return {};
+  return out.commit();
 }
 
 }  // namespace arch

@@ -92,6 +92,18 @@ Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, 
     return error("the context is too small: " + std::to_string(s.position()) + " positions held + " +
                  std::to_string(prompt.size()) + " prompt tokens + " + std::to_string(opt.max_new_tokens) +
                  " new ones exceed the " + std::to_string(s.max_context()) + " it was sized for");
+  // Past the positions a decoder was trained for its output is garbage
+  // (learned position tables end there): refused, not run. The last token
+  // drawn is never fed back, hence the - 1.
+  const int64_t trained = s.model().is_encoder_decoder() ? 0 : s.model().config_int("max_position_embeddings", 0);
+  const int64_t reach = s.position() + int64_t(prompt.size()) + opt.max_new_tokens - 1;
+  if (trained > 0 && reach > trained) {
+    const int64_t room = trained - s.position() - int64_t(prompt.size()) + 1;
+    return error("the model was trained for " + std::to_string(trained) + " positions (max_position_embeddings); " +
+                 std::to_string(s.position() + int64_t(prompt.size())) + " prompt tokens + " +
+                 std::to_string(opt.max_new_tokens) + " new ones go past them" +
+                 (room > 0 ? ": ask for at most " + std::to_string(room) + " new tokens" : ""));
+  }
   if (opt.check) s.check_with(opt.check);
   Sampler sampler(opt.sampling);
   auto t0 = clock::now();

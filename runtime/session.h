@@ -38,6 +38,8 @@ class Session {
   Session(const Model& m, SessionOptions opt = {});
   Session(const Model& m, int64_t max_context) : Session(m, SessionOptions{max_context, 0}) {}
 
+  const Model& model() const { return m_; }
+
   // Runs graph `graph` (empty: the model's first) on `inputs` by its input
   // names and returns the outputs named (stacked ones, layer_outputs[i],
   // along a new first axis). Inputs come as transformers gives them: a

@@ -28,6 +28,7 @@
 #include "npu2/estimate.h"
 #include "runtime/dispatch.h"
 #include "tooling/npu2_lowering.h"
+#include "tooling/tool_environment.h"
 #include "importer/checkpoint.h"
 #include "importer/config.h"
 #include "kernels/kernels.h"
@@ -395,6 +396,10 @@ int main(int argc, char** argv) {
   ConfigSource check_cs;
   app.add_option("--check", check, "lint these templates: syntax, names, calls, weight references")->expected(1, -1);
   app.add_flag("-q,--quiet", quiet, "print nothing when clean");
+  app.fallthrough();  // --limit after a command's name too
+  std::vector<std::string> limits;
+  app.add_option("--limit", limits, "raise (or lower) a limit on what input files may ask for: NAME=N");
+  app.footer(limits_help());
   app.add_option("--config", check_cs.config, "with --check: also instantiate with this config.json (checks shapes)");
   app.add_option("--model", check_cs.model, "with --check: also instantiate with this checkpoint's config and tensors");
 
@@ -449,6 +454,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
 
   CLI11_PARSE(app, argc, argv);
+  if (auto st = prepare_tool_environment(limits); !st) {
+    std::fprintf(stderr, "archc: error: %s\n", st.error().message.c_str());
+    return 1;
+  }
   if (lw->parsed()) return lower(la);
   if (df->parsed()) return diff(dold, dnew, dmodel, dids, dinputs, djson, dhtml);
   if (d->parsed()) return dump(tmpl, cs);

@@ -5,6 +5,7 @@
 //   archrun info MODEL
 // MODEL may be omitted (or be "toy"): the embedded default, a tiny
 // random-weight Llama the tool writes itself, needing no download.
+#include <cmath>
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -13,12 +14,22 @@
 
 #include "importer/toy_checkpoint.h"
 #include "runtime/dispatch.h"
+#include "tooling/tool_environment.h"
 #include "tools/archrun/commands.h"
 
 using namespace arch;
 using namespace arch::cli;
 
 namespace {
+
+// CLI11's Range lets NaN through (every comparison with it is false).
+const CLI::Validator kFinite(
+    [](std::string& text) {
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      return std::isfinite(v) ? std::string() : "'" + text + "' is not a finite number";
+    },
+    "FINITE");
 
 void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("model", c.model, "checkpoint directory (config.json + *.safetensors); 'toy' or nothing: the embedded default");
@@ -44,10 +55,14 @@ void add_common(CLI::App* cmd, Common& c) {
 int main(int argc, char** argv) {
   CLI::App app{"archrun: run a Hugging Face checkpoint through its family's .arch template"};
   app.require_subcommand(1);
+  app.fallthrough();  // --limit after the command's name too
+  std::vector<std::string> limits;
+  app.add_option("--limit", limits, "raise (or lower) a limit on what input files may ask for: NAME=N (see below)");
   app.footer(
       "Environment:\n"
       "  ARCHETYPE_CPU=avx2|baseline  run the kernels a CPU without AVX-512 (or without AVX2) would run\n"
-      "  OMP_NUM_THREADS=N            threads, as --threads N");
+      "  OMP_NUM_THREADS=N            threads, as --threads N\n"
+      "  ARCHETYPE_LIMITS=NAME=N,...  as --limit\n\n" + limits_help());
 
   GenerateArgs g;
   auto* gen = app.add_subcommand("generate", "generate tokens after a prompt");
@@ -56,9 +71,9 @@ int main(int argc, char** argv) {
   gen->add_option("--ids", g.ids, "prompt token ids, comma-separated");
   gen->add_option("-n,--max-new-tokens", g.n, "how many tokens to generate")->check(CLI::Range(1, 1 << 20));
   gen->add_flag("--greedy", g.greedy, "argmax decoding (the default when no temperature is given)");
-  gen->add_option("--temperature", g.temperature, "sampling temperature")->check(CLI::Range(0.0, 100.0));
+  gen->add_option("--temperature", g.temperature, "sampling temperature")->check(kFinite & CLI::Range(0.0, 100.0));
   gen->add_option("--top-k", g.top_k, "sample among the k most likely tokens")->check(CLI::Range(0, 1 << 30));
-  gen->add_option("--top-p", g.top_p, "sample among the smallest set with this probability mass")->check(CLI::Range(0.0, 1.0));
+  gen->add_option("--top-p", g.top_p, "sample among the smallest set with this probability mass")->check(kFinite & CLI::Range(0.0, 1.0));
   gen->add_option("--seed", g.seed, "sampling seed");
   gen->add_flag("--ignore-eos", g.ignore_eos, "keep going after the end-of-sequence token");
   gen->add_flag("--json", g.json, "print {\"tokens\": [...]}");
@@ -128,7 +143,7 @@ int main(int argc, char** argv) {
   add_common(cht, ch.common);
   cht->add_option("--system", ch.system, "a system message first");
   cht->add_option("-n,--max-new-tokens", ch.n, "most tokens per reply")->check(CLI::Range(1, 1 << 20));
-  cht->add_option("--temperature", ch.temperature, "sampling temperature (0: greedy)")->check(CLI::Range(0.0, 100.0));
+  cht->add_option("--temperature", ch.temperature, "sampling temperature (0: greedy)")->check(kFinite & CLI::Range(0.0, 100.0));
   cht->add_option("--seed", ch.seed, "sampling seed");
   cht->add_option("--context", ch.context, "positions the conversation's KV cache holds (default 4096)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
@@ -171,9 +186,9 @@ int main(int argc, char** argv) {
   spk->add_option("-p,--prompt", sk.prompt, "the text (through the voice's vocab.json)");
   spk->add_option("--ids", sk.ids, "token or phoneme ids instead of text, comma-separated (a Piper-style voice's phonemes)");
   spk->add_option("-o,--out", sk.out, "the WAV file to write")->required();
-  spk->add_option("--speaking-rate", sk.speaking_rate, "faster above 1, slower below (default: the config's speaking_rate)");
-  spk->add_option("--noise-scale", sk.noise_scale, "the prior's sampling noise (default: the config's, MMS 0.667)");
-  spk->add_option("--noise-scale-duration", sk.noise_scale_duration, "the duration predictor's noise (default: the config's, MMS 0.8)");
+  spk->add_option("--speaking-rate", sk.speaking_rate, "faster above 1, slower below (default: the config's speaking_rate)")->check(kFinite);
+  spk->add_option("--noise-scale", sk.noise_scale, "the prior's sampling noise (default: the config's, MMS 0.667)")->check(kFinite);
+  spk->add_option("--noise-scale-duration", sk.noise_scale_duration, "the duration predictor's noise (default: the config's, MMS 0.8)")->check(kFinite);
   spk->add_option("--seed", sk.seed, "seed of the noise draws (default 0: the same voice every run)");
   spk->add_option("--speaker", sk.speaker, "speaker of a multi-speaker voice (default 0)")->check(CLI::Range(0, 1 << 20));
   spk->add_flag("--json", sk.json, "print {\"out\", \"seconds\", \"durations\", \"real_time_factor\", ...}");
@@ -221,7 +236,7 @@ int main(int argc, char** argv) {
   bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding");
   bench->add_option("--steps", bench_steps, "a text-to-image pipeline: guided steps to time (default 2)")->check(CLI::Range(1, 1000));
   bench->add_option("--audio-seconds", bench_audio_s, "a text-to-speech model: about how long an utterance to time (default 10)")
-      ->check(CLI::Range(0.1, 3600.0));
+      ->check(kFinite & CLI::Range(0.1, 3600.0));
   bench->add_option("--repeat", bench_repeat, "run prompt and decode this many times after one load; report medians")
       ->check(CLI::Range(1, 1000));
 
@@ -253,7 +268,7 @@ int main(int argc, char** argv) {
   den->add_option("--pooled", dn.pooled, "pooled_projections, one tensor (SD3)");
   den->add_option("--negative-pooled", dn.negative_pooled, "pooled_projections with the negative context");
   den->add_option("--steps", dn.steps, "sampling steps");
-  den->add_option("--guidance", dn.guidance, "guidance scale, with --negative-context (1: none); a guidance-distilled model (Flux-dev) takes it as an input");
+  den->add_option("--guidance", dn.guidance, "guidance scale, with --negative-context (1: none); a guidance-distilled model (Flux-dev) takes it as an input")->check(kFinite);
   den->add_option("--scheduler", dn.scheduler, "sample the config's noise schedule by ddim or euler (default: its own scheduler)")
       ->check(CLI::IsMember({"ddim", "euler"}));
   den->add_option("--scheduler-config", dn.scheduler_config, "a scheduler_config.json (default: beside the model, or its pipeline's scheduler/)");
@@ -270,7 +285,7 @@ int main(int argc, char** argv) {
   img->add_option("--ids", im.ids, "the prompt's token ids, as the text encoder takes them (bos, ids, eos, padding)");
   img->add_option("--negative-ids", im.negative_ids, "the negative prompt's token ids: classifier-free guidance");
   img->add_option("--steps", im.steps, "sampling steps");
-  img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none)");
+  img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none)")->check(kFinite);
   img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by ddim or euler (default: its scheduler/)")
       ->check(CLI::IsMember({"ddim", "euler"}));
   img->add_option("--seed", im.seed, "seed of the initial noise (without --latents)");
@@ -281,6 +296,7 @@ int main(int argc, char** argv) {
   img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W]");
 
   CLI11_PARSE(app, argc, argv);
+  if (auto st = prepare_tool_environment(limits); !st) return fail(st.error());
   if (img->parsed()) return run_imagine(im);
   if (den->parsed()) return run_denoise(dn);
   if (gen->parsed()) {

@@ -39,10 +39,18 @@ TEST(ParseJson, DuplicateKeysAreAnErrorAtAnyDepth) {
   EXPECT_TRUE(parse_json(R"({"x": {"k": 1}, "y": {"k": 2}})", "s.json").ok());
 }
 
-TEST(ParseJson, DeepNestingDoesNotCrash) {
+// What reads a JSON value after it recurses: past json_depth it is refused.
+TEST(ParseJson, DeepNestingIsRefusedByItsLimit) {
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   auto j = parse_json(deep, "deep.json");
-  EXPECT_TRUE(j.ok());
+  ASSERT_FALSE(j.ok());
+  EXPECT_CONTAINS(j.error().message, "deep.json: the nesting of its arrays and objects (513) exceeds the limit 'json_depth' (512)");
+  std::string ok = std::string(512, '[') + std::string(512, ']');
+  EXPECT_TRUE(parse_json(ok, "ok.json").ok());
+  std::string objects;
+  for (int i = 0; i < 600; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(600, '}');
+  EXPECT_FALSE(parse_json(objects, "o.json").ok());
 }
 
 TEST(JsonTypeName, DistinguishesIntegersFromNumbers) {

@@ -283,7 +283,7 @@ TEST(InstantiateConfig, BuiltinArgumentErrors) {
   EXPECT_EQ(error_of("family T\nconfig {\n  n: int = len(3)\n}\ngraph step(x: f32[seq]) { output y = x }\n"),
             "t.arch:3:12: error: len() of int 3");
   EXPECT_EQ(error_of("family T\nconfig {\n  n: int = 1 // 0\n}\ngraph step(x: f32[seq]) { output y = x }\n"),
-            "t.arch:3:14: error: division by zero");
+            "t.arch:3:14: error: division by zero (int 1 // int 0)");
 }
 
 TEST(InstantiateConfig, StrOfAnIntKeysAJsonObject) {
