@@ -5,9 +5,14 @@
 // (tokenizer and chat files read from its metadata), bench.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +103,62 @@ TEST(ArchrunImport, RefusesWhatItCannotRead) {
                           (s.path / "x.safetensors").string());
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.out.find("does not exist"), std::string::npos) << missing.out;
+}
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// An import killed at any moment (SIGKILL: nothing of ours runs) leaves the
+// output path as it was, an earlier good file there untouched, or the whole
+// new file: never a truncated one, and nothing else in the folder.
+TEST(ArchrunImport, AKillMidWriteLeavesTheEarlierFileWhole) {
+  Scratch s;
+  fs::path ckpt = s.path / "ckpt";
+  LlamaShape shape = *llama_shape("toy");
+  shape.vocab_size = 32000, shape.hidden_size = 512, shape.intermediate_size = 1024, shape.num_hidden_layers = 4;
+  shape.head_dim = 128;
+  ASSERT_TRUE(write_random_checkpoint(ckpt.string(), shape, 5).ok());
+  fs::path outdir = s.path / "out";
+  fs::create_directories(outdir);
+  const fs::path out = outdir / "model.safetensors";
+  auto first = run_tool(testing::archrun() + " import " + ckpt.string() + " -o " + out.string() + " --dtype q8");
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  const std::string earlier = file_bytes(out);
+  ASSERT_GT(earlier.size(), 10u << 20);
+  const fs::path whole_path = s.path / "whole.safetensors";  // what a finished run writes
+  auto whole_run = run_tool(testing::archrun() + " import " + ckpt.string() + " -o " + whole_path.string() + " --dtype stored");
+  ASSERT_EQ(whole_run.exit_code, 0) << whole_run.out;
+  const std::string whole = file_bytes(whole_path);
+
+  int killed = 0;
+  for (int delay_ms : {5, 20, 40, 60, 80, 100, 150, 200, 300, 500, 800}) {
+    SCOPED_TRACE(delay_ms);
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      const std::string archrun = testing::archrun();
+      execl(archrun.c_str(), archrun.c_str(), "import", ckpt.c_str(), "-o", out.c_str(), "--dtype", "stored",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    kill(child, SIGKILL);
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    const std::string now = file_bytes(out);
+    // Killed or not, the path holds one whole file: the earlier one, or
+    // (once the new one was complete and renamed into place) the new one.
+    EXPECT_TRUE(now == earlier || now == whole) << "after " << delay_ms << " ms: " << now.size() << " bytes";
+    if (WIFSIGNALED(status) && now == earlier) ++killed;
+    int entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(outdir)) ++entries;
+    EXPECT_EQ(entries, 1) << "a partial file was left beside the output";
+    if (now == whole) break;  // later kills would find the new file in place
+  }
+  EXPECT_GT(killed, 0) << "no kill landed while the import ran";
+  std::printf("import killed %d times mid-run: the earlier output stayed whole each time\n", killed);
 }
 
 }  // namespace
