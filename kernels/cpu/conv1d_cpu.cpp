@@ -5,8 +5,8 @@
 // the weight and the output are reordered to and from them on every call,
 // each one pass over memory against K passes of arithmetic, so the tensors
 // every other op reads stay [C, L]. Whisper's stem and HiFi-GAN's vocoder
-// are all of these. F32 tensors only (with --bf16-activations oneDNN may
-// multiply in bf16 inside); the rest goes to the reference, which also
+// are all of these. F32 tensors only (with --bf16-activations rounded to
+// bf16 for the products); the rest goes to the reference, which also
 // words every error.
 #include <omp.h>
 
@@ -35,7 +35,7 @@ struct ConvShape {
   // row stride (L, or more where the call reads a window of its columns).
   int64_t C, L, O, K, stride, pad_l, pad_r, dilation, groups, row;
   bool transposed, bias;
-  bool bf16 = false;  // --bf16-activations: oneDNN may compute in bf16 (fpmath_mode) where the CPU has it
+  bool bf16 = false;  // --bf16-activations where the CPU has bf16 dot products: bf16 products, f32 sums
   bool leaky = false;  // the planner's folded leaky_relu, as oneDNN's eltwise post-op
   float slope = 0;
   auto key() const {
@@ -81,15 +81,17 @@ ConvPrimitive make_primitive(const ConvShape& s, int64_t Lo, const dnnl::engine&
                          : dnnl::memory::desc({G, og, cg, s.K}, dt::f32,
                                               dnnl::memory::dims{cg * og * s.K, s.K, og * s.K, 1});
   }
-  const dnnl::memory::desc src_any({1, s.C, s.L}, dt::f32, tag::any), dst_any({1, s.O, Lo}, dt::f32, tag::any);
-  const dnnl::memory::desc wei_any = G == 1 ? dnnl::memory::desc({s.O, s.C, s.K}, dt::f32, tag::any)
-                                            : dnnl::memory::desc({G, s.O / G, s.C / G, s.K}, dt::f32, tag::any);
+  // With bf16 allowed (where the CPU multiplies bf16 natively), the input
+  // and weight are rounded to bf16 as they are reordered into the
+  // primitive's layout, and the sums and output stay f32: oneDNN 2.6's
+  // fpmath_mode left its f32 kernels as they were (same speed measured).
+  const dt mul = s.bf16 ? dt::bf16 : dt::f32;
+  const dnnl::memory::desc src_any({1, s.C, s.L}, mul, tag::any), dst_any({1, s.O, Lo}, dt::f32, tag::any);
+  const dnnl::memory::desc wei_any = G == 1 ? dnnl::memory::desc({s.O, s.C, s.K}, mul, tag::any)
+                                            : dnnl::memory::desc({G, s.O / G, s.C / G, s.K}, mul, tag::any);
   const dnnl::memory::desc no_bias;
   const dnnl::memory::dims strides{s.stride}, dilates{s.dilation - 1}, pad_l{s.pad_l}, pad_r{s.pad_r};
-  // f32 in and out either way; with bf16 allowed, AVX-512 BF16 and AMX
-  // machines multiply in bf16 (f32 sums), others change nothing.
   dnnl::primitive_attr attr;
-  if (s.bf16) attr.set_fpmath_mode(dnnl::fpmath_mode::bf16);
   if (s.leaky) {  // relu with a negative slope alpha is leaky_relu
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, s.slope, 0.0f);
@@ -166,7 +168,7 @@ std::optional<std::pair<ConvShape, int64_t>> shape_of_call(const KernelContext& 
       W.shape.size() != 3 || (bias && ctx.inputs[2].dtype != DType::F32))
     return std::nullopt;
   ConvShape s{};
-  s.transposed = transposed, s.bias = bias, s.bf16 = ctx.options && ctx.options->bf16_activations;
+  s.transposed = transposed, s.bias = bias, s.bf16 = ctx.options && ctx.options->bf16_activations && onednn_has_bf16();
   s.stride = attr_int(ctx.attrs, "stride", 1);
   const int64_t padding = attr_int(ctx.attrs, "padding", 0);
   s.dilation = attr_int(ctx.attrs, "dilation", 1), s.groups = attr_int(ctx.attrs, "groups", 1);

@@ -1,6 +1,7 @@
 // conv1d: a hand-worked case (padding, stride), groups, the shape rule's
 // refusals, and the cpu kernel (unfolded rows through the matmul) against
 // the reference on Whisper's stem shapes.
+#include "kernels/cpu/cpu_kernels.h"
 #include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
@@ -82,6 +83,36 @@ TEST(Conv1d, AFoldedLeakyReluIsTheOpAfterIt) {
   auto bad = infer("conv1d", {{DType::F32, {Dim::of(4), Dim::of(30)}}, {DType::F32, {Dim::of(5), Dim::of(4), Dim::of(3)}}},
                    {{"activation", "gelu"}});
   EXPECT_FALSE(bad.ok());
+}
+
+// --bf16-activations on a CPU with bf16 dot products: input and weight
+// rounded to bf16, sums in f32. Off by bf16's 8 bits at most; the default
+// stays f32-grade (the test above).
+TEST(CpuConv1d, Bf16ActivationsAreOptInAndClose) {
+  Tensor x = f32({192, 200}, scaled_values(192 * 200, 7, 1.0f));
+  Tensor w = f32({192, 192, 3}, scaled_values(192 * 192 * 3, 8, 0.1f));
+  Tensor b = f32({192}, scaled_values(192, 9, 1.0f));
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "conv_transpose1d" : "conv1d");
+    const std::string op = transposed ? "conv_transpose1d" : "conv1d";
+    Attrs attrs = {{"padding", 1}};
+    auto want = run_on("reference", op, {x, w, b}, attrs);
+    Runner r;
+    r.backend = "cpu";
+    r.options.bf16_activations = true;
+    auto got = r.run(op, {x, w, b}, attrs);
+    ASSERT_TRUE(want.ok() && got.ok());
+    const Tensor& ref = (*want)[0];
+    const Tensor& out = (*got)[0];
+    double most = 0, err = 0;
+    for (int64_t i = 0; i < ref.numel(); ++i) {
+      most = std::max(most, double(std::fabs(ref.f32()[i])));
+      err = std::max(err, double(std::fabs(out.f32()[i] - ref.f32()[i])));
+    }
+    if (onednn_has_bf16()) EXPECT_GT(err, 1e-5 * most);  // it does round
+    else EXPECT_LE(err, 1e-5 * most + 1e-6);             // nothing to round with: f32
+    EXPECT_LE(err, 0.01 * most);
+  }
 }
 
 }  // namespace
