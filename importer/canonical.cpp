@@ -166,6 +166,13 @@ bool is_canonical_file(const std::string& path) {
   return format != (*meta)->end() && format->second == "archetype";
 }
 
+Error not_canonical_reason(const std::string& path) {
+  auto meta = metadata_of(path);
+  if (!meta.ok()) return error(meta.error().message + " (it was to be read as a canonical model)");
+  return error(path + ": a safetensors file that archrun import did not write (no 'format: archetype' in its "
+                      "metadata): give the checkpoint's directory (config.json + *.safetensors), or import it first");
+}
+
 std::optional<std::string> canonical_file_of(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return fs::path(path).extension() == ".safetensors" && is_canonical_file(path)

@@ -43,6 +43,9 @@ Result<ImportReport> import_checkpoint(const std::string& dir, const std::string
 
 // Whether `path` (a .safetensors file) is a canonical model.
 bool is_canonical_file(const std::string& path);
+// Why the file at `path` is not a canonical model: its header's own error
+// (a truncated or damaged file), or that archrun import did not write it.
+Error not_canonical_reason(const std::string& path);
 // The canonical file a path names, if it names one: the file itself, or a
 // directory holding model.safetensors of this format and no config.json.
 std::optional<std::string> canonical_file_of(const std::string& path);

@@ -127,6 +127,7 @@ Result<Checkpoint> load_checkpoint(const std::string& dir) {
   if (ec && ec != std::errc::no_such_file_or_directory) return error(dir + ": cannot read: " + ec.message());
   if (!fs::exists(st)) return error(dir + ": checkpoint directory does not exist");
   if (auto canonical = canonical_file_of(dir)) return load_canonical(*canonical);
+  if (fs::is_regular_file(st) && fs::path(dir).extension() == ".safetensors") return not_canonical_reason(dir);
   if (!fs::is_directory(st))
     return error(dir + ": not a directory (a checkpoint is a directory, or a canonical model written by archrun import)");
 

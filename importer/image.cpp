@@ -2,11 +2,16 @@
 
 #include <stb/stb_image.h>
 
+#include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 
+#include <zlib.h>
+
+#include "core/limits.h"
 #include "core/mapped_file.h"
 
 // Debian's libstb.so already holds stb_image's implementation (stbi_load,
@@ -17,8 +22,6 @@ namespace arch {
 
 namespace {
 
-// PIL refuses images over 2 * Image.MAX_IMAGE_PIXELS (DecompressionBombError).
-constexpr int64_t kMaxPixels = 2 * 89478485;
 
 enum class Format { kPng, kJpeg, kBmp, kGif, kUnknown };
 
@@ -78,19 +81,30 @@ uint32_t be32(const unsigned char* p) {
 }
 
 // stb_image reads past the end of a PNG as zeros and then complains about a
-// chunk type made of them (an empty or garbled reason). Walk the chunks up to
-// IEND first, for a clear message.
-std::string check_png(const unsigned char* p, size_t n) {
+// chunk type made of them (an empty or garbled reason), and never checks a
+// chunk's CRC (a damaged file decodes to wrong pixels). Walk the chunks up
+// to IEND first, each CRC checked, for a clear message; the size comes from
+// IHDR (`width`, `height`), so a bomb is refused before stb_image is asked.
+std::string check_png(const unsigned char* p, size_t n, int64_t& width, int64_t& height) {
   const std::string truncated = "truncated PNG (the data ends before the IEND chunk)";
   size_t pos = 8;
-  for (;;) {
+  for (bool first = true;; first = false) {
     if (n - pos < 8) return truncated;
     const uint32_t length = be32(p + pos);
     if (length > 0x7fffffffu) return "corrupt PNG (a chunk length of " + std::to_string(length) + ")";
     if (n - pos - 8 < size_t(length) + 4) return truncated;
-    const bool iend = std::memcmp(p + pos + 4, "IEND", 4) == 0;
+    const std::string type(reinterpret_cast<const char*>(p + pos + 4), 4);
+    const uLong crc = crc32(crc32(0L, Z_NULL, 0), p + pos + 4, uInt(length + 4));
+    if (crc != be32(p + pos + 8 + length))
+      return "corrupt PNG (" + (std::all_of(type.begin(), type.end(), ::isalpha) ? "its " + type : "a") +
+             " chunk fails its CRC check)";
+    if (first) {
+      if (type != "IHDR" || length < 8) return "corrupt PNG (it does not start with an IHDR chunk)";
+      width = be32(p + pos + 8);
+      height = be32(p + pos + 12);
+    }
     pos += 12 + size_t(length);
-    if (iend) return kOk;
+    if (type == "IEND") return kOk;
   }
 }
 
@@ -211,7 +225,8 @@ Result<Tensor> decode_image(const unsigned char* data, size_t size, const std::s
     return error(source + ": not a PNG, JPEG, BMP or GIF image (the file is " + describe_unknown(data, size) + ")");
   if (size > size_t(INT_MAX)) return error(source + ": image file too large (over 2 GiB)");
 
-  std::string problem = format == Format::kPng   ? check_png(data, size)
+  int64_t png_width = 0, png_height = 0;
+  std::string problem = format == Format::kPng   ? check_png(data, size, png_width, png_height)
                         : format == Format::kJpeg ? check_jpeg(data, size)
                         : format == Format::kBmp ? check_bmp(data, size)
                                                   : check_gif(data, size);
@@ -228,13 +243,18 @@ Result<Tensor> decode_image(const unsigned char* data, size_t size, const std::s
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) printable = false;
     return printable ? s : "corrupt data";
   };
+  // A PNG's size is its IHDR's (stbi_info would try every format in turn
+  // and leave the last one's reason, a JPEG's, for a PNG it cannot take).
   int width = 0, height = 0, channels = 0;
-  if (!stbi_info_from_memory(data, int(size), &width, &height, &channels))
-    return error(source + ": cannot decode " + kind + " image: " + reason());
-  if (width <= 0 || height <= 0) return error(source + ": " + kind + " image with no pixels");
-  if (int64_t(width) * height > kMaxPixels)
-    return error(source + ": " + kind + " image of " + std::to_string(width) + "x" + std::to_string(height) +
-                 " pixels is over the limit of " + std::to_string(kMaxPixels) + " pixels");
+  int64_t w = png_width, h = png_height;
+  if (format != Format::kPng) {
+    if (!stbi_info_from_memory(data, int(size), &width, &height, &channels))
+      return error(source + ": cannot decode " + kind + " image: " + reason());
+    w = width, h = height;
+  }
+  if (w <= 0 || h <= 0) return error(source + ": " + kind + " image with no pixels");
+  ARCH_TRY_STATUS(check_limit("image_pixels", w * h, source,
+                              kind + " image of " + std::to_string(w) + "x" + std::to_string(h) + " pixels"));
 
   std::unique_ptr<stbi_uc, void (*)(void*)> pixels(
       stbi_load_from_memory(data, int(size), &width, &height, &channels, 3), stbi_image_free);

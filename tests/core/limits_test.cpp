@@ -22,9 +22,9 @@ TEST(Limits, AMessageNamesTheLimitAndHowToRaiseIt) {
   Status st = check_limit("image_pixels", int64_t(100000) * 100000, "big.png", "the image's pixels");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().message,
-            "big.png: the image's pixels (10000000000) exceeds the limit 'image_pixels' (268435456); if this is "
+            "big.png: the image's pixels (10000000000) exceeds the limit 'image_pixels' (178956970); if this is "
             "meant, raise it with --limit image_pixels=N or ARCHETYPE_LIMITS=image_pixels=N");
-  EXPECT_TRUE(check_limit("image_pixels", 268435456, "", "").ok());
+  EXPECT_TRUE(check_limit("image_pixels", 178956970, "", "").ok());
 }
 
 TEST(Limits, RaisedAndRestored) {

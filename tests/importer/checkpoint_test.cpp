@@ -4,7 +4,9 @@
 
 #include <cstring>
 
+#include "importer/canonical.h"
 #include "importer/safetensors.h"
+#include "importer/toy_checkpoint.h"
 #include "tests/test_files.h"
 
 namespace arch {
@@ -197,6 +199,25 @@ TEST(Checkpoint, MissingDirectoryOrFileInsteadOfDirectory) {
   auto file = load_checkpoint(dir / "file");
   ASSERT_FALSE(file.ok());
   EXPECT_CONTAINS(file.error().message, "not a directory");
+}
+
+// A canonical model cut short says what is wrong with it, not that it is
+// no directory; a safetensors file import did not write says so.
+TEST(Checkpoint, ATruncatedCanonicalModelNamesItsFault) {
+  TempDir dir;
+  ASSERT_TRUE(write_toy_checkpoint(dir / "toy", 0).ok());
+  auto report = import_checkpoint(dir / "toy", dir / "whole.safetensors", ImportType::AsStored);
+  ASSERT_TRUE(report.ok()) << report.error().message;
+  const std::string bytes = testing::read_file(dir / "whole.safetensors");
+  testing::write_file(dir / "cut.safetensors", bytes.substr(0, bytes.size() / 2));
+  auto cut = load_checkpoint(dir / "cut.safetensors");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_CONTAINS(cut.error().message, dir / "cut.safetensors" + ": tensor '");
+  EXPECT_CONTAINS(cut.error().message, "run past the end of the data section");
+  EXPECT_EQ(cut.error().message.find("not a directory"), std::string::npos);
+  auto plain = load_checkpoint(dir / "toy/model.safetensors");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_CONTAINS(plain.error().message, "a safetensors file that archrun import did not write");
 }
 
 TEST(Checkpoint, MissingConfigIsNamed) {

@@ -1,6 +1,7 @@
 #include "importer/image.h"
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 #include <stb/stb_image_write.h>
 
 #include <cmath>
@@ -183,12 +184,54 @@ TEST(LoadImage, CorruptPngDataGivesStbImagesReason) {
   ASSERT_NE(idat, std::string::npos);
   bytes[idat + 4] = '\x00';  // the zlib header: compression method 0 is not deflate
   bytes[idat + 5] = '\x00';
+  write_file(dir / "crc.png", bytes);  // as damaged on a disk: the chunk's CRC no longer fits
+  auto damaged = load_image(dir / "crc.png");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_EQ(damaged.error().message, dir / "crc.png" + ": corrupt PNG (its IDAT chunk fails its CRC check)");
+  // Made so (the CRC recomputed): stb_image's reason.
+  const uint32_t length = uint32_t((unsigned char)bytes[idat - 4]) << 24 | uint32_t((unsigned char)bytes[idat - 3]) << 16 |
+                          uint32_t((unsigned char)bytes[idat - 2]) << 8 | uint32_t((unsigned char)bytes[idat - 1]);
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data() + idat), uInt(length + 4));
+  for (int i = 0; i < 4; ++i) bytes[idat + 4 + length + size_t(i)] = char((crc >> (24 - 8 * i)) & 0xff);
   write_file(dir / "bad.png", bytes);
   auto img = load_image(dir / "bad.png");
   ASSERT_FALSE(img.ok());
   EXPECT_CONTAINS(img.error().message, dir / "bad.png");
   EXPECT_CONTAINS(img.error().message, "cannot decode PNG image: ");
   EXPECT_CONTAINS(img.error().message, "bad compression");  // stb_image: not deflate
+}
+
+// A PNG's size is read from its IHDR before anything is decoded: a bomb is
+// refused by the named limit, not reported as an unknown image type.
+TEST(LoadImage, AHugeClaimedPngIsRefusedByItsLimit) {
+  TempDir dir;
+  std::string bytes = read_file(write_png(dir, "ok.png", 3, 2, 3, kPixels));
+  auto set_be32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) bytes[at + size_t(i)] = char((v >> (24 - 8 * i)) & 0xff);
+  };
+  set_be32(16, 100000);  // IHDR's width and height
+  set_be32(20, 100000);
+  set_be32(29, uint32_t(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data() + 12), 17)));
+  write_file(dir / "bomb.png", bytes);
+  auto img = load_image(dir / "bomb.png");
+  ASSERT_FALSE(img.ok());
+  EXPECT_CONTAINS(img.error().message, dir / "bomb.png" + ": PNG image of 100000x100000 pixels (10000000000) exceeds the limit 'image_pixels' (178956970)");
+}
+
+// Garbage where the compressed pixels should be: a PNG's reason, not a JPEG's.
+TEST(LoadImage, AGarbagePngStreamGetsAPngReason) {
+  TempDir dir;
+  std::string bytes = read_file(write_png(dir, "ok.png", 3, 2, 3, kPixels));
+  const size_t idat = bytes.find("IDAT");
+  const uint32_t length = uint32_t((unsigned char)bytes[idat - 2]) << 8 | uint32_t((unsigned char)bytes[idat - 1]);
+  for (uint32_t i = 0; i < length; ++i) bytes[idat + 4 + i] = char(0xa5 ^ (i * 37));
+  const uLong crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data() + idat), uInt(length + 4));
+  for (int i = 0; i < 4; ++i) bytes[idat + 4 + length + size_t(i)] = char((crc >> (24 - 8 * i)) & 0xff);
+  write_file(dir / "garbage.png", bytes);
+  auto img = load_image(dir / "garbage.png");
+  ASSERT_FALSE(img.ok());
+  EXPECT_CONTAINS(img.error().message, dir / "garbage.png" + ": cannot decode PNG image: ");
+  EXPECT_EQ(img.error().message.find("JPEG"), std::string::npos) << img.error().message;
 }
 
 TEST(LoadImage, TruncatedJpegBmpAndGifAreErrors) {
