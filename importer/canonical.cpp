@@ -1,5 +1,7 @@
 #include "importer/canonical.h"
 
+#include "core/finite.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <mutex>
@@ -125,6 +127,9 @@ Result<ImportReport> import_checkpoint(const std::string& dir, const std::string
   size_t written = 0;
   ARCH_TRY_STATUS(write_safetensors(report.path, layout, meta, [&](size_t i) -> Result<Tensor> {
     for (; written < i; ++written) release_pages(*plan[written].source);
+    if (const int64_t bad = non_finite_values(*plan[i].source))
+      report.non_finite.push_back(plan[i].name + ": " + std::to_string(bad) + " of " +
+                                  std::to_string(plan[i].source->numel()) + " values are NaN or Inf");
     Tensor c = convert(*plan[i].source, plan[i].to);
     if (progress) progress(int64_t(i) + 1, total, plan[i].name);
     return c;

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "importer/checkpoint.h"
@@ -32,6 +33,8 @@ struct ImportReport {
   int64_t tensors = 0, quantized = 0, converted = 0;
   uint64_t bytes_in = 0, bytes_out = 0;
   std::string path;  // the file written
+  // "name: N of M values are NaN or Inf": written as they are, and said
+  std::vector<std::string> non_finite;
 };
 
 // Reads the checkpoint at `dir`, converts its weights and writes one file

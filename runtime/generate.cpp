@@ -1,5 +1,7 @@
 #include "runtime/generate.h"
 
+#include "core/finite.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -113,6 +115,11 @@ Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, 
     Tensor& logits = outs.at("logits");
     int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
     std::span<float> last(logits.f32() + (rows - 1) * vocab, size_t(vocab));
+    // NaN or Inf logits come from NaN or Inf weights (or an overflow): a
+    // token drawn from them would be noise, said to be text.
+    if (!all_finite(last))
+      return error("the model's logits are not all numbers (NaN or Inf) at step " + std::to_string(k) +
+                   ": its weights may hold NaN or Inf (archc --check TEMPLATE --model DIR reads every one)");
     if (opt.process_logits) opt.process_logits(last, r.tokens);
     int32_t tok = sampler.next(last);
     r.logprobs.push_back(log_softmax_at(last, tok));

@@ -1,5 +1,7 @@
 #include "tooling/checkpoint_check.h"
 
+#include "core/finite.h"
+
 #include <cmath>
 #include <set>
 
@@ -71,6 +73,9 @@ CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& gra
         f.errors.push_back(at(w.loc) + ": error: the template reads " + w.tensor + ", which " + ckpt.dir + " lacks");
         continue;
       }
+      if (const int64_t bad = non_finite_values(*t))
+        f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " holds " + std::to_string(bad) + " NaN or Inf values of " +
+                           std::to_string(t->numel()) + " (the checkpoint is damaged or diverged)");
       Dims want = concretize(g->values[w.value].type.shape, 0);
       if (t->shape != want)
         f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) +

@@ -26,10 +26,13 @@ int run_import(const std::string& dir, const std::string& out, const std::string
   if (tty) std::fprintf(stderr, "\n");
   if (!r.ok()) return fail(r.error());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (const auto& w : r->non_finite)
+    std::fprintf(stderr, "archrun: warning: %s: tensor %s (the checkpoint is damaged or diverged: what it computes is not numbers)\n",
+                 dir.c_str(), w.c_str());
   nlohmann::json j = {{"path", r->path},       {"dtype", dtype},
                       {"tensors", r->tensors}, {"quantized", r->quantized},
                       {"converted", r->converted}, {"bytes_in", r->bytes_in},
-                      {"bytes_out", r->bytes_out}, {"seconds", seconds}};
+                      {"bytes_out", r->bytes_out}, {"seconds", seconds}, {"non_finite", r->non_finite}};
   if (as_json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
