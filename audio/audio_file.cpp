@@ -4,6 +4,8 @@
 
 #include <memory>
 
+#include "core/limits.h"
+
 namespace arch {
 
 Result<Audio> read_audio(const std::string& path) {
@@ -15,6 +17,9 @@ Result<Audio> read_audio(const std::string& path) {
     return error(path + ": the file gives a sample rate of " + std::to_string(info.samplerate));
   if (info.channels <= 0) return error(path + ": the file gives " + std::to_string(info.channels) + " channels");
   if (info.frames <= 0) return error(path + ": the file holds no samples");
+  // A header's claim, checked before the buffer is made for it.
+  ARCH_TRY_STATUS(check_limit("audio_samples", int64_t(info.frames), path, "the file's samples per channel"));
+  ARCH_TRY_STATUS(check_limit("audio_samples", int64_t(info.frames) * info.channels, path, "the file's samples"));
   std::vector<float> interleaved(size_t(info.frames) * size_t(info.channels));
   const sf_count_t got = sf_readf_float(f, interleaved.data(), info.frames);
   if (got <= 0) return error(path + ": no samples could be read (" + sf_strerror(f) + ")");

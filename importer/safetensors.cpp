@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "core/json_text.h"
+#include "core/limits.h"
 #include "core/mapped_file.h"
 #include "core/output_file.h"
 
@@ -167,6 +168,9 @@ Result<SafetensorsFile> read_safetensors(const std::string& path) {
     return error(path + ": header length " + std::to_string(header_len) +
                  " runs past the end of the file (only " + std::to_string(size - 8) +
                  " bytes follow the length field)");
+  // A header as large as the file may be: a JSON of 100 MB is no checkpoint's.
+  if (header_len > uint64_t(limit("header_bytes")))
+    return over_limit("header_bytes", path, "the header's length in bytes", int64_t(header_len));
   const std::byte* data_section = file->data() + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
 

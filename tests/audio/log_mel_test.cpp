@@ -6,6 +6,8 @@
 // reader's refusals.
 #include <gtest/gtest.h>
 
+#include "core/limits.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -173,6 +175,19 @@ TEST(ReadAudio, StereoIsMixedDown) {
   auto up = resample(a->samples, 8000, 16000);
   ASSERT_TRUE(up.ok());
   EXPECT_EQ(up->size(), 8u);
+}
+
+// The samples a file claims are held to the named limit before a buffer is
+// made for them.
+TEST(ReadAudio, SamplesPastTheirLimitAreRefused) {
+  TempFile f("long.wav", wav_header(16000, 2, 1000));
+  ASSERT_TRUE(set_limit("audio_samples", 1500).ok());
+  auto r = read_audio(f.path.string());
+  ASSERT_TRUE(set_limit("audio_samples", int64_t(1) << 28).ok());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, f.path.string() + ": the file's samples (2000) exceeds the limit 'audio_samples' (1500); "
+                               "if this is meant, raise it with --limit audio_samples=N or ARCHETYPE_LIMITS=audio_samples=N");
+  EXPECT_TRUE(read_audio(f.path.string()).ok());
 }
 
 }  // namespace

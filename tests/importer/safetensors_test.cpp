@@ -1,5 +1,7 @@
 #include "importer/safetensors.h"
 
+#include "core/limits.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -179,6 +181,19 @@ TEST_F(MalformedSafetensors, HugeHeaderLengthDoesNotOverflow) {
   std::string bytes = testing::safetensors_bytes("{}", "");
   for (int i = 0; i < 8; ++i) bytes[i] = char(0xff);
   EXPECT_CONTAINS(error_for_bytes(bytes), "runs past the end of the file");
+}
+
+// A header past its named limit is refused before it is parsed.
+TEST(SafetensorsFiles, AHeaderPastItsLimit) {
+  TempDir dir;
+  Tensor t = f32_tensor({1}, {1.f});
+  ASSERT_TRUE(write_safetensors(dir / "a.safetensors", {{"a", t}}).ok());
+  ASSERT_TRUE(set_limit("header_bytes", 16).ok());
+  auto r = read_safetensors(dir / "a.safetensors");
+  ASSERT_TRUE(set_limit("header_bytes", 100000000).ok());
+  ASSERT_FALSE(r.ok());
+  EXPECT_CONTAINS(r.error().message, dir / "a.safetensors" + ": the header's length in bytes (");
+  EXPECT_CONTAINS(r.error().message, "exceeds the limit 'header_bytes' (16)");
 }
 
 TEST_F(MalformedSafetensors, HeaderNotValidJson) {
