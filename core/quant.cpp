@@ -17,10 +17,27 @@ bool quantizable(DType t, int64_t k) {
 size_t quant_row_bytes(DType t, int64_t k) { return quant_scales_offset(t, k) + size_t(k / kQuantBlock) * 2; }
 
 uint16_t f32_to_f16(float f) {
+#if defined(__FLT16_MAX__)  // the compiler's _Float16 (gcc; clang from 15 on x86)
   _Float16 h = static_cast<_Float16>(f);
   uint16_t bits;
   std::memcpy(&bits, &h, 2);
   return bits;
+#else  // the same rounding by hand (clang 14, which tools/fuzz.sh builds with)
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  x &= 0x7fffffff;
+  if (x >= 0x7f800000) return sign | (x > 0x7f800000 ? 0x7e00 : 0x7c00);  // NaN, Inf
+  if (x >= 0x477ff000) return sign | 0x7c00;                              // 65520 and up round to Inf
+  if (x < 0x38800000) {  // under 2^-14: a subnormal, counted in 2^-24 steps, ties to even
+    float v;
+    std::memcpy(&v, &x, 4);
+    return sign | uint16_t(std::nearbyint(v * 16777216.0f));
+  }
+  uint32_t r = x - 0x38000000;  // the exponent rebiased, then 13 mantissa bits rounded off
+  r += 0xfff + ((r >> 13) & 1);
+  return sign | uint16_t(r >> 13);
+#endif
 }
 
 void quantize_row(DType t, const float* x, int64_t k, uint8_t* row) {

@@ -1,0 +1,8 @@
+// config.json read and normalised (importer/config.h) from any bytes.
+#include "importer/config.h"
+#include "tests/fuzz/fuzz_input.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  (void)arch::read_config(arch::fuzz::input_file(data, size, "-config.json"));
+  return 0;
+}
