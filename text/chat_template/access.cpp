@@ -39,12 +39,17 @@ std::optional<Value> python_item(const Value& obj, const Value& key) {
       return items[static_cast<size_t>(i)];
     }
     case Value::Kind::String: {
+      // Walked to, not indexed: a table of every character's offset would
+      // cost eight bytes a character each time.
       if (!is_index(key)) return std::nullopt;
-      std::vector<size_t> off = char_offsets(obj.as_string());
-      int64_t i = index_of(key), n = static_cast<int64_t>(off.size()) - 1;
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return std::nullopt;
-      return Value::string(obj.as_string().substr(off[i], off[i + 1] - off[i]));
+      const std::string& s = obj.as_string();
+      int64_t i = index_of(key);
+      if (i < 0) i += static_cast<int64_t>(char_count(s));
+      if (i < 0) return std::nullopt;
+      size_t at = 0;
+      for (int64_t k = 0; k < i && at < s.size(); ++k) at += decode_utf8(s, at).len;
+      if (at >= s.size()) return std::nullopt;
+      return Value::string(s.substr(at, decode_utf8(s, at).len));
     }
     default: return std::nullopt;
   }
@@ -74,7 +79,8 @@ Result<Value> get_item(const Value& obj, const Value& key) {
     if (auto a = python_attribute(obj, name)) return *a;
     return no_attribute(obj, name);
   }
-  return Value::undefined(description_unquoted(obj) + " has no element " + repr(key));
+  ARCH_TRY(std::string shown, repr(key));
+  return Value::undefined(description_unquoted(obj) + " has no element " + shown);
 }
 
 Result<Value> get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
@@ -91,11 +97,9 @@ Result<Value> get_slice(const Value& obj, const Value& start, const Value& stop,
     return error("'" + type_name(obj) + "' object is not subscriptable");
   int64_t st = step.is_none() ? 1 : index_of(step);
   if (st == 0) return error("slice step cannot be zero");
-  std::vector<size_t> off;
   int64_t n;
   if (obj.is_string()) {
-    off = char_offsets(obj.as_string());
-    n = static_cast<int64_t>(off.size()) - 1;
+    n = static_cast<int64_t>(char_count(obj.as_string()));
   } else {
     n = static_cast<int64_t>(obj.list().items.size());
   }
@@ -113,17 +117,27 @@ Result<Value> get_slice(const Value& obj, const Value& start, const Value& stop,
   };
   int64_t b = adjust(start, st < 0 ? n - 1 : 0);
   int64_t e = adjust(stop, st < 0 ? -1 : n);
-  std::vector<int64_t> picked;
-  for (int64_t i = b; st > 0 ? i < e : i > e; i += st) picked.push_back(i);
+  // Indices b, b + st, ... up to e: each within [0, n), and no more of them than n.
+  auto for_each_index = [&](auto&& f) {
+    for (int64_t i = b; st > 0 ? i < e : i > e;) {
+      f(i);
+      if (__builtin_add_overflow(i, st, &i)) break;
+    }
+  };
   if (obj.is_string()) {
     const std::string& s = obj.as_string();
+    if (st == 1) {  // walked to: no table of offsets for a plain s[a:b]
+      if (e <= b) return Value::string(std::string());
+      size_t from = byte_offset(s, size_t(b));
+      return Value::string(s.substr(from, byte_offset(s, size_t(e - b), from) - from));
+    }
+    std::vector<size_t> off = char_offsets(s);
     std::string out;
-    if (st == 1 && !picked.empty()) return Value::string(s.substr(off[b], off[e] - off[b]));
-    for (int64_t i : picked) out += s.substr(off[i], off[i + 1] - off[i]);
+    for_each_index([&](int64_t i) { out.append(s, off[i], off[i + 1] - off[i]); });
     return Value::string(std::move(out));
   }
   std::vector<Value> out;
-  for (int64_t i : picked) out.push_back(obj.list().items[static_cast<size_t>(i)]);
+  for_each_index([&](int64_t i) { out.push_back(obj.list().items[static_cast<size_t>(i)]); });
   return Value::list(std::move(out), obj.is_tuple());
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "text/chat_template/access.h"
+#include "text/chat_template/budget.h"
 #include "text/chat_template/json_dump.h"
 #include "text/chat_template/operators.h"
 #include "text/chat_template/predicates.h"
@@ -39,6 +40,32 @@ std::vector<Value> attribute_parts(const Value& attribute) {
 }
 
 Value ignore_case(const Value& v) { return v.is_string() ? str(py_lower(v.as_string())) : v; }
+
+// The new strings a filter keeps one per item (lowered sort keys, mapped
+// values) are all held at once: a list holding one long string a thousand
+// times would make a thousand copies. Their total is bounded like one
+// string, by chat_text_bytes, as they are made.
+class HeldStrings {
+ public:
+  explicit HeldStrings(const std::string& what) : what_("the size in bytes of the strings " + what + " keeps") {}
+  // `made` is new unless it is `from` itself (a filter that returned its operand).
+  Status add(const Value& made, const Value& from) {
+    if (!made.is_string() || (from.is_string() && &made.as_string() == &from.as_string())) return {};
+    bytes_ += made.as_string().size();
+    return check_text(bytes_, what_);
+  }
+
+ private:
+  std::string what_;
+  uint64_t bytes_ = 0;
+};
+
+// A string a filter made by a transformation that may grow it a few times
+// (case mapping): checked once made, as its growth is bounded.
+Result<Value> made(std::string s, const std::string& w) {
+  ARCH_TRY_STATUS(check_text(s.size(), "the size in bytes of the string " + w + " makes"));
+  return str(std::move(s));
+}
 
 Result<Value> get_path(Value item, const std::vector<Value>& parts, const Value* dflt = nullptr) {
   for (const Value& part : parts) {
@@ -78,13 +105,15 @@ Result<Value> f_trim(const Value& v, const CallArgs& a, const std::string& w) {
   if (!p[0].is_none()) {
     ARCH_TRY(chars, str_arg(w, "chars", p[0]));
   }
-  return str(py_strip(to_str(v), kStripBoth, chars));
+  ARCH_TRY(std::string s, to_str(v));
+  return str(py_strip(s, kStripBoth, chars));
 }
 
 template <std::string (*F)(std::string_view)>
 Result<Value> f_case(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {}));
-  return str(F(to_str(v)));
+  ARCH_TRY(std::string s, to_str(v));
+  return made(F(s), w);
 }
 
 // jinja2's title: words start after runs of -, whitespace, (, {, [ or <.
@@ -113,7 +142,11 @@ Result<Value> f_replace(const Value& v, const CallArgs& a, const std::string& w)
   if (!p[2].is_none()) {
     ARCH_TRY(count, int_arg(w, "count", p[2]));
   }
-  return str(py_replace(to_str(v), to_str(p[0]), to_str(p[1]), count));
+  ARCH_TRY(std::string s, to_str(v));
+  ARCH_TRY(std::string old, to_str(p[0]));
+  ARCH_TRY(std::string repl, to_str(p[1]));
+  ARCH_TRY_STATUS(check_text(py_replace_size(s, old, repl, count), "the size in bytes of the string " + w + " makes"));
+  return str(py_replace(s, old, repl, count));
 }
 
 Result<Value> f_indent(const Value& v, const CallArgs& a, const std::string& w) {
@@ -125,29 +158,47 @@ Result<Value> f_indent(const Value& v, const CallArgs& a, const std::string& w) 
     indention = p[0].as_string();
   } else {
     ARCH_TRY(int64_t n, int_arg(w, "width", p[0]));
+    ARCH_TRY_STATUS(check_text(uint64_t(std::max<int64_t>(0, n)), "the size in bytes of the indentation " + w + " makes"));
     indention = std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
   }
-  std::vector<std::string> lines = py_splitlines(v.as_string() + "\n", false);
-  std::string rv;
-  if (truthy(p[2])) {
-    for (size_t i = 0; i < lines.size(); ++i) rv += (i ? "\n" + indention : "") + lines[i];
-  } else {
-    rv = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) rv += "\n" + (lines[i].empty() ? "" : indention + lines[i]);
-  }
-  if (truthy(p[1])) rv = indention + rv;
+  // jinja2 splits s + "\n" into lines and joins them again, indented: the
+  // size is known from the lines before anything is built.
+  const std::string text = v.as_string() + "\n";
+  const bool blank = truthy(p[2]), first = truthy(p[1]);
+  uint64_t lines = 0, indented = 0, bytes = 0;
+  py_each_line(text, false, [&](std::string_view line) {
+    bytes += line.size() + (lines ? 1 : 0);
+    if (lines && (blank || !line.empty())) ++indented;
+    ++lines;
+  });
+  if (first) ++indented;
+  uint64_t extra;
+  if (__builtin_mul_overflow(indented, uint64_t(indention.size()), &extra)) extra = UINT64_MAX;
+  ARCH_TRY_STATUS(check_text_sum(bytes, extra, "the size in bytes of the string " + w + " makes"));
+  std::string rv = first ? indention : "";
+  rv.reserve(size_t(bytes + extra));
+  size_t k = 0;
+  py_each_line(text, false, [&](std::string_view line) {
+    if (k++) {
+      rv += '\n';
+      if (blank || !line.empty()) rv += indention;
+    }
+    rv += line;
+  });
   return str(std::move(rv));
 }
 
 Result<Value> f_center(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {{"width", Value::integer(80)}}));
   ARCH_TRY(int64_t width, int_arg(w, "width", p[0]));
-  return str(py_center(to_str(v), width));
+  ARCH_TRY(std::string s, to_str(v));
+  ARCH_TRY_STATUS(check_text_sum(s.size(), padding(s, width), "the size in bytes of the string " + w + " makes"));
+  return str(py_center(s, width));
 }
 
 Result<Value> f_wordcount(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {}));
-  std::string s = to_str(v);
+  ARCH_TRY(std::string s, to_str(v));
   int64_t n = 0;
   bool in_word = false;
   for (size_t i = 0; i < s.size();) {
@@ -171,12 +222,21 @@ Result<Value> f_format(const Value& v, const CallArgs& a, const std::string& w) 
   } else {
     args = Value::list(a.positional, true);
   }
-  ARCH_TRY(std::string s, percent_format(to_str(v), args));
+  ARCH_TRY(std::string fmt, to_str(v));
+  ARCH_TRY(std::string s, percent_format(fmt, args));
   return str(std::move(s));
+}
+
+// The bytes html_escape gives, so it is sized before it is built.
+uint64_t html_escaped_size(const std::string& s) {
+  uint64_t n = s.size();
+  for (char c : s) n += c == '<' || c == '>' ? 3 : c == '&' || c == '"' || c == '\'' ? 4 : 0;
+  return n;
 }
 
 std::string html_escape(const std::string& s) {
   std::string out;
+  out.reserve(size_t(html_escaped_size(s)));
   for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
@@ -192,18 +252,19 @@ std::string html_escape(const std::string& s) {
 
 Result<Value> f_escape(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {}));
-  return str(html_escape(to_str(v)));
+  ARCH_TRY(std::string s, to_str(v));
+  ARCH_TRY_STATUS(check_text(html_escaped_size(s), "the size in bytes of the string " + w + " makes"));
+  return str(html_escape(s));
 }
 
 Result<Value> f_safe(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {}));
-  return str(to_str(v));
+  if (v.is_string()) return v;
+  ARCH_TRY(std::string s, to_str(v));
+  return str(std::move(s));
 }
 
-Result<Value> f_string(const Value& v, const CallArgs& a, const std::string& w) {
-  ARCH_TRY(auto p, bind_args(w, a, {}));
-  return str(to_str(v));
-}
+Result<Value> f_string(const Value& v, const CallArgs& a, const std::string& w) { return f_safe(v, a, w); }
 
 // ---- numbers ----
 
@@ -370,6 +431,9 @@ Result<Value> f_first(const Value& v, const CallArgs& a, const std::string& w) {
   if (v.is_iterator()) {
     IteratorData& it = v.iter();
     if (it.pos < it.items.size()) return it.items[it.pos++];
+  } else if (v.is_string()) {  // the first character, without a list of them all
+    const std::string& s = v.as_string();
+    if (!s.empty()) return str(s.substr(0, decode_utf8(s, 0).len));
   } else {
     ARCH_TRY(auto items, iterate(v));
     if (!items.empty()) return items.front();
@@ -381,6 +445,15 @@ Result<Value> f_last(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {}));
   if (!v.is_undefined() && !v.is_string() && !v.is_list() && !v.is_dict())
     return error("'" + type_name(v) + "' object is not reversible");
+  if (v.is_string()) {  // the last character, without a list of them all
+    const std::string& s = v.as_string();
+    if (s.empty()) return Value::undefined("No last item, sequence was empty.");
+    size_t i = s.size() - 1;
+    while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80 && s.size() - i < 4) --i;
+    // A byte that does not start the character decode_utf8 reads there is one of its own.
+    if (i + decode_utf8(s, i).len != s.size()) i = s.size() - 1;
+    return str(s.substr(i));
+  }
   ARCH_TRY(auto items, iterate(v));
   if (!items.empty()) return items.back();
   return Value::undefined("No last item, sequence was empty.");
@@ -388,10 +461,12 @@ Result<Value> f_last(const Value& v, const CallArgs& a, const std::string& w) {
 
 Result<Value> f_reverse(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {}));
-  if (v.is_string()) {
-    ARCH_TRY(auto chars, iterate(v));
+  if (v.is_string()) {  // characters reversed, without a list of them
+    const std::string& s = v.as_string();
+    std::vector<size_t> off = char_offsets(s);
     std::string out;
-    for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += it->as_string();
+    out.reserve(s.size());
+    for (size_t k = off.size() - 1; k > 0; --k) out.append(s, off[k - 1], off[k] - off[k - 1]);
     return str(std::move(out));
   }
   if (v.is_iterator()) {  // not reversible: jinja2 falls back to a reversed list
@@ -411,11 +486,15 @@ Result<Value> f_join(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {{"d", str("")}, {"attribute", none()}}));
   ARCH_TRY(auto items, iterate(v));
   std::vector<Value> parts = attribute_parts(p[1]);
-  std::string sep = to_str(p[0]), out;
+  ARCH_TRY(std::string sep, to_str(p[0]));
+  std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
     ARCH_TRY(Value item, get_path(items[i], parts));
+    ARCH_TRY(std::string piece, to_str(item));
+    ARCH_TRY_STATUS(check_text_sum(out.size(), (i ? sep.size() : 0) + piece.size(),
+                                   "the size in bytes of the string " + w + " makes"));
     if (i) out += sep;
-    out += to_str(item);
+    out += piece;
   }
   return str(std::move(out));
 }
@@ -442,10 +521,12 @@ Result<Value> f_dictsort(const Value& v, const CallArgs& a, const std::string& w
   if (v.is_undefined()) return undefined_error(v);
   if (!v.is_dict()) return error("'" + type_name(v) + "' object has no attribute 'items'");
   std::vector<Value> items, keys;
+  HeldStrings held(w);
   for (const auto& [k, x] : v.dict().items) {
     items.push_back(Value::list({k, x}, true));
     const Value& key = by == "key" ? k : x;
     keys.push_back(truthy(p[0]) ? key : ignore_case(key));
+    ARCH_TRY_STATUS(held.add(keys.back(), key));
   }
   ARCH_TRY_STATUS(sort_by_keys(items, std::move(keys), truthy(p[2])));
   return Value::list(std::move(items));
@@ -463,11 +544,13 @@ Result<Value> f_sort(const Value& v, const CallArgs& a, const std::string& w) {
     getters.push_back(attribute_parts(p[2]));
   }
   std::vector<Value> keys;
+  HeldStrings held(w);
   for (const Value& item : items) {
     std::vector<Value> key;
     for (const auto& parts : getters) {
       ARCH_TRY(Value k, get_path(item, parts));
       key.push_back(truthy(p[1]) ? k : ignore_case(k));
+      ARCH_TRY_STATUS(held.add(key.back(), k));
     }
     keys.push_back(key.size() == 1 ? key[0] : Value::list(std::move(key)));
   }
@@ -480,6 +563,9 @@ Result<Value> f_unique(const Value& v, const CallArgs& a, const std::string& w) 
   ARCH_TRY(auto items, iterate(v));
   std::vector<Value> parts = attribute_parts(p[1]), seen, out;
   for (const Value& item : items) {
+    // Each item is compared with those kept so far: that work counts as
+    // iterations, so a long list cannot make it quadratic for minutes.
+    ARCH_TRY_STATUS(count_iterations(seen.size() + 1, "the loop iterations of this render (" + w + " comparing items)"));
     ARCH_TRY(Value key, get_path(item, parts));
     if (!truthy(p[0])) key = ignore_case(key);
     if (!hashable(key)) return error("unhashable type: '" + type_name(key) + "'");
@@ -552,8 +638,10 @@ Result<Value> f_map(const Value& v, const CallArgs& a, const std::string& w) {
   CallArgs rest;
   rest.positional.assign(a.positional.begin() + 1, a.positional.end());
   rest.keyword = a.keyword;
+  HeldStrings held(w);
   for (const Value& item : items) {
     ARCH_TRY(Value x, apply_filter(name, item, rest));
+    ARCH_TRY_STATUS(held.add(x, item));
     out.push_back(std::move(x));
   }
   return Value::iterator(std::move(out));
@@ -604,8 +692,10 @@ Result<Value> f_batch(const Value& v, const CallArgs& a, const std::string& w) {
     tmp.push_back(item);
   }
   if (!tmp.empty()) {
-    if (!p[1].is_none())
+    if (!p[1].is_none()) {
+      ARCH_TRY_STATUS(check_items(uint64_t(n), "the last batch " + w + " fills"));
       while (static_cast<int64_t>(tmp.size()) < n) tmp.push_back(p[1]);
+    }
     out.push_back(Value::list(std::move(tmp)));
   }
   return Value::iterator(std::move(out));
@@ -615,6 +705,7 @@ Result<Value> f_slice(const Value& v, const CallArgs& a, const std::string& w) {
   ARCH_TRY(auto p, bind_args(w, a, {{"slices", std::nullopt}, {"fill_with", none()}}));
   ARCH_TRY(int64_t slices, int_arg(w, "slices", p[0]));
   if (slices <= 0) return error(w + ": slices must be positive");
+  ARCH_TRY_STATUS(check_items(uint64_t(slices), "the list of slices " + w + " makes"));
   ARCH_TRY(auto seq, iterate(v));
   int64_t len = static_cast<int64_t>(seq.size()), per = len / slices, extra = len % slices, offset = 0;
   std::vector<Value> out;
@@ -647,6 +738,7 @@ Result<Value> f_tojson(const Value& v, const CallArgs& a, const std::string& w) 
     o.indent = p[1].as_string();
   } else if (!p[1].is_none()) {
     ARCH_TRY(int64_t n, int_arg(w, "indent", p[1]));
+    ARCH_TRY_STATUS(check_text(uint64_t(std::max<int64_t>(0, n)), "the size in bytes of the indentation " + w + " makes"));
     o.indent = std::string(static_cast<size_t>(std::max<int64_t>(0, n)), ' ');
   }
   if (!p[2].is_none()) {

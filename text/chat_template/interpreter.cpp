@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "text/chat_template/access.h"
+#include "text/chat_template/budget.h"
 #include "text/chat_template/builtins.h"
 #include "text/chat_template/filters.h"
 #include "text/chat_template/operators.h"
@@ -13,12 +14,6 @@
 namespace arch::jinja {
 
 namespace {
-
-constexpr int kMaxCallDepth = 100;
-// Nested evaluations (expressions inside statements inside macro calls...)
-// allowed at once: a bound on the interpreter's stack use.
-constexpr int kMaxNesting = 1500;
-constexpr size_t kMaxOutput = size_t{1} << 30;
 
 struct Scope {
   std::shared_ptr<Scope> parent;
@@ -42,16 +37,18 @@ ScopePtr child(const ScopePtr& parent) {
 
 // The `loop` variable of one iteration.
 struct LoopState {
-  std::vector<Value> items;
+  Value list;  // the items, as a list value: a list iterated is shared, not copied
   std::optional<Value> last_changed;
+  const std::vector<Value>& items() const { return list.list().items; }
 };
 
 class LoopContext : public Object {
  public:
   LoopContext(std::shared_ptr<LoopState> state, size_t index) : state_(std::move(state)), i_(index) {}
   std::string type_name() const override { return "LoopContext"; }
-  std::string repr(int) const override {
-    return "<LoopContext " + std::to_string(i_ + 1) + "/" + std::to_string(n()) + ">";
+  bool append_repr(std::string& out, int, size_t cap) const override {
+    out += "<LoopContext " + std::to_string(i_ + 1) + "/" + std::to_string(n()) + ">";
+    return out.size() <= cap;
   }
   std::optional<Value> get_attr(const std::string& name) const override {
     int64_t i = static_cast<int64_t>(i_), len = static_cast<int64_t>(n());
@@ -65,9 +62,9 @@ class LoopContext : public Object {
     if (name == "depth") return Value::integer(1);
     if (name == "depth0") return Value::integer(0);
     if (name == "previtem")
-      return i > 0 ? state_->items[i_ - 1] : Value::undefined("there is no previous item");
+      return i > 0 ? state_->items()[i_ - 1] : Value::undefined("there is no previous item");
     if (name == "nextitem")
-      return i + 1 < len ? state_->items[i_ + 1] : Value::undefined("there is no next item");
+      return i + 1 < len ? state_->items()[i_ + 1] : Value::undefined("there is no next item");
     if (name == "cycle") {
       size_t index = i_;
       return Value::function("loop.cycle", [index](const CallArgs& a) -> Result<Value> {
@@ -91,7 +88,7 @@ class LoopContext : public Object {
   }
 
  private:
-  size_t n() const { return state_->items.size(); }
+  size_t n() const { return state_->items().size(); }
   std::shared_ptr<LoopState> state_;
   size_t i_;
 };
@@ -137,13 +134,29 @@ Error at(Pos pos, const Error& e, const std::string& prefix = "") {
 
 enum class Flow { Normal, Break, Continue };
 
+// Appends piece to the text being rendered, within chat_text_bytes.
+Status append_text(std::string& out, const std::string& piece, Pos pos) {
+  auto room = check_text_sum(out.size(), piece.size(), "the size in bytes of the rendered text");
+  if (!room.ok()) return at(pos, room.error());
+  out += piece;
+  return {};
+}
+
 class Interpreter {
  public:
-  explicit Interpreter(const RenderOptions& options) : options_(options) {}
+  explicit Interpreter(const RenderOptions& options, const RenderBudget& budget)
+      : options_(options), max_nesting_(budget.depth) {}
 
   Result<std::string> run(const Body& body, const Value& context) {
+    auto out = render(body, context);
+    unlink();
+    return out;
+  }
+
+ private:
+  Result<std::string> render(const Body& body, const Value& context) {
     auto globals = std::make_shared<Scope>();
-    for (auto& [k, v] : global_names(options_.now)) globals->vars[k] = v;
+    for (auto& [k, v] : global_names(options_.now, &namespaces_)) globals->vars[k] = v;
     auto ctx = child(globals);
     for (const auto& [k, v] : context.dict().items)
       if (k.is_string()) ctx->vars[k.as_string()] = v;
@@ -153,7 +166,17 @@ class Interpreter {
     return out;
   }
 
- private:
+  // A macro holds the scope it was defined in, which holds the macro; a
+  // namespace may hold itself. Such cycles would keep every value of the
+  // render alive after it (a megabyte string a request, in a server): they
+  // are broken here, when no macro can be called any more.
+  void unlink() {
+    for (const auto& w : macro_scopes_)
+      if (auto s = w.lock()) s->vars.clear();
+    for (const auto& w : namespaces_)
+      if (auto ns = w.lock()) ns->clear();
+  }
+
   // ---- statements ----
 
   Result<Flow> exec_body(const Body& body, const ScopePtr& scope, std::string& out) {
@@ -166,18 +189,16 @@ class Interpreter {
 
   Result<Flow> exec(const Stmt& s, const ScopePtr& scope, std::string& out) {
     Nesting guard(nesting_);
-    if (nesting_ > kMaxNesting) return error(located(s.pos, "template evaluation nested too deeply"));
+    if (nesting_ > max_nesting_) return too_deep(s.pos);
     switch (s.kind) {
       case Stmt::Kind::Text:
-        out += s.text;
-        if (out.size() > kMaxOutput) return error(located(s.pos, "rendered text is too large"));
+        ARCH_TRY_STATUS(append_text(out, s.text, s.pos));
         break;
       case Stmt::Kind::Print:
         for (const auto& e : s.exprs) {
           ARCH_TRY(Value v, eval(*e, scope));
-          out += to_str(v);
+          ARCH_TRY_STATUS(print(out, v, e->pos));
         }
-        if (out.size() > kMaxOutput) return error(located(s.pos, "rendered text is too large"));
         break;
       case Stmt::Kind::If:
         for (const auto& [cond, body] : s.branches) {
@@ -204,7 +225,7 @@ class Interpreter {
         ARCH_TRY(Flow f, exec_body(s.body, child(scope), text));
         (void)f;
         ARCH_TRY(Value v, apply_filters(s.filters, Value::string(std::move(text)), scope));
-        out += to_str(v);
+        ARCH_TRY_STATUS(print(out, v, s.pos));
         break;
       }
       case Stmt::Kind::Macro:
@@ -226,30 +247,61 @@ class Interpreter {
     return Flow::Normal;
   }
 
+  // {{ v }}: str(v) appended to out.
+  Status print(std::string& out, const Value& v, Pos pos) {
+    if (v.is_string()) return append_text(out, v.as_string(), pos);
+    auto text = to_str(v);
+    if (!text.ok()) return at(pos, text.error());
+    return append_text(out, *text, pos);
+  }
+
+  // Blocks, expressions and macro calls being evaluated at once bound the
+  // interpreter's stack: chat_depth.
+  Error too_deep(Pos pos) const {
+    return at(pos, check_depth(nesting_, "the nesting of blocks, expressions and macro calls being evaluated").error());
+  }
+
+  // One more pass of a loop over the render's budget.
+  Status iteration(Pos pos) {
+    static const std::string what = "the loop iterations of this render";  // built once: this runs per iteration
+    auto st = count_iterations(1, what);
+    if (!st.ok()) return at(pos, st.error());
+    return {};
+  }
+
   Result<Flow> exec_for(const Stmt& s, const ScopePtr& scope, std::string& out) {
     ARCH_TRY(Value iterable, eval(*s.expr, scope));
-    auto items = iterate(iterable);
-    if (!items.ok()) return at(s.expr->pos, items.error());
     auto state = std::make_shared<LoopState>();
-    if (s.cond) {
-      for (Value& item : *items) {
-        auto probe = child(scope);
-        ARCH_TRY_STATUS(assign(s.target, item, probe));
-        ARCH_TRY(Value keep, eval(*s.cond, probe));
-        if (truthy(keep)) state->items.push_back(std::move(item));
-      }
+    if (iterable.is_list() && !s.cond) {
+      state->list = iterable;
     } else {
-      state->items = std::move(*items);
+      auto items = iterate(iterable);
+      if (!items.ok()) return at(s.expr->pos, items.error());
+      std::vector<Value> kept;
+      if (s.cond) {
+        for (Value& item : *items) {
+          ARCH_TRY_STATUS(iteration(s.pos));
+          auto probe = child(scope);
+          ARCH_TRY_STATUS(assign(s.target, item, probe));
+          ARCH_TRY(Value keep, eval(*s.cond, probe));
+          if (truthy(keep)) kept.push_back(std::move(item));
+        }
+      } else {
+        kept = std::move(*items);
+      }
+      state->list = Value::list(std::move(kept));
     }
-    if (state->items.empty()) {
+    const std::vector<Value>& items = state->items();
+    if (items.empty()) {
       ARCH_TRY(Flow f, exec_body(s.else_body, child(scope), out));
       (void)f;
       return Flow::Normal;
     }
-    for (size_t i = 0; i < state->items.size(); ++i) {
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!s.cond) ARCH_TRY_STATUS(iteration(s.pos));  // a filtered loop counted its items as it probed them
       auto frame = child(scope);
       frame->vars["loop"] = Value::object(std::make_shared<LoopContext>(state, i));
-      ARCH_TRY_STATUS(assign(s.target, state->items[i], frame));
+      ARCH_TRY_STATUS(assign(s.target, items[i], frame));
       ARCH_TRY(Flow f, exec_body(s.body, frame, out));
       if (f == Flow::Break) break;
     }
@@ -257,8 +309,8 @@ class Interpreter {
   }
 
   Status assign(const Target& t, const Value& v, const ScopePtr& scope) {
-    if (value_depth(v) > kMaxValueDepth)
-      return at(t.pos, error("value nested more than " + std::to_string(kMaxValueDepth) + " levels deep"));
+    if (value_depth(v) > max_nesting_)
+      return at(t.pos, check_depth(value_depth(v), "the nesting of the lists, dicts and namespaces of a value").error());
     switch (t.kind) {
       case Target::Kind::Name:
         scope->vars[t.names[0]] = v;
@@ -297,12 +349,12 @@ class Interpreter {
   // ---- macros ----
 
   Value make_macro(const Stmt& s, const ScopePtr& defined_in) {
+    macro_scopes_.push_back(defined_in);
     const Stmt* macro = &s;
     bool varargs = mentions(s.body, "varargs"), kwargs = mentions(s.body, "kwargs");
     std::string name = s.name;
     return Value::function("macro '" + name + "'", [this, macro, defined_in, varargs, kwargs, name](
                                                        const CallArgs& a) -> Result<Value> {
-      if (depth_ >= kMaxCallDepth) return error("macro '" + name + "' recursion is too deep");
       auto frame = child(defined_in);
       const auto& params = macro->params;
       if (a.positional.size() > params.size() && !varargs)
@@ -340,9 +392,7 @@ class Interpreter {
       }
       if (kwargs) frame->vars["kwargs"] = Value::dict(std::move(extra_kw));
       std::string text;
-      ++depth_;
       auto f = exec_body(macro->body, frame, text);
-      --depth_;
       if (!f.ok()) return f.error();
       return Value::string(std::move(text));
     });
@@ -386,14 +436,14 @@ class Interpreter {
   }
 
   struct Nesting {
-    int& n;
-    explicit Nesting(int& depth) : n(++depth) {}
+    int64_t& n;
+    explicit Nesting(int64_t& depth) : n(++depth) {}
     ~Nesting() { --n; }
   };
 
   Result<Value> eval(const Expr& e, const ScopePtr& scope) {
     Nesting guard(nesting_);
-    if (nesting_ > kMaxNesting) return error(located(e.pos, "template evaluation nested too deeply"));
+    if (nesting_ > max_nesting_) return too_deep(e.pos);
     return eval_node(e, scope);
   }
 
@@ -529,15 +579,18 @@ class Interpreter {
   }
 
   const RenderOptions& options_;
-  int depth_ = 0;    // macro calls
-  int nesting_ = 0;  // eval/exec frames
+  const int64_t max_nesting_;  // chat_depth
+  int64_t nesting_ = 0;        // eval/exec frames
+  std::vector<std::weak_ptr<Scope>> macro_scopes_;  // unlinked when the render ends
+  std::vector<std::weak_ptr<Namespace>> namespaces_;
 };
 
 }  // namespace
 
 Result<std::string> render_body(const Body& body, const Value& context, const RenderOptions& options) {
   if (!context.is_dict()) return error("chat_template: the context must be a JSON object");
-  Interpreter interp(options);
+  RenderBudget budget;
+  Interpreter interp(options, budget);
   return interp.run(body, context);
 }
 

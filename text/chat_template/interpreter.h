@@ -6,8 +6,11 @@
 //   - names resolve innermost first, then the context, then the globals;
 //     an unknown name is undefined, not an error.
 // Runtime errors carry the line and column of the expression that failed.
-// Macro recursion (100 calls) and overall nesting are bounded, so a render
-// needs at most about 1.5 MB of stack.
+// What a render may spend is bounded by the named limits of budget.h: the
+// evaluation frames (blocks, expressions, macro calls) by chat_depth, so a
+// render needs under 1 KB of stack a level (256 KB by default). Macros (which
+// hold the scope that holds them) and namespaces (which may hold themselves)
+// are unlinked when a render ends, so nothing it made outlives it.
 #pragma once
 
 #include <chrono>

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/chat_template/budget.h"
 #include "text/chat_template/text.h"
 
 namespace arch::jinja {
@@ -48,21 +49,38 @@ std::string float_json(double d) {
   return py_float_repr(d);
 }
 
+// The text grows by pieces (a string escapes to at most six times its
+// size); the cap, chat_text_bytes, is checked before each string and after
+// every piece, so the dump stops as soon as it passes it.
 class Dumper {
  public:
-  explicit Dumper(const JsonDumpOptions& o) : o_(o) {
+  explicit Dumper(const JsonDumpOptions& o) : o_(o), cap_(text_cap()) {
     item_sep_ = o.item_separator ? *o.item_separator : (o.indent ? "," : ", ");
     key_sep_ = o.key_separator ? *o.key_separator : ": ";
   }
 
   Status dump(const Value& v, int level, std::string& out) {
     if (level > 1000) return error("tojson: nesting too deep");
+    ARCH_TRY_STATUS(dump_value(v, level, out));
+    return room(out, 0);
+  }
+
+ private:
+  Status room(const std::string& out, uint64_t more) const {
+    if (out.size() + more <= cap_) return {};
+    return text_over(out.size() + more, "the size in bytes of the JSON text tojson makes, at least");
+  }
+
+  Status dump_value(const Value& v, int level, std::string& out) {
     switch (v.kind()) {
       case Value::Kind::None: out += "null"; return {};
       case Value::Kind::Bool: out += v.as_bool() ? "true" : "false"; return {};
       case Value::Kind::Int: out += std::to_string(v.as_int()); return {};
       case Value::Kind::Float: out += float_json(v.as_float()); return {};
-      case Value::Kind::String: append_json_string(out, v.as_string(), o_.ensure_ascii); return {};
+      case Value::Kind::String:
+        ARCH_TRY_STATUS(room(out, v.as_string().size() + 2));
+        append_json_string(out, v.as_string(), o_.ensure_ascii);
+        return {};
       case Value::Kind::List: {
         if (!v.list().view.empty())
           return error("Object of type " + type_name(v) + " is not JSON serializable");
@@ -71,10 +89,10 @@ class Dumper {
         out += '[';
         for (size_t i = 0; i < items.size(); ++i) {
           out += i ? item_sep_ : "";
-          newline(out, level + 1);
+          ARCH_TRY_STATUS(newline(out, level + 1));
           ARCH_TRY_STATUS(dump(items[i], level + 1, out));
         }
-        newline(out, level);
+        ARCH_TRY_STATUS(newline(out, level));
         out += ']';
         return {};
       }
@@ -95,13 +113,14 @@ class Dumper {
         for (const auto& [k, val] : items) {
           out += first ? "" : item_sep_;
           first = false;
-          newline(out, level + 1);
+          ARCH_TRY_STATUS(newline(out, level + 1));
           ARCH_TRY(std::string key, key_text(k));
+          ARCH_TRY_STATUS(room(out, key.size() + 2));
           append_json_string(out, key, o_.ensure_ascii);
           out += key_sep_;
           ARCH_TRY_STATUS(dump(val, level + 1, out));
         }
-        newline(out, level);
+        ARCH_TRY_STATUS(newline(out, level));
         out += '}';
         return {};
       }
@@ -110,11 +129,12 @@ class Dumper {
     }
   }
 
- private:
-  void newline(std::string& out, int level) const {
-    if (!o_.indent) return;
+  Status newline(std::string& out, int level) const {
+    if (!o_.indent) return {};
+    ARCH_TRY_STATUS(room(out, 1 + uint64_t(level) * o_.indent->size()));
     out += '\n';
     for (int i = 0; i < level; ++i) out += *o_.indent;
+    return {};
   }
 
   static Result<std::string> key_text(const Value& k) {
@@ -130,6 +150,7 @@ class Dumper {
   }
 
   const JsonDumpOptions& o_;
+  const uint64_t cap_;
   std::string item_sep_, key_sep_;
 };
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "text/chat_template/args.h"
+#include "text/chat_template/budget.h"
 #include "text/chat_template/str_format.h"
 #include "text/chat_template/text.h"
 
@@ -22,15 +23,20 @@ Result<std::optional<std::string>> opt_str(const std::string& what, const char* 
   return std::optional<std::string>(std::move(s));
 }
 
-// s[start:end] by code points, and the code-point offset of its start.
+// s[start:end] by code points, and the code-point offset of its start;
+// walked, not indexed, so a long string costs no table of offsets.
 struct Window {
-  std::string text;
+  std::string_view text;
   int64_t offset = 0;
 };
 
 Result<Window> window(const std::string& s, const Value& start, const Value& end, const std::string& what) {
-  std::vector<size_t> off = char_offsets(s);
-  int64_t n = static_cast<int64_t>(off.size()) - 1;
+  Window w;
+  if (start.is_none() && end.is_none()) {
+    w.text = s;
+    return w;
+  }
+  int64_t n = static_cast<int64_t>(char_count(s));
   auto adjust = [&](const Value& v, int64_t dflt) -> Result<int64_t> {
     if (v.is_none()) return dflt;
     ARCH_TRY(int64_t i, int_arg(what, "start/end", v));
@@ -39,9 +45,11 @@ Result<Window> window(const std::string& s, const Value& start, const Value& end
   };
   ARCH_TRY(int64_t b, adjust(start, 0));
   ARCH_TRY(int64_t e, adjust(end, n));
-  Window w;
   w.offset = b;
-  if (e > b) w.text = s.substr(off[b], off[e] - off[b]);
+  if (e > b) {
+    size_t from = byte_offset(s, size_t(b));
+    w.text = std::string_view(s).substr(from, byte_offset(s, size_t(e - b), from) - from);
+  }
   return w;
 }
 
@@ -74,6 +82,7 @@ Result<Value> split_method(const std::string& self, const CallArgs& a, const std
   ARCH_TRY(auto sep, opt_str(what, "sep", v[0]));
   ARCH_TRY(int64_t maxsplit, int_arg(what, "maxsplit", v[1]));
   if (sep && sep->empty()) return error("empty separator");
+  ARCH_TRY_STATUS(check_items(py_split_count(self, sep, maxsplit), "the list " + what + " makes"));
   std::vector<Value> out;
   for (auto& piece : right ? py_rsplit(self, sep, maxsplit) : py_split(self, sep, maxsplit))
     out.push_back(str(std::move(piece)));
@@ -95,6 +104,9 @@ Result<Value> justify(const std::string& self, const CallArgs& a, const std::str
   ARCH_TRY(int64_t width, int_arg(what, "width", v[0]));
   ARCH_TRY(std::string fill, str_arg(what, "fillchar", v[1]));
   if (char_count(fill) != 1) return error("The fill character must be exactly one character long");
+  uint64_t fill_bytes;
+  if (__builtin_mul_overflow(padding(self, width), uint64_t(fill.size()), &fill_bytes)) fill_bytes = UINT64_MAX;
+  ARCH_TRY_STATUS(check_text_sum(self.size(), fill_bytes, "the size in bytes of the string " + what + " makes"));
   if (how == '^') return str(py_center(self, width, fill));
   int64_t n = static_cast<int64_t>(char_count(self));
   std::string pad;
@@ -127,7 +139,10 @@ Result<Value> all_chars(const std::string& self, const CallArgs& a, const std::s
 template <std::string (*F)(std::string_view)>
 Result<Value> case_method(const std::string& self, const CallArgs& a, const std::string& what) {
   ARCH_TRY(auto v, bind_args(what, a, {}));
-  return str(F(self));
+  // Case mapping grows a string at most three times: checked once made.
+  std::string out = F(self);
+  ARCH_TRY_STATUS(check_text(out.size(), "the size in bytes of the string " + what + " makes"));
+  return str(std::move(out));
 }
 
 const std::map<std::string, StrMethod>& str_methods() {
@@ -142,8 +157,9 @@ const std::map<std::string, StrMethod>& str_methods() {
       {"splitlines",
        [](const std::string& s, const CallArgs& a, const std::string& w) -> Result<Value> {
          ARCH_TRY(auto v, bind_args(w, a, {{"keepends", Value::boolean(false)}}));
+         ARCH_TRY_STATUS(check_items(py_line_count(s), "the list " + w + " makes"));
          std::vector<Value> out;
-         for (auto& line : py_splitlines(s, truthy(v[0]))) out.push_back(str(std::move(line)));
+         py_each_line(s, truthy(v[0]), [&](std::string_view line) { out.push_back(str(std::string(line))); });
          return Value::list(std::move(out));
        }},
       {"upper", case_method<py_upper>},
@@ -158,6 +174,8 @@ const std::map<std::string, StrMethod>& str_methods() {
          ARCH_TRY(std::string old, str_arg(w, "old", v[0]));
          ARCH_TRY(std::string repl, str_arg(w, "new", v[1]));
          ARCH_TRY(int64_t count, int_arg(w, "count", v[2]));
+         ARCH_TRY_STATUS(
+             check_text(py_replace_size(s, old, repl, count), "the size in bytes of the string " + w + " makes"));
          return str(py_replace(s, old, repl, count));
        }},
       {"find", [](const std::string& s, const CallArgs& a, const std::string& w) { return find_method(s, a, w, false, false); }},
@@ -180,6 +198,8 @@ const std::map<std::string, StrMethod>& str_methods() {
            if (!items[i].is_string())
              return error("sequence item " + std::to_string(i) + ": expected str instance, " +
                           type_name(items[i]) + " found");
+           ARCH_TRY_STATUS(check_text_sum(out.size(), (i ? s.size() : 0) + items[i].as_string().size(),
+                                          "the size in bytes of the string " + w + " makes"));
            if (i) out += s;
            out += items[i].as_string();
          }
@@ -194,6 +214,7 @@ const std::map<std::string, StrMethod>& str_methods() {
          ARCH_TRY(int64_t width, int_arg(w, "width", v[0]));
          int64_t n = static_cast<int64_t>(char_count(s));
          if (n >= width) return str(s);
+         ARCH_TRY_STATUS(check_text_sum(s.size(), padding(s, width), "the size in bytes of the string " + w + " makes"));
          std::string sign, body = s;
          if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
            sign = s.substr(0, 1);
@@ -323,7 +344,8 @@ std::optional<Value> list_method(const Value& obj, const std::string& name) {
       const auto& items = obj.list().items;
       for (size_t i = 0; i < items.size(); ++i)
         if (equals(items[i], v[0])) return Value::integer(static_cast<int64_t>(i));
-      return error(repr(v[0]) + " is not in " + type);
+      ARCH_TRY(std::string shown, repr(v[0]));
+      return error(shown + " is not in " + type);
     });
   if (obj.is_tuple()) return std::nullopt;
   if (name == "copy")
@@ -346,8 +368,8 @@ std::optional<Value> bound_method(const Value& obj, const std::string& name) {
     std::string what = "str." + name + "()";
     if (it != m.end()) {
       StrMethod f = it->second;
-      std::string self = obj.as_string();
-      return Value::function(what, [f, self, what](const CallArgs& a) { return f(self, a, what); });
+      Value self = obj;  // shared, not copied
+      return Value::function(what, [f, self, what](const CallArgs& a) { return f(self.as_string(), a, what); });
     }
     if (kOtherStrMethods.count(name)) return failing(what, what + " is not supported");
     return std::nullopt;

@@ -1,16 +1,16 @@
 #include "text/chat_template/operators.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
+#include "text/chat_template/budget.h"
 #include "text/chat_template/text.h"
 
 namespace arch::jinja {
 
 namespace {
-
-// Strings and lists a template may build by repetition or concatenation.
-constexpr size_t kMaxBuilt = size_t{1} << 28;
 
 bool is_intlike(const Value& v) { return v.is_int() || v.is_bool(); }
 int64_t int_of(const Value& v) { return v.is_bool() ? v.as_bool() : v.as_int(); }
@@ -22,22 +22,56 @@ Error unsupported(const std::string& op, const Value& a, const Value& b) {
 
 Error overflow() { return error("integer overflow (the value does not fit in 64 bits)"); }
 
+// The bytes of the strings a list holds directly.
+uint64_t string_bytes(const std::vector<Value>& items) {
+  uint64_t n = 0;
+  for (const Value& v : items)
+    if (v.is_string()) n += v.as_string().size();
+  return n;
+}
+
 Result<Value> repeat(const Value& seq, int64_t n) {
   if (n < 0) n = 0;
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
-    if (!s.empty() && static_cast<uint64_t>(n) > kMaxBuilt / s.size())
-      return error("string repetition result is too large");
+    ARCH_TRY_STATUS(check_text_repeat(s.size(), uint64_t(n), "the size in bytes of the string '*' makes"));
     std::string out;
+    out.reserve(s.size() * size_t(n));
     for (int64_t i = 0; i < n; ++i) out += s;
     return Value::string(std::move(out));
   }
   const auto& items = seq.list().items;
-  if (!items.empty() && static_cast<uint64_t>(n) > kMaxBuilt / items.size())
-    return error("list repetition result is too large");
+  uint64_t count, text;
+  if (__builtin_mul_overflow(uint64_t(items.size()), uint64_t(n), &count)) count = UINT64_MAX;
+  if (__builtin_mul_overflow(string_bytes(items), uint64_t(n), &text)) text = UINT64_MAX;
+  ARCH_TRY_STATUS(check_list(count, text, "the " + type_name(seq) + " '*' makes"));
   std::vector<Value> out;
+  out.reserve(count);
   for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
   return Value::list(std::move(out), seq.is_tuple());
+}
+
+// Two strings joined, sized first and copied once.
+Result<Value> joined(const std::string& a, const std::string& b, const std::string& what) {
+  ARCH_TRY_STATUS(check_text_sum(a.size(), b.size(), what));
+  std::string out;
+  out.reserve(a.size() + b.size());
+  out += a;
+  out += b;
+  return Value::string(std::move(out));
+}
+
+// a ~ b: both printed, then joined; strings are read where they are.
+Result<Value> concat(const Value& a, const Value& b) {
+  std::string printed_a, printed_b;
+  if (!a.is_string()) {
+    ARCH_TRY(printed_a, to_str(a));
+  }
+  if (!b.is_string()) {
+    ARCH_TRY(printed_b, to_str(b));
+  }
+  return joined(a.is_string() ? a.as_string() : printed_a, b.is_string() ? b.as_string() : printed_b,
+                "the size in bytes of the string '~' makes");
 }
 
 // Python's float divmod.
@@ -66,7 +100,7 @@ void float_divmod(double vx, double wx, double* floordiv, double* mod) {
 }  // namespace
 
 Result<Value> binary_op(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") return Value::string(to_str(a) + to_str(b));
+  if (op == "~") return concat(a, b);
   if (a.is_undefined()) return undefined_error(a);
   if (op == "%" && a.is_string()) {
     ARCH_TRY(std::string s, percent_format(a.as_string(), b));
@@ -86,12 +120,15 @@ Result<Value> binary_op(const std::string& op, const Value& a, const Value& b) {
       return Value::integer(r);
     }
     if (nums) return Value::number(a.to_double() + b.to_double());
-    if (a.is_string() && b.is_string()) {
-      if (a.as_string().size() + b.as_string().size() > kMaxBuilt) return error("string result is too large");
-      return Value::string(a.as_string() + b.as_string());
-    }
+    if (a.is_string() && b.is_string())
+      return joined(a.as_string(), b.as_string(), "the size in bytes of the string '+' makes");
     if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-      std::vector<Value> items = a.list().items;
+      ARCH_TRY_STATUS(check_list(a.list().items.size() + b.list().items.size(),
+                                 string_bytes(a.list().items) + string_bytes(b.list().items),
+                                 "the " + type_name(a) + " '+' makes"));
+      std::vector<Value> items;
+      items.reserve(a.list().items.size() + b.list().items.size());
+      items.insert(items.end(), a.list().items.begin(), a.list().items.end());
       items.insert(items.end(), b.list().items.begin(), b.list().items.end());
       return Value::list(std::move(items), a.is_tuple());
     }
@@ -238,12 +275,37 @@ Result<bool> contains(const Value& container, const Value& item) {
   }
 }
 
+namespace {
+
+// A run of digits at fmt[i]; it stays at 10**18 past that, so no digit
+// string overflows (and any such width is over the limit).
+uint64_t read_digits(const std::string& fmt, size_t& i) {
+  constexpr uint64_t kMost = 1000000000000000000ull;
+  uint64_t v = 0;
+  for (; i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9'; ++i) v = std::min(kMost, v * 10 + uint64_t(fmt[i] - '0'));
+  return v;
+}
+
+// snprintf into a string of the size it needs.
+template <class T>
+Result<std::string> c_format(const std::string& spec, T value) {
+  int n = std::snprintf(nullptr, 0, spec.c_str(), value);
+  if (n < 0) return error("format width or precision is too large");
+  std::string out(size_t(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), spec.c_str(), value);
+  out.resize(size_t(n));
+  return out;
+}
+
+}  // namespace
+
 Result<std::string> percent_format(const std::string& fmt, const Value& args) {
   std::vector<Value> positional;
   const DictData* named = nullptr;
   if (args.is_tuple()) positional = args.list().items;
   else positional.push_back(args);
   if (args.is_dict()) named = &args.dict();
+  const std::string what = "the size in bytes of the string '%' formats";
   size_t next_arg = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -270,20 +332,21 @@ Result<std::string> percent_format(const std::string& fmt, const Value& args) {
       if (next_arg >= positional.size()) return error("not enough arguments for format string");
       return positional[next_arg++];
     };
-    std::string width, precision;
+    uint64_t width = 0;
+    std::optional<uint64_t> precision;
     if (i < fmt.size() && fmt[i] == '*') {
       ARCH_TRY(Value w, take());
       if (!w.is_int()) return error("* wants int");
-      width = std::to_string(w.as_int());
+      if (w.as_int() < 0) flags += '-';  // Python: a negative * width left-justifies
+      width = w.as_int() < 0 ? 0 - uint64_t(w.as_int()) : uint64_t(w.as_int());
       ++i;
     }
-    while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') width += fmt[i++];
+    width = std::max(width, read_digits(fmt, i));
     if (i < fmt.size() && fmt[i] == '.') {
-      precision = ".";
       ++i;
-      while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') precision += fmt[i++];
-      if (precision == ".") precision = ".0";
+      precision = read_digits(fmt, i);
     }
+    ARCH_TRY_STATUS(check_text(width, "the width of a '%' conversion, in bytes"));
     while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
     if (i >= fmt.size()) return error("incomplete format");
     char conv = fmt[i];
@@ -296,18 +359,22 @@ Result<std::string> percent_format(const std::string& fmt, const Value& args) {
     }
     if (arg.is_undefined() && conv != 's') return undefined_error(arg);
     std::string piece;
-    char buf[512];
+    std::string width_text = width ? std::to_string(width) : "";
+    std::string precision_text = precision ? "." + std::to_string(*precision) : "";
     switch (conv) {
       case 's': case 'r': case 'a': {
-        piece = conv == 's' ? to_str(arg) : repr(arg);
-        if (precision.size() > 1) {
-          size_t n = std::stoul(precision.substr(1));
-          std::vector<size_t> off = char_offsets(piece);
-          if (n + 1 < off.size()) piece = piece.substr(0, off[n]);
+        if (conv == 's') {
+          ARCH_TRY(piece, to_str(arg));
+        } else {
+          ARCH_TRY(piece, repr(arg));
         }
-        size_t w = width.empty() ? 0 : std::stoul(width), len = char_count(piece);
-        if (len < w) {
-          std::string pad(w - len, ' ');
+        if (precision) {
+          std::vector<size_t> off = char_offsets(piece);
+          if (*precision + 1 < off.size()) piece = piece.substr(0, off[*precision]);
+        }
+        size_t len = char_count(piece);
+        if (len < width) {
+          std::string pad(width - len, ' ');
           piece = flags.find('-') != std::string::npos ? piece + pad : pad + piece;
         }
         break;
@@ -321,21 +388,22 @@ Result<std::string> percent_format(const std::string& fmt, const Value& args) {
           append_utf8(piece, static_cast<uint32_t>(n));
           break;
         }
-        std::string spec = "%" + flags + width + precision + "ll" + (conv == 'u' || conv == 'i' ? 'd' : conv);
-        std::snprintf(buf, sizeof buf, spec.c_str(), static_cast<long long>(n));
-        piece = buf;
+        ARCH_TRY_STATUS(check_text(precision.value_or(0), "the precision of a '%' conversion, in bytes"));
+        std::string spec = "%" + flags + width_text + precision_text + "ll" + (conv == 'u' || conv == 'i' ? 'd' : conv);
+        ARCH_TRY(piece, c_format(spec, static_cast<long long>(n)));
         break;
       }
       case 'f': case 'F': case 'e': case 'E': case 'g': case 'G': {
         if (!arg.is_number()) return error(std::string("must be real number, not ") + type_name(arg));
-        std::string spec = "%" + flags + width + precision + conv;
-        std::snprintf(buf, sizeof buf, spec.c_str(), arg.to_double());
-        piece = buf;
+        ARCH_TRY_STATUS(check_text(precision.value_or(0), "the precision of a '%' conversion, in bytes"));
+        std::string spec = "%" + flags + width_text + precision_text + conv;
+        ARCH_TRY(piece, c_format(spec, arg.to_double()));
         break;
       }
       default:
         return error(std::string("unsupported format character '") + conv + "'");
     }
+    ARCH_TRY_STATUS(check_text_sum(out.size(), piece.size(), what));
     out += piece;
   }
   // Python skips this check when the argument has __getitem__ (a mapping to it).

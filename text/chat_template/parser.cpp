@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "text/chat_template/budget.h"
 #include "text/chat_template/filters.h"
 #include "text/chat_template/predicates.h"
 
@@ -18,11 +19,6 @@ const std::set<std::string> kUnsupportedTags = {"block",  "extends", "include", 
 const std::set<std::string> kInnerTags = {
     "elif",    "else",       "endif",  "endfor",  "endset",        "endmacro",   "endfilter",
     "endwith", "endblock",   "endcall", "endraw", "endgeneration", "endautoescape"};
-
-constexpr int kMaxDepth = 200;
-// Expression trees deeper than this are refused while they are built, so
-// evaluating and freeing them cannot exhaust the stack ("1 + 1 + ... + 1").
-constexpr int kMaxExprDepth = 400;
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
@@ -65,9 +61,14 @@ struct Subscript {
   ExprPtr start, stop, step;
 };
 
+// Nesting is bounded by the limit chat_depth three ways, so neither this
+// recursive-descent parser nor anything that walks its tree can exhaust the
+// stack: open blocks, the parser's own recursion into an expression, and
+// the height of each expression tree, which also grows without recursion
+// ("1 + 1 + ... + 1", "x|f|f|f...").
 class Parser {
  public:
-  explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
+  explicit Parser(const std::vector<Token>& tokens) : t_(tokens), max_depth_(depth_cap()) {}
 
   Result<Body> parse_template() {
     ARCH_TRY(Body body, subparse({}));
@@ -156,7 +157,8 @@ class Parser {
   Result<Body> parse_block_body(const std::string& tag, Pos open, std::vector<std::string> ends) {
     skip_op(":");
     ARCH_TRY_STATUS(expect_block_end(tag));
-    if (blocks_.size() >= static_cast<size_t>(kMaxDepth)) return fail_at(open, "blocks nested too deeply");
+    if (int64_t(blocks_.size()) >= max_depth_)
+      return too_deep(open, int64_t(blocks_.size()) + 1, "the nesting of blocks");
     blocks_.push_back({tag, open, ends});
     auto body = subparse(ends);
     blocks_.pop_back();
@@ -436,19 +438,30 @@ class Parser {
     if (e.dyn_args) d = std::max(d, e.dyn_args->depth);
     if (e.dyn_kwargs) d = std::max(d, e.dyn_kwargs->depth);
     e.depth = d + 1;
-    if (e.depth > kMaxExprDepth) return fail_at(e.pos, "expression nested too deeply");
+    if (e.depth > max_depth_)
+      return too_deep(e.pos, e.depth, "the height of the expression (operators nested or chained)");
+    return {};
+  }
+
+  Error too_deep(Pos p, int64_t depth, const std::string& what) const {
+    return fail_at(p, check_depth(depth, what).error().message);
+  }
+
+  // One level of recursion into an expression.
+  Status enter_expression() {
+    if (depth_ > max_depth_) return too_deep(cur().pos, depth_, "the nesting of the expression");
     return {};
   }
 
   struct DepthGuard {
-    int& d;
-    explicit DepthGuard(int& depth) : d(++depth) {}
+    int64_t& d;
+    explicit DepthGuard(int64_t& depth) : d(++depth) {}
     ~DepthGuard() { --d; }
   };
 
   Result<ExprPtr> parse_expression(bool with_condexpr) {
     DepthGuard g(depth_);
-    if (depth_ > kMaxDepth) return fail(cur(), "expression nested too deeply");
+    ARCH_TRY_STATUS(enter_expression());
     if (!with_condexpr) return parse_or();
     Pos p = cur().pos;
     ARCH_TRY(ExprPtr e, parse_or());
@@ -502,7 +515,7 @@ class Parser {
   Result<ExprPtr> parse_not() {
     if (is_name("not")) {
       DepthGuard g(depth_);
-      if (depth_ > kMaxDepth) return fail(cur(), "expression nested too deeply");
+      ARCH_TRY_STATUS(enter_expression());
       auto e = std::make_unique<Expr>(Expr::Kind::Not, cur().pos);
       next();
       ARCH_TRY(ExprPtr operand, parse_not());
@@ -596,7 +609,7 @@ class Parser {
 
   Result<ExprPtr> parse_unary(bool with_filter) {
     DepthGuard g(depth_);
-    if (depth_ > kMaxDepth) return fail(cur(), "expression nested too deeply");
+    ARCH_TRY_STATUS(enter_expression());
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       auto e = std::make_unique<Expr>(is_op("-") ? Expr::Kind::Neg : Expr::Kind::Pos, cur().pos);
@@ -897,8 +910,9 @@ class Parser {
   }
 
   const std::vector<Token>& t_;
+  const int64_t max_depth_;  // chat_depth
   size_t i_ = 0;
-  int depth_ = 0;
+  int64_t depth_ = 0;
   int loop_depth_ = 0;
   std::vector<OpenBlock> blocks_;
 };

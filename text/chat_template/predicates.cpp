@@ -63,8 +63,14 @@ bool is_sequence(const Value& v) { return v.is_undefined() || v.is_string() || v
 bool is_callable(const Value& v) {
   return v.is_function() || v.is_undefined() || (v.is_object() && v.object().type_name() == "LoopContext");
 }
-bool is_lower(const Value& v) { return py_islower(to_str(v)); }
-bool is_upper(const Value& v) { return py_isupper(to_str(v)); }
+// jinja2 reads str(v); a string is read where it is.
+template <bool (*P)(std::string_view)>
+Result<bool> printed(const Value& v, const CallArgs& a, const std::string& what) {
+  ARCH_TRY_STATUS(no_arg(a, what));
+  if (v.is_string()) return P(v.as_string());
+  ARCH_TRY(std::string s, to_str(v));
+  return P(s);
+}
 bool is_escaped(const Value&) { return false; }
 
 const std::map<std::string, TestFn, std::less<>>& tests() {
@@ -83,8 +89,8 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
       {"iterable", simple<is_iterable>},
       {"sequence", simple<is_sequence>},
       {"callable", simple<is_callable>},
-      {"lower", simple<is_lower>},
-      {"upper", simple<is_upper>},
+      {"lower", printed<py_islower>},
+      {"upper", printed<py_isupper>},
       {"escaped", simple<is_escaped>},
       {"odd", [](const Value& v, const CallArgs& a, const std::string& w) { return parity(v, a, w, 1); }},
       {"even", [](const Value& v, const CallArgs& a, const std::string& w) { return parity(v, a, w, 0); }},

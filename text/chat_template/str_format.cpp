@@ -1,10 +1,12 @@
 #include "text/chat_template/str_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 
 #include "text/chat_template/access.h"
+#include "text/chat_template/budget.h"
 #include "text/chat_template/text.h"
 
 namespace arch::jinja {
@@ -42,13 +44,17 @@ Result<Spec> parse_spec(const std::string& s) {
     if (!sp.align) { sp.fill = "0"; sp.align = '='; }
     ++i;
   }
-  while (ch(i) >= '0' && ch(i) <= '9') sp.width = sp.width * 10 + (ch(i++) - '0');
+  // Widths and precisions stay at 10**17 past it: no overflow, and a width
+  // that large is refused below.
+  constexpr int64_t big = 100000000000000000ll;
+  while (ch(i) >= '0' && ch(i) <= '9') sp.width = std::min(big, sp.width * 10 + (ch(i++) - '0'));
+  ARCH_TRY_STATUS(check_text(uint64_t(sp.width), "the width of a format field, in bytes"));
   if (ch(i) == ',' || ch(i) == '_') sp.grouping = ch(i++);
   if (ch(i) == '.') {
     ++i;
     int64_t p = 0;
     bool any = false;
-    while (ch(i) >= '0' && ch(i) <= '9') { p = p * 10 + (ch(i++) - '0'); any = true; }
+    while (ch(i) >= '0' && ch(i) <= '9') { p = std::min(big, p * 10 + (ch(i++) - '0')); any = true; }
     if (!any) return error("Format specifier missing precision");
     sp.precision = p;
   }
@@ -68,6 +74,8 @@ std::string group_digits(const std::string& digits, char sep) {
   return out;
 }
 
+// The width was checked when the spec was read; a fill character may take
+// up to four bytes.
 std::string pad(const std::string& sign, const std::string& body, const Spec& sp, char default_align) {
   char align = sp.align ? sp.align : default_align;
   int64_t len = static_cast<int64_t>(char_count(sign) + char_count(body));
@@ -183,10 +191,31 @@ Result<std::string> py_format_value(const Value& v, const std::string& spec) {
   return to_str(v);
 }
 
-Result<std::string> py_str_format(const std::string& fmt, const CallArgs& args) {
-  std::string out;
+namespace {
+
+// A field index or key written in digits; nullopt past int64 (Python's int
+// has no bound, but no sequence is that long).
+std::optional<int64_t> digits_value(const std::string& s) {
+  int64_t v = 0;
+  for (char c : s)
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, c - '0', &v)) return std::nullopt;
+  return v;
+}
+
+// Automatic field numbering, shared with the fields nested in format specs
+// ("{:{}}" takes the value, then the width).
+struct Numbering {
   size_t auto_index = 0;
   bool used_auto = false, used_manual = false;
+};
+
+// `level`: Python allows a replacement field inside a format spec, not one
+// inside that ("Max string recursion exceeded"), so the recursion is bounded.
+Result<std::string> str_format(const std::string& fmt, const CallArgs& args, int level, Numbering& numbering) {
+  if (level > 2) return error("Max string recursion exceeded");
+  std::string out;
+  size_t& auto_index = numbering.auto_index;
+  bool &used_auto = numbering.used_auto, &used_manual = numbering.used_manual;
   for (size_t i = 0; i < fmt.size(); ++i) {
     char c = fmt[i];
     if (c == '}') {
@@ -222,9 +251,6 @@ Result<std::string> py_str_format(const std::string& fmt, const CallArgs& args) 
       if (conv.size() != 1 || (conv != "r" && conv != "s" && conv != "a"))
         return error("Unknown conversion specifier " + conv);
     }
-    if (spec.find('{') != std::string::npos) {
-      ARCH_TRY(spec, py_str_format(spec, args));
-    }
     // arg_name ( "." attr | "[" key "]" )*
     size_t k = 0;
     while (k < field.size() && field[k] != '.' && field[k] != '[') ++k;
@@ -239,10 +265,10 @@ Result<std::string> py_str_format(const std::string& fmt, const CallArgs& args) 
     } else if (first.find_first_not_of("0123456789") == std::string::npos) {
       if (used_auto) return error("cannot switch from automatic field numbering to manual field specification");
       used_manual = true;
-      size_t idx = std::stoul(first);
-      if (idx >= args.positional.size())
+      std::optional<int64_t> idx = digits_value(first);
+      if (!idx || uint64_t(*idx) >= args.positional.size())
         return error("Replacement index " + first + " out of range for positional args tuple");
-      obj = args.positional[idx];
+      obj = args.positional[size_t(*idx)];
     } else {
       bool found = false;
       for (const auto& [name, v] : args.keyword)
@@ -259,19 +285,36 @@ Result<std::string> py_str_format(const std::string& fmt, const CallArgs& args) 
         size_t e = field.find(']', k);
         if (e == std::string::npos) return error("Missing ']' in format string");
         std::string key = field.substr(k + 1, e - k - 1);
-        Value kv = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos
-                       ? Value::integer(std::stoll(key))
-                       : Value::string(key);
+        bool digits = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
+        std::optional<int64_t> index = digits ? digits_value(key) : std::nullopt;
+        if (digits && !index) return error("IndexError: cannot fit 'int' into an index-sized integer");
+        Value kv = digits ? Value::integer(*index) : Value::string(key);
         ARCH_TRY(obj, get_item(obj, kv));
         k = e + 1;
       }
     }
-    if (conv == "r" || conv == "a") obj = Value::string(repr(obj));
-    else if (conv == "s") obj = Value::string(to_str(obj));
+    if (conv == "r" || conv == "a") {
+      ARCH_TRY(std::string shown, repr(obj));
+      obj = Value::string(std::move(shown));
+    } else if (conv == "s") {
+      ARCH_TRY(std::string shown, to_str(obj));
+      obj = Value::string(std::move(shown));
+    }
+    if (spec.find('{') != std::string::npos) {
+      ARCH_TRY(spec, str_format(spec, args, level + 1, numbering));
+    }
     ARCH_TRY(std::string piece, py_format_value(obj, spec));
+    ARCH_TRY_STATUS(check_text_sum(out.size(), piece.size(), "the size in bytes of the string str.format() makes"));
     out += piece;
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::string> py_str_format(const std::string& fmt, const CallArgs& args) {
+  Numbering numbering;
+  return str_format(fmt, args, 1, numbering);
 }
 
 }  // namespace arch::jinja

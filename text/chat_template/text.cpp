@@ -1,5 +1,6 @@
 #include "text/chat_template/text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -48,6 +49,12 @@ std::vector<size_t> char_offsets(std::string_view s) {
   for (size_t i = 0; i < s.size(); i += decode_utf8(s, i).len) offsets.push_back(i);
   offsets.push_back(s.size());
   return offsets;
+}
+
+size_t byte_offset(std::string_view s, size_t chars, size_t from) {
+  size_t i = from;
+  for (; chars > 0 && i < s.size(); --chars) i += decode_utf8(s, i).len;
+  return std::min(i, s.size());
 }
 
 size_t char_count(std::string_view s) {
@@ -321,13 +328,21 @@ std::string py_strip(std::string_view s, int sides, const std::optional<std::str
       i += c.len;
     }
   }
-  std::vector<size_t> off = char_offsets(s);
-  size_t n = off.size() - 1, b = 0, e = n;
-  if (sides & kStripLeft)
-    while (b < e && in_strip_set(decode_utf8(s, off[b]).cp, set)) ++b;
-  if (sides & kStripRight)
-    while (e > b && in_strip_set(decode_utf8(s, off[e - 1]).cp, set)) --e;
-  return std::string(s.substr(off[b], off[e] - off[b]));
+  // One pass: where the first kept character starts, where the last ends.
+  size_t b = s.size(), e = 0;
+  bool kept_any = false;
+  for (size_t i = 0; i < s.size();) {
+    Utf8Char c = decode_utf8(s, i);
+    bool strip = in_strip_set(c.cp, set);
+    if (!strip || !(sides & kStripLeft)) {
+      if (!kept_any) b = i;
+      kept_any = true;
+    }
+    if (!strip || !(sides & kStripRight)) e = i + c.len;
+    i += c.len;
+  }
+  if (!kept_any) return std::string();
+  return std::string(s.substr(b, e - b));
 }
 
 std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep,
@@ -404,8 +419,7 @@ std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::
   return {out.rbegin(), out.rend()};
 }
 
-std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
-  std::vector<std::string> out;
+void py_each_line(std::string_view s, bool keepends, const std::function<void(std::string_view)>& f) {
   size_t start = 0, i = 0;
   while (i < s.size()) {
     Utf8Char c = decode_utf8(s, i);
@@ -415,12 +429,55 @@ std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
     }
     size_t brk = c.len;
     if (c.cp == '\r' && i + 1 < s.size() && s[i + 1] == '\n') brk = 2;
-    out.emplace_back(s.substr(start, (keepends ? i + brk : i) - start));
+    f(s.substr(start, (keepends ? i + brk : i) - start));
     i += brk;
     start = i;
   }
-  if (start < s.size()) out.emplace_back(s.substr(start));
+  if (start < s.size()) f(s.substr(start));
+}
+
+std::vector<std::string> py_splitlines(std::string_view s, bool keepends) {
+  std::vector<std::string> out;
+  py_each_line(s, keepends, [&](std::string_view line) { out.emplace_back(line); });
   return out;
+}
+
+size_t py_line_count(std::string_view s) {
+  size_t n = 0;
+  py_each_line(s, false, [&](std::string_view) { ++n; });
+  return n;
+}
+
+size_t py_split_count(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit) {
+  size_t cuts = 0;
+  if (sep) {
+    for (size_t at = s.find(*sep); at != std::string_view::npos && (maxsplit < 0 || int64_t(cuts) < maxsplit);
+         at = s.find(*sep, at + sep->size()))
+      ++cuts;
+    return cuts + 1;
+  }
+  size_t words = 0;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size();) {
+    Utf8Char c = decode_utf8(s, i);
+    bool space = py_isspace(c.cp);
+    if (!space && !in_word) {
+      ++words;
+      // Past maxsplit the rest is one piece, as it is.
+      if (maxsplit >= 0 && int64_t(words) > maxsplit) return words;
+    }
+    in_word = !space;
+    i += c.len;
+  }
+  return words;
+}
+
+uint64_t py_replace_size(std::string_view s, std::string_view old, std::string_view repl, int64_t count) {
+  uint64_t n = uint64_t(py_count(s, old));
+  if (count >= 0) n = std::min(n, uint64_t(count));
+  // s.size() - n * old.size() + n * repl.size(), in 128 bits: repl may be long.
+  unsigned __int128 size = (unsigned __int128)(s.size() - n * old.size()) + (unsigned __int128)n * repl.size();
+  return size > UINT64_MAX ? UINT64_MAX : uint64_t(size);
 }
 
 std::string py_replace(std::string_view s, std::string_view old, std::string_view repl,
@@ -466,6 +523,11 @@ int64_t py_find(std::string_view s, std::string_view needle) {
 int64_t py_rfind(std::string_view s, std::string_view needle) {
   size_t at = s.rfind(needle);
   return at == std::string_view::npos ? -1 : cp_index(s, at);
+}
+
+uint64_t padding(std::string_view s, int64_t width) {
+  int64_t n = static_cast<int64_t>(char_count(s));
+  return width > n ? uint64_t(width - n) : 0;
 }
 
 std::string py_center(std::string_view s, int64_t width, std::string_view fill) {

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,9 +29,12 @@ struct Utf8Char {
 Utf8Char decode_utf8(std::string_view s, size_t i);
 void append_utf8(std::string& out, uint32_t cp);
 
-// Byte offset of every character, plus s.size() as the last entry.
+// Byte offset of every character, plus s.size() as the last entry (eight
+// bytes a character: for short strings; long ones are walked).
 std::vector<size_t> char_offsets(std::string_view s);
 size_t char_count(std::string_view s);
+// The byte offset `chars` characters after byte `from` (s.size() at most).
+size_t byte_offset(std::string_view s, size_t chars, size_t from = 0);
 
 bool py_isspace(uint32_t cp);       // str.isspace(), regex \s, str.strip()
 bool py_isalnum(uint32_t cp);       // approximate outside ASCII: letters of all scripts
@@ -60,6 +64,14 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
 std::vector<std::string> py_rsplit(std::string_view s, const std::optional<std::string>& sep,
                                    int64_t maxsplit);
 std::vector<std::string> py_splitlines(std::string_view s, bool keepends);
+// f(line) for each line splitlines would give, without building the list.
+void py_each_line(std::string_view s, bool keepends, const std::function<void(std::string_view)>& f);
+// How many pieces splitlines / split / rsplit (same count) would give: their
+// lists are sized before they are built.
+size_t py_line_count(std::string_view s);
+size_t py_split_count(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit);
+// The bytes py_replace would give.
+uint64_t py_replace_size(std::string_view s, std::string_view old, std::string_view repl, int64_t count);
 std::string py_replace(std::string_view s, std::string_view old, std::string_view repl,
                        int64_t count);
 // Number of non-overlapping occurrences (Python counts an empty needle
@@ -69,6 +81,8 @@ int64_t py_count(std::string_view s, std::string_view needle);
 int64_t py_find(std::string_view s, std::string_view needle);
 int64_t py_rfind(std::string_view s, std::string_view needle);
 std::string py_center(std::string_view s, int64_t width, std::string_view fill = " ");
+// How many fill characters center / ljust / rjust / zfill add to reach `width`.
+uint64_t padding(std::string_view s, int64_t width);
 
 // repr() of a str: quotes and escapes as CPython picks them.
 std::string py_repr_string(std::string_view s);

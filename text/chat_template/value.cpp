@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "text/chat_template/budget.h"
 #include "text/chat_template/text.h"
 
 namespace arch::jinja {
@@ -131,53 +132,75 @@ std::string address(const void* p) {
 
 }  // namespace
 
-std::string repr(const Value& v) { return repr_at(v, 0); }
-
-std::string repr_at(const Value& v, int level) {
+bool append_repr(std::string& out, const Value& v, int level, size_t cap) {
   // Namespaces can hold themselves: stop where Python would print "...".
-  if (level > kMaxValueDepth + 10) return "...";
-  auto repr = [level](const Value& x) { return repr_at(x, level + 1); };
+  if (level > kMaxValueDepth + 10) {
+    out += "...";
+    return out.size() <= cap;
+  }
   switch (v.kind()) {
-    case Value::Kind::Undefined: return "Undefined";
-    case Value::Kind::None: return "None";
-    case Value::Kind::Bool: return v.as_bool() ? "True" : "False";
-    case Value::Kind::Int: return std::to_string(v.as_int());
-    case Value::Kind::Float: return py_float_repr(v.as_float());
-    case Value::Kind::String: return py_repr_string(v.as_string());
+    case Value::Kind::Undefined: out += "Undefined"; break;
+    case Value::Kind::None: out += "None"; break;
+    case Value::Kind::Bool: out += v.as_bool() ? "True" : "False"; break;
+    case Value::Kind::Int: out += std::to_string(v.as_int()); break;
+    case Value::Kind::Float: out += py_float_repr(v.as_float()); break;
+    case Value::Kind::String: {
+      // The quoted form is at least two bytes longer: not built when that
+      // is already too long.
+      const std::string& s = v.as_string();
+      if (out.size() + s.size() + 2 > cap) return false;
+      out += py_repr_string(s);
+      break;
+    }
     case Value::Kind::List: {
       const ListData& l = v.list();
-      if (l.view == "range") return "range(" + l.range_args + ")";
-      std::string out = l.is_tuple ? "(" : "[";
-      if (!l.view.empty()) out = l.view + "([";
+      if (l.view == "range") {
+        out += "range(" + l.range_args + ")";
+        break;
+      }
+      out += !l.view.empty() ? l.view + "([" : l.is_tuple ? "(" : "[";
       for (size_t i = 0; i < l.items.size(); ++i) {
         if (i) out += ", ";
-        out += repr(l.items[i]);
+        if (!append_repr(out, l.items[i], level + 1, cap)) return false;
       }
       if (l.is_tuple && l.items.size() == 1) out += ",";
-      if (!l.view.empty()) return out + "])";
-      return out + (l.is_tuple ? ")" : "]");
+      out += !l.view.empty() ? "])" : l.is_tuple ? ")" : "]";
+      break;
     }
     case Value::Kind::Dict: {
-      std::string out = "{";
+      out += "{";
       bool first = true;
       for (const auto& [k, val] : v.dict().items) {
         if (!first) out += ", ";
         first = false;
-        out += repr(k) + ": " + repr(val);
+        if (!append_repr(out, k, level + 1, cap)) return false;
+        out += ": ";
+        if (!append_repr(out, val, level + 1, cap)) return false;
       }
-      return out + "}";
+      out += "}";
+      break;
     }
     case Value::Kind::Iterator:
-      return "<" + v.iter().type_name + " object at " + address(v.identity()) + ">";
-    case Value::Kind::Object: return v.object().repr(level);
-    case Value::Kind::Function: return "<function " + v.function().name + ">";
+      out += "<" + v.iter().type_name + " object at " + address(v.identity()) + ">";
+      break;
+    case Value::Kind::Object: return v.object().append_repr(out, level, cap);
+    case Value::Kind::Function: out += "<function " + v.function().name + ">"; break;
   }
-  return "";
+  return out.size() <= cap;
 }
 
-std::string to_str(const Value& v) {
+Result<std::string> repr(const Value& v) {
+  std::string out;
+  size_t cap = text_cap();
+  if (!append_repr(out, v, 0, cap))
+    return text_over(std::max<uint64_t>(out.size(), cap + 1),
+                     "the size in bytes of the printed form of a " + type_name(v) + ", at least");
+  return out;
+}
+
+Result<std::string> to_str(const Value& v) {
   if (v.is_string()) return v.as_string();
-  if (v.is_undefined()) return "";
+  if (v.is_undefined()) return std::string();
   return repr(v);
 }
 
@@ -285,6 +308,8 @@ Result<std::vector<Value>> iterate(const Value& v) {
     case Value::Kind::String: {
       std::vector<Value> out;
       const std::string& s = v.as_string();
+      ARCH_TRY_STATUS(check_items(char_count(s), "the characters of a string as a list"));
+      out.reserve(char_count(s));
       for (size_t i = 0; i < s.size();) {
         size_t n = decode_utf8(s, i).len;
         out.push_back(Value::string(s.substr(i, n)));
@@ -324,7 +349,9 @@ namespace {
 
 template <class J>
 Result<Value> json_to_value(const J& j, int level) {
-  if (level > kMaxValueDepth) return error("the context is nested more than " + std::to_string(kMaxValueDepth) + " levels deep");
+  // A container at `level` makes the context level + 1 deep.
+  if (j.is_structured() && level >= depth_cap())
+    return check_depth(level + 1, "the nesting of the context's arrays and objects").error();
   switch (j.type()) {
     case nlohmann::json::value_t::null: return Value::none();
     case nlohmann::json::value_t::boolean: return Value::boolean(j.template get<bool>());

@@ -11,9 +11,10 @@
 //   object      namespace(), the loop variable, joiner(): attributes only
 //   function    globals, bound methods ('x'.upper), macros
 //
-// Lists and dicts are shared by reference and never modified after they are
-// built (transformers renders in jinja2's immutable sandbox); namespaces are
-// the only mutable values.
+// Strings, lists and dicts are shared by reference and never modified after
+// they are built (transformers renders in jinja2's immutable sandbox), so
+// copying a value is cheap whatever it holds; namespaces are the only
+// mutable values.
 #pragma once
 
 #include <cstdint>
@@ -68,8 +69,9 @@ class Object {
   // nullopt: no such attribute.
   virtual std::optional<Value> get_attr(const std::string& name) const = 0;
   virtual bool set_attr(const std::string& name, Value value);  // false: read-only
-  // `level`: how deep inside other values this one is printed (see repr_at).
-  virtual std::string repr(int level) const = 0;
+  // Appends how it prints, `level` containers deep; false as soon as that
+  // would pass `cap` bytes (see append_repr).
+  virtual bool append_repr(std::string& out, int level, size_t cap) const = 0;
   virtual int depth() const { return 1; }
 };
 
@@ -88,7 +90,9 @@ class Value {
   static Value boolean(bool b) { return make<bool>(b); }
   static Value integer(int64_t i) { return make<int64_t>(i); }
   static Value number(double d) { return make<double>(d); }
-  static Value string(std::string s) { return make<std::string>(std::move(s)); }
+  static Value string(std::string s) {
+    return make<std::shared_ptr<const std::string>>(std::make_shared<const std::string>(std::move(s)));
+  }
   static Value list(std::vector<Value> items, bool tuple = false);
   // A dict view (d.keys(), d.values(), d.items()): a list that cannot be indexed.
   static Value view(std::vector<Value> items, std::string view_name);
@@ -121,7 +125,7 @@ class Value {
   bool as_bool() const { return std::get<bool>(v_); }
   int64_t as_int() const { return std::get<int64_t>(v_); }
   double as_float() const { return std::get<double>(v_); }
-  const std::string& as_string() const { return std::get<std::string>(v_); }
+  const std::string& as_string() const { return *std::get<std::shared_ptr<const std::string>>(v_); }
   const ListData& list() const { return *std::get<std::shared_ptr<ListData>>(v_); }
   const DictData& dict() const { return *std::get<std::shared_ptr<DictData>>(v_); }
   IteratorData& iter() const { return *std::get<std::shared_ptr<IteratorData>>(v_); }
@@ -136,7 +140,7 @@ class Value {
  private:
   struct UndefinedT { std::string hint; };
   struct NoneT {};
-  using Data = std::variant<UndefinedT, NoneT, bool, int64_t, double, std::string,
+  using Data = std::variant<UndefinedT, NoneT, bool, int64_t, double, std::shared_ptr<const std::string>,
                             std::shared_ptr<ListData>, std::shared_ptr<DictData>,
                             std::shared_ptr<IteratorData>, std::shared_ptr<jinja::Object>,
                             std::shared_ptr<Function>>;
@@ -150,20 +154,24 @@ class Value {
 };
 
 // How deeply lists, dicts and namespaces nest in v (0 for scalars). The
-// interpreter refuses to store values nested deeper than kMaxValueDepth, so
-// printing, comparing and freeing them cannot exhaust the stack.
+// interpreter refuses to store values nested deeper than the limit
+// chat_depth, so printing, comparing and freeing them cannot exhaust the
+// stack.
 int value_depth(const Value& v);
+// Printing stops here whatever the limit: a namespace may contain itself.
 constexpr int kMaxValueDepth = 400;
 
 // Python truthiness; undefined is false, iterators and objects are true.
 bool truthy(const Value& v);
-// str(v): what {{ v }} prints.
-std::string to_str(const Value& v);
-// repr(v): how values print inside lists and dicts.
-std::string repr(const Value& v);
-// repr of a value printed `level` containers deep; past kMaxValueDepth it is
-// "..." (a namespace may contain itself).
-std::string repr_at(const Value& v, int level);
+// str(v): what {{ v }} prints. A list can print far larger than it is (the
+// same long string many times): past chat_text_bytes it is an error.
+Result<std::string> to_str(const Value& v);
+// repr(v): how values print inside lists and dicts; bounded the same way.
+Result<std::string> repr(const Value& v);
+// repr of a value printed `level` containers deep, appended to out; past
+// kMaxValueDepth levels it is "..." (a namespace may contain itself). False,
+// with out left incomplete, as soon as out would pass `cap` bytes.
+bool append_repr(std::string& out, const Value& v, int level, size_t cap);
 // Python's type name: "str", "int", "NoneType", "list", "dict", ...
 std::string type_name(const Value& v);
 // jinja2's object_type_repr, quoted: "'dict object'", "'None'".
@@ -176,7 +184,8 @@ Result<int> compare(const Value& a, const Value& b);
 // dicts or dict views.
 bool hashable(const Value& v);
 // iter(v) drained: characters of a str, keys of a dict, the rest of an
-// iterator (consuming it); undefined iterates as empty.
+// iterator (consuming it); undefined iterates as empty. The characters of a
+// long string are refused past chat_text_bytes (kItemBytes each).
 Result<std::vector<Value>> iterate(const Value& v);
 // len(v)
 Result<int64_t> length(const Value& v);
@@ -185,7 +194,7 @@ Result<int64_t> length(const Value& v);
 Error undefined_error(const Value& v);
 
 // JSON to values; ordered_json keeps key order (Python dicts do). Nesting
-// deeper than kMaxValueDepth is an error.
+// deeper than the limit chat_depth is an error.
 Result<Value> from_json(const nlohmann::json& j);
 Result<Value> from_json(const nlohmann::ordered_json& j);
 

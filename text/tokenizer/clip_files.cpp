@@ -1,10 +1,12 @@
 #include "text/tokenizer/clip_files.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
 #include "core/json_text.h"
 #include "core/mapped_file.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch {
 
@@ -25,7 +27,13 @@ Result<std::shared_ptr<const Tokenizer>> load_clip_tokenizer(const std::string& 
   const char* eos = "<|endoftext|>";
   if (!vocab.contains(bos) || !vocab.contains(eos))
     return error((d / "vocab.json").string() + ": no " + bos + " or " + eos + " (not CLIP's vocabulary)");
+  ARCH_TRY(const int32_t bos_id, tok::token_id(vocab[bos], (d / "vocab.json").string(), std::string("'") + bos + "'"));
+  ARCH_TRY(const int32_t eos_id, tok::token_id(vocab[eos], (d / "vocab.json").string(), std::string("'") + eos + "'"));
   ARCH_TRY(auto merges_file, MappedFile::open((d / "merges.txt").string()));
+  // Counted before they are copied into the tokenizer.json this builds.
+  const std::string_view merges_text = merges_file->text();
+  ARCH_TRY_STATUS(tok::check_entries(size_t(std::count(merges_text.begin(), merges_text.end(), '\n')),
+                                     (d / "merges.txt").string(), "the merges (lines)"));
   nlohmann::json merges = nlohmann::json::array();
   std::istringstream lines{std::string(merges_file->text())};
   std::string line;
@@ -35,10 +43,10 @@ Result<std::shared_ptr<const Tokenizer>> load_clip_tokenizer(const std::string& 
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty() || (n == 1 && line.rfind("#version", 0) == 0)) continue;
     if (line.find(' ') == std::string::npos)
-      return error((d / "merges.txt").string() + ":" + std::to_string(n) + ": a merge is two tokens, got '" + line + "'");
+      return error((d / "merges.txt").string() + ":" + std::to_string(n) + ": a merge is two tokens, got '" +
+                   tok::shown(line) + "'");
     merges.push_back(line);
   }
-  const int bos_id = vocab[bos].get<int>(), eos_id = vocab[eos].get<int>();
   nlohmann::json j = {
       {"version", "1.0"},
       {"added_tokens", nlohmann::json::array({

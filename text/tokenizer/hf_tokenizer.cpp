@@ -8,7 +8,9 @@
 #include "text/tokenizer/added_tokens.h"
 #include "text/tokenizer/backend.h"
 #include "text/tokenizer/components.h"
+#include "text/tokenizer/json_sizes.h"
 #include "text/tokenizer/unicode.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
 
@@ -122,11 +124,16 @@ Status read_padding(const json& p, const std::string& where, HfBackend& b) {
   if (strategy != p.end() && strategy->is_object() && strategy->contains("Fixed")) {
     const json& n = (*strategy)["Fixed"];
     if (!n.is_number_unsigned()) return error(where + ": strategy Fixed needs a length");
+    // Every encode would allocate that many ids: bounded like a vocabulary
+    // (there is no limit of its own for sequence lengths).
+    ARCH_TRY_STATUS(check_entries(n.get<uint64_t>() > uint64_t(INT64_MAX) ? size_t(INT64_MAX) : n.get<size_t>(), where,
+                                  "the padded length (strategy Fixed)"));
     pad.fixed = n.get<size_t>();
   } else if (strategy != p.end() && !(strategy->is_string() && *strategy == "BatchLongest")) {
     return error(where + ": unknown padding strategy " + strategy->dump() + " (supported: BatchLongest, {Fixed: n})");
   }
   ARCH_TRY(int64_t multiple, get_int(p, "pad_to_multiple_of", where, 0));
+  ARCH_TRY_STATUS(check_entries(size_t(std::max<int64_t>(multiple, 0)), where, "the padded length (pad_to_multiple_of)"));
   ARCH_TRY(int64_t pad_id, get_int(p, "pad_id", where, 0));
   ARCH_TRY(std::string direction, get_string(p, "direction", where, "Right"));
   if (direction != "Right" && direction != "Left")
@@ -174,7 +181,7 @@ std::optional<std::string> config_token(const json& config, const char* key) {
 Result<std::unique_ptr<Backend>> hf_backend(std::string_view text, const std::string& source, const json& config) {
   // A repeated key keeps its last value, as `tokenizers` (serde) reads it; the
   // checked parser only runs to explain a file that does not parse.
-  json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  ARCH_TRY(json j, parse_tokenizer_json(text, source));
   if (j.is_discarded()) {
     ARCH_TRY(json checked, parse_json(text, source));
     j = std::move(checked);

@@ -13,6 +13,7 @@
 #include "text/tokenizer/components.h"
 #include "text/tokenizer/unicode.h"
 #include "text/tokenizer/vocab.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
 
@@ -160,21 +161,11 @@ class Bpe : public Model {
   mutable std::unordered_map<std::string, std::vector<int32_t>, StringHash, std::equal_to<>> cache_;
 };
 
-constexpr int64_t kMaxId = int64_t(1) << 26;
-
 }  // namespace
 
 Result<std::unique_ptr<Model>> make_bpe(const json& j, const std::string& where) {
   auto bpe = std::make_unique<Bpe>();
-  auto vit = j.find("vocab");
-  if (vit == j.end() || !vit->is_object()) return error(where + ": field 'vocab' must be an object {token: id}");
-  bpe->vocab.reserve(vit->size());
-  for (auto it = vit->begin(); it != vit->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= kMaxId)
-      return error(where + ": vocab entry '" + it.key() + "' has id " + it.value().dump() +
-                   ", expected an integer in [0, " + std::to_string(kMaxId) + ")");
-    bpe->vocab.add(it.key(), int32_t(it.value().get<int64_t>()));
-  }
+  ARCH_TRY_STATUS(read_vocab_map(j, where, bpe->vocab));
 
   ARCH_TRY(bpe->prefix, get_optional_string(j, "continuing_subword_prefix", where));
   ARCH_TRY(bpe->suffix, get_optional_string(j, "end_of_word_suffix", where));
@@ -188,7 +179,7 @@ Result<std::unique_ptr<Model>> make_bpe(const json& j, const std::string& where)
   ARCH_TRY(auto unk, get_optional_string(j, "unk_token", where));
   if (unk) {
     bpe->unk_id = bpe->vocab.find(*unk);
-    if (!bpe->unk_id) return error(where + ": unk_token '" + *unk + "' is not in the vocab");
+    if (!bpe->unk_id) return error(where + ": unk_token '" + shown(*unk) + "' is not in the vocab");
   }
   for (int b = 0; b < 256; ++b) {
     char name[8];
@@ -209,26 +200,26 @@ Result<std::unique_ptr<Model>> make_bpe(const json& j, const std::string& where)
       std::string_view line = m.get_ref<const std::string&>();
       size_t sp = line.find(' ');
       if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
-        return error(where + ": merges[" + std::to_string(rank) + "] is \"" + std::string(line) + "\", expected \"a b\"");
+        return error(where + ": merges[" + std::to_string(rank) + "] is \"" + shown(line) + "\", expected \"a b\"");
       a = line.substr(0, sp);
       b = line.substr(sp + 1);
     } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
       a = m[0].get_ref<const std::string&>();
       b = m[1].get_ref<const std::string&>();
     } else {
-      return error(where + ": merges[" + std::to_string(rank) + "] is " + m.dump() +
+      return error(where + ": merges[" + std::to_string(rank) + "] is " + shown(m.dump()) +
                    ", expected \"a b\" or [\"a\", \"b\"]");
     }
     auto ia = bpe->vocab.find(a), ib = bpe->vocab.find(b);
     if (!ia || !ib)
-      return error(where + ": merges[" + std::to_string(rank) + "]: '" + std::string(ia ? b : a) + "' is not in the vocab");
+      return error(where + ": merges[" + std::to_string(rank) + "]: '" + shown(ia ? b : a) + "' is not in the vocab");
     if (b.size() < prefix_len)
-      return error(where + ": merges[" + std::to_string(rank) + "]: '" + std::string(b) + "' is shorter than the subword prefix");
+      return error(where + ": merges[" + std::to_string(rank) + "]: '" + shown(b) + "' is shorter than the subword prefix");
     merged.assign(a);
     merged.append(b.substr(prefix_len));
     auto im = bpe->vocab.find(merged);
     if (!im)
-      return error(where + ": merges[" + std::to_string(rank) + "]: the merged token '" + merged +
+      return error(where + ": merges[" + std::to_string(rank) + "]: the merged token '" + shown(merged) +
                    "' is not in the vocab");
     bpe->merges[pair_key(*ia, *ib)] = MergeTarget{uint32_t(rank), *im};  // a repeated pair keeps the later rank
   }

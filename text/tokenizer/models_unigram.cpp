@@ -10,6 +10,7 @@
 #include "text/tokenizer/components.h"
 #include "text/tokenizer/unicode.h"
 #include "text/tokenizer/vocab.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
 
@@ -103,7 +104,7 @@ Result<std::unique_ptr<Model>> make_unigram(const json& j, const std::string& wh
   for (size_t id = 0; id < vit->size(); ++id) {
     const json& e = (*vit)[id];
     if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
-      return error(where + ": vocab[" + std::to_string(id) + "] is " + e.dump() + ", expected [piece, score]");
+      return error(where + ": vocab[" + std::to_string(id) + "] is " + shown(e.dump()) + ", expected [piece, score]");
     std::string piece = e[0].get<std::string>();
     double score = e[1].get<double>();
     u->vocab.add(piece, int32_t(id));

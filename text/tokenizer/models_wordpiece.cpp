@@ -5,25 +5,11 @@
 #include "text/tokenizer/components.h"
 #include "text/tokenizer/unicode.h"
 #include "text/tokenizer/vocab.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
 
 namespace {
-
-constexpr int64_t kMaxId = int64_t(1) << 26;
-
-Status read_vocab_map(const json& j, const std::string& where, Vocab& vocab) {
-  auto vit = j.find("vocab");
-  if (vit == j.end() || !vit->is_object()) return error(where + ": field 'vocab' must be an object {token: id}");
-  vocab.reserve(vit->size());
-  for (auto it = vit->begin(); it != vit->end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= kMaxId)
-      return error(where + ": vocab entry '" + it.key() + "' has id " + it.value().dump() +
-                   ", expected an integer in [0, " + std::to_string(kMaxId) + ")");
-    vocab.add(it.key(), int32_t(it.value().get<int64_t>()));
-  }
-  return {};
-}
 
 class WordPiece : public Model {
  public:
@@ -90,7 +76,7 @@ Result<std::unique_ptr<Model>> make_wordpiece(const json& j, const std::string& 
   ARCH_TRY_STATUS(read_vocab_map(j, where, wp->vocab));
   ARCH_TRY(std::string unk, get_string(j, "unk_token", where, "[UNK]"));
   auto unk_id = wp->vocab.find(unk);
-  if (!unk_id) return error(where + ": unk_token '" + unk + "' is not in the vocab");
+  if (!unk_id) return error(where + ": unk_token '" + shown(unk) + "' is not in the vocab");
   wp->unk_id = *unk_id;
   ARCH_TRY(wp->prefix, get_string(j, "continuing_subword_prefix", where, "##"));
   ARCH_TRY(int64_t max_chars, get_int(j, "max_input_chars_per_word", where, 100));

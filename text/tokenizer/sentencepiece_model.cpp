@@ -9,6 +9,7 @@
 
 #include "text/tokenizer/backend.h"
 #include "text/tokenizer/unicode.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
 
@@ -75,6 +76,9 @@ Result<std::unique_ptr<Backend>> sentencepiece_backend(const std::string& path, 
   auto status = b->sp.Load(path);
   if (!status.ok()) return error(path + ": not a SentencePiece model: " + status.ToString());
   if (b->sp.GetPieceSize() <= 0) return error(path + ": the SentencePiece model has no pieces");
+  // Checked once loaded: libsentencepiece reads the file whole, in memory
+  // proportional to it; the limit keeps what is built on it (ids) bounded.
+  ARCH_TRY_STATUS(check_entries(size_t(b->sp.GetPieceSize()), path, "the model's pieces"));
   if (b->sp.bos_id() < 0) b->add_bos = false, b->add_eos = true;  // T5Tokenizer's
   if (config.is_object()) {
     for (auto [key, dst] : {std::pair{"add_bos_token", &b->add_bos}, std::pair{"add_eos_token", &b->add_eos}}) {

@@ -8,6 +8,7 @@
 #include "core/mapped_file.h"
 #include "text/tokenizer/backend.h"
 #include "text/tokenizer/unicode.h"
+#include "text/tokenizer/vocab_json.h"
 
 namespace arch {
 
@@ -133,11 +134,10 @@ Result<std::shared_ptr<const Tokenizer>> load_vits_tokenizer(const std::string& 
     (void)checked;
   }
   if (!vocab.is_object() || vocab.empty()) return error(vocab_path + ": not an object of character -> id");
+  ARCH_TRY_STATUS(tok::check_entries(vocab.size(), vocab_path, "the vocabulary's entries"));
   auto b = std::make_unique<VitsBackend>();
   for (auto& [token, id] : vocab.items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX)
-      return error(vocab_path + ": the id of '" + token + "' is not an int >= 0");
-    const int32_t v = id.get<int32_t>();
+    ARCH_TRY(const int32_t v, tok::token_id(nlohmann::json(id), vocab_path, "'" + tok::shown(token) + "'"));
     b->vocab.emplace_back(token, v);
     b->ids[token] = v;
     b->tokens[v] = token;

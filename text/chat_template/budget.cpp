@@ -1,0 +1,93 @@
+#include "text/chat_template/budget.h"
+
+#include <limits>
+
+#include "core/limits.h"
+
+namespace arch::jinja {
+
+namespace {
+
+thread_local RenderBudget* active = nullptr;
+
+// over_limit takes an int64; a product past it is reported as the largest.
+int64_t clamp(uint64_t v) {
+  return v > uint64_t(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max() : int64_t(v);
+}
+
+uint64_t product(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<uint64_t>::max() : r;
+}
+
+}  // namespace
+
+RenderBudget::RenderBudget()
+    : text_bytes(limit("chat_text_bytes")),
+      iterations(limit("chat_iterations")),
+      depth(limit("chat_depth")),
+      previous_(active) {
+  active = this;
+}
+
+RenderBudget::~RenderBudget() { active = previous_; }
+
+uint64_t text_cap() { return uint64_t(active ? active->text_bytes : limit("chat_text_bytes")); }
+
+int64_t depth_cap() { return active ? active->depth : limit("chat_depth"); }
+
+Error text_over(uint64_t bytes, const std::string& what) {
+  return over_limit("chat_text_bytes", "", what, clamp(bytes));
+}
+
+Status check_text(uint64_t bytes, const std::string& what) {
+  if (bytes <= text_cap()) return {};
+  return text_over(bytes, what);
+}
+
+Status check_text_sum(uint64_t a, uint64_t b, const std::string& what) {
+  uint64_t sum;
+  if (__builtin_add_overflow(a, b, &sum)) sum = std::numeric_limits<uint64_t>::max();
+  return check_text(sum, what);
+}
+
+Status check_text_repeat(uint64_t each, uint64_t n, const std::string& what) {
+  return check_text(product(each, n), what);
+}
+
+Status check_items(uint64_t n, const std::string& what) {
+  uint64_t bytes = product(n, kItemBytes);
+  if (bytes <= text_cap()) return {};
+  return text_over(bytes, "the size in bytes of " + what + ", " + std::to_string(n) + " items at " +
+                              std::to_string(kItemBytes) + " bytes");
+}
+
+Status check_list(uint64_t n, uint64_t string_bytes, const std::string& what) {
+  uint64_t bytes = product(n, kItemBytes);
+  if (__builtin_add_overflow(bytes, string_bytes, &bytes)) bytes = std::numeric_limits<uint64_t>::max();
+  if (bytes <= text_cap()) return {};
+  return text_over(bytes, "the size in bytes of " + what + ", " + std::to_string(n) + " items at " +
+                              std::to_string(kItemBytes) + " bytes and the " + std::to_string(string_bytes) +
+                              " bytes of the strings it holds");
+}
+
+Status count_iterations(uint64_t n, const std::string& what) {
+  if (!active) return check_limit("chat_iterations", clamp(n), "", what);
+  uint64_t used = uint64_t(active->iterations_used) + n;
+  if (used < n || used > uint64_t(active->iterations)) return over_limit("chat_iterations", "", what, clamp(used));
+  active->iterations_used = int64_t(used);
+  return {};
+}
+
+Status check_length(uint64_t n, const std::string& what) {
+  int64_t cap = active ? active->iterations : limit("chat_iterations");
+  if (n <= uint64_t(cap)) return {};
+  return over_limit("chat_iterations", "", what, clamp(n));
+}
+
+Status check_depth(int64_t depth, const std::string& what) {
+  if (depth <= depth_cap()) return {};
+  return over_limit("chat_depth", "", what, depth);
+}
+
+}  // namespace arch::jinja
