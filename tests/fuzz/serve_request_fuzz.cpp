@@ -3,7 +3,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
-  (void)arch::parse_completion_request(body, true);
-  (void)arch::parse_completion_request(body, false);
+  (void)arch::serve::parse_completion_request(body, true);
+  (void)arch::serve::parse_completion_request(body, false);
   return 0;
 }
