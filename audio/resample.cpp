@@ -5,13 +5,24 @@
 #include <cmath>
 #include <string>
 
+#include "core/limits.h"
+
 namespace arch {
 
 Result<std::vector<float>> resample(std::span<const float> in, int from, int to) {
   if (from <= 0 || to <= 0)
     return error("resample: sample rates must be positive, got " + std::to_string(from) + " -> " + std::to_string(to));
   if (from == to) return std::vector<float>(in.begin(), in.end());
-  const size_t out_len = size_t(std::llround(double(in.size()) * to / from));
+  const double want = std::round(double(in.size()) * to / from);
+  // An upsampling claim is bounded like a file's own samples (1 Hz to
+  // 16 kHz multiplies them by 16000), before the buffer is made.
+  ARCH_TRY_STATUS(check_limit("audio_samples", want < 9.2e18 ? int64_t(want) : INT64_MAX, "resample",
+                              "the samples at " + std::to_string(to) + " Hz from " + std::to_string(in.size()) +
+                                  " at " + std::to_string(from) + " Hz"));
+  // Too few to give one sample (fuzz_audio_decode: 114 samples at 16.8 MHz):
+  // libsoxr reads through the null buffer of an empty output.
+  if (want < 1) return std::vector<float>();
+  const size_t out_len = size_t(want);
   std::vector<float> out(out_len);
   size_t done = 0;
   const soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);

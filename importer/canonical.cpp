@@ -204,6 +204,34 @@ Result<std::optional<std::string>> read_side_file(const std::string& model, cons
   return std::optional<std::string>(it->second);
 }
 
+namespace {
+
+// The type and shape an archetype.quantized entry gives a stored U8 tensor,
+// or nothing where the entry is not {"dtype": "Q8_0" | "Q4_0", "shape":
+// [rows >= 0, k in whole blocks]} whose rows x row bytes are the bytes stored
+// (computed without overflow: a shape of [2^62, 64] over no bytes must not
+// pass as 0 = 2^62 * 68 mod 2^64, nor leave numel() to overflow later).
+std::optional<std::pair<DType, Dims>> quantized_layout(const nlohmann::json& q, const Tensor& stored) {
+  if (!q.is_object() || stored.dtype != DType::U8) return std::nullopt;
+  auto d = q.find("dtype");
+  auto s = q.find("shape");
+  if (d == q.end() || !d->is_string() || s == q.end() || !s->is_array() || s->size() != 2) return std::nullopt;
+  auto dtype = dtype_from_name(d->get<std::string>());
+  if (!dtype || !is_quantized(*dtype)) return std::nullopt;
+  for (const auto& x : *s)
+    if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t(INT64_MAX))) return std::nullopt;
+  const int64_t rows = (*s)[0].get<int64_t>(), k = (*s)[1].get<int64_t>();
+  if (rows < 0 || !quantizable(*dtype, k)) return std::nullopt;
+  uint64_t bytes = 0;
+  int64_t count = 0;
+  if (__builtin_mul_overflow(uint64_t(rows), uint64_t(quant_row_bytes(*dtype, k)), &bytes) ||
+      __builtin_mul_overflow(rows, k, &count) || bytes != stored.nbytes())
+    return std::nullopt;
+  return std::pair{*dtype, Dims{rows, k}};
+}
+
+}  // namespace
+
 Result<Checkpoint> load_canonical(const std::string& file) {
   ARCH_TRY(SafetensorsFile f, read_safetensors(file));
   Checkpoint ckpt;
@@ -216,18 +244,18 @@ Result<Checkpoint> load_canonical(const std::string& file) {
   nlohmann::json quantized = nlohmann::json::object();
   if (auto q = f.metadata.find("archetype.quantized"); q != f.metadata.end()) {
     ARCH_TRY(quantized, parse_json(q->second, file + " (metadata archetype.quantized)"));
+    if (!quantized.is_object())
+      return error(file + ": metadata archetype.quantized is " + json_type_name(quantized) +
+                   ", expected an object of tensor names");
   }
   for (auto& [name, t] : f.tensors) {
     auto q = quantized.find(name);
     if (q != quantized.end()) {
-      auto dtype = dtype_from_name(q->value("dtype", ""));
-      Dims shape = q->value("shape", Dims{});
-      if (!dtype || !is_quantized(*dtype) || shape.size() != 2 || !quantizable(*dtype, shape[1]) ||
-          t.dtype != DType::U8 || t.nbytes() != size_t(shape[0]) * quant_row_bytes(*dtype, shape[1]))
+      auto layout = quantized_layout(*q, t);
+      if (!layout)
         return error(file + ": tensor '" + name + "': its quantization entry " + q->dump() +
                      " does not fit the stored " + std::string(dtype_name(t.dtype)) + dims_str(t.shape));
-      t.dtype = *dtype;
-      t.shape = shape;
+      std::tie(t.dtype, t.shape) = *layout;
     }
     ckpt.tensor_file[name] = file;
     ckpt.tensors.emplace(name, std::move(t));

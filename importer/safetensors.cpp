@@ -76,11 +76,14 @@ Result<std::pair<uint64_t, uint64_t>> parse_offsets(const std::string& where, co
   return std::pair{v[0].get<uint64_t>(), v[1].get<uint64_t>()};
 }
 
-// Bytes a dtype x shape needs, or nothing if that overflows 64 bits.
+// Bytes a dtype x shape needs, or nothing if that overflows 64 bits, or if
+// the element count, multiplied dim by dim as numel() does, passes int64:
+// [2^62, 2, 0] needs no bytes, but numel() would overflow on its way to 0.
 std::optional<uint64_t> bytes_for(DType dtype, const Dims& shape) {
   uint64_t n = dtype_size(dtype);
+  int64_t count = 1;
   for (int64_t d : shape)
-    if (__builtin_mul_overflow(n, uint64_t(d), &n)) return std::nullopt;
+    if (__builtin_mul_overflow(n, uint64_t(d), &n) || __builtin_mul_overflow(count, d, &count)) return std::nullopt;
   return n;
 }
 

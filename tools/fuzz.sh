@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Fuzzing the parsers with clang's libFuzzer (build-fuzz/, AddressSanitizer +
-# UBSan). Seed corpora are ../shared's files, read in place.
+# UBSan; tests/fuzz/). Seed corpora are ../shared's files, read in place.
 #   tools/fuzz.sh --list              the targets
 #   tools/fuzz.sh TARGET [SECONDS]    build TARGET and fuzz it (default 60 s)
+#   FUZZ_FORK=1 tools/fuzz.sh ...     go on past a crash (libFuzzer's fork mode)
+#   FUZZ_RUNS=N tools/fuzz.sh ...     stop after N executions (or SECONDS, whichever first)
+#   tools/fuzz.sh --minimize TARGET FILE   the smallest input that still crashes
 # Crashes land in build-fuzz/crashes/TARGET/; the corpus grows in
 # build-fuzz/corpus/TARGET/. Each finding becomes a regression test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=../shared
+JOBS=${JOBS:-2}
 
 declare -A WHAT=(
   [arch_template]="the .arch parser, checker and instantiation (text before a NUL: the config)"
   [safetensors_header]="a safetensors header and its checks: offsets, overlaps, dtype x shape = bytes"
   [config_json]="config.json read and normalised"
-  [canonical_model]="a file read as a canonical model (archrun import's layout)"
+  [canonical_model]="a file read as a canonical model (archrun import's layout: metadata, quantized entries)"
   [tokenizer_json]="tokenizer.json loaded, a text encoded and decoded (text before a NUL)"
   [tokenizer_model]="a SentencePiece tokenizer.model loaded, a text encoded"
   [chat_template]="a chat template parsed and rendered on a small conversation"
@@ -24,71 +28,134 @@ declare -A WHAT=(
 ORDER=(arch_template safetensors_header config_json canonical_model tokenizer_json tokenizer_model chat_template
        image_decode audio_decode serve_request)
 
-# Seeds: files of ../shared (and the templates) the target reads.
-seeds() {
-  case "$1" in
-    arch_template) echo families ;;
-    safetensors_header | canonical_model) find "$SHARED/golden" -name '*.safetensors' -size -2097152c | head -40 ;;
-    config_json) find "$SHARED/golden" -name config.json | head -60 ;;
-    tokenizer_json) find "$SHARED/tokenizers" -name tokenizer.json -size -4194304c ;;
-    tokenizer_model) find "$SHARED" -name tokenizer.model -size -4194304c ;;
-    chat_template) find "$SHARED/tokenizers" -name '*.jinja' ; echo tests/text/chat_template ;;
-    image_decode) find "$SHARED" \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.gif' \) -size -1048576c | head -40 ;;
-    audio_decode) find "$SHARED" \( -name '*.wav' -o -name '*.flac' -o -name '*.ogg' \) -size -4194304c | head -20 ;;
-    serve_request) echo tests/serve ;;
-  esac
-}
-
 if [ "${1:-}" = "--list" ] || [ -z "${1:-}" ]; then
   for t in "${ORDER[@]}"; do printf '  %-20s %s\n' "$t" "${WHAT[$t]}"; done
   [ -n "${1:-}" ] && exit 0
-  echo "usage: tools/fuzz.sh TARGET [SECONDS]" >&2
+  echo "usage: tools/fuzz.sh TARGET [SECONDS] | --list | --minimize TARGET FILE" >&2
   exit 2
+fi
+MINIMIZE=
+if [ "$1" = "--minimize" ]; then
+  MINIMIZE=${3:?usage: tools/fuzz.sh --minimize TARGET CRASH_FILE}
+  shift
 fi
 TARGET=$1
 SECONDS_TO_RUN=${2:-60}
-# Inputs past this are cut: a header's faults lie in its first bytes, and a
-# megabyte input costs a hundred small ones.
-case "$TARGET" in
-  safetensors_header | canonical_model | audio_decode | image_decode) MAX_LEN=65536 ;;
-  *) MAX_LEN=1048576 ;;
-esac
 if [ -z "${WHAT[$TARGET]:-}" ]; then
   echo "tools/fuzz.sh: no target '$TARGET' (tools/fuzz.sh --list)" >&2
   exit 2
 fi
-
 if ! command -v clang++ > /dev/null; then
   echo "tools/fuzz.sh: clang++ is needed (libFuzzer): apt-get install clang" >&2
   exit 2
 fi
-FLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined"
-if [ ! -f build-fuzz/CMakeCache.txt ]; then
+
+# The instrumentation comes from ARCHETYPE_FUZZ (tests/fuzz/instrument.cmake);
+# -O1 -g: fast enough, and stacks that name lines.
+FLAGS="-O1 -g"
+if ! grep -qx "CMAKE_CXX_FLAGS:STRING=$FLAGS" build-fuzz/CMakeCache.txt 2> /dev/null ||
+   ! grep -qx "ARCHETYPE_FUZZ:BOOL=ON" build-fuzz/CMakeCache.txt; then
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_COMPILER=clang++ -DARCHETYPE_FUZZ=ON \
     -DCMAKE_CXX_FLAGS="$FLAGS" > /dev/null
 fi
-cmake --build build-fuzz -j"${JOBS:-2}" --target "fuzz_$TARGET"
+set +e
+nice -n 10 cmake --build build-fuzz -j"$JOBS" --target "fuzz_$TARGET" | grep -Ev '^\[ *[0-9]+%\] (Building|Built|Linking)'
+[ "${PIPESTATUS[0]}" -eq 0 ] || { echo "tools/fuzz.sh: fuzz_$TARGET did not build" >&2; exit 1; }
+set -e
+BIN=build-fuzz/fuzz/fuzz_$TARGET
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+if [ -n "$MINIMIZE" ]; then
+  OUT=$MINIMIZE.min
+  "$BIN" "$MINIMIZE" -minimize_crash=1 -max_total_time="$SECONDS_TO_RUN" -exact_artifact_path="$OUT" \
+    -rss_limit_mb=2048 -timeout=10 > "build-fuzz/$TARGET.minimize.log" 2>&1 || true
+  echo "$TARGET: minimised to $OUT ($(stat -c %s "$OUT" 2> /dev/null || echo '?') bytes; log build-fuzz/$TARGET.minimize.log)"
+  "$BIN" "$OUT" 2>&1 | grep -E "ERROR|SUMMARY|runtime error|#[0-9] " | head -12 || true
+  exit 0
+fi
+
+# Seeds: files of ../shared (and the repository) the target reads, linked
+# where they are; a few made here (a template with its config, images,
+# sounds, canonical models), all under build-fuzz/seeds/TARGET.
+SEED_DIR=build-fuzz/seeds/$TARGET
+rm -rf "$SEED_DIR" && mkdir -p "$SEED_DIR"
+link() { for f in "$@"; do [ -f "$f" ] && ln -sf "$(realpath "$f")" "$SEED_DIR/$(echo "${f#../}" | tr '/' '_')"; done; true; }
+case "$TARGET" in
+  arch_template)
+    link families/*.arch
+    # A template with a real config before a NUL: instantiation past its defaults.
+    for a in families/*.arch; do
+      n=$(basename "$a" .arch)
+      c=$SHARED/golden/$n/config.json
+      [ -f "$c" ] && { cat "$c"; printf '\0'; cat "$a"; } > "$SEED_DIR/with-config-$n"
+    done ;;
+  safetensors_header) link $(find "$SHARED/golden" -name '*.safetensors' -size -2097152c | head -40) ;;
+  canonical_model)
+    link $(find "$SHARED/golden" -name '*.safetensors' -size -262144c | head -20)
+    if [ -x build/archrun ]; then  # archrun import's own files: metadata and quantized entries
+      for q in q8 q4 bf16; do
+        build/archrun import "$SHARED/golden/llama" -o "$SEED_DIR/llama-$q.safetensors" --dtype "$q" > /dev/null 2>&1 || true
+      done
+    fi ;;
+  config_json) link $(find "$SHARED/golden" -name config.json | head -60) ;;
+  tokenizer_json) link $(find "$SHARED/tokenizers" -name tokenizer.json -size -4194304c) ;;
+  tokenizer_model) link $(find "$SHARED" -name tokenizer.model -size -4194304c) ;;
+  chat_template) link $(find "$SHARED/tokenizers" -name '*.jinja') ;;
+  image_decode)
+    if command -v convert > /dev/null; then  # ImageMagick, where there is one: each kind stb_image takes
+      for spec in "png:gray" "png:rgb" "png:rgba" "png8:palette" "jpg:rgb" "jpg:progressive" "bmp:rgb" "bmp3:rgb" "gif:rgb"; do
+        fmt=${spec%%:*} kind=${spec#*:}
+        args=(-size 7x5 gradient:red-blue)
+        case $kind in gray) args+=(-colorspace Gray) ;; rgba) args+=(-alpha set -channel A -evaluate set 50%) ;;
+                      progressive) args+=(-interlace Plane) ;; esac
+        convert "${args[@]}" "$fmt:$SEED_DIR/$fmt-$kind" 2> /dev/null || true
+      done
+    fi ;;
+  audio_decode)
+    w=$SHARED/golden/whisper_mel/speech1.wav
+    link "$w"
+    if command -v sox > /dev/null && [ -f "$w" ]; then  # short cuts in other containers and encodings
+      for out in a.wav:-b8 b.wav:-eulaw c.flac: d.ogg: e.aiff: f.au: g.wav:-c2; do
+        name=${out%%:*} opt=${out#*:}
+        sox "$w" $opt "$SEED_DIR/$name" trim 0 0.05 2> /dev/null || true
+      done
+    fi ;;
+  serve_request) ;;  # the dictionary and the body below
+esac
+[ "$TARGET" = serve_request ] &&
+  printf '%s' '{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":8,"temperature":0.5,"top_p":0.9,"seed":7,"stop":["a","b"],"stream":true,"n":1,"prompt":[[1,2,3]],"ignore_eos":false,"logprobs":null}' \
+    > "$SEED_DIR/request.json"
 
 CORPUS=build-fuzz/corpus/$TARGET
 CRASHES=build-fuzz/crashes/$TARGET
 mkdir -p "$CORPUS" "$CRASHES"
-mapfile -t SEEDS < <(seeds "$TARGET" | while read -r f; do [ -e "$f" ] && echo "$f"; done)
-SEED_DIR=build-fuzz/seeds/$TARGET
-rm -rf "$SEED_DIR" && mkdir -p "$SEED_DIR"
-for s in "${SEEDS[@]}"; do
-  if [ -d "$s" ]; then find "$s" -type f -size -1048576c -exec ln -sf "$PWD/{}" "$SEED_DIR/" \; 2>/dev/null || true
-  else ln -sf "$(realpath "$s")" "$SEED_DIR/$(echo "${s#../}" | tr '/' '_')"; fi
-done
+# Inputs past this are cut: a header's faults lie in its first bytes, and a
+# megabyte input costs a hundred small ones.
+case "$TARGET" in
+  safetensors_header | audio_decode | image_decode) MAX_LEN=65536 ;;
+  canonical_model) MAX_LEN=262144 ;;  # room for an imported tiny model, whole
+  *) MAX_LEN=1048576 ;;
+esac
+EXTRA=()
+[ -f "tests/fuzz/$TARGET.dict" ] && EXTRA+=(-dict="tests/fuzz/$TARGET.dict")
+[ -n "${FUZZ_FORK:-}" ] && EXTRA+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
+[ -n "${FUZZ_RUNS:-}" ] && EXTRA+=(-runs="$FUZZ_RUNS")
 echo "== fuzzing $TARGET for $SECONDS_TO_RUN s (${WHAT[$TARGET]}); seeds: $(ls "$SEED_DIR" | wc -l) files"
 LOG=build-fuzz/$TARGET.log
+BEFORE=$(ls "$CRASHES" | wc -l)
 set +e
-UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "build-fuzz/fuzz/fuzz_$TARGET" "$CORPUS" "$SEED_DIR" \
-  -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN" -print_final_stats=1 \
-  -artifact_prefix="$CRASHES/" > "$LOG" 2>&1
+"$BIN" "$CORPUS" "$SEED_DIR" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN" \
+  -print_final_stats=1 -artifact_prefix="$CRASHES/" "${EXTRA[@]}" > "$LOG" 2>&1
 STATUS=$?
 set -e
-grep -E "^#[0-9]+.*(DONE|cov:)" "$LOG" | tail -1
-grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$LOG" || true
-FOUND=$(ls "$CRASHES" | wc -l)
-echo "$TARGET: exit $STATUS, $FOUND crash/timeout/oom files in $CRASHES (log: $LOG)"
-[ "$STATUS" -eq 0 ] && [ "$FOUND" -eq 0 ]
+
+# The summary: libFuzzer's last status line (cov, ft, corp, exec/s) and its final stats.
+LAST=$(grep -E "^#[0-9]+[[:space:]].*cov: " "$LOG" | tail -1 || true)
+EXECS=$(grep -oE "stat::number_of_executed_units: *[0-9]+" "$LOG" | grep -oE "[0-9]+$" | tail -1 || true)
+[ -z "$EXECS" ] && EXECS=$(echo "$LAST" | grep -oE "^#[0-9]+" | tr -d "#" || true)
+field() { echo "$LAST" | grep -oE "$1: *[0-9]+" | grep -oE "[0-9]+$" | head -1 || true; }
+FOUND=$(($(ls "$CRASHES" | wc -l) - BEFORE))
+echo "$TARGET: execs ${EXECS:-?}, exec/s $(field exec/s), cov $(field cov), ft $(field ft), corpus $(field corp)," \
+  "new crash/timeout/oom files: $FOUND in $CRASHES (exit $STATUS; log $LOG)"
+grep -E "^==[0-9]+==ERROR|^SUMMARY|runtime error|^Test unit written|ERROR: libFuzzer" "$LOG" | head -10 || true
+[ "$FOUND" -eq 0 ]

@@ -1,9 +1,11 @@
 // The .arch parser and checker on any text; then, where it parses, an
-// instantiation of each graph with a small config (fuzzed too: the text
-// before a NUL, as JSON, where it is some).
+// instantiation of each graph with a config (fuzzed too: the text before a
+// NUL, read as config.json is, where it is some JSON object).
+#include "core/json_text.h"
 #include "dsl/check.h"
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
+#include "importer/config.h"
 #include "kernels/kernels.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -13,8 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!t.ok()) return 0;
   (void)arch::dsl::check_template(*t, arch::op_table());
   arch::dsl::InstantiateOptions opt;
-  opt.config = nlohmann::json::parse(config_text, nullptr, false);
-  if (!opt.config.is_object()) opt.config = nlohmann::json::object();
+  // As read_config reads it (the depth limit, duplicate keys, normalised).
+  auto config = arch::parse_json(config_text, "config.json");
+  if (config.ok() && config->is_object()) {
+    arch::normalize_config(*config);
+    opt.config = std::move(*config);
+  }
   for (const auto& g : t->graphs) {
     opt.graph = g.name;
     (void)arch::dsl::instantiate(*t, opt, arch::op_table());

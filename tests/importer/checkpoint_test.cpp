@@ -220,6 +220,44 @@ TEST(Checkpoint, ATruncatedCanonicalModelNamesItsFault) {
   EXPECT_CONTAINS(plain.error().message, "a safetensors file that archrun import did not write");
 }
 
+// Found by fuzz_canonical_model: archetype.quantized entries that do not
+// describe the stored bytes are refused by name, including shapes whose
+// rows x row bytes overflow to the stored size (2^62 rows over 0 bytes) and
+// a metadata value that is not an object.
+TEST(Checkpoint, ACanonicalModelsQuantizedEntriesMustFitTheirBytes) {
+  TempDir dir;
+  const std::string path = dir / "q.safetensors";
+  auto load_with = [&](const std::string& quantized, Tensor stored) {
+    EXPECT_TRUE(write_safetensors(path, {{"w", stored}},
+                                  {{"format", "archetype"}, {"file:config.json", R"({"model_type":"llama"})"},
+                                   {"archetype.quantized", quantized}})
+                    .ok());
+    return load_canonical(path);
+  };
+  // A good entry: 2 rows of 32 Q8_0 values, 34 bytes a row.
+  auto good = load_with(R"({"w":{"dtype":"Q8_0","shape":[2,32]}})", Tensor::zeros(DType::U8, {68}));
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  EXPECT_EQ(good->tensors.at("w").dtype, DType::Q8_0);
+  EXPECT_EQ(good->tensors.at("w").shape, (Dims{2, 32}));
+  for (const char* bad : {R"({"w":{"dtype":"Q8_0","shape":[4611686018427387904,32]}})",
+                          R"({"w":{"dtype":"Q8_0","shape":[-2,32]}})", R"({"w":{"dtype":"Q8_0","shape":[2,"32"]}})",
+                          R"({"w":{"dtype":"Q8_0","shape":[18446744073709551615,32]}})",
+                          R"({"w":{"dtype":"F32","shape":[2,32]}})", R"({"w":{"dtype":"Q8_0","shape":[2,33]}})",
+                          R"({"w":[1,2]})"}) {
+    auto r = load_with(bad, Tensor::zeros(DType::U8, {68}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_CONTAINS(r.error().message, "tensor 'w': its quantization entry");
+    EXPECT_CONTAINS(r.error().message, "does not fit the stored U8[68]");
+  }
+  // 2^62 rows x 68 bytes wraps to 0 mod 2^64: over no bytes, still refused.
+  auto wraps = load_with(R"({"w":{"dtype":"Q8_0","shape":[4611686018427387904,64]}})", Tensor::zeros(DType::U8, {0}));
+  ASSERT_FALSE(wraps.ok());
+  EXPECT_CONTAINS(wraps.error().message, "its quantization entry");
+  auto not_object = load_with("[1]", Tensor::zeros(DType::U8, {68}));
+  ASSERT_FALSE(not_object.ok());
+  EXPECT_CONTAINS(not_object.error().message, "metadata archetype.quantized is array, expected an object");
+}
+
 TEST(Checkpoint, MissingConfigIsNamed) {
   TempDir dir;
   ASSERT_TRUE(write_safetensors(dir / "model.safetensors", {{"w", filled({1}, 0.f)}}).ok());

@@ -290,6 +290,15 @@ TEST_F(MalformedSafetensors, ShapeTooLargeToAddress) {
   EXPECT_CONTAINS(msg, "too large");
 }
 
+// Found by fuzz_safetensors_header: a shape whose bytes fit 64 bits (a zero
+// dimension last) but whose element count, multiplied dim by dim as numel()
+// does, passes int64 on its way to 0.
+TEST_F(MalformedSafetensors, ElementCountPastInt64IsTooLargeEvenOverNoBytes) {
+  std::string msg = error_for_entry(R"({"dtype":"U8","shape":[4611686018427387904,2,0],"data_offsets":[0,0]})", 0);
+  EXPECT_CONTAINS(msg, "tensor 'w'");
+  EXPECT_CONTAINS(msg, "too large");
+}
+
 TEST_F(MalformedSafetensors, MetadataMustMapStringsToStrings) {
   EXPECT_CONTAINS(error_for(R"({"__metadata__":{"format":1}})", ""), "__metadata__ 'format' is integer, expected a string");
   EXPECT_CONTAINS(error_for(R"({"__metadata__":"pt"})", ""), "__metadata__ is string");

@@ -172,13 +172,18 @@ void BM_DecodeStepMatmuls(benchmark::State& state, WeightForm form) {
     for (const Shape& s : shapes) weights.push_back(arena_weight(form, s.N, s.K));
   size_t bytes = 0;
   for (const Tensor& w : weights) bytes += w.nbytes();
-  Tensor x896 = Tensor::zeros(DType::F32, {1, 896}), x4864 = Tensor::zeros(DType::F32, {1, 4864});
-  for (int64_t i = 0; i < 896; ++i) x896.f32()[i] = float(i % 13) / 13.0f - 0.5f;
-  for (int64_t i = 0; i < 4864; ++i) x4864.f32()[i] = float(i % 11) / 11.0f - 0.5f;
+  // M rows: one step of M sequences decoding together (archrun serve's
+  // batched step), every matrix read once for all of them.
+  const int64_t M = state.range(0);
+  Tensor x896 = Tensor::zeros(DType::F32, {M, 896}), x4864 = Tensor::zeros(DType::F32, {M, 4864});
+  for (int64_t i = 0; i < M * 896; ++i) x896.f32()[i] = float(i % 13) / 13.0f - 0.5f;
+  for (int64_t i = 0; i < M * 4864; ++i) x4864.f32()[i] = float(i % 11) / 11.0f - 0.5f;
   std::vector<std::vector<Tensor>> inputs, outputs;
+  double flop = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     inputs.push_back({shapes[i].K == 896 ? x896 : x4864, weights[i]});
-    outputs.push_back({Tensor::zeros(DType::F32, {1, shapes[i].N})});
+    outputs.push_back({Tensor::zeros(DType::F32, {M, shapes[i].N})});
+    flop += 2.0 * double(M) * double(shapes[i].N) * double(shapes[i].K);
   }
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"transpose_b", true}};
@@ -191,14 +196,24 @@ void BM_DecodeStepMatmuls(benchmark::State& state, WeightForm form) {
       if (!st.ok()) state.SkipWithError(st.error().message.c_str());
     }
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
+  state.counters["GFLOP/s"] = benchmark::Counter(flop * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  // Tokens a second: M per step.
+  state.counters["tok/s"] = benchmark::Counter(double(M) * double(state.iterations()), benchmark::Counter::kIsRate);
   const Yardsticks& yd = yardsticks();
   if (yd.bandwidth > 0)
     state.counters["of_bandwidth"] =
         benchmark::Counter(double(bytes) * double(state.iterations()) / yd.bandwidth, benchmark::Counter::kIsRate);
+  if (const double peak = compute_peak(form); peak > 0)
+    state.counters["of_compute_peak"] =
+        benchmark::Counter(flop * double(state.iterations()) / 1e9 / peak, benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Unit(benchmark::kMillisecond)->UseRealTime();
+// Rows 1 (decode), then 4, 16 and 64 sequences stepping together.
+void step_rows(benchmark::internal::Benchmark* b) {
+  b->Arg(1)->Arg(4)->Arg(16)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(step_rows);
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(step_rows);
+BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Apply(step_rows);
 
 // The cpu attention, causal, Qwen2.5-0.5B's heads (14 query heads, 2 kv
 // heads, head_dim 64): S queries over T keys (S = T: a prompt; S = 1: a
