@@ -591,7 +591,8 @@ void split_keys(const Params& p, int64_t lo, int64_t hi) {
 
 Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   if (ctx.sequences)
-    return attention_per_sequence(ctx, [&reference](KernelContext& one) { return attention_cpu(one, reference); });
+    return attention_per_sequence(
+        ctx, [&reference](KernelContext& one) { return attention_cpu(one, reference); }, /*across_threads=*/true);
   // The fast case is every case the reference computes with F32 inputs,
   // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than

@@ -315,7 +315,9 @@ Status matmul_product(KernelContext& ctx) {
     for_row_chunks(
         M, N, K,
         [&](int64_t n0, int64_t n1) {
-          if (interleaved && many) interleaved_gemm(acts, wq, tiles_of(B), n0, n1, C.f32(), N);
+          // Tiles: one row is a stream from memory (the gemv); from two
+          // rows on, the GEMM's passes of 4 rows over each tile read it once.
+          if (interleaved && M > 1) interleaved_gemm(acts, wq, tiles_of(B), n0, n1, C.f32(), N);
           else if (interleaved) interleaved_gemv(acts, wq, tiles_of(B), n0, n1, C.f32(), N);
           else quant_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
         },

@@ -2,6 +2,7 @@
 // appends this call's rows to a per-session cache (rows [len, len + seq)) and
 // returns views of every row held so far. Stateful (a KvCache, kv_cache.h,
 // sized once to max_context) and a view op (outputs alias the cache).
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -111,7 +112,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
   return {};
 }
 
-Status attention_per_sequence(KernelContext& ctx, const Kernel& one) {
+Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across_threads) {
   const SequenceRows& seqs = *ctx.sequences;
   if (ctx.inputs.size() < 3 || (ctx.inputs.size() > 3 && ctx.inputs[3].data))
     return kernel_error(ctx, "attention", "several sequences' rows take no bias");
@@ -131,21 +132,35 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one) {
     return Tensor::view(t.dtype, {n, t.shape[1], t.shape[2]},
                         static_cast<char*>(const_cast<void*>(t.data)) + size_t(from * row) * width, t.owner);
   };
-  std::vector<Tensor> ins(3), outs(1);
-  std::unique_ptr<OpState> none;
+  int64_t most_rows = 0;
   for (const auto& piece : seqs.pieces) {
     const int64_t seen = piece.position + piece.rows;
-    if (piece.row + piece.rows > Q.dim(0) || (piece.slot + 1) * cap > K.dim(0) || seen > cap)
+    if (piece.row < 0 || piece.rows < 0 || piece.position < 0 || piece.slot < 0 || piece.row + piece.rows > Q.dim(0) ||
+        (piece.slot + 1) * cap > K.dim(0) || seen > cap)
       return kernel_error(ctx, "attention", "sequence slot " + std::to_string(piece.slot) + " rows [" +
                                                 std::to_string(piece.row) + ", +" + std::to_string(piece.rows) +
                                                 ") do not fit q " + dims_str(Q.shape) + ", k " + dims_str(K.shape));
-    ins[0] = rows(Q, piece.row, piece.rows);
-    ins[1] = rows(K, piece.slot * cap, seen);
-    ins[2] = rows(V, piece.slot * cap, seen);
-    outs[0] = rows(out, piece.row, piece.rows);
-    KernelContext sub{ctx.attrs, ins, outs, none, ctx.max_context, ctx.where, ctx.options, nullptr};
-    ARCH_TRY_STATUS(one(sub));
+    most_rows = std::max(most_rows, piece.rows);
   }
+  auto run_piece = [&](const SequenceRows::Piece& piece) {
+    const int64_t seen = piece.position + piece.rows;
+    std::vector<Tensor> ins{rows(Q, piece.row, piece.rows), rows(K, piece.slot * cap, seen),
+                            rows(V, piece.slot * cap, seen)};
+    std::vector<Tensor> outs{rows(out, piece.row, piece.rows)};
+    std::unique_ptr<OpState> none;
+    KernelContext sub{ctx.attrs, ins, outs, none, ctx.max_context, ctx.where, ctx.options, nullptr};
+    return one(sub);
+  };
+  const int64_t n = int64_t(seqs.pieces.size());
+  // A prompt among the pieces keeps every thread for itself.
+  if (!across_threads || n < 2 || most_rows > 4) {
+    for (const auto& piece : seqs.pieces) ARCH_TRY_STATUS(run_piece(piece));
+    return {};
+  }
+  std::vector<Status> status(static_cast<size_t>(n));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t i = 0; i < n; ++i) status[size_t(i)] = run_piece(seqs.pieces[size_t(i)]);
+  for (const Status& s : status) ARCH_TRY_STATUS(s);
   return {};
 }
 

@@ -33,7 +33,11 @@ Status kv_cache_append(KernelContext& ctx, DType storage);
 // single sequence's attention kernel) run per piece, on its query rows and
 // its slot's region of the cache, rows [0, position + rows) of it; the
 // pieces' outputs are rows of the call's output. The cache is the whole of
-// every region, as the batched kv_cache returns it.
-Status attention_per_sequence(KernelContext& ctx, const Kernel& one);
+// every region, as the batched kv_cache returns it. `across_threads`: where
+// every piece is a decode step's few rows, the pieces are shared out over
+// the threads, each running `one` alone (its own parallel regions nested,
+// so inactive), instead of each piece waking every thread for a few
+// microseconds of work (16 sequences x 24 layers: 384 such wakes a step).
+Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across_threads = false);
 
 }  // namespace arch

@@ -165,6 +165,9 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
   };
   // What this CPU takes (decode shapes).
   agree(quant_gemv, interleaved_gemv, false, 4);
+  // The tiles' GEMM, which takes every M from 2 (passes of 4 rows, then 3,
+  // 2 or 1; prefetching the next tiles on the first).
+  agree(quant_gemv, interleaved_gemm, false, 1 << 20);
   // The AVX2 kernels (CPUs without VNNI), whatever ARCHETYPE_CPU says,
   // decode and prompt shapes; they take the activations in natural order.
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))

@@ -121,6 +121,12 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
+// A batched decode step's matrices (archrun serve: 4, 16, 64 sequences).
+void step_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {4, 16, 64}) b->Args({m, 9728, 896})->Args({m, 896, 4864})->Args({m, 151936, 896});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+
 BENCHMARK_CAPTURE(BM_Gemv, f32, WeightForm{DType::F32})->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, f16, WeightForm{DType::F16})->Apply(decode_shapes);
 // bf16, q8 and q4 as a loaded model holds them (tiles of interleaved rows,
@@ -137,6 +143,8 @@ BENCHMARK_CAPTURE(BM_Gemm, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->App
 BENCHMARK_CAPTURE(BM_Gemm, f16, WeightForm{DType::F16})->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q8_step, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(step_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q4_step, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(step_shapes);
 
 // The matmuls of one decode step of the Qwen2.5-0.5B shape in a model's
 // order, each its own kernel call: 24 layers of the fused QKV (1152 rows),
