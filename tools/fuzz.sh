@@ -102,13 +102,17 @@ case "$TARGET" in
   tokenizer_model) link $(find "$SHARED" -name tokenizer.model -size -4194304c) ;;
   chat_template) link $(find "$SHARED/tokenizers" -name '*.jinja') ;;
   image_decode)
-    if command -v convert > /dev/null; then  # ImageMagick, where there is one: each kind stb_image takes
+    # ImageMagick (apt-get install imagemagick), where there is one: each
+    # kind stb_image takes. Its versioned name first: a "convert" earlier on
+    # PATH may be something else.
+    CONVERT=$(command -v convert-im6.q16 || command -v magick || command -v convert || true)
+    if [ -n "$CONVERT" ]; then
       for spec in "png:gray" "png:rgb" "png:rgba" "png8:palette" "jpg:rgb" "jpg:progressive" "bmp:rgb" "bmp3:rgb" "gif:rgb"; do
         fmt=${spec%%:*} kind=${spec#*:}
         args=(-size 7x5 gradient:red-blue)
         case $kind in gray) args+=(-colorspace Gray) ;; rgba) args+=(-alpha set -channel A -evaluate set 50%) ;;
                       progressive) args+=(-interlace Plane) ;; esac
-        convert "${args[@]}" "$fmt:$SEED_DIR/$fmt-$kind" 2> /dev/null || true
+        "$CONVERT" "${args[@]}" "$fmt:$SEED_DIR/$fmt-$kind" 2> /dev/null || true
       done
     fi ;;
   audio_decode)

@@ -197,7 +197,14 @@ void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4)
     run(0, N);
     return;
   }
-  int64_t chunk = M <= kGemvRows ? (N + threads * 2 - 1) / (threads * 2) : 32;
+  // Decode (M <= 4): two long shares a thread, streams the prefetchers
+  // follow. A batched step (up to 64 rows, still a stream over weights read
+  // once): eight shares a thread, dynamic against a slowed core, each long
+  // enough that prefetching the tiles ahead fetches this thread's own.
+  // Prompts: 32 columns at a time.
+  int64_t chunk = M <= kGemvRows ? (N + threads * 2 - 1) / (threads * 2)
+                  : M <= 64      ? std::max<int64_t>(32, (N + threads * 8 - 1) / (threads * 8))
+                                 : 32;
   chunk = std::max<int64_t>(align, (chunk + align - 1) / align * align);
   const int64_t chunks = (N + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)
