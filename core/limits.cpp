@@ -23,6 +23,7 @@ std::vector<LimitInfo> defaults() {
       {"chat_text_bytes", 0, 64ll << 20, "bytes of any string a chat template makes, its output included"},
       {"chat_iterations", 0, 10000000, "loop iterations of one chat-template render"},
       {"chat_depth", 0, 256, "nesting depth of a chat template (blocks, expressions, macro calls)"},
+      {"chat_memory_bytes", 0, 1ll << 30, "bytes a chat-template render's strings and lists hold at once"},
       {"tokenizer_entries", 0, 16000000, "vocabulary entries or merges of a tokenizer"},
       {"image_pixels", 0, 2 * 89478485, "pixels of an image to decode (PIL's decompression-bomb bound)"},
       {"audio_samples", 0, 1ll << 28, "samples of a sound file per channel (4.6 hours at 16 kHz)"},

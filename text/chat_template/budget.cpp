@@ -1,5 +1,6 @@
 #include "text/chat_template/budget.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/limits.h"
@@ -26,6 +27,7 @@ RenderBudget::RenderBudget()
     : text_bytes(limit("chat_text_bytes")),
       iterations(limit("chat_iterations")),
       depth(limit("chat_depth")),
+      memory_bytes(limit("chat_memory_bytes")),
       previous_(active) {
   active = this;
 }
@@ -36,13 +38,31 @@ uint64_t text_cap() { return uint64_t(active ? active->text_bytes : limit("chat_
 
 int64_t depth_cap() { return active ? active->depth : limit("chat_depth"); }
 
+std::shared_ptr<std::atomic<int64_t>> held_meter() { return active ? active->held : nullptr; }
+
 Error text_over(uint64_t bytes, const std::string& what) {
   return over_limit("chat_text_bytes", "", what, clamp(bytes));
 }
 
+namespace {
+
+// chat_memory_bytes: `bytes` more beside what the render holds.
+Status check_held(uint64_t bytes, const std::string& what) {
+  if (!active) return {};
+  const uint64_t held = uint64_t(std::max<int64_t>(0, active->held->load(std::memory_order_relaxed)));
+  uint64_t total;
+  if (__builtin_add_overflow(held, bytes, &total)) total = std::numeric_limits<uint64_t>::max();
+  if (total <= uint64_t(active->memory_bytes)) return {};
+  return over_limit("chat_memory_bytes", "",
+                    what + " with the " + std::to_string(held) + " bytes the render's strings and lists hold",
+                    clamp(total));
+}
+
+}  // namespace
+
 Status check_text(uint64_t bytes, const std::string& what) {
-  if (bytes <= text_cap()) return {};
-  return text_over(bytes, what);
+  if (bytes > text_cap()) return text_over(bytes, what);
+  return check_held(bytes, what);
 }
 
 Status check_text_sum(uint64_t a, uint64_t b, const std::string& what) {
@@ -57,15 +77,17 @@ Status check_text_repeat(uint64_t each, uint64_t n, const std::string& what) {
 
 Status check_items(uint64_t n, const std::string& what) {
   uint64_t bytes = product(n, kItemBytes);
-  if (bytes <= text_cap()) return {};
+  if (bytes <= text_cap()) return check_held(bytes, "the size in bytes of " + what);
   return text_over(bytes, "the size in bytes of " + what + ", " + std::to_string(n) + " items at " +
                               std::to_string(kItemBytes) + " bytes");
 }
 
 Status check_list(uint64_t n, uint64_t string_bytes, const std::string& what) {
-  uint64_t bytes = product(n, kItemBytes);
+  const uint64_t slots = product(n, kItemBytes);
+  uint64_t bytes = slots;
   if (__builtin_add_overflow(bytes, string_bytes, &bytes)) bytes = std::numeric_limits<uint64_t>::max();
-  if (bytes <= text_cap()) return {};
+  // Held: the slots; the strings are shared, already held.
+  if (bytes <= text_cap()) return check_held(slots, "the size in bytes of " + what);
   return text_over(bytes, "the size in bytes of " + what + ", " + std::to_string(n) + " items at " +
                               std::to_string(kItemBytes) + " bytes and the " + std::to_string(string_bytes) +
                               " bytes of the strings it holds");

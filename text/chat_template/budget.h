@@ -9,6 +9,11 @@
 //   chat_depth       nesting: blocks and expressions when parsing, and
 //                    evaluation frames (blocks, expressions, macro calls)
 //                    when rendering.
+//   chat_memory_bytes what the render's strings and lists hold at once
+//                    (list slots at kItemBytes; shared strings once): each
+//                    check above also asks whether the new bytes fit
+//                    beside what is held, so that many variables of
+//                    allowed size cannot add up without end.
 // Every check runs before the allocation or the work it guards, and fails
 // with core's over_limit message; the interpreter adds the position.
 //
@@ -17,7 +22,9 @@
 // context argument. Outside a render the values in force are read directly.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/error.h"
@@ -38,8 +45,11 @@ class RenderBudget {
   RenderBudget(const RenderBudget&) = delete;
   RenderBudget& operator=(const RenderBudget&) = delete;
 
-  int64_t text_bytes, iterations, depth;
+  int64_t text_bytes, iterations, depth, memory_bytes;
   int64_t iterations_used = 0;
+  // Bytes the render's boxes hold now: shared with each box, which takes
+  // its bytes off when freed, whenever that is.
+  std::shared_ptr<std::atomic<int64_t>> held = std::make_shared<std::atomic<int64_t>>(0);
 
  private:
   RenderBudget* previous_;
@@ -66,6 +76,11 @@ Status check_list(uint64_t n, uint64_t string_bytes, const std::string& what);
 // The error for a string that has already passed the cap (a builder that
 // stops as soon as it does).
 Error text_over(uint64_t bytes, const std::string& what);
+
+// The meter of the render on this thread, or null outside a render: a box
+// (a string, a list) made now adds its bytes to it and must take them off
+// when freed (value.cpp).
+std::shared_ptr<std::atomic<int64_t>> held_meter();
 
 // chat_iterations: `n` more iterations of the render's loops.
 Status count_iterations(uint64_t n, const std::string& what);

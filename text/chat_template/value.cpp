@@ -39,6 +39,26 @@ int value_depth(const Value& v) {
 
 namespace {
 
+// A box made during a render counts its bytes on the render's meter
+// (chat_memory_bytes) until it is freed.
+template <class T>
+std::shared_ptr<T> metered(std::unique_ptr<T> box, int64_t bytes) {
+  auto meter = held_meter();
+  if (!meter || bytes == 0) return std::shared_ptr<T>(std::move(box));
+  meter->fetch_add(bytes, std::memory_order_relaxed);
+  return std::shared_ptr<T>(box.release(), [meter, bytes](T* p) {
+    meter->fetch_sub(bytes, std::memory_order_relaxed);
+    delete p;
+  });
+}
+
+std::shared_ptr<ListData> metered_list(std::vector<Value> items) {
+  const auto bytes = int64_t(items.size() * kItemBytes);
+  auto d = std::make_unique<ListData>();
+  d->items = std::move(items);
+  return metered(std::move(d), bytes);
+}
+
 int items_depth(const std::vector<Value>& items) {
   int d = 0;
   for (const Value& v : items) d = std::max(d, value_depth(v));
@@ -47,25 +67,30 @@ int items_depth(const std::vector<Value>& items) {
 
 }  // namespace
 
+Value Value::string(std::string s) {
+  const auto bytes = int64_t(s.size());
+  return make<std::shared_ptr<const std::string>>(
+      metered(std::make_unique<const std::string>(std::move(s)), bytes));
+}
+
 Value Value::list(std::vector<Value> items, bool tuple) {
-  auto d = std::make_shared<ListData>();
-  d->depth = items_depth(items);
-  d->items = std::move(items);
+  const int depth = items_depth(items);
+  auto d = metered_list(std::move(items));
+  d->depth = depth;
   d->is_tuple = tuple;
   return make<std::shared_ptr<ListData>>(std::move(d));
 }
 
 Value Value::view(std::vector<Value> items, std::string view_name) {
-  auto d = std::make_shared<ListData>();
-  d->depth = items_depth(items);
-  d->items = std::move(items);
+  const int depth = items_depth(items);
+  auto d = metered_list(std::move(items));
+  d->depth = depth;
   d->view = std::move(view_name);
   return make<std::shared_ptr<ListData>>(std::move(d));
 }
 
 Value Value::range(std::vector<Value> items, std::string args) {
-  auto d = std::make_shared<ListData>();
-  d->items = std::move(items);
+  auto d = metered_list(std::move(items));
   d->view = "range";
   d->range_args = std::move(args);
   return make<std::shared_ptr<ListData>>(std::move(d));

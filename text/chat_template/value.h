@@ -90,9 +90,7 @@ class Value {
   static Value boolean(bool b) { return make<bool>(b); }
   static Value integer(int64_t i) { return make<int64_t>(i); }
   static Value number(double d) { return make<double>(d); }
-  static Value string(std::string s) {
-    return make<std::shared_ptr<const std::string>>(std::make_shared<const std::string>(std::move(s)));
-  }
+  static Value string(std::string s);
   static Value list(std::vector<Value> items, bool tuple = false);
   // A dict view (d.keys(), d.values(), d.items()): a list that cannot be indexed.
   static Value view(std::vector<Value> items, std::string view_name);

@@ -204,6 +204,29 @@ TEST(ChatTemplateLimits, BatchAndSliceCountTheListsTheyMake) {
             "[[1, 2], [3, 0]][[1, 2], [3]]");
 }
 
+// ---- chat_memory_bytes ----
+
+// Strings of allowed size in many variables add up: what the render holds
+// at once is bounded too, and what it frees no longer counts.
+TEST(ChatTemplateLimits, WhatARenderHoldsAtOnceIsBounded) {
+  LimitFor held("chat_memory_bytes", 20000000);
+  const std::string err = refusal(
+      "{% set a = 'x' * 8000000 %}{% set b = a ~ 'y' %}{% set c = b ~ 'z' %}{% set d = c ~ 'w' %}{{ d|length }}");
+  EXPECT_CONTAINS(err, "the size in bytes of the string '~' makes with the ");
+  EXPECT_CONTAINS(err, " bytes the render's strings and lists hold (");
+  EXPECT_CONTAINS(err, "exceeds the limit 'chat_memory_bytes' (20000000)" + kRaise + "chat_memory_bytes=N");
+  // Lists' slots count too (64 bytes an item).
+  EXPECT_CONTAINS(refusal("{% set a = [0] * 200000 %}{% set b = [1] * 200000 %}{{ (a + b)|length }}"),
+                  "exceeds the limit 'chat_memory_bytes' (20000000)");
+  // A loop's scope is freed at each turn: fifty 1 MB strings, one at a time.
+  EXPECT_EQ(render_text("{% for i in range(50) %}{% set s = 'x' * 1000000 %}{{ s|length > 0 }}{% endfor %}").value(),
+            [] {
+              std::string t;
+              for (int i = 0; i < 50; ++i) t += "True";
+              return t;
+            }());
+}
+
 // ---- chat_iterations ----
 
 TEST(ChatTemplateLimits, LoopsShareOneIterationBudget) {
