@@ -2,7 +2,15 @@
 // and resampled to Whisper's 16 kHz.
 #include "audio/audio_file.h"
 #include "audio/resample.h"
+#include "core/limits.h"
 #include "tests/fuzz/fuzz_input.h"
+
+// A smaller audio_samples than the default (2^28 a channel, gigabytes as
+// floats): the same checks within libFuzzer's 2 GB RSS limit.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)arch::set_limit("audio_samples", int64_t(1) << 22);
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto a = arch::read_audio(arch::fuzz::input_file(data, size, ".wav"));
