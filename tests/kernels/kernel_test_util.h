@@ -18,14 +18,17 @@ namespace arch::test {
 inline Tensor f32(Dims shape, const std::vector<float>& values) {
   Tensor t = Tensor::zeros(DType::F32, std::move(shape));
   EXPECT_EQ(size_t(t.numel()), values.size()) << "test tensor of the wrong size";
-  std::memcpy(t.data, values.data(), std::min(values.size(), size_t(t.numel())) * sizeof(float));
+  // No bytes, no copy: an empty vector's data() may be null (memcpy's UB).
+  if (!values.empty() && t.numel() > 0)
+    std::memcpy(t.data, values.data(), std::min(values.size(), size_t(t.numel())) * sizeof(float));
   return t;
 }
 
 inline Tensor i32(Dims shape, const std::vector<int32_t>& values) {
   Tensor t = Tensor::zeros(DType::I32, std::move(shape));
   EXPECT_EQ(size_t(t.numel()), values.size()) << "test tensor of the wrong size";
-  std::memcpy(t.data, values.data(), std::min(values.size(), size_t(t.numel())) * sizeof(int32_t));
+  if (!values.empty() && t.numel() > 0)
+    std::memcpy(t.data, values.data(), std::min(values.size(), size_t(t.numel())) * sizeof(int32_t));
   return t;
 }
 

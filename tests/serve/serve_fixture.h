@@ -20,13 +20,21 @@ namespace arch::testing {
 inline std::string stories_dir() { return shared_dir() + "/models/stories260K"; }
 
 inline std::string chat_template_file() {
-  static std::string path = [] {
-    auto p = std::filesystem::temp_directory_path() / ("serve_chat_" + std::to_string(getpid()) + ".jinja");
-    std::ofstream(p) << "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                        "{% if add_generation_prompt %}assistant:{% endif %}";
-    return p.string();
-  }();
-  return path;
+  // Removed when the test program ends (one per process).
+  struct File {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("serve_chat_" + std::to_string(getpid()) + ".jinja");
+    File() {
+      std::ofstream(path) << "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                             "{% if add_generation_prompt %}assistant:{% endif %}";
+    }
+    ~File() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  };
+  static File file;
+  return file.path.string();
 }
 
 inline std::shared_ptr<Model> stories_model() {

@@ -46,15 +46,16 @@ Error text_over(uint64_t bytes, const std::string& what) {
 
 namespace {
 
-// chat_memory_bytes: `bytes` more beside what the render holds.
-Status check_held(uint64_t bytes, const std::string& what) {
+// chat_memory_bytes: `bytes` more beside what the render holds. `what`
+// follows `prefix` in the message (joined only when it is needed).
+Status check_held(uint64_t bytes, const char* prefix, const std::string& what) {
   if (!active) return {};
   const uint64_t held = uint64_t(std::max<int64_t>(0, active->held->load(std::memory_order_relaxed)));
   uint64_t total;
   if (__builtin_add_overflow(held, bytes, &total)) total = std::numeric_limits<uint64_t>::max();
   if (total <= uint64_t(active->memory_bytes)) return {};
   return over_limit("chat_memory_bytes", "",
-                    what + " with the " + std::to_string(held) + " bytes the render's strings and lists hold",
+                    prefix + what + " with the " + std::to_string(held) + " bytes the render's strings and lists hold",
                     clamp(total));
 }
 
@@ -62,7 +63,7 @@ Status check_held(uint64_t bytes, const std::string& what) {
 
 Status check_text(uint64_t bytes, const std::string& what) {
   if (bytes > text_cap()) return text_over(bytes, what);
-  return check_held(bytes, what);
+  return check_held(bytes, "", what);
 }
 
 Status check_text_sum(uint64_t a, uint64_t b, const std::string& what) {
@@ -77,7 +78,7 @@ Status check_text_repeat(uint64_t each, uint64_t n, const std::string& what) {
 
 Status check_items(uint64_t n, const std::string& what) {
   uint64_t bytes = product(n, kItemBytes);
-  if (bytes <= text_cap()) return check_held(bytes, "the size in bytes of " + what);
+  if (bytes <= text_cap()) return check_held(bytes, "the size in bytes of ", what);
   return text_over(bytes, "the size in bytes of " + what + ", " + std::to_string(n) + " items at " +
                               std::to_string(kItemBytes) + " bytes");
 }
@@ -87,7 +88,7 @@ Status check_list(uint64_t n, uint64_t string_bytes, const std::string& what) {
   uint64_t bytes = slots;
   if (__builtin_add_overflow(bytes, string_bytes, &bytes)) bytes = std::numeric_limits<uint64_t>::max();
   // Held: the slots; the strings are shared, already held.
-  if (bytes <= text_cap()) return check_held(slots, "the size in bytes of " + what);
+  if (bytes <= text_cap()) return check_held(slots, "the size in bytes of ", what);
   return text_over(bytes, "the size in bytes of " + what + ", " + std::to_string(n) + " items at " +
                               std::to_string(kItemBytes) + " bytes and the " + std::to_string(string_bytes) +
                               " bytes of the strings it holds");

@@ -5,7 +5,7 @@
 // embeddings, and errors surfaced as the client's own exceptions.
 //   ARCHRUN=build/archrun ARCHETYPE_SHARED_DIR=../shared node openai_client.test.mjs
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, before, after } from 'node:test';
@@ -62,6 +62,7 @@ before(async () => {
 });
 after(() => {
   for (const c of servers) c.kill('SIGTERM');
+  rmSync(scratch, { recursive: true, force: true });
 });
 
 test('models.list names the model', async () => {
