@@ -5,6 +5,7 @@
 #   tools/fuzz.sh TARGET [SECONDS]    build TARGET and fuzz it (default 60 s)
 #   FUZZ_FORK=1 tools/fuzz.sh ...     go on past a crash (libFuzzer's fork mode)
 #   FUZZ_RUNS=N tools/fuzz.sh ...     stop after N executions (or SECONDS, whichever first)
+#   FUZZ_TIMEOUT=S tools/fuzz.sh ...  an input running past S seconds is a hang (default 10)
 #   tools/fuzz.sh --minimize TARGET FILE   the smallest input that still crashes
 # Crashes land in build-fuzz/crashes/TARGET/; the corpus grows in
 # build-fuzz/corpus/TARGET/. Each finding becomes a regression test.
@@ -148,7 +149,7 @@ echo "== fuzzing $TARGET for $SECONDS_TO_RUN s (${WHAT[$TARGET]}); seeds: $(ls "
 LOG=build-fuzz/$TARGET.log
 BEFORE=$(ls "$CRASHES" | wc -l)
 set +e
-"$BIN" "$CORPUS" "$SEED_DIR" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -timeout=10 -max_len="$MAX_LEN" \
+"$BIN" "$CORPUS" "$SEED_DIR" -max_total_time="$SECONDS_TO_RUN" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-10}" -max_len="$MAX_LEN" \
   -print_final_stats=1 -artifact_prefix="$CRASHES/" "${EXTRA[@]}" > "$LOG" 2>&1
 STATUS=$?
 set -e
