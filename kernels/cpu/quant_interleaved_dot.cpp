@@ -4,6 +4,10 @@
 // 16 results come out stored as they are, with no reduction across lanes.
 #include <immintrin.h>
 
+// GCC 12's false positive on the intrinsics' undefined start values, as in
+// quant_interleaved_gemm.cpp.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -11,7 +15,6 @@
 #include "core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"
 
 namespace arch {
@@ -107,15 +110,15 @@ ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* tile
 template <bool Q4>
 ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, Tiles wt, int64_t n0, int64_t n1, float* y,
                           int64_t ldy) {
+  // One row of activations at a time: decode's stream over the weights.
+  // Several rows take interleaved_gemm (its passes of 4 read each tile once).
   const size_t tile_bytes = interleaved_tile_bytes(wt, a.K);
-  for (int64_t m = 0; m < a.M; m += 4) {
-    const int64_t mr = std::min<int64_t>(4, a.M - m);
+  for (int64_t m = 0; m < a.M; ++m)
     for (int64_t n = n0; n < n1; n += kInterleave) {
       const uint8_t* tile = w + size_t(n / kInterleave) * tile_bytes;
       const int rows = int(std::min<int64_t>(kInterleave, n1 - n));
-      with_rows(mr, [&](auto MR) { tile_vnni<MR, Q4>(a, m, tile, wt, rows, y + n, ldy); });
+      tile_vnni<1, Q4>(a, m, tile, wt, rows, y + n, ldy);
     }
-  }
 }
 
 }  // namespace

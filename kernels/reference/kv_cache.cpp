@@ -3,6 +3,7 @@
 // returns views of every row held so far. Stateful (a KvCache, kv_cache.h,
 // sized once to max_context) and a view op (outputs alias the cache).
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -144,8 +145,8 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
   }
   auto run_piece = [&](const SequenceRows::Piece& piece) {
     const int64_t seen = piece.position + piece.rows;
-    std::vector<Tensor> ins{rows(Q, piece.row, piece.rows), rows(K, piece.slot * cap, seen),
-                            rows(V, piece.slot * cap, seen)};
+    const std::array<Tensor, 3> ins{rows(Q, piece.row, piece.rows), rows(K, piece.slot * cap, seen),
+                                    rows(V, piece.slot * cap, seen)};
     std::vector<Tensor> outs{rows(out, piece.row, piece.rows)};
     std::unique_ptr<OpState> none;
     KernelContext sub{ctx.attrs, ins, outs, none, ctx.max_context, ctx.where, ctx.options, nullptr};

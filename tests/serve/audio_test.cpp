@@ -5,8 +5,6 @@
 #include "tests/serve/serve_fixture.h"
 
 #include <filesystem>
-#include <system_error>
-#include <vector>
 
 #include "tests/golden_checkpoints.h"
 
@@ -24,20 +22,12 @@ using testing::RunningServer;
 using json = nlohmann::json;
 
 // The goldens as a voice and a Whisper with its tokenizer, each written once
-// and removed when the test program ends.
+// into a folder removed when the test program ends.
 std::string scratch_checkpoint(const char* name, void (*write)(const fs::path&)) {
-  struct Made {
-    std::vector<fs::path> dirs;
-    ~Made() {
-      std::error_code ec;
-      for (const fs::path& d : dirs) fs::remove_all(d, ec);
-    }
-  };
-  static Made made;
-  fs::path d = fs::temp_directory_path() / (std::string("serve_") + name + "_" + std::to_string(getpid()));
+  static testing::TempDir scratch;
+  fs::path d = scratch / name;
   if (!fs::exists(d)) {
     fs::create_directories(d);
-    made.dirs.push_back(d);
     write(d);
   }
   return d.string();

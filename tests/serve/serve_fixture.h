@@ -14,27 +14,21 @@
 #include "runtime/model.h"
 #include "serve/server.h"
 #include "tests/shared_data.h"
+#include "tests/test_files.h"
 
 namespace arch::testing {
 
 inline std::string stories_dir() { return shared_dir() + "/models/stories260K"; }
 
 inline std::string chat_template_file() {
-  // Removed when the test program ends (one per process).
-  struct File {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("serve_chat_" + std::to_string(getpid()) + ".jinja");
-    File() {
-      std::ofstream(path) << "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
-                             "{% if add_generation_prompt %}assistant:{% endif %}";
-    }
-    ~File() {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
-    }
-  };
-  static File file;
-  return file.path.string();
+  static TempDir dir;  // removed when the test program ends
+  static const std::string path = [] {
+    std::string p = dir / "chat.jinja";
+    std::ofstream(p) << "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                        "{% if add_generation_prompt %}assistant:{% endif %}";
+    return p;
+  }();
+  return path;
 }
 
 inline std::shared_ptr<Model> stories_model() {

@@ -15,7 +15,9 @@
 //                    beside what is held, so that many variables of
 //                    allowed size cannot add up without end.
 // Every check runs before the allocation or the work it guards, and fails
-// with core's over_limit message; the interpreter adds the position.
+// with core's over_limit message; the interpreter adds the position. What
+// is checked is named by a view: the text is only copied into a message
+// when a check fails (the checks run per string made and per iteration).
 //
 // The limits are read once when a render starts (RenderBudget) and reached
 // through the rendering thread, so filters, operators and methods need no
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -62,20 +65,20 @@ int64_t depth_cap();
 
 // chat_text_bytes: a string of `bytes` is about to be made; `what` names it
 // ("the string '+' makes").
-Status check_text(uint64_t bytes, const std::string& what);
+Status check_text(uint64_t bytes, std::string_view what);
 // a + b bytes, and `each` bytes `n` times, without overflowing.
-Status check_text_sum(uint64_t a, uint64_t b, const std::string& what);
-Status check_text_repeat(uint64_t each, uint64_t n, const std::string& what);
+Status check_text_sum(uint64_t a, uint64_t b, std::string_view what);
+Status check_text_repeat(uint64_t each, uint64_t n, std::string_view what);
 // chat_text_bytes: a list of `n` items (kItemBytes each) is about to be made.
-Status check_items(uint64_t n, const std::string& what);
+Status check_items(uint64_t n, std::string_view what);
 // chat_text_bytes: a list of `n` items holding `string_bytes` of strings
 // directly. The strings count even where they are shared: repeating or
 // concatenating lists is how a template accumulates text, and a list
 // holding more text than the limit cannot be printed anyway.
-Status check_list(uint64_t n, uint64_t string_bytes, const std::string& what);
+Status check_list(uint64_t n, uint64_t string_bytes, std::string_view what);
 // The error for a string that has already passed the cap (a builder that
 // stops as soon as it does).
-Error text_over(uint64_t bytes, const std::string& what);
+Error text_over(uint64_t bytes, std::string_view what);
 
 // The meter of the render on this thread, or null outside a render: a box
 // (a string, a list) made now adds its bytes to it and must take them off
@@ -83,11 +86,11 @@ Error text_over(uint64_t bytes, const std::string& what);
 std::shared_ptr<std::atomic<int64_t>> held_meter();
 
 // chat_iterations: `n` more iterations of the render's loops.
-Status count_iterations(uint64_t n, const std::string& what);
+Status count_iterations(uint64_t n, std::string_view what);
 // chat_iterations: one sequence of `n` items (a range) is about to be made.
-Status check_length(uint64_t n, const std::string& what);
+Status check_length(uint64_t n, std::string_view what);
 
 // chat_depth: `depth` levels are about to be entered.
-Status check_depth(int64_t depth, const std::string& what);
+Status check_depth(int64_t depth, std::string_view what);
 
 }  // namespace arch::jinja
