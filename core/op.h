@@ -81,6 +81,12 @@ using TakesStored = std::function<bool(const Attrs& attrs, size_t input, DType s
 // of which asks for one layout (or any) is rearranged into it once, at load.
 using PrepareWeight = std::function<uint8_t(const Attrs& attrs, size_t input, const Tensor& stored)>;
 constexpr uint8_t kAnyLayout = 255;
+// The rows as stored, copied from the checkpoint's mapping onto the weight
+// arena's 2 MiB pages (core/weight_arena.h): for a kernel that streams the
+// whole matrix on every call, where a mapped file's 4 KiB pages cost a TLB
+// miss and a stopped hardware prefetcher every 4 KiB. The tensor keeps
+// layout 0.
+constexpr uint8_t kResidentRows = 254;
 
 // Shape rule: output types from input types (an absent optional input has an
 // empty shape and `present[i] == false`) and attributes.

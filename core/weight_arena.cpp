@@ -2,8 +2,12 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 #include <new>
+#include <thread>
+#include <vector>
 
 #include "core/huge_pages.h"
 
@@ -62,6 +66,23 @@ Tensor weight_zeros(DType dtype, Dims shape, uint8_t layout) {
   block->used += bytes;
   t.owner = std::shared_ptr<const void>(block, t.data);
   return t;
+}
+
+Tensor weight_copy(const Tensor& t) {
+  Tensor out = weight_zeros(t.dtype, t.shape, t.layout);
+  // Load time: a large matrix in slices, one per core (most of a copy's
+  // cost is the kernel clearing the new pages, which runs in parallel).
+  const size_t bytes = t.nbytes();
+  const size_t slices = std::clamp<size_t>(bytes >> 22, 1, std::max(1u, std::thread::hardware_concurrency()));
+  auto copy = [&](size_t i) {
+    const size_t from = bytes * i / slices, to = bytes * (i + 1) / slices;
+    std::memcpy(static_cast<uint8_t*>(out.data) + from, static_cast<const uint8_t*>(t.data) + from, to - from);
+  };
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < slices; ++i) pool.emplace_back(copy, i);
+  copy(0);
+  for (std::thread& th : pool) th.join();
+  return out;
 }
 
 }  // namespace arch

@@ -14,4 +14,7 @@ namespace arch {
 // `layout`: a backend's arrangement (Tensor::layout), which sizes it.
 Tensor weight_zeros(DType dtype, Dims shape, uint8_t layout = 0);
 
+// `t`'s bytes, dtype, shape and layout, in the weight arena.
+Tensor weight_copy(const Tensor& t);
+
 }  // namespace arch

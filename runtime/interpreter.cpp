@@ -3,6 +3,7 @@
 #include "runtime/load_progress.h"
 #include "runtime/planner.h"
 #include "core/quant.h"
+#include "core/weight_arena.h"
 
 #include <chrono>
 #include <cmath>
@@ -31,7 +32,8 @@ Tensor prepare(const Tensor& stored, DType dtype, uint8_t layout, PreparedWeight
 
 // A weight all of whose readers' kernels ask for one layout of the
 // backend's (the cpu's tiles of interleaved rows; a reader that takes any
-// agrees with the rest) is rearranged into it once, here.
+// agrees with the rest) is rearranged into it once, here; one they all ask
+// to have resident (kResidentRows) is copied out of the mapped file.
 void prepare_layouts(const Graph& g, const OpTable& ops, const std::string& backend, std::vector<Tensor>& weights,
                      PreparedWeights* prepared) {
   std::vector<int> verdict(g.values.size(), -1);  // -1: no reader asked yet; 0: rows; else the layout
@@ -47,6 +49,10 @@ void prepare_layouts(const Graph& g, const OpTable& ops, const std::string& back
   for (const GraphOutput& o : g.outputs) verdict[size_t(o.value)] = 0;
   for (size_t v = 0; v < verdict.size(); ++v) {
     if (verdict[v] <= 0) continue;
+    if (verdict[v] == kResidentRows) {
+      weights[v] = prepare(weights[v], weights[v].dtype, kResidentRows, prepared, weight_copy);
+      continue;
+    }
     const WeightLayout* layout = weight_layout(uint8_t(verdict[v]));
     if (!layout) continue;
     weights[v] = prepare(weights[v], weights[v].dtype, uint8_t(verdict[v]), prepared,

@@ -94,8 +94,10 @@ HWY_INLINE void Tile(const float* x, int64_t ldx, const TW* w, int64_t K, float*
 }
 
 // How far ahead of the row being read one line of each 4 KiB page is
-// prefetched. F32 and F16 weights (and BF16 rows without AVX-512 BF16) are
-// used as mapped from the file, on 4 KiB pages, and the hardware
+// prefetched. F32 and F16 weights (and BF16 rows without AVX-512 BF16) were
+// used as mapped from the file, on 4 KiB pages (the matmul's are now copied
+// onto 2 MiB pages at load, matmul_cpu.cpp; rows still get 4 KiB pages
+// where the system has no transparent huge pages), and the hardware
 // prefetchers stop at every page's end: touching each page this far ahead
 // starts its stream (and its page walk) early. The f32 gemv over 1 GiB of a
 // mapped file, alternated 1700 times: 52.8 -> 58.6 GB/s when the machine

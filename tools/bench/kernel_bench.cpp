@@ -259,9 +259,10 @@ BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 16})->Args({1, 128})->Args({
 // measures attention as decoding deep into a context meets it, memory
 // included. Time per layer; the second argument 1 keeps the caches as F16
 // (--kv-f16).
-void BM_AttentionLayers(benchmark::State& state) {
-  const int64_t T = state.range(0), layers = 24, H = 14, KH = 2, D = 64;
-  const bool f16 = state.range(1) != 0;
+// `layers` caches of T keys, each read in turn by one decode query.
+void attention_layers(benchmark::State& state, int64_t layers, int64_t T, int64_t H, int64_t KH, bool causal,
+                      bool f16) {
+  const int64_t D = 64;
   std::mt19937 rng(5);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   auto values = [&](Dims shape) {
@@ -274,7 +275,7 @@ void BM_AttentionLayers(benchmark::State& state) {
   for (int64_t l = 0; l < layers; ++l) inputs.push_back({values({1, H, D}), cache({T, KH, D}), cache({T, KH, D})});
   std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {1, H, D})};
   std::unique_ptr<OpState> none;
-  Attrs attrs = {{"causal", true}};
+  Attrs attrs = {{"causal", causal}};
   std::string where = "bench";
   const Kernel& k = *op_table().kernel("attention", "cpu");
   int64_t layer = 0;
@@ -286,11 +287,24 @@ void BM_AttentionLayers(benchmark::State& state) {
   }
   const double kv_bytes = 2.0 * double(T * KH * D) * (f16 ? 2 : 4);
   state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
+  if (const double bw = yardsticks().bandwidth; bw > 0)
+    state.counters["of_bandwidth"] =
+        benchmark::Counter(kv_bytes * double(state.iterations()) / bw, benchmark::Counter::kIsRate);
+}
+
+void BM_AttentionLayers(benchmark::State& state) {
+  attention_layers(state, 24, state.range(0), 14, 2, true, state.range(1) != 0);
 }
 BENCHMARK(BM_AttentionLayers)
     ->ArgsProduct({{512, 2048, 4096}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
+
+// A whisper-base decode step's cross-attention: 6 layers, each one query
+// over the 1500 encoder positions' keys and values held from the window
+// (8 heads, no grouping, not causal): 37 MB read per step, bound by memory.
+void BM_CrossAttentionLayers(benchmark::State& state) { attention_layers(state, 6, 1500, 8, 8, false, false); }
+BENCHMARK(BM_CrossAttentionLayers)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace arch
