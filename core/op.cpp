@@ -34,10 +34,11 @@ uint8_t OpTable::weight_layout_for(const std::string& op, const std::string& bac
 }
 
 bool OpTable::fills_outputs(const std::string& op, const std::string& backend) const {
-  auto it = fills_.find(op);
-  if (it == fills_.end()) return false;
-  auto b = it->second.find(backend);
-  return b != it->second.end() && b->second;  // a backend without its own kernel runs the reference
+  if (auto it = fills_.find(op); it != fills_.end())
+    if (auto b = it->second.find(backend); b != it->second.end()) return b->second;
+  // A backend without its own kernel runs the reference.
+  auto def = defs_.find(op);
+  return def != defs_.end() && def->second.fills;
 }
 
 Tolerance OpTable::check_tolerance(const std::string& op, const std::string& backend,

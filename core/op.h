@@ -131,6 +131,7 @@ struct OpDef {
   Tolerance tolerance;
   bool stateful = false;  // keeps an OpState across calls (KV cache)
   bool view = false;      // output aliases input 0 (reshape): no allocation
+  bool fills = false;     // the reference kernel writes every output element: outputs need no zeroing
   std::string doc;        // one line: what it computes
 };
 

@@ -76,6 +76,7 @@ void define_slice(OpTable& t) {
                          {"end", AttrSpec::Int, nullptr}},
                .shape = slice_shape,
                .tolerance = {1e-6, 1e-6},
+               .fills = true,
                .doc = "slice(x) -> x[..., start:end, ...] along a concrete axis: a copy, Python's negative indices and clamping",
            }),
            slice_kernel);

@@ -88,6 +88,7 @@ struct Runner {
   std::string where = "layers.0.test";
   std::string backend = "reference";  // whose kernel runs
   KernelOptions options;              // as a model is loaded with them
+  bool poison = false;                // outputs start as all-ones bytes (F32: NaN), not zeros
 
   // Shape rule, then the kernel on zero-filled outputs of the inferred shapes
   // (inputs concrete; `seq` stands for any seq dim the rule returns, `ctx` for
@@ -111,6 +112,7 @@ struct Runner {
     for (const TypedShape& o : outs) {
       Dims dims = concretize(o.shape, seq, ctx);
       outputs.push_back(d.view ? Tensor::view(o.dtype, dims, nullptr, nullptr) : Tensor::zeros(o.dtype, dims));
+      if (poison && !d.view) std::memset(outputs.back().data, 0xff, outputs.back().nbytes());
     }
     const Kernel* k = op_table().kernel(op, backend);
     if (!k) return error("no kernel for " + op);

@@ -1,5 +1,6 @@
 #include "tests/kernels/kernel_test_util.h"
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -148,6 +149,39 @@ TEST(OpTable, SampleCallsGiveTheDeclaredOutputs) {
     }
     EXPECT_EQ(r.state != nullptr, d.stateful) << name << ": state kept iff stateful";
   }
+}
+
+// A kernel declared to write every output element (so the interpreter
+// leases its outputs unzeroed) gives the same bytes on outputs that start
+// as garbage as on zeroed ones.
+TEST(OpTable, KernelsThatFillTheirOutputsWriteEveryElement) {
+  const auto samples = sample_calls();
+  int checked = 0;
+  for (const std::string& name : op_table().names())
+    for (const char* backend : {"reference", "cpu"}) {
+      auto it = samples.find(name);
+      if (it == samples.end() || !op_table().fills_outputs(name, backend)) continue;
+      const OpDef& d = def_of(name);
+      auto run = [&](bool poison) {
+        Runner r;
+        r.backend = backend;
+        r.poison = poison;
+        r.max_context = d.stateful ? 16 : 0;
+        r.ctx = it->second.inputs.empty() || it->second.inputs[0].shape.empty() ? -1 : it->second.inputs[0].shape[0];
+        return r.run(name, it->second.inputs, it->second.attrs);
+      };
+      auto zeroed = run(false), poisoned = run(true);
+      ASSERT_TRUE(zeroed.ok() && poisoned.ok()) << name << " on " << backend;
+      for (size_t i = 0; i < zeroed->size(); ++i) {
+        const Tensor& a = zeroed->at(i);
+        const Tensor& b = poisoned->at(i);
+        ASSERT_EQ(a.nbytes(), b.nbytes()) << name;
+        EXPECT_EQ(std::memcmp(a.data, b.data, a.nbytes()), 0) << name << " on " << backend << ": output " << i
+                                                               << " keeps bytes it did not write";
+      }
+      ++checked;
+    }
+  EXPECT_GE(checked, 3);  // slice (reference), matmul and attention (cpu) at least
 }
 
 TEST(OpTable, VariadicInputs) {
