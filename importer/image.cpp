@@ -172,11 +172,16 @@ std::string check_bmp(const unsigned char* p, size_t n) {
   if (compression != 0 && compression != 3 && compression != 6) return kOk;  // RLE etc.: stb_image decides
   if (width <= 0 || bpp <= 0 || bpp > 32) return kOk;
   if (height < 0) height = -height;  // top-down rows
+  // stride < 2^35 and height <= 2^31: their product may pass int64 (a
+  // fuzzed header did), so the bytes needed are counted in 128 bits.
   const int64_t stride = (width * bpp + 31) / 32 * 4;
-  const int64_t need = int64_t(offset) + stride * height;
-  if (int64_t(n) < need)
+  const unsigned __int128 need = offset + static_cast<unsigned __int128>(stride) * uint64_t(height);
+  if (need > n) {
+    std::string bytes;
+    for (unsigned __int128 v = need; v > 0; v /= 10) bytes.insert(bytes.begin(), char('0' + int(v % 10)));
     return "truncated BMP (" + std::to_string(n) + " bytes; the header's " + std::to_string(width) + "x" +
-           std::to_string(height) + " pixels at " + std::to_string(bpp) + " bits need " + std::to_string(need) + ")";
+           std::to_string(height) + " pixels at " + std::to_string(bpp) + " bits need " + bytes + ")";
+  }
   return kOk;
 }
 

@@ -144,16 +144,14 @@ HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, i
   return s;
 }
 
-// q . k_j for the 4 keys k, k + kstride, k + 2 kstride, k + 3 kstride into
-// out[0..3], D a multiple of the vector length (at least 4 lanes). The four
-// sums across lanes are one reduction: lanes paired within each 128-bit
-// block (two interleave steps), then the blocks added; a dot product on
-// its own costs a full reduction each.
-HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
-                     float* HWY_RESTRICT out) {
-#if HWY_TARGET == HWY_SCALAR  // one lane: nothing to pair
-  for (int r = 0; r < 4; ++r) out[r] = Dot(q, k + r * kstride, D);
-#else
+#if HWY_TARGET != HWY_SCALAR
+// q . k_j for the 4 keys k, k + kstride, k + 2 kstride, k + 3 kstride, D a
+// multiple of the vector length (at least 4 lanes), left as each 128-bit
+// block's share [s0 s1 s2 s3]: the four sums across lanes are one
+// reduction, lanes paired within each block (two interleave steps); a dot
+// product on its own costs a full reduction each.
+HWY_INLINE hn::Vec<hn::ScalableTag<float>> Dot4Blocks(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
+                                                      int64_t kstride, int64_t D) {
   const hn::ScalableTag<float> d;
   const hn::Repartition<double, decltype(d)> d64;
   const int64_t N = int64_t(hn::Lanes(d));
@@ -169,8 +167,20 @@ HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, i
   const auto a = hn::Add(hn::InterleaveLower(d, s0, s1), hn::InterleaveUpper(d, s0, s1));
   const auto b = hn::Add(hn::InterleaveLower(d, s2, s3), hn::InterleaveUpper(d, s2, s3));
   const auto a64 = hn::BitCast(d64, a), b64 = hn::BitCast(d64, b);
-  const auto c = hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, a64, b64)),
-                         hn::BitCast(d, hn::InterleaveUpper(d64, a64, b64)));
+  return hn::Add(hn::BitCast(d, hn::InterleaveLower(d64, a64, b64)), hn::BitCast(d, hn::InterleaveUpper(d64, a64, b64)));
+}
+#endif
+
+// q . k_j for the 4 keys k, k + kstride, k + 2 kstride, k + 3 kstride into
+// out[0..3] (Dot4Blocks, then the blocks added).
+HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
+                     float* HWY_RESTRICT out) {
+#if HWY_TARGET == HWY_SCALAR  // one lane: nothing to pair
+  for (int r = 0; r < 4; ++r) out[r] = Dot(q, k + r * kstride, D);
+#else
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const auto c = Dot4Blocks(q, k, kstride, D);
   HWY_ALIGN float lanes[hn::MaxLanes(d)];
   hn::Store(c, d, lanes);
   for (int r = 0; r < 4; ++r) {
@@ -180,6 +190,23 @@ HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, i
   }
 #endif
 }
+
+#if HWY_TARGET <= HWY_AVX3
+// 16 keys into out[0..15] on AVX-512: four Dot4Blocks, their four blocks
+// summed by two rounds of block shuffles into one vector of the 16 scores
+// in order (Dot4's last step, over lanes one at a time, cost as much as
+// its products: a decode step's 14 heads over 128 keys 9.6 us).
+HWY_INLINE void Dot16(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
+                      float* HWY_RESTRICT out) {
+  const __m512 c0 = Dot4Blocks(q, k, kstride, D).raw, c1 = Dot4Blocks(q, k + 4 * kstride, kstride, D).raw;
+  const __m512 c2 = Dot4Blocks(q, k + 8 * kstride, kstride, D).raw, c3 = Dot4Blocks(q, k + 12 * kstride, kstride, D).raw;
+  // [x.b0 + x.b2, x.b1 + x.b3, y.b0 + y.b2, y.b1 + y.b3] for (c0, c1) and (c2, c3),
+  const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, 0x44), _mm512_shuffle_f32x4(c0, c1, 0xEE));
+  const __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(c2, c3, 0x44), _mm512_shuffle_f32x4(c2, c3, 0xEE));
+  // then each pair of those added: c0's 4 sums, c1's, c2's, c3's.
+  _mm512_storeu_ps(out, _mm512_add_ps(_mm512_shuffle_f32x4(u, v, 0x88), _mm512_shuffle_f32x4(u, v, 0xDD)));
+}
+#endif
 
 // Scores s[i, j] = q_i . k_j for keys [j0, j1) of the block (j0 a multiple
 // of the vector length, j1 padded up to one: the transposed block is
@@ -356,6 +383,10 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
             std::fill(s + j0, s + a, 0.0f);
             std::fill(s + b, s + j1, 0.0f);
             int64_t j = a;
+#if HWY_TARGET <= HWY_AVX3
+            if (by_four)
+              for (; j + 16 <= b; j += 16) Dot16(q[i], k + j * kstride, kstride, D, s + j);
+#endif
             if (by_four)
               for (; j + 4 <= b; j += 4) Dot4(q[i], k + j * kstride, kstride, D, s + j);
             for (; j < b; ++j) s[j] = Dot(q[i], k + j * kstride, D);

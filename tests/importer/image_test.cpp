@@ -261,6 +261,19 @@ TEST(LoadImage, TruncatedJpegBmpAndGifAreErrors) {
     EXPECT_CONTAINS(img.error().message, path);
     EXPECT_CONTAINS(img.error().message, c.message);
   }
+  // A header whose pixel array would pass int64 bytes (fuzz_image_decode:
+  // a signed overflow in the size check): truncated, its size in full.
+  std::string huge = read_file(dir / "a.bmp").substr(0, 54);
+  auto put32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) huge[at + size_t(i)] = char(v >> (8 * i));
+  };
+  put32(18, 0x5d000087u);  // width 1560281223
+  put32(22, 0x7fffffffu);  // height 2^31 - 1
+  write_file(dir / "huge.bmp", huge);
+  auto img = load_image(dir / "huge.bmp");
+  ASSERT_FALSE(img.ok());
+  EXPECT_CONTAINS(img.error().message, "truncated BMP (54 bytes; the header's 1560281223x2147483647 pixels at 24 bits "
+                                       "need 10052035239783431838)");
   // The frames after the first may be cut: only the first is read.
   write_file(dir / "first.gif", kTwoFrameGif.substr(0, kTwoFrameGif.size() - 8));
   EXPECT_TRUE(load_image(dir / "first.gif").ok());
