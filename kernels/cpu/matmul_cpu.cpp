@@ -472,9 +472,9 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 // tiles likewise only with VNNI or AVX2 (the portable loop over tiles is
 // for tests; rows run it faster).
 // Rows still in the checkpoint's mapping (F32, F16, BF16 without tiles)
-// are copied onto 2 MiB pages, packed in the order the graph reads them:
-// decode streams every one per token, and the mapping's 4 KiB pages held
-// matrices of 1-10 MiB to 55-65% of the read bandwidth. f32 decode on Zen
+// are copied onto 2 MiB pages, packed one after another: decode streams
+// every one per token, and the mapping's 4 KiB pages held matrices of
+// 1-10 MiB to 55-65% of the read bandwidth. f32 decode on Zen
 // 5, alternated: whisper-base 166-184 -> 211-254 tok/s, t5-base 76-92 ->
 // 106-125, the 0.5B shape 17-27 -> 26-37; the load copies the weights
 // (t5-base 0.2-0.6 -> 0.6-1.1 s), the peak RSS stays (pages released as
