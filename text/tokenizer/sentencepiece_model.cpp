@@ -73,7 +73,17 @@ Result<std::unique_ptr<Backend>> sentencepiece_backend(const std::string& path, 
                                                        const std::string& config_source) {
   auto b = std::make_unique<SpBackend>();
   b->source = path;
-  auto status = b->sp.Load(path);
+  sentencepiece::util::Status status;
+  try {
+    status = b->sp.Load(path);
+  } catch (const std::exception& e) {
+    // Its trie builder throws past Load on a piece it cannot index (one
+    // starting with a NUL byte: fuzz_tokenizer_model) with the header's
+    // place first: "./third_party/darts_clone/darts.h:1143: exception: ...".
+    std::string what = e.what();
+    if (auto at = what.find("exception: "); at != std::string::npos) what.erase(0, at + 11);
+    return error(path + ": not a SentencePiece model: its pieces cannot be indexed (" + what + ")");
+  }
   if (!status.ok()) return error(path + ": not a SentencePiece model: " + status.ToString());
   if (b->sp.GetPieceSize() <= 0) return error(path + ": the SentencePiece model has no pieces");
   // Checked once loaded: libsentencepiece reads the file whole, in memory

@@ -146,6 +146,23 @@ TEST(TokenizerLoad, BrokenSentencePieceModelIsNamed) {
   EXPECT_NE(r.error().message.find(dir / "tokenizer.model"), std::string::npos) << r.error().message;
 }
 
+// A piece starting with a NUL byte: libsentencepiece's trie builder threw
+// through Load and ended the process (fuzz_tokenizer_model).
+TEST(TokenizerLoad, APieceTheTrieCannotTakeIsAnError) {
+  // ModelProto { pieces { piece: P score: 0 type: T } ... }, by hand.
+  auto piece = [](const std::string& text, int type) {
+    std::string p = "\x0a" + std::string(1, char(text.size())) + text + std::string("\x15\0\0\0\0", 5);
+    if (type) p += "\x18" + std::string(1, char(type));
+    return "\x0a" + std::string(1, char(p.size())) + p;
+  };
+  TempDir dir;
+  write(dir / "tokenizer.model", piece("<unk>", 2) + piece(std::string("\0x", 2), 0) + piece("a", 0));
+  auto r = load_tokenizer(dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, dir / "tokenizer.model" + ": not a SentencePiece model: its pieces cannot be indexed "
+                                                         "(failed to insert key: zero-length key)");
+}
+
 TEST(TokenizerLoad, BrokenConfigIsNamed) {
   TempDir dir;
   write(dir / "tokenizer.json", minimal().dump());
