@@ -55,56 +55,41 @@ ARCH_VNNI inline __m512i broadcast4(const int8_t* q) {
   return _mm512_set1_epi32(v);
 }
 
-// One tile (16 rows) against MR rows of activations.
-template <int MR, bool Q4>
-ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m0, const uint8_t* tile, Tiles wt, int rows, float* y,
-                         int64_t ldy) {
+// One tile (16 rows) against row m of the activations.
+template <bool Q4>
+ARCH_VNNI void tile_vnni(const QuantizedActs& a, int64_t m, const uint8_t* tile, Tiles wt, int rows, float* y) {
   const int64_t K = a.K, blocks = K / B;
   const size_t block_bytes = interleaved_block_bytes(wt), values_bytes = interleaved_values_bytes(wt);
-  const int8_t* q[MR];
-  const float *scale[MR], *scale_sum[MR];
-  __m512 acc[MR], off[MR];
-  for (int m = 0; m < MR; ++m) {
-    q[m] = a.q.data() + (m0 + m) * K;
-    scale[m] = a.scale.data() + (m0 + m) * blocks;
-    scale_sum[m] = a.scale_sum.data() + (m0 + m) * blocks;
-    acc[m] = off[m] = _mm512_setzero_ps();
-  }
+  const int8_t* q = a.q.data() + m * K;
+  const float* scale = a.scale.data() + m * blocks;
+  const float* scale_sum = a.scale_sum.data() + m * blocks;
+  __m512 acc = _mm512_setzero_ps(), off = _mm512_setzero_ps();
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block = tile + size_t(b) * block_bytes;
-    __m512i s0[MR], s1[MR];
-    for (int m = 0; m < MR; ++m) s0[m] = s1[m] = _mm512_setzero_si512();
+    __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
     if constexpr (Q4) {
       for (int g = 0; g < 4; ++g) {  // low nibbles: values 4g.., high: 16 + 4g..
         const __m512i v = _mm512_loadu_si512(block + 64 * g);
         const __m512i lo = _mm512_and_si512(v, low_nibbles);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
-        for (int m = 0; m < MR; ++m) {
-          s0[m] = _mm512_dpbusd_epi32(s0[m], lo, broadcast4(q[m] + b * B + 4 * g));
-          s1[m] = _mm512_dpbusd_epi32(s1[m], hi, broadcast4(q[m] + b * B + 16 + 4 * g));
-        }
+        s0 = _mm512_dpbusd_epi32(s0, lo, broadcast4(q + b * B + 4 * g));
+        s1 = _mm512_dpbusd_epi32(s1, hi, broadcast4(q + b * B + 16 + 4 * g));
       }
     } else {
       for (int g = 0; g < 8; g += 2) {
         const __m512i v0 = _mm512_loadu_si512(block + 64 * g), v1 = _mm512_loadu_si512(block + 64 * (g + 1));
-        for (int m = 0; m < MR; ++m) {
-          s0[m] = _mm512_dpbusd_epi32(s0[m], v0, broadcast4(q[m] + b * B + 4 * g));
-          s1[m] = _mm512_dpbusd_epi32(s1[m], v1, broadcast4(q[m] + b * B + 4 * g + 4));
-        }
+        s0 = _mm512_dpbusd_epi32(s0, v0, broadcast4(q + b * B + 4 * g));
+        s1 = _mm512_dpbusd_epi32(s1, v1, broadcast4(q + b * B + 4 * g + 4));
       }
     }
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + values_bytes)));
-    for (int m = 0; m < MR; ++m) {
-      const __m512 sums = _mm512_cvtepi32_ps(_mm512_add_epi32(s0[m], s1[m]));
-      acc[m] = _mm512_fmadd_ps(sums, _mm512_mul_ps(d, _mm512_set1_ps(scale[m][b])), acc[m]);
-      off[m] = _mm512_fmadd_ps(d, _mm512_set1_ps(scale_sum[m][b]), off[m]);
-    }
+    const __m512 sums = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
+    acc = _mm512_fmadd_ps(sums, _mm512_mul_ps(d, _mm512_set1_ps(scale[b])), acc);
+    off = _mm512_fmadd_ps(d, _mm512_set1_ps(scale_sum[b]), off);
   }
   const __m512 offset = _mm512_set1_ps(float(offset_of(wt)));
-  const __mmask16 live = __mmask16((1u << rows) - 1);
-  for (int m = 0; m < MR; ++m)
-    _mm512_mask_storeu_ps(y + (m0 + m) * ldy, live, _mm512_fnmadd_ps(offset, off[m], acc[m]));
+  _mm512_mask_storeu_ps(y, __mmask16((1u << rows) - 1), _mm512_fnmadd_ps(offset, off, acc));
 }
 
 template <bool Q4>
@@ -117,7 +102,7 @@ ARCH_VNNI void tiles_vnni(const QuantizedActs& a, const uint8_t* w, Tiles wt, in
     for (int64_t n = n0; n < n1; n += kInterleave) {
       const uint8_t* tile = w + size_t(n / kInterleave) * tile_bytes;
       const int rows = int(std::min<int64_t>(kInterleave, n1 - n));
-      tile_vnni<1, Q4>(a, m, tile, wt, rows, y + n, ldy);
+      tile_vnni<Q4>(a, m, tile, wt, rows, y + m * ldy + n);
     }
 }
 

@@ -181,7 +181,7 @@ TEST(OpTable, KernelsThatFillTheirOutputsWriteEveryElement) {
       }
       ++checked;
     }
-  EXPECT_GE(checked, 3);  // slice (reference), matmul and attention (cpu) at least
+  EXPECT_GE(checked, 24);  // slice (reference) and the cpu kernels that say so, when this was written
 }
 
 TEST(OpTable, VariadicInputs) {
