@@ -581,12 +581,23 @@ constexpr int64_t kQueryBlock = 16;
 // A decode step over at least this many keys splits them into contiguous
 // shares (each thread reading one share of the cache, every kv head's rows,
 // rather than every other row of it, as splitting the kv heads would), and
-// combines the shares' softmax sums after. The shares are about
-// kKeysPerSplit keys each, however many threads there are, so that a step
-// computes the same sums on any number of threads (the thread governor
-// changes it between decode steps).
+// combines the shares' softmax sums after. The shares depend on the keys
+// alone, however many threads there are, so that a step computes the same
+// sums on any number of threads (the thread governor changes it between
+// decode steps).
 constexpr int64_t kSplitKeysFrom = 256;
-constexpr int64_t kKeysPerSplit = 256;
+
+// How many shares a step's n visible keys take: a key block each up to 16
+// blocks, so that threads get near-equal shares of a short cache (whisper's
+// 1500 encoder keys in 5 shares of about 256 gave two threads 896 and 604
+// keys; in 11 of 128 they get 768 and 732: BM_CrossAttentionLayers 104-113
+// -> 85-92 us); past that, shares of about two blocks, up to 64, since each
+// share's partial sums cost more than the balance gains (4096 keys in 32
+// shares: 182-188 us against 175-178 in 16).
+int64_t share_count(int64_t n) {
+  const int64_t blocks = n / kKeyBlock;
+  return blocks <= 16 ? std::max<int64_t>(2, blocks) : std::clamp<int64_t>(blocks / 2, 16, 64);
+}
 
 // Share s of a decode step's visible keys [lo, hi) in `splits`: its first
 // key, a multiple of kKeyBlock inside the range.
@@ -596,11 +607,11 @@ int64_t share_start(int64_t lo, int64_t hi, int64_t splits, int64_t s) {
   return std::max(lo, (lo + (hi - lo) * s / splits) / kKeyBlock * kKeyBlock);
 }
 
-// A decode step's visible keys [lo, hi) in shares (kKeysPerSplit), a task
+// A decode step's visible keys [lo, hi) in shares (share_count), a task
 // each: every query head over its share, each key block read once for all
 // kv heads; then the shares are combined per query.
 void split_keys(const Params& p, int64_t lo, int64_t hi) {
-  const int64_t splits = std::clamp<int64_t>((hi - lo) / kKeysPerSplit, 2, 64);
+  const int64_t splits = share_count(hi - lo);
   const int64_t group = p.H / p.KH, share_floats = p.S * p.H * (p.Dv + 2);
   const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(p.H * p.S, p.D, p.Dv);
   thread_local std::vector<float> partial_buffer;  // kept across calls
