@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include <omp.h>
+
 namespace arch {
 
 namespace {
@@ -34,7 +36,15 @@ Result<std::unique_ptr<Batcher>> Batcher::make(const Model& m, BatcherOptions op
 
 Batcher::Batcher(std::unique_ptr<BatchedSession> s, BatcherOptions opt)
     : session_(std::move(s)), opt_(opt), running_(size_t(opt.slots)) {
-  worker_ = std::thread([this] { work(); });
+  // OpenMP's thread count is each thread's own: the worker takes its
+  // creator's (--threads), not the default of one per core.
+  worker_ = std::thread([this, threads = omp_get_max_threads()] {
+    omp_set_num_threads(threads);
+    // As a session's: a team that waits at every barrier for a thread
+    // whose core another process holds decodes slower than a smaller one.
+    if (opt_.adaptive_threads > 1) governor_ = std::make_unique<ThreadGovernor>(opt_.adaptive_threads);
+    work();
+  });
 }
 
 Batcher::~Batcher() {
@@ -148,6 +158,7 @@ void Batcher::work() {
       budget -= int64_t(r.req.prompt.size());
       session_->release(r.slot);
       BatchedSession::Piece p{r.slot, r.req.prompt};
+      if (governor_) governor_->begin_prompt();
       auto logits = session_->run(std::span(&p, 1));
       if (!logits.ok()) finish(r, "error", logits.error().message);
       else if (take(r, r.sampler.next(std::span<const float>(logits->f32(), size_t(logits->dim(-1))))))
@@ -162,7 +173,9 @@ void Batcher::work() {
         if (r && r->decoding) pieces.push_back({r->slot, std::span<const int32_t>(&r->last, 1)}), slots.push_back(r->slot);
     }
     if (pieces.empty()) continue;
+    if (governor_) governor_->begin_decode();
     auto logits = session_->run(pieces);
+    if (governor_) governor_->end_decode();
     if (!logits.ok()) {  // every sequence of the step ends with it
       std::vector<std::unique_ptr<Running>> ended;
       {

@@ -24,6 +24,7 @@
 
 #include "runtime/batched_session.h"
 #include "runtime/sampler.h"
+#include "runtime/thread_governor.h"
 
 namespace arch {
 
@@ -52,6 +53,9 @@ struct BatcherOptions {
   int slots = 4;             // sequences decoding together
   int64_t context = 2048;    // positions each holds: prompt and new tokens
   int queue = 64;            // requests waiting for a slot, at most
+  // Decode steps' threads governed up to this many (0: the count is left
+  // as set; runtime/thread_governor.h).
+  int adaptive_threads = 0;
 };
 
 class Batcher {
@@ -85,6 +89,7 @@ class Batcher {
 
   std::unique_ptr<BatchedSession> session_;
   BatcherOptions opt_;
+  std::unique_ptr<ThreadGovernor> governor_;  // on the worker thread; null: not governed
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<std::pair<BatchRequest, double>> queue_;  // with the time it was submitted

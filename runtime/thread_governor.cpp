@@ -87,7 +87,7 @@ void ThreadGovernor::end_decode() {
   wall_ += seconds(CLOCK_MONOTONIC) - wall_start_;
   ++steps_total_;
   if (threads() < max_) ++reduced_total_;
-  if (++steps_ < kWindow) return;
+  if (!window_ends(++steps_, wall_)) return;
   steps_ = 0;
   if (wall_ <= 0 || clocks_.empty()) return;
   double least = 1.0;

@@ -7,7 +7,7 @@
 // its core, and two threads decode slower than one would (0.5B q4 on two
 // cores, one of them busy: 52 tok/s on 2 threads, 101 on 1).
 //
-// The governor measures, over windows of kWindow decode steps, what share
+// The governor measures, over windows of decode steps, what share
 // of the steps' wall time every thread of the team got on a CPU (its CPU
 // clock; a waiting thread spins, so an unloaded one gets all of it). When
 // the least share stays clearly under one for two windows in a row, it
@@ -64,7 +64,15 @@ class ThreadGovernor {
   long decode_steps() const { return steps_total_; }
   long reduced_steps() const { return reduced_total_; }
 
-  static constexpr int kWindow = 16;  // decode steps per measurement
+  // A measurement: kWindow decode steps, or fewer that took kWindowSeconds.
+  // Steps a busy core slows a hundredfold (a 0.5B q4 step of 8 ms took ~1 s
+  // on two threads, one sharing its core with a process of another session)
+  // would otherwise keep the team for two windows of 16 such steps.
+  static constexpr int kWindow = 16;
+  static constexpr double kWindowSeconds = 0.25;
+  static bool window_ends(int steps, double wall_seconds) {
+    return steps >= kWindow || wall_seconds >= kWindowSeconds;
+  }
 
  private:
   // The team's threads' CPU clocks, as the team is now (thread 0 first).

@@ -73,7 +73,10 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
   if (const ModelGraph* tg = m->token_graph(); tg && m->is_encoder_decoder())
     for (const auto& g : m->graphs) s->transcribes_ = s->transcribes_ || g->graph.find_input("input_features") >= 0;
   if (m->token_graph() && !m->is_encoder_decoder()) {
-    ARCH_TRY(s->batcher_, Batcher::make(*m, {.slots = opt.parallel, .context = opt.context, .queue = opt.queue}));
+    ARCH_TRY(s->batcher_, Batcher::make(*m, {.slots = opt.parallel,
+                                                .context = opt.context,
+                                                .queue = opt.queue,
+                                                .adaptive_threads = opt.adaptive_threads}));
     s->stop_ids_ = eos_ids(*m, s->tok_.get());
   }
   if (!s->batcher_ && !s->embeds_ && !s->speaks_ && !s->transcribes_)

@@ -7,6 +7,8 @@
 #include <future>
 #include <mutex>
 
+#include <omp.h>
+
 #include "runtime/batcher.h"
 #include "tests/runtime/toy_model.h"
 
@@ -136,6 +138,26 @@ TEST(Batcher, AStopTokenEndsWithoutBeingPassedOn) {
   const auto& want = free_run.tokens;
   size_t first_stop = std::find(want.begin(), want.end(), want[2]) - want.begin();
   EXPECT_EQ(stopped.tokens, std::vector<int32_t>(want.begin(), want.begin() + first_stop));
+}
+
+// --threads N: OpenMP's count is per thread, and the worker's must be
+// its creator's, not one per core.
+TEST(Batcher, TheWorkerRunsOnItsCreatorsThreadCount) {
+  auto m = toy_model();
+  ASSERT_TRUE(m);
+  const int before = omp_get_max_threads();
+  omp_set_num_threads(1);
+  auto b = Batcher::make(*m, {.slots = 1, .context = 16, .queue = 1});
+  omp_set_num_threads(before);
+  ASSERT_TRUE(b.ok());
+  int seen = 0;
+  BatchRequest r = greedy({1, 2}, 2);
+  r.on_token = [&seen](int32_t) {  // on the worker
+    seen = omp_get_max_threads();
+    return true;
+  };
+  submit(**b, std::move(r)).get();
+  EXPECT_EQ(seen, 1);
 }
 
 TEST(Batcher, RefusesPastTheQueueAndWhatCanNeverFit) {

@@ -125,6 +125,13 @@ TEST(ThreadGovernor, StepsComputeTheSameOnAnyNumberOfThreads) {
   fs::remove_all(dir);
 }
 
+TEST(ThreadGovernor, AWindowEndsAfterItsStepsOrItsTime) {
+  EXPECT_FALSE(ThreadGovernor::window_ends(1, 0.008));
+  EXPECT_FALSE(ThreadGovernor::window_ends(ThreadGovernor::kWindow - 1, 0.2));
+  EXPECT_TRUE(ThreadGovernor::window_ends(ThreadGovernor::kWindow, 0.1));
+  EXPECT_TRUE(ThreadGovernor::window_ends(1, 1.0));  // one step slowed a hundredfold is a window
+}
+
 TEST(ThreadGovernor, SessionsGovernOnlyWhenAsked) {
   auto m = testing::load_toy(3);
   ASSERT_TRUE(m);

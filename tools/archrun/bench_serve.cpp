@@ -111,6 +111,7 @@ int run_bench_serve(const BenchServeArgs& a) {
     o.parallel = most;
     o.queue = most;
     o.context = a.context > 0 ? a.context : a.prompt_tokens + a.new_tokens + 1;
+    o.adaptive_threads = governed_threads(a.common);
     auto s = serve::Server::make(model, a.common.model, o);
     if (!s.ok()) return fail(s.error());
     server = std::move(s).value();

@@ -131,6 +131,9 @@ Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model
 // A session of the model's, its decode threads governed unless --threads
 // (or OMP_NUM_THREADS) fixed them.
 SessionOptions session_options(const Common& c, int64_t max_context);
+// Threads to govern decode steps up to (one per core), or 0 where --threads
+// (or OMP_NUM_THREADS) fixed them.
+int governed_threads(const Common& c);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
 int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
 // "LABEL: done/total name" over the line before, when stderr is a terminal

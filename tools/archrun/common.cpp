@@ -84,12 +84,16 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
   return m;
 }
 
+int governed_threads(const Common& c) {
+  // A thread count given is kept; otherwise decode steps' threads are
+  // governed, from one per core down while other work holds a core.
+  return c.threads <= 0 && !std::getenv("OMP_NUM_THREADS") ? omp_get_max_threads() : 0;
+}
+
 SessionOptions session_options(const Common& c, int64_t max_context) {
   SessionOptions s;
   s.max_context = max_context;
-  // A thread count given is kept; otherwise sessions govern their decode
-  // steps' threads, from one per core down while other work holds a core.
-  if (c.threads <= 0 && !std::getenv("OMP_NUM_THREADS")) s.adaptive_threads = omp_get_max_threads();
+  s.adaptive_threads = governed_threads(c);
   return s;
 }
 

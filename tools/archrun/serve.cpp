@@ -38,6 +38,7 @@ int run_serve(const ServeArgs& a) {
     auto m = open_model(a.common);
     if (!m.ok()) return fail(m.error());
     family = (*m)->family;
+    o.adaptive_threads = governed_threads(a.common);
     s = serve::Server::make(*m, a.common.model, o);
   }
   if (!s.ok()) return fail(s.error());
