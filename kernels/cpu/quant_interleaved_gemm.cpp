@@ -80,6 +80,13 @@ ARCH_VNNI void micro_tile(const QuantizedActs& a, int64_t m0, const uint8_t* til
         _mm_prefetch(reinterpret_cast<const char*>(from + line), _MM_HINT_T0);
     }
     if constexpr (Q4) {
+      // The high nibbles' sums apart: twice the independent chains of
+      // vpdpbusd, which MR x NT = 8 alone could not keep 2 a cycle busy.
+      __m512i s_hi[MR][NT];
+      #pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m)
+        #pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) s_hi[m][t] = _mm512_setzero_si512();
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         __m512i lo[NT], hi[NT];
@@ -90,8 +97,12 @@ ARCH_VNNI void micro_tile(const QuantizedActs& a, int64_t m0, const uint8_t* til
           hi[t] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low_nibbles);
         }
         dot_group<MR, NT>(s, lo, q, K, 4 * g);
-        dot_group<MR, NT>(s, hi, q, K, 16 + 4 * g);
+        dot_group<MR, NT>(s_hi, hi, q, K, 16 + 4 * g);
       }
+      #pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m)
+        #pragma GCC unroll 8
+        for (int t = 0; t < NT; ++t) s[m][t] = _mm512_add_epi32(s[m][t], s_hi[m][t]);
     } else {
 #pragma GCC unroll 8
       for (int g = 0; g < 8; ++g) {
