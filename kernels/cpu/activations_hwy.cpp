@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel_for.h"
 #include "kernels/reference/shape_rules.h"
 
 // Which function a call applies (an int across the dispatch boundary).
@@ -263,11 +264,10 @@ Kernel elementwise_kernel(RangeFn range, int which, int64_t parallel_above, Kern
     float* y = ctx.outputs[0].f32();
     const int64_t n = ctx.inputs[0].numel();
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n >= parallel_above)
-    for (int64_t c = 0; c < chunks; ++c) {
+    parallel_for(chunks, n >= parallel_above, [&](int64_t c) {
       const int64_t lo = c * kChunk, hi = std::min(n, lo + kChunk);
       range(ctx.attrs, which, x + lo, y + lo, size_t(hi - lo));
-    }
+    });
     return {};
   };
 }
@@ -315,14 +315,13 @@ Kernel binary_kernel(int which, Kernel reference) {
     const float* pa = a->f32();
     const float* pb = b->f32();
     float* py = out.f32();
-#pragma omp parallel for schedule(static) if (n >= kParallelBinary)
-    for (int64_t c = 0; c < chunks; ++c) {
+    parallel_for(chunks, n >= kParallelBinary, [&](int64_t c) {
       const int64_t lo = c * row, hi = std::min(n, lo + row);
       if (nb == n)
         HWY_DYNAMIC_DISPATCH(BinaryRange)(which, pa + lo, pb + lo, size_t(hi - lo), py + lo, size_t(hi - lo));
       else
         HWY_DYNAMIC_DISPATCH(BinaryRange)(which, pa + lo, pb, size_t(nb), py + lo, size_t(hi - lo));
-    }
+    });
     return {};
   };
 }
@@ -349,9 +348,9 @@ Kernel glu_kernel(Kernel reference) {
     const float* g = G.f32();
     const float* u = U.f32();
     float* y = out.f32();
-#pragma omp parallel for schedule(static) if (rows * width >= kParallelUnary)
-    for (int64_t r = 0; r < rows; ++r)
+    parallel_for(rows, rows * width >= kParallelUnary, [&](int64_t r) {
       HWY_DYNAMIC_DISPATCH(GluRange)(which, g + r * gn + gs, u + r * un + us, y + r * width, size_t(width));
+    });
     return {};
   };
 }
@@ -369,9 +368,10 @@ Kernel reference_of(const OpTable& t, const char* op) {
 bool apply_activation(const std::string& op, float* x, int64_t n) {
   const int which = unary_of(op);
   if (which < 0 || which == kExp) return false;
-#pragma omp parallel for schedule(static) if (n >= kParallelUnary)
-  for (int64_t i = 0; i < n; i += kChunk)
+  parallel_for((n + kChunk - 1) / kChunk, n >= kParallelUnary, [&](int64_t c) {
+    const int64_t i = c * kChunk;
     HWY_DYNAMIC_DISPATCH(UnaryRange)(which, x + i, x + i, size_t(std::min(kChunk, n - i)));
+  });
   return true;
 }
 

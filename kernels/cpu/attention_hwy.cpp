@@ -644,25 +644,38 @@ int64_t share_start(int64_t lo, int64_t hi, int64_t splits, int64_t s) {
   return std::max(lo, (lo + (hi - lo) * s / splits) / kKeyBlock * kKeyBlock);
 }
 
+// A thread's scratch of at least n floats, kept across calls.
+float* thread_scratch(size_t n) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < n) scratch.resize(n);
+  return scratch.data();
+}
+
 // A decode step's visible keys [lo, hi) in shares (share_count), a task
 // each: every query head over its share, each key block read once for all
 // kv heads; then the shares are combined per query.
-void split_keys(const Params& p, int64_t lo, int64_t hi) {
+void split_keys(const Params& p, int64_t lo, int64_t hi, bool team) {
   const int64_t splits = share_count(hi - lo);
   const int64_t group = p.H / p.KH, share_floats = p.S * p.H * (p.Dv + 2);
   const size_t scratch_floats = HWY_DYNAMIC_DISPATCH(ScratchFloats)(p.H * p.S, p.D, p.Dv);
   thread_local std::vector<float> partial_buffer;  // kept across calls
   partial_buffer.resize(size_t(splits * share_floats));
   float* partials = partial_buffer.data();
+  auto share = [&](int64_t s, float* scratch) {
+    HWY_DYNAMIC_DISPATCH(AttendTask)(p, 0, p.KH, 0, group, 0, p.S, nullptr, 0, share_start(lo, hi, splits, s),
+                                     share_start(lo, hi, splits, s + 1), partials + s * share_floats, scratch);
+  };
+  if (!team) {
+    float* scratch = thread_scratch(scratch_floats);
+    for (int64_t s = 0; s < splits; ++s) share(s, scratch);
+    HWY_DYNAMIC_DISPATCH(CombineSplits)(p, partials, splits, 0, p.S * p.H);
+    return;
+  }
 #pragma omp parallel
   {
-    thread_local std::vector<float> scratch;
-    scratch.resize(scratch_floats);
+    float* scratch = thread_scratch(scratch_floats);
 #pragma omp for schedule(static)
-    for (int64_t s = 0; s < splits; ++s)
-      HWY_DYNAMIC_DISPATCH(AttendTask)(p, 0, p.KH, 0, group, 0, p.S, nullptr, 0, share_start(lo, hi, splits, s),
-                                       share_start(lo, hi, splits, s + 1), partials + s * share_floats,
-                                       scratch.data());
+    for (int64_t s = 0; s < splits; ++s) share(s, scratch);
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < p.S * p.H; ++i) HWY_DYNAMIC_DISPATCH(CombineSplits)(p, partials, splits, i, i + 1);
   }
@@ -717,7 +730,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // threads idle (a decode step), when the group is split.
   const int64_t group = p.H / p.KH;
   const int64_t row_blocks = (p.S + kQueryBlock - 1) / kQueryBlock;
-  const int64_t threads = omp_get_max_threads();
+  const int64_t threads = omp_in_parallel() ? 1 : omp_get_max_threads();  // in a region: this thread alone
   const int64_t slices = std::min(group, std::max<int64_t>(1, (threads + p.KH * row_blocks - 1) / (p.KH * row_blocks)));
   const int64_t per_slice = (group + slices - 1) / slices;
   const int64_t tasks = p.KH * slices * row_blocks;
@@ -745,36 +758,50 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // are still spinning from the matmul before, so 14 heads over 16 keys
   // take 2.1 µs on two threads against 2.5 on one, over 128 keys 6.3
   // against 10.7.
-  const bool parallel = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 14);
+  //
+  // Without a team of its own (one thread, or called from a parallel
+  // region: a batched step's sequences run side by side) the work is plain
+  // loops: even an inactive OpenMP region allocates a team and frees it,
+  // and an orphaned worksharing loop would bind to the caller's team.
+  const bool team = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 14) && threads > 1;
   if (!kt && p.S <= kQueryBlock) {
     int64_t lo, hi, unused;  // the keys any query sees
     cpu_attention::key_range(p, p.past, &lo, &unused);
     cpu_attention::key_range(p, p.past + p.S - 1, &unused, &hi);
     if (hi - lo >= kSplitKeysFrom) {
-      split_keys(p, lo, hi);
+      split_keys(p, lo, hi, threads > 1);
       return {};
     }
   }
-#pragma omp parallel if (parallel)
+  auto transpose = [&](int64_t t) {
+    HWY_DYNAMIC_DISPATCH(TransposeKeys)(p, t / blocks, first + t % blocks, kt + size_t(t) * p.D * kKeyBlock);
+  };
+  auto task = [&](int64_t t, float* scratch) {
+    // Later row blocks see more keys (causal): all of them go first.
+    const int64_t rb = row_blocks - 1 - t / (p.KH * slices);
+    const int64_t slice = t % slices, g = (t / slices) % p.KH;
+    const int64_t h0 = g * group + slice * per_slice, nh = std::min(per_slice, group - slice * per_slice);
+    const int64_t r0 = rb * kQueryBlock, nr = std::min(kQueryBlock, p.S - r0);
+    if (nh > 0)
+      HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, 1, h0, nh, r0, nr, kt ? kt + size_t(g) * head_floats : nullptr, first,
+                                       0, p.T, nullptr, scratch);
+  };
+  if (!team) {
+    float* scratch = thread_scratch(scratch_floats);
+    if (kt)
+      for (int64_t t = 0; t < p.KH * blocks; ++t) transpose(t);
+    for (int64_t t = 0; t < tasks; ++t) task(t, scratch);
+    return {};
+  }
+#pragma omp parallel
   {
     if (kt) {
 #pragma omp for schedule(static)
-      for (int64_t t = 0; t < p.KH * blocks; ++t)
-        HWY_DYNAMIC_DISPATCH(TransposeKeys)(p, t / blocks, first + t % blocks, kt + size_t(t) * p.D * kKeyBlock);
+      for (int64_t t = 0; t < p.KH * blocks; ++t) transpose(t);
     }
-    thread_local std::vector<float> scratch;  // per thread, kept across calls
-    scratch.resize(scratch_floats);
+    float* scratch = thread_scratch(scratch_floats);
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t t = 0; t < tasks; ++t) {
-      // Later row blocks see more keys (causal): all of them go first.
-      const int64_t rb = row_blocks - 1 - t / (p.KH * slices);
-      const int64_t slice = t % slices, g = (t / slices) % p.KH;
-      const int64_t h0 = g * group + slice * per_slice, nh = std::min(per_slice, group - slice * per_slice);
-      const int64_t r0 = rb * kQueryBlock, nr = std::min(kQueryBlock, p.S - r0);
-      if (nh > 0)
-        HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, 1, h0, nh, r0, nr, kt ? kt + size_t(g) * head_floats : nullptr,
-                                         first, 0, p.T, nullptr, scratch.data());
-    }
+    for (int64_t t = 0; t < tasks; ++t) task(t, scratch);
   }
   return {};
 }

@@ -32,6 +32,7 @@
 #include "core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/onednn_scratchpad.h"
@@ -160,8 +161,8 @@ T* scratch(std::vector<T>& buffer, int64_t n) {
 // Activations as bf16, hi = their rounding and (lo not null) lo = the
 // rounding of the rest, rows in parallel.
 void activations_bf16(const float* a, int64_t M, int64_t K, uint16_t* hi, uint16_t* lo) {
-#pragma omp parallel for schedule(static) if (M * K >= (1 << 16))
-  for (int64_t m = 0; m < M; ++m) split_bf16(a + m * K, K, hi + m * K, lo ? lo + m * K : nullptr);
+  parallel_for(M, M * K >= (1 << 16),
+               [&](int64_t m) { split_bf16(a + m * K, K, hi + m * K, lo ? lo + m * K : nullptr); });
 }
 
 // BF16 weights, many rows: oneDNN's bf16 dot products (f32 accumulation)
@@ -366,13 +367,12 @@ Status matmul_cpu(KernelContext& ctx) {
   const int64_t stride = add && add->numel() != N ? N : 0;
   const float* a = add ? add->f32() : nullptr;
   float* c = C.f32();
-#pragma omp parallel for schedule(static) if (M * N >= (1 << 16))
-  for (int64_t m = 0; m < M; ++m) {
+  parallel_for(M, M * N >= (1 << 16), [&](int64_t m) {
     float* row = c + m * N;
     if (a)
       for (int64_t n = 0; n < N; ++n) row[n] += a[m * stride + n];
     if (!act.empty()) apply_activation(act, row, N);
-  }
+  });
   return {};
 }
 

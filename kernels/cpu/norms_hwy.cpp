@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel_for.h"
 #include "kernels/reference/shape_rules.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -143,8 +144,7 @@ template <class F>
 void over_rows(int64_t rows, int64_t D, F f) {
   const int64_t per = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(D, 1));
   const int64_t chunks = (rows + per - 1) / per;
-#pragma omp parallel for schedule(static) if (chunks > 1 && rows * D >= kParallelMin)
-  for (int64_t c = 0; c < chunks; ++c) f(c * per, std::min(per, rows - c * per));
+  parallel_for(chunks, rows * D >= kParallelMin, [&](int64_t c) { f(c * per, std::min(per, rows - c * per)); });
 }
 
 const float* optional_f32(const KernelContext& ctx, size_t i) {

@@ -8,6 +8,7 @@
 
 #include "core/quant.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/gemv.h"
 
 namespace arch {
@@ -229,8 +230,7 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
   out.scale_sum.resize(size_t(M * blocks));
   out.sum.resize(size_t(M * blocks));
   const bool avx512 = has_avx512_vnni(), avx2 = cpu_features().avx2;
-#pragma omp parallel for schedule(static) if (M * K >= (1 << 16))
-  for (int64_t m = 0; m < M; ++m)
+  parallel_for(M, M * K >= (1 << 16), [&](int64_t m) {
     for (int64_t b = 0; b < blocks; ++b) {
       const size_t at = size_t(m * blocks + b);
       int8_t* q = out.q.data() + m * K + b * B;
@@ -238,6 +238,7 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
       else if (avx2) quantize_block_avx2(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
       else quantize_block(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
     }
+  });
   if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk
     for (int64_t m = 0; m < M; ++m)
       for (int64_t c = 0; c + 128 <= K; c += 128) {

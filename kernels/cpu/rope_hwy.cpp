@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel_for.h"
 #include "kernels/reference/rope.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -212,36 +213,33 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
 
   const float* x = X.f32();
   float* y = ctx.outputs[0].f32();
-#pragma omp parallel if (S * H * D >= (1 << 17))  // below, one thread beats waking the pool
-  {
-    // Per thread: cos / sin of an uncached position, and the interleaved
-    // expansion (kept: not allocated per call).
+  // Per thread: cos / sin of an uncached position, and the interleaved
+  // expansion (kept: not allocated per call).
+  auto position = [&](int64_t t) {
     thread_local std::vector<float> cs, expanded;
     if (cs.size() < size_t(2 * half)) cs.resize(size_t(2 * half));
     if (expanded.size() < size_t(2 * d)) expanded.resize(size_t(2 * d));
-#pragma omp for schedule(static)
-    for (int64_t t = 0; t < S; ++t) {
-      const float *c, *s;
-      if (table && pos[t] < table->positions) {
-        c = table->cos.data() + pos[t] * half;
-        s = table->sin.data() + pos[t] * half;
-      } else {
-        fill_cos_sin(*freqs, pos[t], cs.data(), cs.data() + half);
-        c = cs.data();
-        s = cs.data() + half;
-      }
-      float* ce = expanded.data();
-      float* se = expanded.data() + d;
-      if (interleaved)
-        for (int64_t j = 0; j < half; ++j) {
-          ce[2 * j] = ce[2 * j + 1] = c[j];
-          se[2 * j] = -s[j];
-          se[2 * j + 1] = s[j];
-        }
-      HWY_DYNAMIC_DISPATCH(RotatePosition)(x + t * H * D, y + t * H * D, size_t(H), size_t(D), size_t(d), c, s,
-                                           interleaved, ce, se);
+    const float *c, *s;
+    if (table && pos[t] < table->positions) {
+      c = table->cos.data() + pos[t] * half;
+      s = table->sin.data() + pos[t] * half;
+    } else {
+      fill_cos_sin(*freqs, pos[t], cs.data(), cs.data() + half);
+      c = cs.data();
+      s = cs.data() + half;
     }
-  }
+    float* ce = expanded.data();
+    float* se = expanded.data() + d;
+    if (interleaved)
+      for (int64_t j = 0; j < half; ++j) {
+        ce[2 * j] = ce[2 * j + 1] = c[j];
+        se[2 * j] = -s[j];
+        se[2 * j + 1] = s[j];
+      }
+    HWY_DYNAMIC_DISPATCH(RotatePosition)(x + t * H * D, y + t * H * D, size_t(H), size_t(D), size_t(d), c, s,
+                                         interleaved, ce, se);
+  };
+  parallel_for(S, S * H * D >= (1 << 17), position);  // below, one thread beats waking the pool
   return {};
 }
 

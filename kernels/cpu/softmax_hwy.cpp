@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/parallel_for.h"
 #include "kernels/reference/shape_rules.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -97,11 +98,10 @@ void register_cpu_softmax(OpTable& t) {
     float* y = ctx.outputs[0].f32();
     const int64_t per = std::max<int64_t>(1, kChunkElems / std::max<int64_t>(D, 1));
     const int64_t chunks = (rows + per - 1) / per;
-#pragma omp parallel for schedule(static) if (chunks > 1 && rows * D >= kParallelMin)
-    for (int64_t c = 0; c < chunks; ++c) {
+    parallel_for(chunks, rows * D >= kParallelMin, [&](int64_t c) {
       const int64_t r0 = c * per, n = std::min(per, rows - r0);
       HWY_DYNAMIC_DISPATCH(SoftmaxRows)(x + r0 * D, y + r0 * D, size_t(n), size_t(D));
-    }
+    });
     return {};
   }, nullptr, nullptr, /*fills=*/true);  // every row written
 }
