@@ -753,23 +753,23 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     kt = kt_buffer.data();
   }
   const size_t head_floats = size_t(blocks * p.D * kKeyBlock);
-  // Under about 16K multiply-adds (a decode step over a handful of keys)
-  // one thread beats waking the pool; above, measured: the pool's threads
-  // are still spinning from the matmul before, so 14 heads over 16 keys
-  // take 2.1 µs on two threads against 2.5 on one, over 128 keys 6.3
-  // against 10.7.
+  // Under about 512K multiply-adds one thread beats a team of two: a
+  // region costs ~3 us here even with the pool spinning from the matmul
+  // before, and one thread now takes 14 heads over 16 keys in 1.2 us, over
+  // 128 in 5.0 (two: 4.2-6.1 and 6.8-8.9), over 512 in 19.6-19.9 (two:
+  // 16.7-20.2), over 4096 in 174-179 (two: 110-113).
   //
   // Without a team of its own (one thread, or called from a parallel
   // region: a batched step's sequences run side by side) the work is plain
   // loops: even an inactive OpenMP region allocates a team and frees it,
   // and an orphaned worksharing loop would bind to the caller's team.
-  const bool team = tasks > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 14) && threads > 1;
+  const bool team = threads > 1 && p.H * p.S * p.T * (p.D + p.Dv) >= (1 << 19);
   if (!kt && p.S <= kQueryBlock) {
     int64_t lo, hi, unused;  // the keys any query sees
     cpu_attention::key_range(p, p.past, &lo, &unused);
     cpu_attention::key_range(p, p.past + p.S - 1, &unused, &hi);
     if (hi - lo >= kSplitKeysFrom) {
-      split_keys(p, lo, hi, threads > 1);
+      split_keys(p, lo, hi, team);
       return {};
     }
   }
@@ -786,7 +786,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
       HWY_DYNAMIC_DISPATCH(AttendTask)(p, g, 1, h0, nh, r0, nr, kt ? kt + size_t(g) * head_floats : nullptr, first,
                                        0, p.T, nullptr, scratch);
   };
-  if (!team) {
+  if (!team || tasks < 2) {
     float* scratch = thread_scratch(scratch_floats);
     if (kt)
       for (int64_t t = 0; t < p.KH * blocks; ++t) transpose(t);
