@@ -150,17 +150,12 @@ HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, i
 // block's share [s0 s1 s2 s3]: the four sums across lanes are one
 // reduction, lanes paired within each block (two interleave steps); a dot
 // product on its own costs a full reduction each.
-// kD: D known when compiled (0: D at run time); a head size of 64 or 128
-// unrolls whole, the query's vectors loaded once for a Dot16's 16 keys.
-template <int kD = 0>
 HWY_INLINE hn::Vec<hn::ScalableTag<float>> Dot4Blocks(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
-                                                      int64_t kstride, int64_t D_run) {
+                                                      int64_t kstride, int64_t D) {
   const hn::ScalableTag<float> d;
   const hn::Repartition<double, decltype(d)> d64;
   const int64_t N = int64_t(hn::Lanes(d));
-  const int64_t D = kD ? kD : D_run;
   auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
-#pragma GCC unroll 8
   for (int64_t e = 0; e < D; e += N) {
     const auto x = hn::LoadU(d, q + e);
     s0 = hn::MulAdd(x, hn::LoadU(d, k + e), s0);
@@ -201,12 +196,10 @@ HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, i
 // summed by two rounds of block shuffles into one vector of the 16 scores
 // in order, where Dot4 ends lane by lane (BM_Attention/1/128, one thread:
 // 10.1 -> 9.4-9.8 us).
-template <int kD = 0>
 HWY_INLINE void Dot16(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
                       float* HWY_RESTRICT out) {
-  const __m512 c0 = Dot4Blocks<kD>(q, k, kstride, D).raw, c1 = Dot4Blocks<kD>(q, k + 4 * kstride, kstride, D).raw;
-  const __m512 c2 = Dot4Blocks<kD>(q, k + 8 * kstride, kstride, D).raw;
-  const __m512 c3 = Dot4Blocks<kD>(q, k + 12 * kstride, kstride, D).raw;
+  const __m512 c0 = Dot4Blocks(q, k, kstride, D).raw, c1 = Dot4Blocks(q, k + 4 * kstride, kstride, D).raw;
+  const __m512 c2 = Dot4Blocks(q, k + 8 * kstride, kstride, D).raw, c3 = Dot4Blocks(q, k + 12 * kstride, kstride, D).raw;
   // [x.b0 + x.b2, x.b1 + x.b3, y.b0 + y.b2, y.b1 + y.b3] for (c0, c1) and (c2, c3),
   const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, 0x44), _mm512_shuffle_f32x4(c0, c1, 0xEE));
   const __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(c2, c3, 0x44), _mm512_shuffle_f32x4(c2, c3, 0xEE));
@@ -411,12 +404,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
           if (by_four && both_hi - both_lo >= 16) {
             both_end = both_lo + (both_hi - both_lo) / 16 * 16;
             for (int64_t j = both_lo; j < both_end; j += 16)
-              for (int i = 0; i < active; ++i) {
-                float* s = sc + i * kKeyBlock;
-                if (D == 64) Dot16<64>(q[i], k + j * kstride, kstride, D, s + j);
-                else if (D == 128) Dot16<128>(q[i], k + j * kstride, kstride, D, s + j);
-                else Dot16(q[i], k + j * kstride, kstride, D, s + j);
-              }
+              for (int i = 0; i < active; ++i) Dot16(q[i], k + j * kstride, kstride, D, sc + i * kKeyBlock + j);
           }
 #endif
           for (int i = 0; i < active; ++i) {
