@@ -72,12 +72,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 using cpu_attention::kKeyBlock;
 using cpu_attention::Params;
 
-// Queries are taken 4 at a time (kGroup): their scores for a block of keys
-// are a small matrix product against the block's keys transposed (lanes
-// are keys: no sums across lanes) or, for a few queries, dot products with
-// the keys as stored; their outputs gather p_j v_j with each V vector
-// loaded once for the 4.
-constexpr int64_t kGroup = 4;
+// Queries are taken up to 8 at a time (kGroup): their scores for a block
+// of keys are small matrix products against the block's keys transposed
+// (lanes are keys: no sums across lanes), 4 queries each, or, for a few
+// queries, dot products with the keys as stored; their outputs gather
+// p_j v_j with each V vector loaded once for the group. Eight, so that a
+// decode step's kv head with 5-8 query heads reads its V rows once, not
+// twice.
+constexpr int64_t kGroup = 8;
 
 // Floats of scratch a task of M queries needs: per query its output
 // accumulator, running max and sum; a group's scores [kGroup, kKeyBlock];
@@ -208,11 +210,11 @@ HWY_INLINE void Dot16(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, 
 }
 #endif
 
-// Scores s[i, j] = q_i . k_j for keys [j0, j1) of the block (j0 a multiple
+// Scores s[i, j] = q_i . k_j of 4 queries for keys [j0, j1) of the block (j0 a multiple
 // of the vector length, j1 padded up to one: the transposed block is
 // zero-padded), kt the block transposed [D, kKeyBlock].
-HWY_INLINE void GroupScores(const float* const (&q)[kGroup], const float* HWY_RESTRICT kt, int64_t D, int64_t j0,
-                            int64_t j1, float* HWY_RESTRICT sc) {
+HWY_INLINE void GroupScores4(const float* const* q, const float* HWY_RESTRICT kt, int64_t D, int64_t j0,
+                             int64_t j1, float* HWY_RESTRICT sc) {
   const hn::ScalableTag<float> d;
   const int64_t N = int64_t(hn::Lanes(d));
   int64_t j = j0;
@@ -244,6 +246,12 @@ HWY_INLINE void GroupScores(const float* const (&q)[kGroup], const float* HWY_RE
     hn::StoreU(a0, d, sc + j), hn::StoreU(a1, d, sc + kKeyBlock + j);
     hn::StoreU(a2, d, sc + 2 * kKeyBlock + j), hn::StoreU(a3, d, sc + 3 * kKeyBlock + j);
   }
+}
+
+// The same for a group's kGroup queries, 4 at a time.
+HWY_INLINE void GroupScores(const float* const (&q)[kGroup], const float* HWY_RESTRICT kt, int64_t D, int64_t j0,
+                            int64_t j1, float* HWY_RESTRICT sc) {
+  for (int64_t i = 0; i < kGroup; i += 4) GroupScores4(q + i, kt, D, j0, j1, sc + i * kKeyBlock);
 }
 
 // o_i = o_i * corr_i + sum_j p[i, j] v_j over keys [j0, j1) for the
@@ -278,14 +286,16 @@ HWY_INLINE void GroupValues(float* const (&o)[kGroup], const float (&corr)[kGrou
     for (int c = 0; c < VC; ++c) hn::StoreU(acc[i][c], d, o[i] + e + c * N);
 }
 
-// GroupValues over the whole vectors of Dv from e = 0, 4 at a time then
-// one; e is left at the first value past them.
+// GroupValues over the whole vectors of Dv from e = 0, 4 at a time (2 for
+// more than 4 queries: G x 4 sums would not fit the registers) then one;
+// e is left at the first value past them.
 template <int G>
 HWY_INLINE void GroupValuesOf(float* const (&o)[kGroup], const float (&corr)[kGroup], const float* HWY_RESTRICT p,
                               const float* HWY_RESTRICT v, int64_t vstride, int64_t j0, int64_t j1, int64_t Dv,
                               int64_t& e) {
   const int64_t N = int64_t(hn::Lanes(hn::ScalableTag<float>()));
-  for (; e + 4 * N <= Dv; e += 4 * N) GroupValues<G, 4>(o, corr, p, v, vstride, j0, j1, e);
+  constexpr int VC = G > 4 ? 2 : 4;
+  for (; e + VC * N <= Dv; e += VC * N) GroupValues<G, VC>(o, corr, p, v, vstride, j0, j1, e);
   for (; e + N <= Dv; e += N) GroupValues<G, 1>(o, corr, p, v, vstride, j0, j1, e);
 }
 
@@ -463,6 +473,10 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
           case 1: GroupValuesOf<1>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
           case 2: GroupValuesOf<2>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
           case 3: GroupValuesOf<3>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          case 4: GroupValuesOf<4>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          case 5: GroupValuesOf<5>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          case 6: GroupValuesOf<6>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
+          case 7: GroupValuesOf<7>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
           default: GroupValuesOf<kGroup>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
         }
         for (; e < Dv; ++e)

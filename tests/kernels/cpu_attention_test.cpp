@@ -32,6 +32,9 @@ const Case kCases[] = {
     {1, 1, 1, 1, 4, 4},        {1, 9, 2, 1, 8, 8},       {5, 5, 4, 2, 16, 16},    {7, 7, 6, 3, 33, 33},
     {64, 64, 14, 2, 64, 64},   {1, 300, 14, 2, 64, 64},  {3, 260, 4, 4, 17, 17},  {16, 16, 2, 1, 5, 7},
     {20, 150, 8, 2, 40, 24},   {33, 200, 3, 1, 128, 128}, {2, 129, 16, 16, 64, 64}, {40, 40, 1, 1, 1, 3},
+    // Groups of 8, 6 and 5 query heads a kv head, taken in one pass (two
+    // kv heads: a decode step gives each thread a whole group).
+    {1, 200, 16, 2, 64, 64},   {3, 40, 12, 2, 32, 32},   {1, 100, 10, 2, 16, 20}, {24, 24, 10, 2, 48, 48},
 };
 
 TEST(CpuAttention, CausalMatchesReference) {
