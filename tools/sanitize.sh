@@ -26,6 +26,11 @@ else
   nice -n 10 cmake --build build-asan -j"$JOBS"
 fi
 echo "== tools/sanitize.sh: built in $((SECONDS - START)) s"
+# The openai client the server's node test drives (tools/setup.sh installs
+# it into build/): a copy beside this build's test, or it skips.
+if [ -d build/serve-client/node_modules ] && [ ! -d build-asan/serve-client/node_modules ]; then
+  cp -r build/serve-client/node_modules build-asan/serve-client/
+fi
 # Leaks are errors; oneDNN's and OpenMP's thread pools live past main.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
