@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <random>
 #include <span>
+#include <vector>
 
 namespace arch {
 
@@ -24,6 +25,8 @@ class Sampler {
  private:
   SamplingOptions opt_;
   std::mt19937_64 rng_;
+  std::vector<int32_t> ids_;    // the candidates (kept across tokens)
+  std::vector<float> weights_;   // exp((logit - max) / temperature), by id
 };
 
 int32_t argmax(std::span<const float> logits);

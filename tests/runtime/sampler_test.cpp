@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -37,6 +38,39 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingIt) {
   for (int i = 0; i < 2000; ++i) seen[s.next(l)]++;
   EXPECT_EQ(seen.count(2), 0u);
   EXPECT_NEAR(seen[0] / 2000.0, 2.0 / 3.0, 0.05);  // 0.6 / 0.9
+}
+
+// A vocabulary's worth, as a decoder's head gives: 300 ids far above the
+// rest, so that top-p 0.9 needs a head of about 270 (past the first 64 the
+// sampler sorts) and top-k 5 the five best, ties to the lower id.
+TEST(Sampler, ALargeVocabularyDrawsFromTheRightHead) {
+  const int n = 151936;
+  std::vector<float> l(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) l[size_t(i)] = float((i * 7919) % 1000) * 1e-3f;  // 0 .. 1
+  std::vector<int> high;
+  for (int i = 0; i < 300; ++i) high.push_back((i * 503 + 11) % n);
+  for (int i = 0; i < 300; ++i) l[size_t(high[size_t(i)])] = 20.0f + float(i % 3) * 0.01f;
+  SamplingOptions o;
+  o.greedy = false;
+  o.top_p = 0.9f;
+  o.seed = 5;
+  Sampler p(o);
+  std::map<int, int> seen;
+  for (int i = 0; i < 600; ++i) seen[p.next(l)]++;
+  for (const auto& [id, count] : seen) EXPECT_GE(l[size_t(id)], 20.0f) << "id " << id;
+  EXPECT_GT(seen.size(), 150u);  // many of the 300, not the first 64 sorted
+  // top-k 5: the 100 ids at 20.02 tie; the 5 kept are the lowest of them.
+  std::vector<int> best;
+  for (int i = 2; i < 300; i += 3) best.push_back(high[size_t(i)]);
+  std::sort(best.begin(), best.end());
+  best.resize(5);
+  o.top_p = 1.0f;
+  o.top_k = 5;
+  Sampler k(o);
+  std::map<int, int> kept;
+  for (int i = 0; i < 200; ++i) kept[k.next(l)]++;
+  EXPECT_EQ(kept.size(), 5u);
+  for (int id : best) EXPECT_GT(kept[id], 0) << "id " << id;
 }
 
 TEST(Sampler, SeededAndReproducible) {
