@@ -125,6 +125,7 @@ bool Batcher::take(Running& r, int32_t tok) {
 void Batcher::work() {
   std::vector<BatchedSession::Piece> pieces;
   std::vector<int> slots;
+  std::vector<int32_t> drawn;  // each running sequence's next token, by its place in `slots`
   std::deque<int> joining;  // slots whose prompts are still to run, in order of arrival
   for (;;) {
     // Who joins: as many queued requests as there are free slots.
@@ -190,12 +191,18 @@ void Batcher::work() {
       ++steps_;
       step_rows_ += int64_t(pieces.size());
     }
-    const int64_t vocab = logits->dim(-1);
-    for (size_t k = 0; k < slots.size(); ++k) {
-      Running& r = *running_[size_t(slots[k])];
-      std::span<const float> row(logits->f32() + int64_t(k) * vocab, size_t(vocab));
-      take(r, r.sampler.next(row));  // an ended one is gone, its slot free
+    // Each sequence draws from its own row with its own sampler: side by
+    // side on the team (16 sequences' draws over a 152k vocabulary are
+    // 0.6 ms greedy, ~16 at a temperature); then passed on in order.
+    const int64_t vocab = logits->dim(-1), n = int64_t(slots.size());
+    drawn.resize(slots.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+    for (int64_t k = 0; k < n; ++k) {
+      std::span<const float> row(logits->f32() + k * vocab, size_t(vocab));
+      drawn[size_t(k)] = running_[size_t(slots[size_t(k)])]->sampler.next(row);
     }
+    for (size_t k = 0; k < slots.size(); ++k)
+      take(*running_[size_t(slots[k])], drawn[k]);  // an ended one is gone, its slot free
   }
   // Stopping: every running sequence ends here.
   for (auto& r : running_)

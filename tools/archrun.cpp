@@ -212,6 +212,7 @@ int main(int argc, char** argv) {
   bsv->add_option("--concurrency", bs.concurrency, "concurrent streams per round (default 1,4,16,64)")->delimiter(',')->check(CLI::Range(1, 1024));
   bsv->add_option("-p,--prompt-tokens", bs.prompt_tokens, "prompt length per request (seeded random ids; default 128)")->check(CLI::Range(1, 1 << 16));
   bsv->add_option("-n,--new-tokens", bs.new_tokens, "tokens per request (default 64; end tokens ignored)")->check(CLI::Range(1, 1 << 16));
+  bsv->add_option("--temperature", bs.temperature, "each request's sampling temperature (default 0: greedy; clients' default is 1)")->check(CLI::Range(0.0, 2.0));
   bsv->add_option("--ctx", bs.context, "positions per sequence (default: prompt + new tokens)");
   bsv->add_flag("--json", bs.json, "one JSON object as the last line");
 

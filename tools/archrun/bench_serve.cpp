@@ -34,7 +34,8 @@ struct Stream {
 // One streamed completion; tokens counted from each chunk's `tokens` (this
 // server) or one per chunk with text (llama-server), the final usage
 // preferred where it is given.
-Stream run_stream(const std::string& host, int port, const std::vector<int32_t>& prompt, int n, clock_type::time_point t0) {
+Stream run_stream(const std::string& host, int port, const std::vector<int32_t>& prompt, int n, double temperature,
+                  clock_type::time_point t0) {
   Stream s;
   httplib::Client c(host, port);
   c.set_read_timeout(600);
@@ -42,7 +43,7 @@ Stream run_stream(const std::string& host, int port, const std::vector<int32_t>&
   req.method = "POST";
   req.path = "/v1/completions";
   req.set_header("Content-Type", "application/json");
-  req.body = json{{"prompt", prompt}, {"max_tokens", n}, {"temperature", 0}, {"stream", true}, {"ignore_eos", true}}.dump();
+  req.body = json{{"prompt", prompt}, {"max_tokens", n}, {"temperature", temperature}, {"stream", true}, {"ignore_eos", true}}.dump();
   std::string buf;
   int64_t usage = -1;
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
@@ -127,9 +128,10 @@ int run_bench_serve(const BenchServeArgs& a) {
     for (auto& t : p) t = id(rng);
     return p;
   };
-  std::fprintf(stderr, "bench-serve: %s, prompts of %d tokens, %d new each (end tokens ignored)\n",
-               a.url.empty() ? (a.common.model + " in-process").c_str() : a.url.c_str(), a.prompt_tokens, a.new_tokens);
-  run_stream(host, port, prompt(), 4, clock_type::now());  // warm-up: weights paged in, buffers made
+  std::fprintf(stderr, "bench-serve: %s, prompts of %d tokens, %d new each (end tokens ignored), %s\n",
+               a.url.empty() ? (a.common.model + " in-process").c_str() : a.url.c_str(), a.prompt_tokens, a.new_tokens,
+               a.temperature > 0 ? ("temperature " + std::to_string(a.temperature)).c_str() : "greedy");
+  run_stream(host, port, prompt(), 4, a.temperature, clock_type::now());  // warm-up: weights paged in, buffers made
   json rounds = json::array();
   std::printf("%8s %12s %14s %12s %12s %12s %8s\n", "streams", "tokens", "decode tok/s", "per stream", "ttft med ms", "ttft p99 ms", "errors");
   for (int c : a.concurrency) {
@@ -139,7 +141,7 @@ int run_bench_serve(const BenchServeArgs& a) {
     std::vector<std::thread> threads;
     const auto t0 = clock_type::now();
     for (int k = 0; k < c; ++k)
-      threads.emplace_back([&, k] { streams[size_t(k)] = run_stream(host, port, prompts[size_t(k)], a.new_tokens, t0); });
+      threads.emplace_back([&, k] { streams[size_t(k)] = run_stream(host, port, prompts[size_t(k)], a.new_tokens, a.temperature, t0); });
     for (auto& t : threads) t.join();
     int64_t tokens = 0, errors = 0;
     double all_decoding = 0, one_ends = 1e30, last = 0;
@@ -174,7 +176,7 @@ int run_bench_serve(const BenchServeArgs& a) {
       r["vs_one_stream"] = double(r["decode_tok_s"]) / std::max(1e-9, double(rounds[0]["decode_tok_s"]));
       std::printf("%d streams: %.2fx one stream's decode rate\n", int(r["streams"]), double(r["vs_one_stream"]));
     }
-  if (a.json) std::printf("%s\n", json{{"url", a.url}, {"model", a.common.model}, {"prompt_tokens", a.prompt_tokens}, {"new_tokens", a.new_tokens}, {"rounds", rounds}}.dump().c_str());
+  if (a.json) std::printf("%s\n", json{{"url", a.url}, {"model", a.common.model}, {"prompt_tokens", a.prompt_tokens}, {"new_tokens", a.new_tokens}, {"temperature", a.temperature}, {"rounds", rounds}}.dump().c_str());
   if (server) {
     server->stop();
     serving.join();

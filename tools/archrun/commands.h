@@ -105,6 +105,7 @@ struct BenchServeArgs {
   std::vector<int> concurrency = {1, 4, 16, 64};
   int prompt_tokens = 128, new_tokens = 64;
   int64_t context = 0;                    // per sequence (0: prompt + new tokens)
+  double temperature = 0;                 // each request's (0: greedy)
   bool json = false;
 };
 
