@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -71,6 +72,15 @@ TEST(Sampler, ALargeVocabularyDrawsFromTheRightHead) {
   for (int i = 0; i < 200; ++i) kept[k.next(l)]++;
   EXPECT_EQ(kept.size(), 5u);
   for (int id : best) EXPECT_GT(kept[id], 0) << "id " << id;
+}
+
+TEST(Sampler, ARowWithNaNIsDecodedGreedily) {
+  std::vector<float> l = {0.5f, NAN, 3.0f, 2.9f, NAN};
+  SamplingOptions o;
+  o.greedy = false;
+  o.top_p = 0.5f;
+  Sampler s(o);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(s.next(l), argmax(l));
 }
 
 TEST(Sampler, SeededAndReproducible) {
