@@ -28,7 +28,7 @@ fi
 echo "== tools/sanitize.sh: built in $((SECONDS - START)) s"
 # The openai client the server's node test drives (tools/setup.sh installs
 # it into build/): a copy beside this build's test, or it skips.
-if [ -d build/serve-client/node_modules ] && [ ! -d build-asan/serve-client/node_modules ]; then
+if [ -d build/serve-client/node_modules ] && [ -d build-asan/serve-client ] && [ ! -d build-asan/serve-client/node_modules ]; then
   cp -r build/serve-client/node_modules build-asan/serve-client/
 fi
 # Leaks are errors; oneDNN's and OpenMP's thread pools live past main.
