@@ -38,6 +38,17 @@ int32_t Sampler::next(std::span<const float> logits) {
   // A NaN would leave no order the sorts can take: such a row (a broken
   // model's) is decoded greedily.
   if (std::any_of(logits.begin(), logits.end(), [](float x) { return x != x; })) return argmax(logits);
+  const float inv_t = float(1.0 / opt_.temperature);
+  weights_.resize(n);
+  if (k == n && opt_.top_p >= 1.0f) {  // nothing cut: every id, in id order, no index list
+    const float top = *std::max_element(logits.begin(), logits.end());
+    double total = 0;
+    for (size_t i = 0; i < n; ++i) total += weights_[i] = std::exp((logits[i] - top) * inv_t);
+    double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
+    for (size_t i = 0; i < n; ++i)
+      if ((r -= weights_[i]) <= 0) return int32_t(i);
+    return int32_t(n - 1);
+  }
   auto before = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   ids_.resize(n);
   std::iota(ids_.begin(), ids_.end(), 0);
@@ -49,8 +60,6 @@ int32_t Sampler::next(std::span<const float> logits) {
   for (int32_t i : ids_) top = std::max(top, logits[i]);
   // exp((logit - max) / temperature) by id, in float (expf: a vocabulary's
   // worth in a fraction of a millisecond), summed in double.
-  const float inv_t = float(1.0 / opt_.temperature);
-  weights_.resize(n);
   double sum = 0;
   for (int32_t i : ids_) sum += weights_[size_t(i)] = std::exp((logits[size_t(i)] - top) * inv_t);
   size_t keep = k;
