@@ -44,7 +44,7 @@ void Server::speech(const httplib::Request& req, httplib::Response& res) {
   if (j.contains("seed") && j["seed"].is_number_integer()) opt.seed = j["seed"].get<int64_t>();
   Result<Speech> spoken = error("");
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    auto lock = hold_work();
     if (j.contains("input_ids")) {  // a Piper-style voice's phoneme ids
       std::vector<int32_t> ids;
       for (const auto& x : j["input_ids"])
@@ -110,7 +110,7 @@ void Server::transcription(const httplib::Request& req, httplib::Response& res) 
   if (!samples.ok()) return reply_error(res, bad_request("the upload cannot be resampled: " + samples.error().message, "file"));
   Result<Transcript> t = error("");
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    auto lock = hold_work();
     t = transcribe(*model_, tok_.get(), *samples, opt);
   }
   if (!t.ok()) return reply_error(res, {500, "transcription failed: " + t.error().message, "server_error", "", ""});

@@ -64,7 +64,7 @@ void Server::embed(const httplib::Request& req, httplib::Response& res) {
     std::copy(ids.begin(), ids.end(), t.i32());
     Result<NamedTensors> outs = error("");
     {
-      std::lock_guard<std::mutex> lock(work_mu_);
+      auto lock = hold_work();
       outs = forward(*model_, {{"input_ids", t}}, {"mean_pooled"});
     }
     if (!outs.ok()) return reply_error(res, {500, "the encoder failed: " + outs.error().message, "server_error", "", ""});

@@ -84,7 +84,7 @@ void Server::image(const httplib::Request& req, httplib::Response& res) {
   opt.latents = seeded_latents(*shape, seed);
   Result<ImagineResult> made = error("");
   {
-    std::lock_guard<std::mutex> lock(work_mu_);
+    auto lock = hold_work();
     made = imagine(*pipeline_, opt);
   }
   if (!made.ok()) return reply_error(res, bad_request("the pipeline cannot make this image: " + made.error().message, "prompt"));

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include <httplib.h>
+#include <omp.h>
 #include <sys/socket.h>
 
 #include "runtime/generate.h"
@@ -99,8 +100,15 @@ void Server::start(const std::string& path, ServeOptions opt) {
   if (name_.empty()) name_ = std::filesystem::path(path).parent_path().filename().string();
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   opt_ = opt;
+  threads_ = omp_get_max_threads();
   http_ = std::make_unique<httplib::Server>();
   routes();
+}
+
+std::unique_lock<std::mutex> Server::hold_work() {
+  std::unique_lock<std::mutex> lock(work_mu_);
+  omp_set_num_threads(threads_);
+  return lock;
 }
 
 Server::~Server() {

@@ -78,6 +78,10 @@ class Server {
   // The request's prompt as token ids, or the error to reply with.
   std::variant<std::vector<int32_t>, ApiError> prompt_ids(const struct CompletionRequest& r);
 
+  // work_mu_ held, and this HTTP thread given the server's OpenMP thread
+  // count (each thread has its own; a new one starts at one per core).
+  std::unique_lock<std::mutex> hold_work();
+
   std::shared_ptr<const Model> model_;
   ServeOptions opt_;
   std::string name_, path_;
@@ -89,6 +93,7 @@ class Server {
   bool speaks_ = false, transcribes_ = false;
   std::shared_ptr<Pipeline> pipeline_;  // set: a text-to-image pipeline (no model_)
   std::mutex work_mu_;                  // embeddings, speech and transcriptions run one at a time
+  int threads_ = 1;                     // OpenMP threads they run on: the creator's (--threads)
   std::vector<int32_t> stop_ids_;
   int64_t vocab_ = 0, created_ = 0;
   std::unique_ptr<httplib::Server> http_;
