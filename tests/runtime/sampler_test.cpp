@@ -10,6 +10,13 @@
 namespace arch {
 namespace {
 
+// How often each id came in n draws.
+std::map<int, int> draws(Sampler& s, const std::vector<float>& logits, int n) {
+  std::map<int, int> seen;
+  for (int i = 0; i < n; ++i) seen[s.next(logits)]++;
+  return seen;
+}
+
 TEST(Sampler, GreedyIsArgmaxWithTiesToTheLowestId) {
   std::vector<float> l = {0.1f, 2.0f, -1.0f, 2.0f};
   EXPECT_EQ(argmax(l), 1);
@@ -35,8 +42,7 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingIt) {
   o.top_p = 0.8f;
   o.seed = 3;
   Sampler s(o);
-  std::map<int, int> seen;
-  for (int i = 0; i < 2000; ++i) seen[s.next(l)]++;
+  std::map<int, int> seen = draws(s, l, 2000);
   EXPECT_EQ(seen.count(2), 0u);
   EXPECT_NEAR(seen[0] / 2000.0, 2.0 / 3.0, 0.05);  // 0.6 / 0.9
 }
@@ -56,8 +62,7 @@ TEST(Sampler, ALargeVocabularyDrawsFromTheRightHead) {
   o.top_p = 0.9f;
   o.seed = 5;
   Sampler p(o);
-  std::map<int, int> seen;
-  for (int i = 0; i < 600; ++i) seen[p.next(l)]++;
+  std::map<int, int> seen = draws(p, l, 600);
   for (const auto& [id, count] : seen) EXPECT_GE(l[size_t(id)], 20.0f) << "id " << id;
   EXPECT_GT(seen.size(), 150u);  // many of the 300, not the first 64 sorted
   // top-k 5: the 100 ids at 20.02 tie; the 5 kept are the lowest of them.
@@ -68,8 +73,7 @@ TEST(Sampler, ALargeVocabularyDrawsFromTheRightHead) {
   o.top_p = 1.0f;
   o.top_k = 5;
   Sampler k(o);
-  std::map<int, int> kept;
-  for (int i = 0; i < 200; ++i) kept[k.next(l)]++;
+  std::map<int, int> kept = draws(k, l, 200);
   EXPECT_EQ(kept.size(), 5u);
   for (int id : best) EXPECT_GT(kept[id], 0) << "id " << id;
 }
