@@ -248,10 +248,11 @@ HWY_INLINE void GroupScores4(const float* const* q, const float* HWY_RESTRICT kt
   }
 }
 
-// The same for a group's kGroup queries, 4 at a time.
-HWY_INLINE void GroupScores(const float* const (&q)[kGroup], const float* HWY_RESTRICT kt, int64_t D, int64_t j0,
-                            int64_t j1, float* HWY_RESTRICT sc) {
-  for (int64_t i = 0; i < kGroup; i += 4) GroupScores4(q + i, kt, D, j0, j1, sc + i * kKeyBlock);
+// The same for a group's first `count` queries, 4 at a time (the rest of
+// the group is missing: nothing reads their scores).
+HWY_INLINE void GroupScores(const float* const (&q)[kGroup], int64_t count, const float* HWY_RESTRICT kt, int64_t D,
+                            int64_t j0, int64_t j1, float* HWY_RESTRICT sc) {
+  for (int64_t i = 0; i < count; i += 4) GroupScores4(q + i, kt, D, j0, j1, sc + i * kKeyBlock);
 }
 
 // o_i = o_i * corr_i + sum_j p[i, j] v_j over keys [j0, j1) for the
@@ -384,7 +385,8 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
         if (glo >= ghi) continue;  // no query of the group sees this block
         const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
         if (kt) {
-          GroupScores(q, kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D, j0, j1, sc);
+          GroupScores(q, std::min<int64_t>(kGroup, m_end - m0), kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D,
+                      j0, j1, sc);
         } else {  // only visible keys are read: past them may lie beyond the cache's rows
           const bool by_four = N >= 4 && D % N == 0;
           // Keys [from, to) for query i, 4 then 1 at a time.
