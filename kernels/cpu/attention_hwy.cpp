@@ -82,11 +82,12 @@ using cpu_attention::Params;
 constexpr int64_t kGroup = 8;
 
 // Floats of scratch a task of M queries needs: per query its output
-// accumulator, running max and sum; a group's scores [kGroup, kKeyBlock];
-// a query of zeros and an output for the queries a last group lacks; a key
+// accumulator, running max and sum; scores [M + kGroup, kKeyBlock] (a row
+// per query, and the rows a last group of 4-query products pads to); a
+// query of zeros and an output for the queries a last group lacks; a key
 // block's K and V rows widened from an F16 cache.
 size_t ScratchFloats(int64_t M, int64_t D, int64_t Dv) {
-  return size_t(M * (Dv + 2) + kGroup * kKeyBlock + D + Dv + kKeyBlock * (D + Dv));
+  return size_t(M * (Dv + 2) + (M + kGroup) * kKeyBlock + D + Dv + kKeyBlock * (D + Dv));
 }
 
 // A value of the cache as float: F32 as is, F16 widened.
@@ -300,6 +301,146 @@ HWY_INLINE void GroupValuesOf(float* const (&o)[kGroup], const float (&corr)[kGr
   for (; e + N <= Dv; e += N) GroupValues<G, 1>(o, corr, p, v, vstride, j0, j1, e);
 }
 
+// 16 keys' scores for one query into out[0..15] (k, k + kstride, ...):
+// Dot16 on AVX-512, four Dot4 elsewhere.
+HWY_INLINE void Scores16(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
+                         float* HWY_RESTRICT out) {
+#if HWY_TARGET <= HWY_AVX3
+  Dot16(q, k, kstride, D, out);
+#else
+  for (int c = 0; c < 16; c += 4) Dot4(q, k + c * kstride, kstride, D, out + c);
+#endif
+}
+
+// Up to kGroup queries of one kv head against one key block: where they
+// read and write, and which keys of the block (from its first) they see.
+// Query i's scores are at sc + (m0 + i) * kKeyBlock.
+struct QueryGroup {
+  int64_t m0, count;  // the task's queries [m0, m0 + count); the rest of the kGroup are missing
+  const float* q[kGroup];
+  float* o[kGroup];  // accumulators
+  int64_t lo[kGroup], hi[kGroup];
+  const float* bias_row[kGroup];
+  int64_t glo, ghi;  // the keys any of them sees
+  const float *k, *v;  // the kv head's rows of the block
+  int64_t kstride, vstride;
+  float corr[kGroup];  // exp(old max - new max), after BlockSoftmax
+  // Dot products with the keys as stored (PrepareDots): query i's keys
+  // [a[i], b[i]), the queries up to the last one seeing any, and the
+  // keys all of those see.
+  int64_t a[kGroup], b[kGroup], both_lo, both_hi;
+  int active;
+};
+
+// The group's scores read as stored: each query's keys clamped to the
+// group's vector-aligned range, the scores outside them zero, and the
+// range every active query sees.
+HWY_INLINE void PrepareDots(QueryGroup& g, float* HWY_RESTRICT sc, bool by_four) {
+  const int64_t N = int64_t(hn::Lanes(hn::ScalableTag<float>()));
+  const int64_t j0 = g.glo / N * N, j1 = (g.ghi + N - 1) / N * N;
+  g.both_lo = j0, g.both_hi = j1, g.active = 0;
+  for (int i = 0; i < g.count; ++i) {
+    float* s = sc + (g.m0 + i) * kKeyBlock;
+    g.a[i] = std::clamp(g.lo[i], j0, j1), g.b[i] = std::clamp(g.hi[i], g.a[i], j1);
+    std::fill(s + j0, s + g.a[i], 0.0f);
+    std::fill(s + g.b[i], s + j1, 0.0f);
+    if (g.a[i] < g.b[i])
+      g.active = i + 1, g.both_lo = std::max(g.both_lo, g.a[i]), g.both_hi = std::min(g.both_hi, g.b[i]);
+  }
+  if (!by_four) g.both_hi = g.both_lo;
+}
+
+// The rest of the group's scores read as stored, past the keys [done_lo,
+// done_hi) taken 16 at a time: 4 then 1 at a time; only visible keys are
+// read (past them may lie beyond the cache's rows).
+HWY_INLINE void DotsOutside(const QueryGroup& g, float* HWY_RESTRICT sc, int64_t D, bool by_four, int64_t done_lo,
+                            int64_t done_hi) {
+  auto dots = [&](int i, int64_t from, int64_t to) {
+    float* s = sc + (g.m0 + i) * kKeyBlock;
+    int64_t j = from;
+    if (by_four)
+      for (; j + 4 <= to; j += 4) Dot4(g.q[i], g.k + j * g.kstride, g.kstride, D, s + j);
+    for (; j < to; ++j) s[j] = Dot(g.q[i], g.k + j * g.kstride, D);
+  };
+  for (int i = 0; i < g.active; ++i) {
+    if (g.a[i] >= g.b[i]) continue;
+    if (done_hi > done_lo) {
+      dots(i, g.a[i], done_lo);
+      dots(i, done_hi, g.b[i]);
+    } else {
+      dots(i, g.a[i], g.b[i]);
+    }
+  }
+}
+
+// Per query of the group: scale, softcap, bias, mask; the running max
+// grows to cover the block and what was summed so far is rescaled by
+// corr = exp(old max - new max); p_j = exp(s_j - max) in place of the
+// scores, summed.
+HWY_INLINE void BlockSoftmax(const Params& p, QueryGroup& g, float* HWY_RESTRICT sc, float* HWY_RESTRICT run_max,
+                             float* HWY_RESTRICT run_sum) {
+  const hn::ScalableTag<float> d;
+  const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t j0 = g.glo / N * N, j1 = (g.ghi + N - 1) / N * N;
+  const auto scale = hn::Set(d, p.scale), cap = hn::Set(d, p.softcap), neg_inf = hn::Set(d, -INFINITY);
+  for (int i = 0; i < g.count; ++i) {
+    float* s = sc + (g.m0 + i) * kKeyBlock;
+    g.corr[i] = 1.0f;
+    if (g.lo[i] >= g.hi[i]) {  // sees nothing here: adds nothing
+      std::fill(s + j0, s + j1, 0.0f);
+      continue;
+    }
+    auto vmax = neg_inf;
+    for (int64_t j = j0; j < j1; j += N) {
+      auto x = hn::Mul(hn::LoadU(d, s + j), scale);
+      if (p.softcap > 0.0f) x = hn::Mul(hn::Tanh(d, hn::Div(x, cap)), cap);
+      hn::StoreU(x, d, s + j);
+    }
+    if (g.bias_row[i])
+      for (int64_t j = g.lo[i]; j < g.hi[i]; ++j) s[j] += g.bias_row[i][j];
+    for (int64_t j = j0; j < g.lo[i]; ++j) s[j] = -INFINITY;
+    for (int64_t j = g.hi[i]; j < j1; ++j) s[j] = -INFINITY;
+    for (int64_t j = j0; j < j1; j += N) vmax = hn::Max(vmax, hn::LoadU(d, s + j));
+    const int64_t m = g.m0 + i;
+    const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
+    g.corr[i] = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
+    run_max[m] = new_max;
+    const auto vnew = hn::Set(d, new_max);
+    auto vsum = hn::Zero(d);
+    for (int64_t j = j0; j < j1; j += N) {
+      const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vnew));
+      hn::StoreU(e, d, s + j);
+      vsum = hn::Add(vsum, e);
+    }
+    run_sum[m] = run_sum[m] * g.corr[i] + hn::GetLane(hn::SumOfLanes(d, vsum));
+  }
+}
+
+// o = o * corr + sum_j p_j v_j over keys [j0, j1) for the group's queries.
+HWY_INLINE void GroupValuesAll(const QueryGroup& g, const float (&corr)[kGroup], const float* HWY_RESTRICT sc,
+                               int64_t j0, int64_t j1, int64_t Dv) {
+  const float* p = sc + g.m0 * kKeyBlock;
+  int64_t e = 0;
+  // As many queries as the group has (a decode step's last group of a kv
+  // head's 7 or 6 query heads is short).
+  switch (g.count) {
+    case 1: GroupValuesOf<1>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    case 2: GroupValuesOf<2>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    case 3: GroupValuesOf<3>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    case 4: GroupValuesOf<4>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    case 5: GroupValuesOf<5>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    case 6: GroupValuesOf<6>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    case 7: GroupValuesOf<7>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+    default: GroupValuesOf<kGroup>(g.o, corr, p, g.v, g.vstride, j0, j1, Dv, e); break;
+  }
+  for (; e < Dv; ++e)
+    for (int i = 0; i < g.count; ++i) {
+      float a = g.o[i][e] * corr[i];
+      for (int64_t j = j0; j < j1; ++j) a += p[i * kKeyBlock + j] * g.v[j * g.vstride + e];
+      g.o[i][e] = a;
+    }
+}
+
 // Query heads [h0, h0 + nh) of each of the kv heads [g0, g0 + ng) (all
 // reading kv head g; with ng > 1, nh is the whole group, so the heads are
 // h0 .. h0 + ng * nh) for query rows [r0, r0 + nr): out = softmax(masked
@@ -323,7 +464,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
   float* run_max = acc + M * Dv;
   float* run_sum = run_max + M;
   float* sc = run_sum + M;
-  float* zeros = sc + kGroup * kKeyBlock;
+  float* zeros = sc + (M + kGroup) * kKeyBlock;  // scores: a row per query, and a group's padding
   float* spare = zeros + D;
   float* k_wide = spare + Dv;              // [kKeyBlock, D]: an F16 block's keys as float
   float* v_wide = k_wide + kKeyBlock * D;  // [kKeyBlock, Dv]: its values
@@ -339,10 +480,90 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
   lo_all = std::max(lo_all, key_lo), hi_all = std::min(hi_all, key_hi);
   constexpr bool kF16 = std::is_same_v<KV, hwy::float16_t>;
 
+  // Together: a decode task over 4 or more kv heads of an F32 cache takes
+  // each 16 keys' rows for all its heads at once, scores and then values,
+  // so that the cache ([T, KH, D]: a key's rows of every kv head adjacent)
+  // is read in order. Head by head, one head's rows are 256 bytes every
+  // KH * D floats, which one thread read here at 17 GB/s for 8 heads (2 KB
+  // apart) and 20 for 4, against 30 in order (BM_CrossAttentionLayers, one
+  // thread: 223-282 -> 159-174 us). 2 heads lose little that way (26 GB/s)
+  // and measured no better together.
+  const bool together = !kt && ng >= 4 && !kF16;
+  const bool by_four = N >= 4 && D % N == 0;
+  thread_local std::vector<QueryGroup> groups;  // kept across calls
+
   for (int64_t kb = lo_all / kKeyBlock * kKeyBlock; kb < hi_all; kb += kKeyBlock) {
     const int64_t n = std::min(hi_all, kb + kKeyBlock) - kb;
+    // Kv head gi's queries, kGroup at a time, that see keys of this block,
+    // reading its rows k and v.
+    auto add_groups = [&](int64_t gi, const float* k, const float* v, int64_t kstride, int64_t vstride) {
+      const int64_t m_end = (gi + 1) * nh * nr;  // this kv head's queries: [gi * nh * nr, m_end)
+      for (int64_t m0 = gi * nh * nr; m0 < m_end; m0 += kGroup) {
+        // Missing queries (past the head's last) read zeros, see nothing
+        // and write to a spare output.
+        QueryGroup g;
+        g.m0 = m0, g.count = std::min<int64_t>(kGroup, m_end - m0);
+        g.k = k, g.v = v, g.kstride = kstride, g.vstride = vstride;
+        g.glo = n, g.ghi = 0;
+        for (int i = 0; i < kGroup; ++i) {
+          const int64_t m = m0 + i;
+          g.lo[i] = g.hi[i] = 0;
+          g.q[i] = zeros;
+          g.o[i] = spare;
+          g.bias_row[i] = nullptr;
+          g.corr[i] = 1.0f;
+          if (i >= g.count) continue;
+          g.o[i] = acc + m * Dv;
+          const int64_t h = h0 + m / nr, r = r0 + m % nr;
+          g.q[i] = p.q + (r * p.H + h) * D;
+          if (p.bias) g.bias_row[i] = p.bias + (h * p.S + r) * p.T + kb;
+          cpu_attention::key_range(p, p.past + r, &g.lo[i], &g.hi[i]);
+          g.lo[i] = std::max<int64_t>(std::max(g.lo[i], key_lo) - kb, 0);
+          g.hi[i] = std::min<int64_t>(std::min(g.hi[i], key_hi) - kb, n);
+          if (g.lo[i] >= g.hi[i]) g.lo[i] = g.hi[i] = 0;
+          else g.glo = std::min(g.glo, g.lo[i]), g.ghi = std::max(g.ghi, g.hi[i]);
+        }
+        if (g.glo < g.ghi) groups.push_back(g);  // else no query of the group sees this block
+      }
+    };
+    groups.clear();
+    if constexpr (!kF16) {
+      if (together) {
+        for (int64_t gi = 0; gi < ng; ++gi)
+          add_groups(gi, static_cast<const float*>(p.k) + (kb * p.KH + g0 + gi) * D,
+                     static_cast<const float*>(p.v) + (kb * p.KH + g0 + gi) * Dv, p.KH * D, p.KH * Dv);
+        // Scores: the keys every query sees, 16 at a time for all the heads,
+        // then each group's own ends.
+        int64_t lo16 = 0, hi16 = n;
+        for (QueryGroup& g : groups) {
+          PrepareDots(g, sc, by_four);
+          lo16 = std::max(lo16, g.both_lo), hi16 = std::min(hi16, g.both_hi);
+        }
+        const int64_t end16 = by_four && hi16 - lo16 >= 16 ? lo16 + (hi16 - lo16) / 16 * 16 : lo16;
+        for (int64_t j = lo16; j < end16; j += 16)
+          for (const QueryGroup& g : groups)
+            for (int i = 0; i < g.active; ++i)
+              Scores16(g.q[i], g.k + j * g.kstride, g.kstride, D, sc + (g.m0 + i) * kKeyBlock + j);
+        for (const QueryGroup& g : groups) DotsOutside(g, sc, D, by_four, lo16, end16);
+        for (QueryGroup& g : groups) BlockSoftmax(p, g, sc, run_max, run_sum);
+        // Values: about 32 KB of rows at a time for all the heads (16 keys
+        // of whisper's 8 heads, 64 of a 2-head cache: each piece reloads
+        // the outputs); a group's outputs are rescaled with its first keys.
+        const int64_t piece = std::clamp<int64_t>((int64_t(8192) / (p.KH * Dv)) / 16 * 16, 16, kKeyBlock);
+        int64_t vlo = n, vhi = 0;
+        for (const QueryGroup& g : groups) vlo = std::min(vlo, g.glo), vhi = std::max(vhi, g.ghi);
+        const float ones[kGroup] = {1, 1, 1, 1, 1, 1, 1, 1};
+        static_assert(kGroup == 8, "ones: one per query of a group");
+        for (int64_t j = vlo; j < vhi; j = (j / piece + 1) * piece)
+          for (const QueryGroup& g : groups) {
+            const int64_t a = std::max(g.glo, j), b = std::min(g.ghi, (j / piece + 1) * piece);
+            if (a < b) GroupValuesAll(g, a == g.glo ? g.corr : ones, sc, a, b, Dv);
+          }
+        continue;
+      }
+    }
     for (int64_t gi = 0; gi < ng; ++gi) {
-      const int64_t g = g0 + gi, m_end = (gi + 1) * nh * nr;  // this kv head's queries: [gi * nh * nr, m_end)
+      const int64_t g = g0 + gi;
       // This kv head's rows of the block, as floats: an F16 cache's are
       // widened once here for all the queries that read them (keys only
       // when read as stored: prompts take kt).
@@ -357,136 +578,31 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
       } else {
         k = k_rows, v = v_rows, kstride = p.KH * D, vstride = p.KH * Dv;
       }
-      for (int64_t m0 = gi * nh * nr; m0 < m_end; m0 += kGroup) {
-        // The group's queries (missing ones read zeros, see nothing and write
-        // to a spare output) and each one's visible keys in this block,
-        // [lo, hi) from kb.
-        const float* q[kGroup];
-        float* o[kGroup];
-        int64_t lo[kGroup], hi[kGroup];
-        const float* bias_row[kGroup] = {};  // this block's bias for each query, from kb
-        int64_t glo = n, ghi = 0;
-        for (int i = 0; i < kGroup; ++i) {
-          const int64_t m = m0 + i;
-          lo[i] = hi[i] = 0;
-          q[i] = zeros;
-          o[i] = spare;
-          if (m >= m_end) continue;
-          o[i] = acc + m * Dv;
-          const int64_t h = h0 + m / nr, r = r0 + m % nr;
-          q[i] = p.q + (r * p.H + h) * D;
-          if (p.bias) bias_row[i] = p.bias + (h * p.S + r) * p.T + kb;
-          cpu_attention::key_range(p, p.past + r, &lo[i], &hi[i]);
-          lo[i] = std::max<int64_t>(std::max(lo[i], key_lo) - kb, 0);
-          hi[i] = std::min<int64_t>(std::min(hi[i], key_hi) - kb, n);
-          if (lo[i] >= hi[i]) lo[i] = hi[i] = 0;
-          else glo = std::min(glo, lo[i]), ghi = std::max(ghi, hi[i]);
-        }
-        if (glo >= ghi) continue;  // no query of the group sees this block
-        const int64_t j0 = glo / N * N, j1 = (ghi + N - 1) / N * N;
+      const size_t first = groups.size();
+      add_groups(gi, k, v, kstride, vstride);
+      for (size_t gr = first; gr < groups.size(); ++gr) {
+        QueryGroup& grp = groups[gr];
+        const int64_t j0 = grp.glo / N * N, j1 = (grp.ghi + N - 1) / N * N;
+        float* gsc = sc + grp.m0 * kKeyBlock;
         if (kt) {
-          GroupScores(q, std::min<int64_t>(kGroup, m_end - m0), kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D,
-                      j0, j1, sc);
+          GroupScores(grp.q, grp.count, kt + (kb / kKeyBlock - kt_first) * D * kKeyBlock, D, j0, j1, gsc);
         } else {  // only visible keys are read: past them may lie beyond the cache's rows
-          const bool by_four = N >= 4 && D % N == 0;
-          // Keys [from, to) for query i, 4 then 1 at a time.
-          auto dots = [&](int i, int64_t from, int64_t to) {
-            float* s = sc + i * kKeyBlock;
-            int64_t j = from;
-            if (by_four)
-              for (; j + 4 <= to; j += 4) Dot4(q[i], k + j * kstride, kstride, D, s + j);
-            for (; j < to; ++j) s[j] = Dot(q[i], k + j * kstride, D);
-          };
-          int64_t a[kGroup], b[kGroup], both_lo = j0, both_hi = j1;  // the keys every query of the group sees
-          int active = 0;
-          for (int i = 0; i < kGroup; ++i) {
-            float* s = sc + i * kKeyBlock;
-            a[i] = std::clamp(lo[i], j0, j1), b[i] = std::clamp(hi[i], a[i], j1);
-            std::fill(s + j0, s + a[i], 0.0f);
-            std::fill(s + b[i], s + j1, 0.0f);
-            if (a[i] < b[i]) active = i + 1, both_lo = std::max(both_lo, a[i]), both_hi = std::min(both_hi, b[i]);
-          }
-          int64_t both_end = both_lo;
-#if HWY_TARGET <= HWY_AVX3
           // 16 keys at a time for all the group's queries in turn: the 16 K
           // rows (4 KB at head size 64) are read from memory or L2 once and
           // from L1 after, where query by query over the whole block read
           // them from L2 once per query (BM_Attention/1/512, one thread:
           // 32-34 -> 27-29 us).
-          if (by_four && both_hi - both_lo >= 16) {
-            both_end = both_lo + (both_hi - both_lo) / 16 * 16;
-            for (int64_t j = both_lo; j < both_end; j += 16)
-              for (int i = 0; i < active; ++i) Dot16(q[i], k + j * kstride, kstride, D, sc + i * kKeyBlock + j);
-          }
-#endif
-          for (int i = 0; i < active; ++i) {
-            if (a[i] >= b[i]) continue;
-            if (both_end > both_lo) {
-              dots(i, a[i], both_lo);
-              dots(i, both_end, b[i]);
-            } else {
-              dots(i, a[i], b[i]);
-            }
-          }
+          PrepareDots(grp, sc, by_four);
+          const int64_t end16 =
+              by_four && grp.both_hi - grp.both_lo >= 16 ? grp.both_lo + (grp.both_hi - grp.both_lo) / 16 * 16
+                                                         : grp.both_lo;
+          for (int64_t j = grp.both_lo; j < end16; j += 16)
+            for (int i = 0; i < grp.active; ++i)
+              Scores16(grp.q[i], k + j * kstride, kstride, D, gsc + i * kKeyBlock + j);
+          DotsOutside(grp, sc, D, by_four, grp.both_lo, end16);
         }
-
-        // Per query: scale, softcap, mask; the running max grows to cover
-        // the block and what was summed so far is rescaled by
-        // exp(old max - new max); p_j = exp(s_j - max), summed.
-        float corr[kGroup];
-        const auto scale = hn::Set(d, p.scale), cap = hn::Set(d, p.softcap), neg_inf = hn::Set(d, -INFINITY);
-        for (int i = 0; i < kGroup; ++i) {
-          float* s = sc + i * kKeyBlock;
-          corr[i] = 1.0f;
-          if (lo[i] >= hi[i]) {  // sees nothing here: adds nothing
-            std::fill(s + j0, s + j1, 0.0f);
-            continue;
-          }
-          auto vmax = neg_inf;
-          for (int64_t j = j0; j < j1; j += N) {
-            auto x = hn::Mul(hn::LoadU(d, s + j), scale);
-            if (p.softcap > 0.0f) x = hn::Mul(hn::Tanh(d, hn::Div(x, cap)), cap);
-            hn::StoreU(x, d, s + j);
-          }
-          if (bias_row[i])
-            for (int64_t j = lo[i]; j < hi[i]; ++j) s[j] += bias_row[i][j];
-          for (int64_t j = j0; j < lo[i]; ++j) s[j] = -INFINITY;
-          for (int64_t j = hi[i]; j < j1; ++j) s[j] = -INFINITY;
-          for (int64_t j = j0; j < j1; j += N) vmax = hn::Max(vmax, hn::LoadU(d, s + j));
-          const int64_t m = m0 + i;
-          const float new_max = std::max(run_max[m], hn::GetLane(hn::MaxOfLanes(d, vmax)));
-          corr[i] = run_max[m] == -INFINITY ? 0.0f : std::exp(run_max[m] - new_max);
-          run_max[m] = new_max;
-          const auto vnew = hn::Set(d, new_max);
-          auto vsum = hn::Zero(d);
-          for (int64_t j = j0; j < j1; j += N) {
-            const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), vnew));
-            hn::StoreU(e, d, s + j);
-            vsum = hn::Add(vsum, e);
-          }
-          run_sum[m] = run_sum[m] * corr[i] + hn::GetLane(hn::SumOfLanes(d, vsum));
-        }
-
-        // acc = acc * corr + sum_j p_j v_j.
-        int64_t e = 0;
-        // As many queries as the group has (a decode step's last group of a
-        // kv head's 7 or 6 query heads is short).
-        switch (std::min<int64_t>(kGroup, m_end - m0)) {
-          case 1: GroupValuesOf<1>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          case 2: GroupValuesOf<2>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          case 3: GroupValuesOf<3>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          case 4: GroupValuesOf<4>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          case 5: GroupValuesOf<5>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          case 6: GroupValuesOf<6>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          case 7: GroupValuesOf<7>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-          default: GroupValuesOf<kGroup>(o, corr, sc, v, vstride, glo, ghi, Dv, e); break;
-        }
-        for (; e < Dv; ++e)
-          for (int i = 0; i < kGroup && m0 + i < m_end; ++i) {
-            float a = o[i][e] * corr[i];
-            for (int64_t j = glo; j < ghi; ++j) a += sc[i * kKeyBlock + j] * v[j * vstride + e];
-            o[i][e] = a;
-          }
+        BlockSoftmax(p, grp, sc, run_max, run_sum);
+        GroupValuesAll(grp, grp.corr, sc, grp.glo, grp.ghi, Dv);
       }
     }
   }

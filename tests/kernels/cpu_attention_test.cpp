@@ -35,6 +35,10 @@ const Case kCases[] = {
     // Groups of 8, 6 and 5 query heads a kv head, taken in one pass (two
     // kv heads: a decode step gives each thread a whole group).
     {1, 200, 16, 2, 64, 64},   {3, 40, 12, 2, 32, 32},   {1, 100, 10, 2, 16, 20}, {24, 24, 10, 2, 48, 48},
+    // Decode steps over 4 or more kv heads, 16 keys of every head at a time
+    // (whisper's cross-attention: 8 heads, one query each; two groups a kv
+    // head; keys ending inside a 16 and inside a value piece).
+    {1, 300, 8, 8, 64, 64},    {4, 290, 16, 4, 32, 24},  {2, 262, 12, 12, 16, 16},
 };
 
 TEST(CpuAttention, CausalMatchesReference) {
@@ -83,7 +87,8 @@ TEST(CpuAttention, DecodeSplitsKeysAcrossThreads) {
   uint64_t seed = 400;
   for (int threads : {2, 3}) {
     omp_set_num_threads(threads);
-    for (const Case& c : {Case{1, 1000, 14, 2, 64, 64}, Case{4, 700, 8, 2, 32, 24}, Case{2, 257, 4, 1, 16, 16}}) {
+    for (const Case& c : {Case{1, 1000, 14, 2, 64, 64}, Case{4, 700, 8, 2, 32, 24}, Case{2, 257, 4, 1, 16, 16},
+                          Case{1, 1500, 8, 8, 64, 64}, Case{3, 777, 24, 6, 64, 48}}) {
       check(c, {{"causal", true}}, seed += 3);
       check(c, {{"causal", true}, {"window", 300}}, seed += 3);
       check(c, {{"causal", false}, {"window", 400}}, seed += 3);
