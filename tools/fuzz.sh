@@ -101,7 +101,22 @@ case "$TARGET" in
   config_json) link $(find "$SHARED/golden" -name config.json | head -60) ;;
   tokenizer_json) link $(find "$SHARED/tokenizers" -name tokenizer.json -size -4194304c) ;;
   tokenizer_model) link $(find "$SHARED" -name tokenizer.model -size -4194304c) ;;
-  chat_template) link $(find "$SHARED/tokenizers" -name '*.jinja') ;;
+  chat_template)
+    link $(find "$SHARED/tokenizers" -name '*.jinja')
+    # The templates tokenizer_config.json files carry (a string, or a list
+    # of named ones), each a seed of its own.
+    if command -v python3 > /dev/null; then
+      for c in $(find "$SHARED/tokenizers" -name tokenizer_config.json); do
+        python3 - "$c" "$SEED_DIR/$(echo "${c#../}" | tr '/' '_')" << 'PY' || true
+import json, sys
+t = json.load(open(sys.argv[1])).get("chat_template")
+items = t if isinstance(t, list) else [{"template": t}] if isinstance(t, str) else []
+for i, item in enumerate(items):
+    if isinstance(item, dict) and isinstance(item.get("template"), str):
+        open(f"{sys.argv[2]}.{i}.jinja", "w").write(item["template"])
+PY
+      done
+    fi ;;
   image_decode)
     # ImageMagick (apt-get install imagemagick), where there is one: each
     # kind stb_image takes. Its versioned name first: a "convert" earlier on
