@@ -42,6 +42,8 @@ class BatchedSession {
   int64_t position(int slot) const { return positions_.at(size_t(slot)); }
   int slots() const { return int(positions_.size()); }
   int64_t context() const { return context_; }
+  // Time every kernel call of the following runs into `profile` (null: stop).
+  void profile_with(OpProfile* profile) { state_.profile = profile; }
 
  private:
   BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context);

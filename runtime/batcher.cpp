@@ -160,6 +160,7 @@ void Batcher::work() {
       session_->release(r.slot);
       BatchedSession::Piece p{r.slot, r.req.prompt};
       if (governor_) governor_->begin_prompt();
+      if (opt_.profile) session_->profile_with(&opt_.profile->prompts);
       auto logits = session_->run(std::span(&p, 1));
       if (!logits.ok()) finish(r, "error", logits.error().message);
       else if (take(r, r.sampler.next(std::span<const float>(logits->f32(), size_t(logits->dim(-1))))))
@@ -175,6 +176,7 @@ void Batcher::work() {
     }
     if (pieces.empty()) continue;
     if (governor_) governor_->begin_decode();
+    if (opt_.profile) session_->profile_with(&opt_.profile->steps);
     auto logits = session_->run(pieces);
     if (governor_) governor_->end_decode();
     if (!logits.ok()) {  // every sequence of the step ends with it
@@ -196,10 +198,18 @@ void Batcher::work() {
     // 0.6 ms greedy, ~16 at a temperature); then passed on in order.
     const int64_t vocab = logits->dim(-1), n = int64_t(slots.size());
     drawn.resize(slots.size());
+    const auto drawing = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
     for (int64_t k = 0; k < n; ++k) {
       std::span<const float> row(logits->f32() + k * vocab, size_t(vocab));
       drawn[size_t(k)] = running_[size_t(slots[size_t(k)])]->sampler.next(row);
+    }
+    if (BatchProfile* p = opt_.profile) {  // before any token is passed on (see BatcherOptions::profile)
+      auto& e = p->steps.by_op["(drawing tokens)"];
+      e.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - drawing).count();
+      ++e.calls;
+      ++p->decode_steps;
+      p->step_rows += n;
     }
     for (size_t k = 0; k < slots.size(); ++k)
       take(*running_[size_t(slots[k])], drawn[k]);  // an ended one is gone, its slot free

@@ -49,6 +49,13 @@ struct BatchRequest {
   std::function<bool()> cancelled;
 };
 
+// Where the worker's time went (archrun bench-serve --profile): every kernel
+// call of the prompts and of the decode steps, and the steps' token draws.
+struct BatchProfile {
+  OpProfile prompts, steps;
+  int64_t decode_steps = 0, step_rows = 0;  // the steps timed, and their rows summed
+};
+
 struct BatcherOptions {
   int slots = 4;             // sequences decoding together
   int64_t context = 2048;    // positions each holds: prompt and new tokens
@@ -56,6 +63,10 @@ struct BatcherOptions {
   // Decode steps' threads governed up to this many (0: the count is left
   // as set; runtime/thread_governor.h).
   int adaptive_threads = 0;
+  // Set: the worker times its runs into it. Written by the worker alone, as
+  // it runs; read it where no request is running (between rounds of a
+  // benchmark: a request's last token is drawn before its end is sent).
+  BatchProfile* profile = nullptr;
 };
 
 class Batcher {

@@ -77,7 +77,8 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
     ARCH_TRY(s->batcher_, Batcher::make(*m, {.slots = opt.parallel,
                                                 .context = opt.context,
                                                 .queue = opt.queue,
-                                                .adaptive_threads = opt.adaptive_threads}));
+                                                .adaptive_threads = opt.adaptive_threads,
+                                                .profile = opt.profile}));
     s->stop_ids_ = eos_ids(*m, s->tok_.get());
   }
   if (!s->batcher_ && !s->embeds_ && !s->speaks_ && !s->transcribes_)

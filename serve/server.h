@@ -40,6 +40,7 @@ struct ServeOptions {
   std::string name;              // the model's id in the API ("": its directory's name)
   std::string chat_template;     // a Jinja file to use in place of the checkpoint's ("": the checkpoint's)
   int adaptive_threads = 0;      // decode steps' threads governed up to this many (0: as set)
+  BatchProfile* profile = nullptr;  // set: the batch worker times its runs into it (runtime/batcher.h)
 };
 
 class Server {

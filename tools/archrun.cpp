@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   bsv->add_option("--temperature", bs.temperature, "each request's sampling temperature (default 0: greedy; clients' default is 1)")->check(CLI::Range(0.0, 2.0));
   bsv->add_option("--ctx", bs.context, "positions per sequence (default: prompt + new tokens)");
   bsv->add_flag("--json", bs.json, "one JSON object as the last line");
+  bsv->add_flag("--profile", bs.profile, "per round: the batch worker's time per op over its decode steps and its prompts (MODEL in-process)");
 
   Common cc;
   std::string golden;

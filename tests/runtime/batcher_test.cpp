@@ -160,6 +160,32 @@ TEST(Batcher, TheWorkerRunsOnItsCreatorsThreadCount) {
   EXPECT_EQ(seen, 1);
 }
 
+// With a profile, the worker times each prompt's and each step's kernels
+// and each step's draws: two requests of 3 new tokens are two prompts (each
+// drawing its first token) and 4 rows of decode steps (2 to 4 steps, as
+// they happen to share them).
+TEST(Batcher, TimesItsPromptsAndStepsIntoAProfile) {
+  auto m = toy_model();
+  ASSERT_TRUE(m);
+  BatchProfile profile;
+  auto b = Batcher::make(*m, {.slots = 2, .context = 16, .queue = 2, .profile = &profile});
+  ASSERT_TRUE(b.ok());
+  auto f1 = submit(**b, greedy({1, 2, 3}, 3));
+  auto f2 = submit(**b, greedy({4, 5}, 3));
+  EXPECT_EQ(f1.get().tokens.size(), 3u);
+  EXPECT_EQ(f2.get().tokens.size(), 3u);
+  EXPECT_EQ(profile.step_rows, 4);
+  EXPECT_GE(profile.decode_steps, 2);
+  EXPECT_LE(profile.decode_steps, 4);
+  ASSERT_TRUE(profile.steps.by_op.count("matmul"));
+  EXPECT_GT(profile.steps.by_op["matmul"].seconds, 0.0);
+  EXPECT_EQ(profile.steps.by_op["(drawing tokens)"].calls, profile.decode_steps);
+  EXPECT_EQ(profile.steps.by_op["(between kernels)"].calls, profile.decode_steps);  // one walk a step
+  ASSERT_TRUE(profile.prompts.by_op.count("matmul"));
+  EXPECT_EQ(profile.prompts.by_op.count("(drawing tokens)"), 0u);
+  EXPECT_EQ(profile.prompts.by_op["(between kernels)"].calls, 2);  // one walk a prompt
+}
+
 TEST(Batcher, RefusesPastTheQueueAndWhatCanNeverFit) {
   auto m = toy_model();
   ASSERT_TRUE(m);

@@ -84,24 +84,6 @@ bool reset_peak_rss() {
 // of 5 passes.
 double probe_bandwidth() { return read_bandwidth(size_t(256) << 20, 5); }
 
-// Per-op seconds, largest first, as a share of the phase.
-nlohmann::json profile_json(const OpProfile& p) {
-  std::vector<std::pair<std::string, OpProfile::Entry>> ops(p.by_op.begin(), p.by_op.end());
-  std::sort(ops.begin(), ops.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
-  nlohmann::json j = nlohmann::json::array();
-  for (auto& [op, e] : ops) j.push_back({{"op", op}, {"ms", 1000 * e.seconds}, {"calls", e.calls}});
-  return j;
-}
-
-void print_profile(const char* phase, const nlohmann::json& ops) {
-  double total = 0;
-  for (auto& o : ops) total += o["ms"].get<double>();
-  std::printf("  %s: %.1f ms in kernels\n", phase, total);
-  for (auto& o : ops)
-    std::printf("    %-16s %10.2f ms %5.1f%% %8lld calls\n", o["op"].get<std::string>().c_str(), o["ms"].get<double>(),
-                total > 0 ? 100 * o["ms"].get<double>() / total : 0.0, (long long)o["calls"].get<int64_t>());
-}
-
 // The first lines of a model's benchmark: what ran where, and its load.
 void print_header(const Model& m, double load_ms) {
   std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),

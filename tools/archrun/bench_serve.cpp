@@ -88,7 +88,9 @@ int run_bench_serve(const BenchServeArgs& a) {
   std::thread serving;
   std::shared_ptr<Model> model;
   int64_t vocab = 32000;
+  BatchProfile profile;  // --profile: the worker's, one round at a time (reset between rounds)
   if (!a.url.empty()) {
+    if (a.profile) return fail(error("--profile times the batch worker of a model served in-process, not a server at --url"));
     // http://HOST:PORT
     std::string u = a.url.rfind("http://", 0) == 0 ? a.url.substr(7) : a.url;
     if (auto slash = u.find('/'); slash != std::string::npos) u.resize(slash);
@@ -113,6 +115,7 @@ int run_bench_serve(const BenchServeArgs& a) {
     o.queue = most;
     o.context = a.context > 0 ? a.context : a.prompt_tokens + a.new_tokens + 1;
     o.adaptive_threads = governed_threads(a.common);
+    if (a.profile) o.profile = &profile;
     auto s = serve::Server::make(model, a.common.model, o);
     if (!s.ok()) return fail(s.error());
     server = std::move(s).value();
@@ -132,6 +135,7 @@ int run_bench_serve(const BenchServeArgs& a) {
                a.url.empty() ? (a.common.model + " in-process").c_str() : a.url.c_str(), a.prompt_tokens, a.new_tokens,
                a.temperature > 0 ? ("temperature " + std::to_string(a.temperature)).c_str() : "greedy");
   run_stream(host, port, prompt(), 4, a.temperature, clock_type::now());  // warm-up: weights paged in, buffers made
+  profile = BatchProfile{};  // (the warm-up has ended)
   json rounds = json::array();
   std::printf("%8s %12s %14s %12s %12s %12s %8s\n", "streams", "tokens", "decode tok/s", "per stream", "ttft med ms", "ttft p99 ms", "errors");
   for (int c : a.concurrency) {
@@ -143,6 +147,14 @@ int run_bench_serve(const BenchServeArgs& a) {
     for (int k = 0; k < c; ++k)
       threads.emplace_back([&, k] { streams[size_t(k)] = run_stream(host, port, prompts[size_t(k)], a.new_tokens, a.temperature, t0); });
     for (auto& t : threads) t.join();
+    // Every stream has ended, so the worker's last write to the profile is
+    // done (BatcherOptions::profile); the next round starts from nothing.
+    json round_profile;
+    if (a.profile) {
+      round_profile = {{"decode_steps", profile.decode_steps}, {"step_rows", profile.step_rows},
+                       {"steps", profile_json(profile.steps)}, {"prompts", profile_json(profile.prompts)}};
+      profile = BatchProfile{};
+    }
     int64_t tokens = 0, errors = 0;
     double all_decoding = 0, one_ends = 1e30, last = 0;
     std::vector<double> ttft;
@@ -170,6 +182,19 @@ int run_bench_serve(const BenchServeArgs& a) {
     std::fflush(stdout);
     rounds.push_back({{"streams", c}, {"tokens", tokens}, {"decode_tok_s", decode}, {"ttft_median_ms", 1e3 * quantile(ttft, 0.5)},
                       {"ttft_p99_ms", 1e3 * quantile(ttft, 0.99)}, {"errors", errors}, {"seconds", last}});
+    if (a.profile) rounds.back()["profile"] = round_profile;
+  }
+  for (const json& r : rounds) {  // --profile: where each round's worker time went
+    if (!r.contains("profile")) continue;
+    const json& p = r["profile"];
+    const int64_t steps = p["decode_steps"].get<int64_t>();
+    double step_ms = 0;
+    for (const json& o : p["steps"]) step_ms += o["ms"].get<double>();
+    std::printf("%d streams: %lld decode steps of %.1f rows on average, %.2f ms each\n", int(r["streams"]),
+                (long long)steps, steps > 0 ? double(p["step_rows"].get<int64_t>()) / double(steps) : 0.0,
+                steps > 0 ? step_ms / double(steps) : 0.0);
+    print_profile("decode steps", p["steps"]);
+    print_profile("prompts", p["prompts"]);
   }
   if (!rounds.empty() && rounds[0]["streams"] == 1)
     for (auto& r : rounds) {

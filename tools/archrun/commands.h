@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "runtime/interpreter.h"
 #include "runtime/model.h"
@@ -107,6 +109,7 @@ struct BenchServeArgs {
   int64_t context = 0;                    // per sequence (0: prompt + new tokens)
   double temperature = 0;                 // each request's (0: greedy)
   bool json = false;
+  bool profile = false;                   // per round, where the batch worker's time went (in-process only)
 };
 
 struct DenoiseArgs {
@@ -143,6 +146,10 @@ void show_progress_count(const char* label, int64_t done, int64_t total, const s
 void clear_progress_line();
 // The --check summary line (on stderr), `failed` when a step missed.
 void report_check(const CheckStats& stats, bool failed);
+// --profile: per-op milliseconds and calls, largest first, as JSON; and
+// those as lines under "PHASE: N ms in kernels", each with its share.
+nlohmann::json profile_json(const OpProfile& p);
+void print_profile(const char* phase, const nlohmann::json& ops);
 
 int run_generate(const GenerateArgs& a);
 int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt, std::shared_ptr<const Tokenizer> tok);
