@@ -45,6 +45,21 @@ BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, i
   if (auto keep = output_values(g.graph, {"logits"}); keep.ok()) logits_ = *keep;
 }
 
+int64_t BatchedSession::cache_bytes() const {
+  // Each kv_cache keeps a row of k and one of v per position: [seq, KH, D].
+  const Graph& g = *g_.program.graph;
+  const int64_t element = g_.program.options.kv_f16 ? 2 : 4;
+  int64_t per_position = 0;
+  for (const Node& node : g.nodes) {
+    if (node.op != "kv_cache") continue;
+    for (size_t i = 0; i < 2 && i < node.inputs.size(); ++i) {
+      const Shape& s = g.values[size_t(node.inputs[i])].type.shape;
+      if (s.size() == 3 && s[1].concrete() && s[2].concrete()) per_position += s[1].n * s[2].n * element;
+    }
+  }
+  return per_position * int64_t(positions_.size()) * context_;
+}
+
 Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context) {
   const ModelGraph* g = m.token_graph();
   if (!g) return error(m.checkpoint.dir + ": the model has no graph with a 'tokens' input: it does not generate");

@@ -87,6 +87,8 @@ class Batcher {
   };
   Load load() const;
   const BatcherOptions& options() const { return opt_; }
+  // The KV caches' bytes for every slot, resident from the first request.
+  int64_t cache_bytes() const { return session_->cache_bytes(); }
 
  private:
   struct Running;

@@ -117,6 +117,8 @@ Server::~Server() {
   batcher_.reset();  // ends what still runs: every stream sees its end
 }
 
+int64_t Server::cache_bytes() const { return batcher_ ? batcher_->cache_bytes() : 0; }
+
 std::string Server::serves() const {
   std::string s;
   if (batcher_) s += chat_ ? "completions, chat completions" : "completions (no chat template: " + chat_missing_ + ")";

@@ -59,6 +59,9 @@ class Server {
   // What it serves, for the banner: "completions, chat", "embeddings".
   std::string serves() const;
   const ServeOptions& options() const { return opt_; }
+  // The batch worker's KV caches, resident from the first request (0: no
+  // completions).
+  int64_t cache_bytes() const;
 
  private:
   Server() = default;

@@ -104,6 +104,20 @@ TEST(BatchedSession, APromptBesideStepsGivesEachPiecesLastRow) {
   }
 }
 
+// The caches' size from the graph's kv_cache nodes: a row of k and one of v
+// per layer, position and slot (the toy's config: layers, kv heads, head
+// size), in F32.
+TEST(BatchedSession, CountsItsCachesBytes) {
+  auto m = toy_model();
+  ASSERT_TRUE(m);
+  auto s = BatchedSession::make(*m, 3, 40);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const int64_t layers = m->config_int("num_hidden_layers", 0), kv_heads = m->config_int("num_key_value_heads", 0);
+  const int64_t head = m->config_int("hidden_size", 0) / m->config_int("num_attention_heads", 1);
+  ASSERT_GT(layers * kv_heads * head, 0);
+  EXPECT_EQ((*s)->cache_bytes(), layers * 2 * kv_heads * head * 4 * 3 * 40);
+}
+
 TEST(BatchedSession, RefusesWhatDoesNotFit) {
   auto m = toy_model();
   ASSERT_TRUE(m);

@@ -49,10 +49,11 @@ int run_serve(const ServeArgs& a) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not the end of the server
   const auto& opt = (*s)->options();
-  const std::string batching = opt.context > 0 ? "; " + std::to_string(opt.parallel) + " sequences together, " +
-                                                    std::to_string(opt.context) + " positions each, " +
-                                                    std::to_string(opt.queue) + " may wait"
-                                              : "";
+  const std::string batching =
+      opt.context > 0 ? "; " + std::to_string(opt.parallel) + " sequences together, " + std::to_string(opt.context) +
+                            " positions each (KV caches " + std::to_string(((*s)->cache_bytes() + (1 << 20) - 1) >> 20) +
+                            " MiB, resident from the first request), " + std::to_string(opt.queue) + " may wait"
+                      : "";
   std::fprintf(stderr, "archrun serve: model '%s' (%s) on http://%s:%d/v1: %s%s%s\n", (*s)->model_name().c_str(), family.c_str(),
                o.host.c_str(), *port, (*s)->serves().c_str(), batching.c_str(), o.api_key.empty() ? "" : "; API key required");
   std::printf("listening on %s:%d\n", o.host.c_str(), *port);
