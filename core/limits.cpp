@@ -21,7 +21,7 @@ std::vector<LimitInfo> defaults() {
       {"header_bytes", 0, 100000000, "bytes of a safetensors JSON header (safetensors' own bound)"},
       {"json_depth", 0, 512, "nesting depth of a JSON file (config.json, tokenizer.json, a request)"},
       {"chat_text_bytes", 0, 64ll << 20, "bytes of any string a chat template makes, its output included"},
-      {"chat_iterations", 0, 10000000, "loop iterations of one chat-template render"},
+      {"chat_iterations", 0, 1000000, "loop iterations of one chat-template render"},
       {"chat_depth", 0, 256, "nesting depth of a chat template (blocks, expressions, macro calls)"},
       {"chat_memory_bytes", 0, 1ll << 30, "bytes a chat-template render's strings and lists hold at once"},
       {"tokenizer_entries", 0, 16000000, "vocabulary entries or merges of a tokenizer"},
