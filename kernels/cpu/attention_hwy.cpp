@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -373,6 +374,25 @@ HWY_INLINE void DotsOutside(const QueryGroup& g, float* HWY_RESTRICT sc, int64_t
   }
 }
 
+// The groups' scores read as stored: the keys all their active queries
+// see, 16 at a time for every group in turn (one group: its 16 K rows from
+// L1 after its first query; several kv heads: each key's rows of all the
+// heads together, in order), then each query's own ends.
+HWY_INLINE void ScoresAsStored(std::span<QueryGroup> groups, int64_t n, float* HWY_RESTRICT sc, int64_t D,
+                               bool by_four) {
+  int64_t lo16 = 0, hi16 = n;
+  for (QueryGroup& g : groups) {
+    PrepareDots(g, sc, by_four);
+    lo16 = std::max(lo16, g.both_lo), hi16 = std::min(hi16, g.both_hi);
+  }
+  const int64_t end16 = hi16 - lo16 >= 16 ? lo16 + (hi16 - lo16) / 16 * 16 : lo16;  // none without by_four
+  for (int64_t j = lo16; j < end16; j += 16)
+    for (const QueryGroup& g : groups)
+      for (int i = 0; i < g.active; ++i)
+        Scores16(g.q[i], g.k + j * g.kstride, g.kstride, D, sc + (g.m0 + i) * kKeyBlock + j);
+  for (const QueryGroup& g : groups) DotsOutside(g, sc, D, by_four, lo16, end16);
+}
+
 // Per query of the group: scale, softcap, bias, mask; the running max
 // grows to cover the block and what was summed so far is rescaled by
 // corr = exp(old max - new max); p_j = exp(s_j - max) in place of the
@@ -534,17 +554,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
                      static_cast<const float*>(p.v) + (kb * p.KH + g0 + gi) * Dv, p.KH * D, p.KH * Dv);
         // Scores: the keys every query sees, 16 at a time for all the heads,
         // then each group's own ends.
-        int64_t lo16 = 0, hi16 = n;
-        for (QueryGroup& g : groups) {
-          PrepareDots(g, sc, by_four);
-          lo16 = std::max(lo16, g.both_lo), hi16 = std::min(hi16, g.both_hi);
-        }
-        const int64_t end16 = by_four && hi16 - lo16 >= 16 ? lo16 + (hi16 - lo16) / 16 * 16 : lo16;
-        for (int64_t j = lo16; j < end16; j += 16)
-          for (const QueryGroup& g : groups)
-            for (int i = 0; i < g.active; ++i)
-              Scores16(g.q[i], g.k + j * g.kstride, g.kstride, D, sc + (g.m0 + i) * kKeyBlock + j);
-        for (const QueryGroup& g : groups) DotsOutside(g, sc, D, by_four, lo16, end16);
+        ScoresAsStored(std::span<QueryGroup>(groups), n, sc, D, by_four);
         for (QueryGroup& g : groups) BlockSoftmax(p, g, sc, run_max, run_sum);
         // Values: about 32 KB of rows at a time for all the heads (16 keys
         // of whisper's 8 heads, 64 of a 2-head cache: each piece reloads
@@ -592,14 +602,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
           // from L1 after, where query by query over the whole block read
           // them from L2 once per query (BM_Attention/1/512, one thread:
           // 32-34 -> 27-29 us).
-          PrepareDots(grp, sc, by_four);
-          const int64_t end16 =
-              by_four && grp.both_hi - grp.both_lo >= 16 ? grp.both_lo + (grp.both_hi - grp.both_lo) / 16 * 16
-                                                         : grp.both_lo;
-          for (int64_t j = grp.both_lo; j < end16; j += 16)
-            for (int i = 0; i < grp.active; ++i)
-              Scores16(grp.q[i], k + j * kstride, kstride, D, gsc + i * kKeyBlock + j);
-          DotsOutside(grp, sc, D, by_four, grp.both_lo, end16);
+          ScoresAsStored(std::span<QueryGroup>(&grp, 1), n, sc, D, by_four);
         }
         BlockSoftmax(p, grp, sc, run_max, run_sum);
         GroupValuesAll(grp, grp.corr, sc, grp.glo, grp.ghi, Dv);
