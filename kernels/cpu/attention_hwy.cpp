@@ -154,13 +154,20 @@ HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, i
 // block's share [s0 s1 s2 s3]: the four sums across lanes are one
 // reduction, lanes paired within each block (two interleave steps); a dot
 // product on its own costs a full reduction each.
+// DN, where not 0, is D / N known when compiling (D 64 or 128 on AVX-512):
+// the loop unrolls, and Dot16's four calls interleave their 16 chains of
+// fmas instead of running four loops of 4 chains each
+// (BM_CrossAttentionLayers, two threads: 74.8-94.4 -> 70.5-88.9 us).
+template <int DN = 0>
 HWY_INLINE hn::Vec<hn::ScalableTag<float>> Dot4Blocks(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k,
                                                       int64_t kstride, int64_t D) {
   const hn::ScalableTag<float> d;
   const hn::Repartition<double, decltype(d)> d64;
   const int64_t N = int64_t(hn::Lanes(d));
+  const int64_t end = DN ? DN * N : D;
   auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
-  for (int64_t e = 0; e < D; e += N) {
+#pragma GCC unroll 8
+  for (int64_t e = 0; e < end; e += N) {
     const auto x = hn::LoadU(d, q + e);
     s0 = hn::MulAdd(x, hn::LoadU(d, k + e), s0);
     s1 = hn::MulAdd(x, hn::LoadU(d, k + kstride + e), s1);
@@ -200,10 +207,12 @@ HWY_INLINE void Dot4(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, i
 // summed by two rounds of block shuffles into one vector of the 16 scores
 // in order, where Dot4 ends lane by lane (BM_Attention/1/128, one thread:
 // 10.1 -> 9.4-9.8 us).
+template <int DN>
 HWY_INLINE void Dot16(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
                       float* HWY_RESTRICT out) {
-  const __m512 c0 = Dot4Blocks(q, k, kstride, D).raw, c1 = Dot4Blocks(q, k + 4 * kstride, kstride, D).raw;
-  const __m512 c2 = Dot4Blocks(q, k + 8 * kstride, kstride, D).raw, c3 = Dot4Blocks(q, k + 12 * kstride, kstride, D).raw;
+  const __m512 c0 = Dot4Blocks<DN>(q, k, kstride, D).raw, c1 = Dot4Blocks<DN>(q, k + 4 * kstride, kstride, D).raw;
+  const __m512 c2 = Dot4Blocks<DN>(q, k + 8 * kstride, kstride, D).raw;
+  const __m512 c3 = Dot4Blocks<DN>(q, k + 12 * kstride, kstride, D).raw;
   // [x.b0 + x.b2, x.b1 + x.b3, y.b0 + y.b2, y.b1 + y.b3] for (c0, c1) and (c2, c3),
   const __m512 u = _mm512_add_ps(_mm512_shuffle_f32x4(c0, c1, 0x44), _mm512_shuffle_f32x4(c0, c1, 0xEE));
   const __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(c2, c3, 0x44), _mm512_shuffle_f32x4(c2, c3, 0xEE));
@@ -307,7 +316,9 @@ HWY_INLINE void GroupValuesOf(float* const (&o)[kGroup], const float (&corr)[kGr
 HWY_INLINE void Scores16(const float* HWY_RESTRICT q, const float* HWY_RESTRICT k, int64_t kstride, int64_t D,
                          float* HWY_RESTRICT out) {
 #if HWY_TARGET <= HWY_AVX3
-  Dot16(q, k, kstride, D, out);
+  if (D == 64) Dot16<4>(q, k, kstride, D, out);
+  else if (D == 128) Dot16<8>(q, k, kstride, D, out);
+  else Dot16<0>(q, k, kstride, D, out);
 #else
   for (int c = 0; c < 16; c += 4) Dot4(q, k + c * kstride, kstride, D, out + c);
 #endif
@@ -506,9 +517,10 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
   // is read in order. Head by head, one head's rows are 256 bytes every
   // KH * D floats, which one thread read here at 17 GB/s for 8 heads (2 KB
   // apart) and 20 for 4, against 30 in order (BM_CrossAttentionLayers, one
-  // thread: 223-282 -> 159-174 us). 2 heads lose little that way (26 GB/s)
-  // and measured no better together.
-  const bool together = !kt && ng >= 4 && !kF16;
+  // thread: 223-282 -> 159-174 us). 2 heads lose less that way (26 GB/s),
+  // but a batched step's 16 sequences of 192 keys still gained from it
+  // (BM_StepAttention/16/192/24, two threads: 154-182 -> 148-155 us).
+  const bool together = !kt && ng >= 2 && !kF16;
   const bool by_four = N >= 4 && D % N == 0;
   thread_local std::vector<QueryGroup> groups;  // kept across calls
 
@@ -910,6 +922,15 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
                                        0, p.T, nullptr, scratch);
   };
   if (!team || tasks < 2) {
+    // A decode step on one thread: every kv head in one task, so that the
+    // cache's rows are read in order (`together` in AttendTaskT), not one
+    // head's share of each row in a pass per head. Its scores, a row per
+    // query, stay in L1.
+    if (!kt && p.S * p.H <= 64) {
+      float* scratch = thread_scratch(HWY_DYNAMIC_DISPATCH(ScratchFloats)(p.H * p.S, p.D, p.Dv));
+      HWY_DYNAMIC_DISPATCH(AttendTask)(p, 0, p.KH, 0, group, 0, p.S, nullptr, 0, 0, p.T, nullptr, scratch);
+      return {};
+    }
     float* scratch = thread_scratch(scratch_floats);
     if (kt)
       for (int64_t t = 0; t < p.KH * blocks; ++t) transpose(t);

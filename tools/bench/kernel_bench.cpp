@@ -300,6 +300,48 @@ BENCHMARK(BM_AttentionLayers)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// A batched decode step's attention (archrun serve): `seqs` sequences of
+// T keys each, one query row apiece, in their slots of one cache [seqs x
+// cap, 2, 64] per layer, `layers` layers in turn (0.5B shape: 24, the
+// caches read from memory; 1: from the caches), the sequences shared out
+// over the threads as a batched step runs them. Time per layer.
+void BM_StepAttention(benchmark::State& state) {
+  const int64_t seqs = state.range(0), T = state.range(1), H = 14, KH = 2, D = 64, layers = state.range(2), cap = 512;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  auto values = [&](Dims shape) {
+    Tensor t = Tensor::zeros(DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
+    return t;
+  };
+  std::vector<std::vector<Tensor>> inputs;
+  for (int64_t l = 0; l < layers; ++l)
+    inputs.push_back({values({seqs, H, D}), values({seqs * cap, KH, D}), values({seqs * cap, KH, D})});
+  std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {seqs, H, D})};
+  SequenceRows rows;
+  rows.slot_capacity = cap;
+  for (int64_t s = 0; s < seqs; ++s) rows.pieces.push_back({s, T - 1, s, 1});
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"causal", true}};
+  std::string where = "bench";
+  const Kernel& k = *op_table().kernel("attention", "cpu");
+  int64_t layer = 0;
+  for (auto _ : state) {
+    KernelContext ctx{attrs, inputs[size_t(layer)], outputs, none, 0, where, &kDefaultKernelOptions, &rows};
+    Status st = k(ctx);
+    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
+    layer = (layer + 1) % layers;
+  }
+  const double kv_bytes = 2.0 * double(seqs * T * KH * D) * 4;
+  state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
+}
+BENCHMARK(BM_StepAttention)
+    ->Args({16, 192, 24})
+    ->Args({16, 448, 24})
+    ->Args({1, 192, 1})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 // A whisper-base decode step's cross-attention: 6 layers, each one query
 // over the 1500 encoder positions' keys and values held from the window
 // (8 heads, no grouping, not causal): 37 MB read per step, bound by memory.
