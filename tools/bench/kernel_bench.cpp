@@ -123,7 +123,7 @@ void prompt_shapes(benchmark::internal::Benchmark* b) {
 
 // A batched decode step's matrices (archrun serve: 4, 16, 64 sequences).
 void step_shapes(benchmark::internal::Benchmark* b) {
-  for (int64_t m : {4, 16, 64}) b->Args({m, 9728, 896})->Args({m, 896, 4864})->Args({m, 151936, 896});
+  for (int64_t m : {4, 16, 64}) b->Args({m, 9728, 896})->Args({m, 896, 4864})->Args({m, 151936, 896})->Args({m, 1152, 896})->Args({m, 896, 896});
   b->Unit(benchmark::kMicrosecond)->UseRealTime();
 }
 
