@@ -16,13 +16,14 @@ namespace arch {
 
 // rows (F32) copied into cache from element `at` on, as the cache stores
 // them (F16: rounded to nearest even).
-static void append_rows(const Tensor& rows, Tensor& cache, int64_t at) {
+static void append_rows(const Tensor& rows, Tensor& cache, int64_t at, RoundToF16 to_f16) {
   const int64_t n = rows.numel();
   if (cache.dtype == DType::F32) {
     std::memcpy(cache.f32() + at, rows.f32(), size_t(n) * sizeof(float));
     return;
   }
   auto* dst = static_cast<uint16_t*>(cache.data) + at;
+  if (to_f16) return to_f16(rows.f32(), n, dst);
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(rows.f32()[i]);
 }
 
@@ -41,7 +42,7 @@ static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape
                                  {DType::F32, {Dim::ctx(), v[1], v[2]}}};
 }
 
-Status kv_cache_append(KernelContext& ctx, DType storage) {
+Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
   ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 0));
   ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 1));
   const Tensor& K = ctx.inputs[0];  // [S, KH, D]
@@ -94,8 +95,8 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
         return Tensor::view(DType::F32, {piece.rows, KH, width}, const_cast<float*>(t.f32()) + piece.row * KH * width,
                             t.owner);
       };
-      append_rows(rows(K, D), c->k, (piece.slot * cap + piece.position) * KH * D);
-      append_rows(rows(V, Dv), c->v, (piece.slot * cap + piece.position) * KH * Dv);
+      append_rows(rows(K, D), c->k, (piece.slot * cap + piece.position) * KH * D, to_f16);
+      append_rows(rows(V, Dv), c->v, (piece.slot * cap + piece.position) * KH * Dv, to_f16);
     }
     c->len = c->capacity();
   } else {
@@ -104,8 +105,8 @@ Status kv_cache_append(KernelContext& ctx, DType storage) {
                                                " positions (holds " + std::to_string(c->len) +
                                                ", this call adds " + std::to_string(S) + ")");
     // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
-    append_rows(K, c->k, c->len * KH * D);
-    append_rows(V, c->v, c->len * KH * Dv);
+    append_rows(K, c->k, c->len * KH * D, to_f16);
+    append_rows(V, c->v, c->len * KH * Dv, to_f16);
     c->len += S;
   }
   // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)

@@ -23,11 +23,14 @@ struct KvCache : OpState {
   }
 };
 
+// n F32 values rounded to F16 (to nearest even, as f32_to_f16).
+using RoundToF16 = void (*)(const float* in, int64_t n, uint16_t* out);
+
 // The kv_cache kernel with its rows kept as `storage`: F32 (the reference
 // kernel), or F16 (the cpu backend on a model loaded with kv_f16: half the
-// memory, rows rounded to F16; its outputs are then F16 views, which the
-// cpu attention reads).
-Status kv_cache_append(KernelContext& ctx, DType storage);
+// memory, rows rounded to F16 by `to_f16`, f32_to_f16 value by value where
+// null; its outputs are then F16 views, which the cpu attention reads).
+Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16 = nullptr);
 
 // Attention over several sequences' rows (ctx.sequences set): `one` (a
 // single sequence's attention kernel) run per piece, on its query rows and

@@ -2,6 +2,9 @@
 // a model loaded with kv_f16 (KernelOptions) F16 rows, rounded to nearest even, and F16 views.
 #include "tests/kernels/cpu_test_util.h"
 
+#include <cmath>
+#include <iterator>
+
 #include "core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/kv_cache.h"
@@ -52,6 +55,26 @@ TEST(CpuKvCache, F16RowsWhenAsked) {
   std::string msg = run_error(r, "kv_cache", {f32({1, KH, D}, {k.begin(), k.begin() + KH * D}),
                                               f32({1, KH, D}, {v.begin(), v.begin() + KH * D})});
   EXPECT_NE(msg.find("the KV cache holds F16 rows; this call would add F32"), std::string::npos) << msg;
+}
+
+// Rows long enough for the vector rounding, with the values where F16
+// rounding has edges: ties to even, the subnormals, the largest finite
+// value and what rounds past it, infinities. Bit for bit f32_to_f16's.
+TEST(CpuKvCache, F16RowsRoundAsTheScalarRounding) {
+  std::vector<float> x = random_values(64, 5);
+  const float edges[] = {1.0f + 1.0f / 2048,  // halfway between two F16 values: to even (1.0)
+                         1.0f + 3.0f / 2048,  // halfway: to even (upwards)
+                         65504.0f,   65519.0f, 65520.0f, -65536.0f, 1e-5f, -3e-8f, 6e-8f, 2.98e-8f,
+                         0.0f,       -0.0f,    INFINITY, -INFINITY, 1e-40f};
+  for (size_t i = 0; i < std::size(edges); ++i) x[3 * i] = edges[i];
+  Runner r;
+  r.backend = "cpu";
+  r.max_context = 4;
+  r.options.kv_f16 = true;
+  auto out = r.run("kv_cache", {f32({2, 2, 16}, x), f32({2, 2, 16}, x)});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const auto* k = static_cast<const uint16_t*>(out->at(0).data);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(k[i], f32_to_f16(x[i])) << i << ": " << x[i];
 }
 
 }  // namespace
