@@ -216,6 +216,7 @@ int main(int argc, char** argv) {
   bsv->add_option("--ctx", bs.context, "positions per sequence (default: prompt + new tokens)");
   bsv->add_flag("--json", bs.json, "one JSON object as the last line");
   bsv->add_flag("--profile", bs.profile, "per round: the batch worker's time per op over its decode steps and its prompts (MODEL in-process)");
+  bsv->add_option("--repeat", bs.repeat, "sweeps of the concurrency list, one after another (default 1): each sweep's ratios are to its own single stream, and a summary gives each concurrency's range over the sweeps (a machine whose memory speed moves between runs moves the single stream most)")->check(CLI::Range(1, 100));
 
   Common cc;
   std::string golden;

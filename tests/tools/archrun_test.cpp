@@ -454,6 +454,41 @@ TEST(Archrun, BenchProfileSplitsEachPhaseByOp) {
   }
 }
 
+// bench-serve on a toy checkpoint served in-process: every stream of every
+// round gets its tokens; with --repeat, each sweep's ratios are to its own
+// single stream, and the summary spans the sweeps.
+TEST(Archrun, BenchServeSweepsAndSummarises) {
+  TempDir tmp("bench_serve");
+  ASSERT_EQ(run_tool(testing::archrun() + " toy -o " + (tmp / "toy").string()).exit_code, 0);
+  auto r = run_tool(testing::archrun() + " bench-serve " + (tmp / "toy").string() +
+                    " -p 8 -n 4 --concurrency 1,3 --repeat 2 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("sweep 2 of 2"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  EXPECT_EQ(j["repeat"], 2);
+  ASSERT_EQ(j["rounds"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& round = j["rounds"][i];
+    const int streams = i % 2 == 0 ? 1 : 3;
+    EXPECT_EQ(round["sweep"], int(i / 2));
+    EXPECT_EQ(round["streams"], streams);
+    EXPECT_EQ(round["tokens"], 4 * streams);
+    EXPECT_EQ(round["errors"], 0);
+    EXPECT_GT(round["decode_tok_s"].get<double>(), 0);
+    const double own_single = j["rounds"][i / 2 * 2]["decode_tok_s"];
+    EXPECT_DOUBLE_EQ(round["vs_one_stream"].get<double>(), round["decode_tok_s"].get<double>() / own_single);
+  }
+  ASSERT_EQ(j["summary"].size(), 2u);
+  const auto& three = j["summary"][1];
+  EXPECT_EQ(three["streams"], 3);
+  EXPECT_EQ(three["rounds"], 2);
+  const double a = j["rounds"][1]["decode_tok_s"], b = j["rounds"][3]["decode_tok_s"];
+  EXPECT_DOUBLE_EQ(three["decode_tok_s_min"].get<double>(), std::min(a, b));
+  EXPECT_DOUBLE_EQ(three["decode_tok_s_max"].get<double>(), std::max(a, b));
+  EXPECT_DOUBLE_EQ(three["vs_one_stream_min"].get<double>(),
+                   std::min(j["rounds"][1]["vs_one_stream"].get<double>(), j["rounds"][3]["vs_one_stream"].get<double>()));
+}
+
 TEST(Archrun, ToyWritesBf16WeightsThatRunLikeTheF32Ones) {
   TempDir tmp("toy_bf16");
   ASSERT_EQ(run_tool(testing::archrun() + " toy -o " + (tmp / "bf16").string() + " --dtype bf16").exit_code, 0);

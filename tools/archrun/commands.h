@@ -110,6 +110,7 @@ struct BenchServeArgs {
   double temperature = 0;                 // each request's (0: greedy)
   bool json = false;
   bool profile = false;                   // per round, where the batch worker's time went (in-process only)
+  int repeat = 1;                         // sweeps of the concurrency list; ratios within each sweep
 };
 
 struct DenoiseArgs {
