@@ -192,8 +192,8 @@ Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N, b
 // when decoding (each a long sequential stream; 16 short ones per thread
 // decoded 0.5B q4 at 103 against 110-151 tok/s when the machine's memory
 // read 60 GB/s, the same at 36 GB/s; two rather than one leave a little
-// room to balance a slowed core), cache-sized chunks handed out dynamically
-// for many rows of activations.
+// room to balance a slowed core), one share per thread for a batched step's
+// rows, cache-sized chunks handed out dynamically for a prompt's.
 // Chunks start at multiples of `align` rows (an interleaved tile's rows).
 template <typename F>
 void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4) {

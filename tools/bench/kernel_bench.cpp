@@ -223,19 +223,22 @@ BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0
 BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(step_rows);
 BENCHMARK_CAPTURE(BM_DecodeStepMatmuls, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Apply(step_rows);
 
+// A tensor of normal(0, 1) values drawn from rng.
+Tensor normal_values(Dims shape, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  Tensor t = Tensor::zeros(DType::F32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
+  return t;
+}
+
 // The cpu attention, causal, Qwen2.5-0.5B's heads (14 query heads, 2 kv
 // heads, head_dim 64): S queries over T keys (S = T: a prompt; S = 1: a
 // decode step at depth T).
 void BM_Attention(benchmark::State& state) {
   const int64_t S = state.range(0), T = state.range(1), H = 14, KH = 2, D = 64;
-  auto values = [](Dims shape, uint32_t seed) {
-    Tensor t = Tensor::zeros(DType::F32, shape);
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
-    return t;
-  };
-  std::vector<Tensor> inputs{values({S, H, D}, 1), values({T, KH, D}, 2), values({T, KH, D}, 3)};
+  std::mt19937 rng(1);
+  std::vector<Tensor> inputs{normal_values({S, H, D}, rng), normal_values({T, KH, D}, rng),
+                             normal_values({T, KH, D}, rng)};
   std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {S, H, D})};
   std::unique_ptr<OpState> none;
   Attrs attrs = {{"causal", true}};
@@ -253,6 +256,29 @@ void BM_Attention(benchmark::State& state) {
 }
 BENCHMARK(BM_Attention)->Args({512, 512})->Args({1, 16})->Args({1, 128})->Args({1, 512})->Args({1, 4096})->Unit(benchmark::kMicrosecond)->UseRealTime();
 
+// The cpu attention on each layer's inputs in turn, as a decode step
+// takes its layers (`rows` set: several sequences' rows, a batched step):
+// time per layer; `kv_bytes` of cache read a call, as bytes/s and as a
+// share of the memory read yardstick.
+void time_layers(benchmark::State& state, const std::vector<std::vector<Tensor>>& inputs, std::vector<Tensor>& outputs,
+                 bool causal, const SequenceRows* rows, double kv_bytes) {
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"causal", causal}};
+  std::string where = "bench";
+  const Kernel& k = *op_table().kernel("attention", "cpu");
+  size_t layer = 0;
+  for (auto _ : state) {
+    KernelContext ctx{attrs, inputs[layer], outputs, none, 0, where, &kDefaultKernelOptions, rows};
+    Status st = k(ctx);
+    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
+    layer = (layer + 1) % inputs.size();
+  }
+  state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
+  if (const double bw = yardsticks().bandwidth; bw > 0)
+    state.counters["of_bandwidth"] =
+        benchmark::Counter(kv_bytes * double(state.iterations()) / bw, benchmark::Counter::kIsRate);
+}
+
 // One decode step's attention over T keys in each of 24 layers, the
 // layers' caches taken in turn as a model does (0.5B shape: 14/2 heads,
 // head_dim 64): past about 512 keys they no longer fit the caches, so this
@@ -264,32 +290,14 @@ void attention_layers(benchmark::State& state, int64_t layers, int64_t T, int64_
                       bool f16) {
   const int64_t D = 64;
   std::mt19937 rng(5);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  auto values = [&](Dims shape) {
-    Tensor t = Tensor::zeros(DType::F32, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
-    return t;
+  auto cache = [&](Dims shape) {
+    return f16 ? convert_to(normal_values(shape, rng), DType::F16) : normal_values(shape, rng);
   };
   std::vector<std::vector<Tensor>> inputs;
-  auto cache = [&](Dims shape) { return f16 ? convert_to(values(shape), DType::F16) : values(shape); };
-  for (int64_t l = 0; l < layers; ++l) inputs.push_back({values({1, H, D}), cache({T, KH, D}), cache({T, KH, D})});
+  for (int64_t l = 0; l < layers; ++l)
+    inputs.push_back({normal_values({1, H, D}, rng), cache({T, KH, D}), cache({T, KH, D})});
   std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {1, H, D})};
-  std::unique_ptr<OpState> none;
-  Attrs attrs = {{"causal", causal}};
-  std::string where = "bench";
-  const Kernel& k = *op_table().kernel("attention", "cpu");
-  int64_t layer = 0;
-  for (auto _ : state) {
-    KernelContext ctx{attrs, inputs[size_t(layer)], outputs, none, 0, where};
-    Status st = k(ctx);
-    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
-    layer = (layer + 1) % layers;
-  }
-  const double kv_bytes = 2.0 * double(T * KH * D) * (f16 ? 2 : 4);
-  state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
-  if (const double bw = yardsticks().bandwidth; bw > 0)
-    state.counters["of_bandwidth"] =
-        benchmark::Counter(kv_bytes * double(state.iterations()) / bw, benchmark::Counter::kIsRate);
+  time_layers(state, inputs, outputs, causal, nullptr, 2.0 * double(T * KH * D) * (f16 ? 2 : 4));
 }
 
 void BM_AttentionLayers(benchmark::State& state) {
@@ -308,32 +316,15 @@ BENCHMARK(BM_AttentionLayers)
 void BM_StepAttention(benchmark::State& state) {
   const int64_t seqs = state.range(0), T = state.range(1), H = 14, KH = 2, D = 64, layers = state.range(2), cap = 512;
   std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  auto values = [&](Dims shape) {
-    Tensor t = Tensor::zeros(DType::F32, shape);
-    for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = dist(rng);
-    return t;
-  };
   std::vector<std::vector<Tensor>> inputs;
   for (int64_t l = 0; l < layers; ++l)
-    inputs.push_back({values({seqs, H, D}), values({seqs * cap, KH, D}), values({seqs * cap, KH, D})});
+    inputs.push_back({normal_values({seqs, H, D}, rng), normal_values({seqs * cap, KH, D}, rng),
+                      normal_values({seqs * cap, KH, D}, rng)});
   std::vector<Tensor> outputs{Tensor::zeros(DType::F32, {seqs, H, D})};
   SequenceRows rows;
   rows.slot_capacity = cap;
   for (int64_t s = 0; s < seqs; ++s) rows.pieces.push_back({s, T - 1, s, 1});
-  std::unique_ptr<OpState> none;
-  Attrs attrs = {{"causal", true}};
-  std::string where = "bench";
-  const Kernel& k = *op_table().kernel("attention", "cpu");
-  int64_t layer = 0;
-  for (auto _ : state) {
-    KernelContext ctx{attrs, inputs[size_t(layer)], outputs, none, 0, where, &kDefaultKernelOptions, &rows};
-    Status st = k(ctx);
-    if (!st.ok()) state.SkipWithError(st.error().message.c_str());
-    layer = (layer + 1) % layers;
-  }
-  const double kv_bytes = 2.0 * double(seqs * T * KH * D) * 4;
-  state.SetBytesProcessed(int64_t(kv_bytes * double(state.iterations())));
+  time_layers(state, inputs, outputs, true, &rows, 2.0 * double(seqs * T * KH * D) * 4);
 }
 BENCHMARK(BM_StepAttention)
     ->Args({16, 192, 24})
