@@ -37,6 +37,7 @@
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/parallel_for.h"
+#include "kernels/cpu/share_out.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/onednn_scratchpad.h"
@@ -188,33 +189,44 @@ Status matmul_onednn_bf16(KernelContext& ctx, int64_t M, int64_t K, int64_t N, b
   return {};
 }
 
-// Splits the N weight rows across threads: two contiguous shares per thread
-// when decoding (each a long sequential stream; 16 short ones per thread
-// decoded 0.5B q4 at 103 against 110-151 tok/s when the machine's memory
-// read 60 GB/s, the same at 36 GB/s; two rather than one leave a little
-// room to balance a slowed core), one share per thread for a batched step's
-// rows, cache-sized chunks handed out dynamically for a prompt's.
-// Chunks start at multiples of `align` rows (an interleaved tile's rows).
-template <typename F>
-void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4) {
+// Decode's unit of weight rows (share_out): about an eighth of a thread's
+// share, whole pairs of `align`-row tiles (the GEMM's 2 tiles a pass).
+int64_t decode_unit(int64_t N, int64_t align) {
+  const int64_t pair = 2 * align, threads = omp_get_max_threads();
+  return std::max<int64_t>(pair, (N / (threads * 8) + pair - 1) / pair * pair);
+}
+
+// Splits the N weight rows across threads; chunks start at multiples of
+// `align` rows (an interleaved tile's rows).
+//
+// Decode and a batched step (up to 64 rows: a stream over weights read
+// once per step): share_out, each thread its own contiguous share first
+// (the tiles it prefetches ahead are its own next ones), then the others'
+// last units. Before, one share a thread (two for up to 4 rows) left a
+// thread slowed by anything else the cores ran to be waited for: in a
+// served 16-stream step the team's first thread spent 14% of its time
+// waiting at the matmuls' ends (perf, Zen 5). BM_DecodeStepMatmuls, two
+// threads, repetitions interleaved at random in one run: q4/16 20.0-23.1
+// -> 18.3-20.0 ms median on a slow run, 17.3 -> 17.0 on a fast one; q4/8
+// 14.6 -> 12.8; q4/1 7.12 -> 6.86; q8/1 11.99 -> 11.48; bf16/1 19.5 ->
+// 19.0. Prompts: cache-sized chunks of 32 columns handed out dynamically.
+// first(t, team), where given, runs on every thread before any chunk (all
+// of it on one thread where the rows are not shared out).
+template <typename F, typename First = void (*)(int, int)>
+void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4, First&& first = [](int, int) {}) {
   const int threads = omp_get_max_threads();
   if (threads == 1 || N * K < (1 << 15)) {
+    first(0, 1);
     run(0, N);
     return;
   }
-  // Decode (M <= 4): two long shares a thread, streams the prefetchers
-  // follow. A batched step (up to 64 rows, still a stream over weights read
-  // once): one share a thread, so that the tiles a thread prefetches ahead
-  // are its own to the end of its share; in eight shares a thread handed
-  // out in turn, each share's first tiles came cold from memory and its
-  // last prefetches fetched the other thread's next share
-  // (BM_DecodeStepMatmuls/q4/16, two threads, 8 alternated runs on Zen 5:
-  // 18.9-22.6 -> 16.6-22.8 ms, median 22.0 -> 20.1; /64: 66.5-76.6 ->
-  // 60.5-65.6). Prompts: 32 columns at a time.
-  int64_t chunk = M <= kGemvRows ? (N + threads * 2 - 1) / (threads * 2)
-                  : M <= 64      ? std::max<int64_t>(32, (N + threads - 1) / threads)
-                                 : 32;
-  chunk = std::max<int64_t>(align, (chunk + align - 1) / align * align);
+  if (M <= 64) {
+    const int64_t unit = decode_unit(N, align);
+    share_out((N + unit - 1) / unit, [&](int64_t u) { run(u * unit, std::min(N, (u + 1) * unit)); }, first);
+    return;
+  }
+  first(0, 1);
+  const int64_t chunk = std::max<int64_t>(align, (32 + align - 1) / align * align);
   const int64_t chunks = (N + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1)
   for (int64_t c = 0; c < chunks; ++c) run(c * chunk, std::min(N, (c + 1) * chunk));
@@ -327,7 +339,14 @@ Status matmul_product(KernelContext& ctx) {
     thread_local QuantizedActs buffer;
     QuantizedActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
     // Tiles take the activations in natural order; Q4_0 rows on VNNI reorder them.
-    quantize_acts(A.f32(), M, K, K, acts, interleaved ? DType::Q8_0 : B.dtype);
+    // A batched step's rows are quantized by the team in the region that
+    // multiplies them: a 16-row step's 73 quantizations of 896 values a
+    // row (below parallel_for's bound) were the first thread's while the
+    // others waited.
+    const DType order = interleaved ? DType::Q8_0 : B.dtype;
+    const bool in_region = M > kGemvRows && M <= 64;
+    if (in_region) prepare_acts(M, K, acts, order);
+    else quantize_acts(A.f32(), M, K, K, acts, order);
     for_row_chunks(
         M, N, K,
         [&](int64_t n0, int64_t n1) {
@@ -337,7 +356,9 @@ Status matmul_product(KernelContext& ctx) {
           else if (interleaved) interleaved_gemv(acts, wq, tiles_of(B), n0, n1, C.f32(), N);
           else quant_gemv(acts, wq, B.dtype, n0, n1, C.f32(), N);
         },
-        interleaved ? kInterleave : 4);
+        interleaved ? kInterleave : 4, [&](int t, int team) {
+          if (in_region) quantize_act_rows(A.f32(), K, M * t / team, M * (t + 1) / team, acts);
+        });
     return {};
   }
   if (B.dtype == DType::BF16 && has_avx512_bf16_dot()) {

@@ -2,6 +2,12 @@
 
 #include <immintrin.h>
 
+// GCC 12 sees the reductions' own undefined start values
+// (_mm512_reduce_max_ps, _mm512_reduce_add_epi32) as uninitialised once
+// inlined: no such read.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -220,7 +226,7 @@ int8_t QuantizedActs::at(int64_t m, int64_t k) const {
   return q[size_t(m * K + k)];
 }
 
-void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out, DType for_weights) {
+void prepare_acts(int64_t M, int64_t K, QuantizedActs& out, DType for_weights) {
   const int64_t blocks = K / B;
   out.M = M;
   out.K = K;
@@ -229,8 +235,12 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
   out.scale.resize(size_t(M * blocks));
   out.scale_sum.resize(size_t(M * blocks));
   out.sum.resize(size_t(M * blocks));
+}
+
+void quantize_act_rows(const float* x, int64_t ldx, int64_t m0, int64_t m1, QuantizedActs& out) {
+  const int64_t K = out.K, blocks = K / B;
   const bool avx512 = has_avx512_vnni(), avx2 = cpu_features().avx2;
-  parallel_for(M, M * K >= (1 << 16), [&](int64_t m) {
+  for (int64_t m = m0; m < m1; ++m) {
     for (int64_t b = 0; b < blocks; ++b) {
       const size_t at = size_t(m * blocks + b);
       int8_t* q = out.q.data() + m * K + b * B;
@@ -238,13 +248,17 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
       else if (avx2) quantize_block_avx2(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
       else quantize_block(x + m * ldx + b * B, q, out.scale[at], out.scale_sum[at], out.sum[at]);
     }
-  });
-  if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk
-    for (int64_t m = 0; m < M; ++m)
+    if (out.q4_order)  // swap blocks 1 and 2 of every whole 128-value chunk
       for (int64_t c = 0; c + 128 <= K; c += 128) {
         int8_t* chunk = out.q.data() + m * K + c;
         std::swap_ranges(chunk + B, chunk + 2 * B, chunk + 2 * B);
       }
+  }
+}
+
+void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out, DType for_weights) {
+  prepare_acts(M, K, out, for_weights);
+  parallel_for(M, M * K >= (1 << 16), [&](int64_t m) { quantize_act_rows(x, ldx, m, m + 1, out); });
 }
 
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out) {

@@ -35,6 +35,10 @@ struct QuantizedActs {
 bool has_avx512_vnni();
 
 void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedActs& out, DType for_weights);
+// quantize_acts in two steps, for a caller that shares the rows out on
+// its own threads: the buffers sized (one thread), then rows [m0, m1).
+void prepare_acts(int64_t M, int64_t K, QuantizedActs& out, DType for_weights);
+void quantize_act_rows(const float* x, int64_t ldx, int64_t m0, int64_t m1, QuantizedActs& out);
 
 // y[m, n] = sum_k x[m, k] * w[n, k] for n in [n0, n1); w rows in `wt`'s layout.
 void quant_gemv(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y, int64_t ldy);

@@ -64,7 +64,11 @@ struct Case {
 };
 const Case kCases[] = {{1, 5, 64}, {1, 67, 128}, {3, 33, 96}, {4, 64, 256}, {7, 19, 64}, {33, 130, 192}, {1, 300, 512},
                        {2, 9, 576}, {1, 40, 320},  // K % 128 == 64: a natural-order tail after whole chunks
-                       {100, 24, 64}};             // oneDNN in two runs of rows: 96 + 4
+                       {100, 24, 64},              // oneDNN in two runs of rows: 96 + 4
+                       // Shared out on the team (share_out): a batched step's rows
+                       // quantized in the region, units with a partial tile and a
+                       // partial last unit; a few rows' gemm.
+                       {16, 1100, 256}, {9, 700, 128}, {2, 520, 128}};
 
 TEST(CpuMatmul, WidenedTypesMatchTheReference) {
   for (WeightForm form : {kF32, kBF16, kF16, kBF16x64})
