@@ -14,17 +14,18 @@
 
 namespace arch {
 
-// rows (F32) copied into cache from element `at` on, as the cache stores
-// them (F16: rounded to nearest even).
-static void append_rows(const Tensor& rows, Tensor& cache, int64_t at, RoundToF16 to_f16) {
-  const int64_t n = rows.numel();
+// n values (F32) copied into cache from element `at` on, as the cache
+// stores them (F16: rounded to nearest even). Plain pointers: a batched
+// step appends 16 sequences' rows in each of 24 layers, and a tensor view
+// per piece (its shape allocated) cost more than the copies.
+static void append_rows(const float* rows, int64_t n, Tensor& cache, int64_t at, RoundToF16 to_f16) {
   if (cache.dtype == DType::F32) {
-    std::memcpy(cache.f32() + at, rows.f32(), size_t(n) * sizeof(float));
+    std::memcpy(cache.f32() + at, rows, size_t(n) * sizeof(float));
     return;
   }
   auto* dst = static_cast<uint16_t*>(cache.data) + at;
-  if (to_f16) return to_f16(rows.f32(), n, dst);
-  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(rows.f32()[i]);
+  if (to_f16) return to_f16(rows, n, dst);
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(rows[i]);
 }
 
 static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape> in, std::span<const bool>,
@@ -91,12 +92,10 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
         return kernel_error(ctx, "kv_cache", "sequence slot " + std::to_string(piece.slot) + " at position " +
                                                  std::to_string(piece.position) + " + " + std::to_string(piece.rows) +
                                                  " does not fit its region of " + std::to_string(cap) + " positions");
-      auto rows = [&](const Tensor& t, int64_t width) {
-        return Tensor::view(DType::F32, {piece.rows, KH, width}, const_cast<float*>(t.f32()) + piece.row * KH * width,
-                            t.owner);
-      };
-      append_rows(rows(K, D), c->k, (piece.slot * cap + piece.position) * KH * D, to_f16);
-      append_rows(rows(V, Dv), c->v, (piece.slot * cap + piece.position) * KH * Dv, to_f16);
+      append_rows(K.f32() + piece.row * KH * D, piece.rows * KH * D, c->k, (piece.slot * cap + piece.position) * KH * D,
+                  to_f16);
+      append_rows(V.f32() + piece.row * KH * Dv, piece.rows * KH * Dv, c->v,
+                  (piece.slot * cap + piece.position) * KH * Dv, to_f16);
     }
     c->len = c->capacity();
   } else {
@@ -105,8 +104,8 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
                                                " positions (holds " + std::to_string(c->len) +
                                                ", this call adds " + std::to_string(S) + ")");
     // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
-    append_rows(K, c->k, c->len * KH * D, to_f16);
-    append_rows(V, c->v, c->len * KH * Dv, to_f16);
+    append_rows(K.f32(), K.numel(), c->k, c->len * KH * D, to_f16);
+    append_rows(V.f32(), V.numel(), c->v, c->len * KH * Dv, to_f16);
     c->len += S;
   }
   // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)
