@@ -53,6 +53,9 @@ using dt = dnnl::memory::data_type;
 // Rows of activations up to which a weight row loaded once serves them all
 // (the decode path); beyond it F32 weights go to oneDNN.
 constexpr int64_t kGemvRows = 4;
+// Rows up to which a matmul is a decode step's (one sequence's or a batched
+// step's): a stream over weights read once, its rows shared out on the team.
+constexpr int64_t kStepRows = 64;
 constexpr size_t kMaxPrimitives = 512;
 
 // C [M, N] = A [M, K] @ B, B stored [N, K] (transpose_b) or [K, N].
@@ -220,7 +223,7 @@ void for_row_chunks(int64_t M, int64_t N, int64_t K, F&& run, int64_t align = 4,
     run(0, N);
     return;
   }
-  if (M <= 64) {
+  if (M <= kStepRows) {
     const int64_t unit = decode_unit(N, align);
     share_out((N + unit - 1) / unit, [&](int64_t u) { run(u * unit, std::min(N, (u + 1) * unit)); }, first);
     return;
@@ -344,7 +347,7 @@ Status matmul_product(KernelContext& ctx) {
     // row (below parallel_for's bound) were the first thread's while the
     // others waited.
     const DType order = interleaved ? DType::Q8_0 : B.dtype;
-    const bool in_region = M > kGemvRows && M <= 64;
+    const bool in_region = M > kGemvRows && M <= kStepRows;
     if (in_region) prepare_acts(M, K, acts, order);
     else quantize_acts(A.f32(), M, K, K, acts, order);
     for_row_chunks(

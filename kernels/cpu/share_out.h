@@ -56,8 +56,14 @@ void share_out(int64_t n, F&& run, First&& first) {
     return;
   }
   // The shares are made for the team asked for; a team given fewer threads
-  // leaves the missing ones' shares to be taken from the back.
-  std::unique_ptr<Share[]> shares(new Share[size_t(threads)]);
+  // leaves the missing ones' shares to be taken from the back. This
+  // thread's words, kept across calls (a decode step makes ~100 of them);
+  // a plain pointer, so the team reads this thread's, not thread_locals of
+  // its own.
+  thread_local std::unique_ptr<Share[]> kept;
+  thread_local int kept_size = 0;
+  if (kept_size < threads) kept.reset(new Share[size_t(threads)]), kept_size = threads;
+  Share* const shares = kept.get();
   for (int t = 0; t < threads; ++t)
     shares[size_t(t)].ends.store(pack(uint64_t(n * t / threads), uint64_t(n * (t + 1) / threads)),
                                  std::memory_order_relaxed);
