@@ -22,6 +22,24 @@ Check read_number(const json& j, const char* field, double lo, double hi, double
   return {};
 }
 
+// {"token id": bias} as the OpenAI API gives it: ids as decimal strings,
+// biases from -100 to 100 (whether each id is in the vocabulary is the
+// server's to check).
+Check read_logit_bias(const json& j, std::vector<std::pair<int32_t, float>>& out) {
+  if (!j.contains("logit_bias") || j["logit_bias"].is_null()) return {};
+  const json& b = j["logit_bias"];
+  if (!b.is_object()) return bad_request("'logit_bias' must be an object of token ids to biases, got " + b.dump(), "logit_bias");
+  for (const auto& [key, v] : b.items()) {
+    const bool digits = !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      return bad_request("'logit_bias': keys must be token ids (decimal integers >= 0), got \"" + key + "\"", "logit_bias");
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 || v.get<double>() > 100)
+      return bad_request("'logit_bias': the bias of token " + key + " must be a number from -100 to 100, got " + v.dump(), "logit_bias");
+    out.emplace_back(int32_t(std::stol(key)), v.get<float>());
+  }
+  return {};
+}
+
 // Message content as text: a string, or an array of {"type": "text"} parts.
 Check content_text(const json& m, size_t i, std::string& out) {
   const std::string field = "messages[" + std::to_string(i) + "].content";
@@ -124,6 +142,9 @@ Check read_fields(const json& j, CompletionRequest& r) {
     if (!j["seed"].is_number_integer()) return bad_request("'seed' must be an integer, got " + j["seed"].dump(), "seed");
     r.seed = j["seed"].is_number_unsigned() ? j["seed"].get<uint64_t>() : uint64_t(j["seed"].get<int64_t>());
   }
+  if (auto e = read_number(j, "presence_penalty", -2.0, 2.0, r.presence_penalty)) return e;
+  if (auto e = read_number(j, "frequency_penalty", -2.0, 2.0, r.frequency_penalty)) return e;
+  if (auto e = read_logit_bias(j, r.logit_bias)) return e;
   if (j.contains("n") && !j["n"].is_null() && j["n"] != 1)
     return bad_request("'n' must be 1: one choice per request is served here", "n");
   if (auto e = read_stop(j, r)) return e;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct CompletionRequest {
   double temperature = 1.0;             // 0: greedy
   double top_p = 1.0;
   std::optional<uint64_t> seed;
+  double presence_penalty = 0.0;        // -2 to 2: once on each id already drawn
+  double frequency_penalty = 0.0;       // -2 to 2: on each id per time drawn
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> -100 to 100
   std::vector<std::string> stop;        // up to 4
   bool stream = false;
   bool ignore_eos = false;              // llama.cpp's extension: run to max_tokens (benchmarks)

@@ -51,7 +51,15 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
                                             " in the prompt, " + std::to_string(r.max_tokens ? *r.max_tokens : 1) + " for the completion).",
                                         r.max_tokens && room >= 1 ? "max_tokens" : r.chat ? "messages" : "prompt",
                                         "context_length_exceeded"));
+  for (const auto& [id, bias] : r.logit_bias)
+    if (vocab_ > 0 && id >= vocab_)
+      return reply_error(res, bad_request("'logit_bias': token id " + std::to_string(id) + " is not in the vocabulary (" +
+                                              std::to_string(vocab_) + " tokens)",
+                                          "logit_bias"));
   SamplingOptions sampling;
+  sampling.presence_penalty = float(r.presence_penalty);
+  sampling.frequency_penalty = float(r.frequency_penalty);
+  sampling.logit_bias = r.logit_bias;
   sampling.greedy = r.temperature <= 0.0;
   sampling.temperature = float(r.temperature);
   sampling.top_p = float(r.top_p);

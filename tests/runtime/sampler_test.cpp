@@ -106,5 +106,51 @@ TEST(Sampler, SeededAndReproducible) {
   EXPECT_NE(xa, xc);
 }
 
+// Greedy draws of a row that does not change, as a decode step's would if
+// the model saw nothing: the penalties alone move the choice.
+std::vector<int32_t> greedy_draws(const SamplingOptions& o, const std::vector<float>& l, int n) {
+  Sampler s(o);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) out.push_back(s.next(l));
+  return out;
+}
+
+TEST(Sampler, AFrequencyPenaltyGrowsWithEachDraw) {
+  // 0.15 per draw: [1.0, 0.9, 0.5] -> [0.85, 0.9, 0.5] -> [0.85, 0.75, 0.5]
+  // -> ... -> [0.4, 0.45, 0.5] after four draws of 0 and three of 1.
+  SamplingOptions o;
+  o.frequency_penalty = 0.15f;
+  EXPECT_EQ(greedy_draws(o, {1.0f, 0.9f, 0.5f}, 8), (std::vector<int32_t>{0, 1, 0, 1, 0, 1, 0, 2}));
+}
+
+TEST(Sampler, APresencePenaltyIsOncePerId) {
+  // 0.3 once: [1.0, 0.9, 0.5] -> [0.7, 0.9, 0.5] -> [0.7, 0.6, 0.5], and so it stays.
+  SamplingOptions o;
+  o.presence_penalty = 0.3f;
+  EXPECT_EQ(greedy_draws(o, {1.0f, 0.9f, 0.5f}, 5), (std::vector<int32_t>{0, 1, 0, 0, 0}));
+  // Negative: the drawn id is favoured.
+  o.presence_penalty = -0.3f;
+  EXPECT_EQ(greedy_draws(o, {0.9f, 1.0f, 0.5f}, 3), (std::vector<int32_t>{1, 1, 1}));
+}
+
+TEST(Sampler, ALogitBiasBansOrForcesIds) {
+  const std::vector<float> l = {0.5f, 3.0f, 2.9f, 0.1f};
+  SamplingOptions o;
+  o.logit_bias = {{1, -100.0f}};
+  EXPECT_EQ(greedy_draws(o, l, 2), (std::vector<int32_t>{2, 2}));
+  o.logit_bias = {{3, 100.0f}, {7, 100.0f}};  // an id past the row changes nothing
+  EXPECT_EQ(greedy_draws(o, l, 2), (std::vector<int32_t>{3, 3}));
+  // Sampled at a temperature: a banned id is never drawn, the rest are.
+  o.greedy = false;
+  o.temperature = 1.0f;
+  o.seed = 5;
+  o.logit_bias = {{1, -100.0f}};
+  Sampler s(o);
+  std::map<int, int> seen = draws(s, l, 2000);
+  EXPECT_EQ(seen.count(1), 0u);
+  EXPECT_GT(seen[2], 1000);  // e^2.9 against e^0.5 + e^0.1
+  EXPECT_GT(seen[0], 0);
+}
+
 }  // namespace
 }  // namespace arch

@@ -58,6 +58,41 @@ TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
   EXPECT_EQ(testing::body_of(ids)["choices"][0]["tokens"], j["choices"][0]["tokens"]);
 }
 
+// presence_penalty, frequency_penalty and logit_bias each reach the
+// sequence's draw: the reply is what generation gives with it in-process
+// (and not what it gives without), and an id banned by its bias never comes.
+TEST(Serve, PenaltiesAndLogitBiasAreTheSamplersOwn) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  auto m = testing::stories_model();
+  auto tok = load_model_tokenizer(testing::stories_dir());
+  ASSERT_TRUE(tok.ok());
+  const std::vector<int32_t> prompt = (*tok)->encode("Once upon a time", true);
+  GenerateOptions g;
+  g.max_new_tokens = 32;
+  auto plain = generate(*m, prompt, g);
+  ASSERT_TRUE(plain.ok());
+  const int32_t banned = plain->tokens[0];
+
+  RunningServer s(testing::options(2));
+  auto c = s.client();
+  for (const char* field : {"presence_penalty", "frequency_penalty", "logit_bias"}) {
+    GenerateOptions with = g;
+    json req = {{"prompt", prompt}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
+    if (std::string(field) == "presence_penalty") with.sampling.presence_penalty = 1.5f, req[field] = 1.5;
+    if (std::string(field) == "frequency_penalty") with.sampling.frequency_penalty = 0.7f, req[field] = 0.7;
+    if (std::string(field) == "logit_bias") with.sampling.logit_bias = {{banned, -100.0f}}, req[field] = {{std::to_string(banned), -100}};
+    auto want = generate(*m, prompt, with);
+    ASSERT_TRUE(want.ok());
+    ASSERT_NE(want->tokens, plain->tokens) << field << " changes nothing here: the test would not see it ignored";
+    auto got = testing::body_of(c.Post("/v1/completions", req.dump(), "application/json"));
+    const auto tokens = got["choices"][0]["tokens"].get<std::vector<int32_t>>();
+    EXPECT_EQ(tokens, want->tokens) << field << ": " << got.dump();
+    if (std::string(field) == "logit_bias") {
+      EXPECT_EQ(std::count(tokens.begin(), tokens.end(), banned), 0);
+    }
+  }
+}
+
 TEST(Serve, AStreamedChatAddsUpToTheWholeReply) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
   RunningServer s(testing::options(2));

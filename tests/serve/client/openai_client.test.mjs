@@ -116,6 +116,21 @@ test('a seeded sampled completion repeats', async () => {
   assert.equal(a.choices[0].text, b.choices[0].text);
 });
 
+test('a chat reply under a frequency penalty and a banned token', async () => {
+  const ask = { model: 'stories260K', messages: [{ role: 'user', content: 'Tell me a story.' }], max_tokens: 30, temperature: 0 };
+  const free = await chat.chat.completions.create(ask);
+  const penalised = await chat.chat.completions.create({ ...ask, frequency_penalty: 1.0, presence_penalty: 0.5 });
+  assert.notEqual(penalised.choices[0].message.content, free.choices[0].message.content);
+  // The free reply's first token (as ids: its completion's first) banned.
+  const ids = await chat.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
+  const first = ids.choices[0].tokens[0];
+  const banned = await chat.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 8, temperature: 0,
+    logit_bias: { [first]: -100 } });
+  assert.ok(!banned.choices[0].tokens.includes(first), JSON.stringify(banned.choices[0]));
+  await assert.rejects(chat.chat.completions.create({ ...ask, presence_penalty: 3 }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'presence_penalty');
+});
+
 test('embeddings (the client asks for base64 and decodes it)', async () => {
   const r = await embed.embeddings.create({ model: 'bert', input: [[1, 5, 9, 2], [1, 7, 2]] });
   assert.equal(r.data.length, 2);
