@@ -103,13 +103,20 @@ void Batcher::finish(Running& r, std::string reason, std::string err) {
   if (done) done(r.outcome);
 }
 
-bool Batcher::take(Running& r, int32_t tok) {
+int32_t Batcher::draw(Running& r, std::span<const float> row, TokenLogprobs& lp) {
+  const int32_t tok = r.sampler.next(row);
+  if (r.req.top_logprobs >= 0) lp = token_logprobs(row, tok, r.req.top_logprobs);
+  return tok;
+}
+
+bool Batcher::take(Running& r, int32_t tok, const TokenLogprobs& lp) {
   const auto& stops = r.req.stop_ids;
   if (std::find(stops.begin(), stops.end(), tok) != stops.end()) {
     finish(r, "stop");
     return false;
   }
   ++r.outcome.completion_tokens;
+  if (r.req.top_logprobs >= 0 && r.req.on_logprobs) r.req.on_logprobs(lp);
   if (r.req.on_token && !r.req.on_token(tok)) {
     finish(r, "stop");
     return false;
@@ -126,6 +133,7 @@ void Batcher::work() {
   std::vector<BatchedSession::Piece> pieces;
   std::vector<int> slots;
   std::vector<int32_t> drawn;  // each running sequence's next token, by its place in `slots`
+  std::vector<TokenLogprobs> logprobs;  // and its logprobs, where it asks for them
   std::deque<int> joining;  // slots whose prompts are still to run, in order of arrival
   for (;;) {
     // Who joins: as many queued requests as there are free slots.
@@ -162,8 +170,9 @@ void Batcher::work() {
       if (governor_) governor_->begin_prompt();
       if (opt_.profile) session_->profile_with(&opt_.profile->prompts);
       auto logits = session_->run(std::span(&p, 1));
+      TokenLogprobs lp;
       if (!logits.ok()) finish(r, "error", logits.error().message);
-      else if (take(r, r.sampler.next(std::span<const float>(logits->f32(), size_t(logits->dim(-1))))))
+      else if (take(r, draw(r, std::span<const float>(logits->f32(), size_t(logits->dim(-1))), lp), lp))
         r.decoding = true;  // (an ended one is gone, its slot free)
     }
     // One step of every running sequence, together.
@@ -198,11 +207,12 @@ void Batcher::work() {
     // 0.6 ms greedy, ~16 at a temperature); then passed on in order.
     const int64_t vocab = logits->dim(-1), n = int64_t(slots.size());
     drawn.resize(slots.size());
+    logprobs.resize(slots.size());
     const auto drawing = std::chrono::steady_clock::now();
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
     for (int64_t k = 0; k < n; ++k) {
       std::span<const float> row(logits->f32() + k * vocab, size_t(vocab));
-      drawn[size_t(k)] = running_[size_t(slots[size_t(k)])]->sampler.next(row);
+      drawn[size_t(k)] = draw(*running_[size_t(slots[size_t(k)])], row, logprobs[size_t(k)]);
     }
     if (BatchProfile* p = opt_.profile) {  // before any token is passed on (see BatcherOptions::profile)
       auto& e = p->steps.by_op["(drawing tokens)"];
@@ -212,7 +222,7 @@ void Batcher::work() {
       p->step_rows += n;
     }
     for (size_t k = 0; k < slots.size(); ++k)
-      take(*running_[size_t(slots[k])], drawn[k]);  // an ended one is gone, its slot free
+      take(*running_[size_t(slots[k])], drawn[k], logprobs[k]);  // an ended one is gone, its slot free
   }
   // Stopping: every running sequence ends here.
   for (auto& r : running_)

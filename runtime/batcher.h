@@ -43,6 +43,10 @@ struct BatchRequest {
   // Each new token, on the worker thread; false ends the sequence there (a
   // stop string completed, a client gone), finish reason "stop".
   std::function<bool(int32_t)> on_token;
+  // top_logprobs >= 0: before each on_token, the token's log-probability
+  // and that many likeliest alternatives (the OpenAI API's logprobs).
+  int top_logprobs = -1;
+  std::function<void(const TokenLogprobs&)> on_logprobs;
   std::function<void(const BatchOutcome&)> on_done;  // once, at the end
   // Asked when it would join: true ends it there, its prompt never run (a
   // client gone while it waited), finish reason "stop".
@@ -94,9 +98,12 @@ class Batcher {
   struct Running;
   Batcher(std::unique_ptr<BatchedSession> s, BatcherOptions opt);
   void work();
+  // The next token of r from its row of logits, with its logprobs where
+  // r asks for them.
+  int32_t draw(Running& r, std::span<const float> row, TokenLogprobs& lp);
   // The sequence's new token: passed on, or its end. False: it has ended
   // (and r, if it held a slot, is gone).
-  bool take(Running& r, int32_t tok);
+  bool take(Running& r, int32_t tok, const TokenLogprobs& lp);
   // The end: its slot freed, then on_done; r, if it held a slot, is gone.
   void finish(Running& r, std::string reason, std::string error = "");
 

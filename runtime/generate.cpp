@@ -36,19 +36,6 @@ std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   return out;
 }
 
-namespace {
-
-// log softmax(logits)[tok], over the entries that are not -inf.
-float log_softmax_at(std::span<const float> logits, int32_t tok) {
-  float top = -INFINITY;
-  for (float x : logits) top = std::max(top, x);
-  double sum = 0;
-  for (float x : logits) sum += std::exp(double(x) - top);
-  return float(double(logits[size_t(tok)]) - top - std::log(sum));
-}
-
-}  // namespace
-
 Result<int32_t> decoder_start_token(const Model& m) {
   ARCH_TRY(nlohmann::json g, generation_config(m));
   if (g.contains("decoder_start_token_id") && g["decoder_start_token_id"].is_number_integer())
@@ -122,7 +109,7 @@ Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, 
                    ": its weights may hold NaN or Inf (archc --check TEMPLATE --model DIR reads every one)");
     if (opt.process_logits) opt.process_logits(last, r.tokens);
     int32_t tok = sampler.next(last);
-    r.logprobs.push_back(log_softmax_at(last, tok));
+    r.logprobs.push_back(token_logprobs(last, tok, 0).logprob);
     if (k == 0) r.prompt_seconds = std::chrono::duration<double>(clock::now() - t0).count();
     r.tokens.push_back(tok);
     if (opt.on_token) opt.on_token(tok);

@@ -44,4 +44,14 @@ class Sampler {
 
 int32_t argmax(std::span<const float> logits);
 
+// `id`'s log-probability under the row's softmax, and the `top` most likely
+// ids with theirs (highest first, ties to the lower id): the model's own
+// distribution, before a request's bias, penalties or temperature (what
+// the OpenAI API's `logprobs` report).
+struct TokenLogprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t id, int top);
+
 }  // namespace arch

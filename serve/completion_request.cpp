@@ -40,6 +40,38 @@ Check read_logit_bias(const json& j, std::vector<std::pair<int32_t, float>>& out
   return {};
 }
 
+// An integer field from lo to hi, where present and not null.
+Check read_count(const json& j, const char* field, int lo, int hi, int& out) {
+  if (!j.contains(field) || j[field].is_null()) return {};
+  const json& v = j[field];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    return bad_request("'" + std::string(field) + "' must be an integer from " + std::to_string(lo) + " to " +
+                           std::to_string(hi) + ", got " + v.dump(),
+                       field);
+  out = int(v.get<int64_t>());
+  return {};
+}
+
+// Completions: `logprobs` the count of alternatives (0-5). Chat: `logprobs`
+// true, and `top_logprobs` (0-20) with it.
+Check read_logprobs(const json& j, CompletionRequest& r) {
+  if (!r.chat) {
+    if (j.contains("logprobs") && j["logprobs"] == false) return {};
+    return read_count(j, "logprobs", 0, 5, r.top_logprobs);
+  }
+  bool on = false;
+  if (j.contains("logprobs") && !j["logprobs"].is_null()) {
+    if (!j["logprobs"].is_boolean()) return bad_request("'logprobs' must be true or false, got " + j["logprobs"].dump(), "logprobs");
+    on = j["logprobs"].get<bool>();
+  }
+  int top = 0;
+  if (auto e = read_count(j, "top_logprobs", 0, 20, top)) return e;
+  if (!on && j.contains("top_logprobs") && !j["top_logprobs"].is_null())
+    return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  if (on) r.top_logprobs = top;
+  return {};
+}
+
 // Message content as text: a string, or an array of {"type": "text"} parts.
 Check content_text(const json& m, size_t i, std::string& out) {
   const std::string field = "messages[" + std::to_string(i) + "].content";
@@ -156,7 +188,8 @@ Check read_fields(const json& j, CompletionRequest& r) {
     if (!j["ignore_eos"].is_boolean()) return bad_request("'ignore_eos' must be true or false", "ignore_eos");
     r.ignore_eos = j["ignore_eos"].get<bool>();
   }
-  for (const char* field : {"logprobs", "top_logprobs", "tools", "functions", "echo", "best_of", "suffix"}) {
+  if (auto e = read_logprobs(j, r)) return e;
+  for (const char* field : {"tools", "functions", "echo", "best_of", "suffix"}) {
     if (!j.contains(field) || j[field].is_null() || j[field] == false || (j[field].is_array() && j[field].empty())) continue;
     if (std::string(field) == "best_of" && j[field] == 1) continue;
     return bad_request("'" + std::string(field) + "' is not served here", field);

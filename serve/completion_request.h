@@ -1,6 +1,6 @@
 // The body of POST /v1/completions or /v1/chat/completions, read and checked
 // field by field as the OpenAI API defines them; what this server does not
-// do (n > 1, logprobs, tools) is refused by name rather than ignored.
+// do (n > 1, tools, echo) is refused by name rather than ignored.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@ struct CompletionRequest {
   double presence_penalty = 0.0;        // -2 to 2: once on each id already drawn
   double frequency_penalty = 0.0;       // -2 to 2: on each id per time drawn
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id -> -100 to 100
+  int top_logprobs = -1;                // >= 0: each token's logprob and this many alternatives
   std::vector<std::string> stop;        // up to 4
   bool stream = false;
   bool ignore_eos = false;              // llama.cpp's extension: run to max_tokens (benchmarks)

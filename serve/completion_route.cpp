@@ -65,23 +65,39 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   sampling.top_p = float(r.top_p);
   sampling.seed = r.seed ? *r.seed : std::random_device{}();
   auto job = std::make_shared<TextJob>(tok_, r.stop);
-  auto submitted = batcher_->submit(job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling, r.ignore_eos ? std::vector<int32_t>{} : stop_ids_));
+  const int32_t last_prompt_token = prompt.back();  // the first new token's context, for logprobs
+  auto submitted = batcher_->submit(job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling,
+                                                 r.ignore_eos ? std::vector<int32_t>{} : stop_ids_, r.top_logprobs));
   if (!submitted.ok()) return reply_error(res, bad_request(submitted.error().message));
   if (!*submitted)
     return reply_error(res, {503, "the server is busy: " + std::to_string(opt_.parallel) + " sequences running and " +
                                       std::to_string(opt_.queue) + " waiting; retry shortly",
                              "server_error", "", "server_overloaded"});
   const ReplyHeader header = make_header(chat, name_);
+  // A token's text for logprobs: what it adds to the token before it (a
+  // token decoded alone may lose its leading space), or its id where there
+  // is no tokenizer.
+  auto piece = [tok = tok_](int32_t id, int32_t prev) {
+    if (!tok) return "token_id:" + std::to_string(id);
+    if (prev < 0) return tok->decode(std::span<const int32_t>(&id, 1), false);
+    const int32_t pair[2] = {prev, id};
+    const std::string before = tok->decode(std::span<const int32_t>(pair, 1), false), both = tok->decode(pair, false);
+    return both.compare(0, before.size(), before) == 0 ? both.substr(before.size()) : tok->decode(std::span<const int32_t>(&id, 1), false);
+  };
+  const bool logprobs = r.top_logprobs >= 0;
+  const LogprobsCursor start{0, last_prompt_token};
   if (!r.stream) {
     TextJob::Taken all = job->wait_all();
     const BatchOutcome& o = job->outcome();
     if (o.finish_reason == "error") return reply_error(res, {500, "generation failed: " + o.error, "server_error", "", ""});
-    return reply_json(res, completion_reply(header, all.text, all.ids, o.finish_reason, {o.prompt_tokens, o.completion_tokens}));
+    LogprobsCursor at = start;
+    return reply_json(res, completion_reply(header, all.text, all.ids, o.finish_reason, {o.prompt_tokens, o.completion_tokens},
+                                            logprobs ? logprobs_json(chat, all.ids, all.logprobs, piece, at) : nullptr));
   }
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [job, header, first = true](size_t, httplib::DataSink& sink) mutable {
+      [job, header, first = true, logprobs, piece, at = start](size_t, httplib::DataSink& sink) mutable {
         TextJob::Taken t = job->take(std::chrono::milliseconds(250));
         auto send = [&](const std::string& event) {
           if (sink.write(event.data(), event.size())) return true;
@@ -90,7 +106,8 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
         };
         if (!sink.is_writable()) return job->abandon(), false;
         if (!t.text.empty() || !t.ids.empty() || (first && header.chat)) {
-          if (!send(sse(completion_chunk(header, t.text, t.ids, first)))) return false;
+          const nlohmann::json lp = logprobs ? logprobs_json(header.chat, t.ids, t.logprobs, piece, at) : nullptr;
+          if (!send(sse(completion_chunk(header, t.text, t.ids, first, lp)))) return false;
           first = false;
         }
         if (!t.done) return true;

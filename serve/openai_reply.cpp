@@ -1,5 +1,6 @@
 #include "serve/openai_reply.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -42,9 +43,9 @@ json envelope(const ReplyHeader& h, bool chunk) {
 }  // namespace
 
 json completion_reply(const ReplyHeader& h, const std::string& text, const std::vector<int32_t>& ids,
-                      const std::string& finish_reason, const Usage& usage) {
+                      const std::string& finish_reason, const Usage& usage, const json& logprobs) {
   json j = envelope(h, false);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason}, {"tokens", ids}};
+  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason}, {"tokens", ids}};
   if (h.chat) choice["message"] = {{"role", "assistant"}, {"content", text}};
   else choice["text"] = text;
   j["choices"] = json::array({choice});
@@ -52,9 +53,10 @@ json completion_reply(const ReplyHeader& h, const std::string& text, const std::
   return j;
 }
 
-json completion_chunk(const ReplyHeader& h, const std::string& text, const std::vector<int32_t>& ids, bool first) {
+json completion_chunk(const ReplyHeader& h, const std::string& text, const std::vector<int32_t>& ids, bool first,
+                      const json& logprobs) {
   json j = envelope(h, true);
-  json choice = {{"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}, {"tokens", ids}};
+  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", nullptr}, {"tokens", ids}};
   if (h.chat) {
     choice["delta"] = {{"content", text}};
     if (first) choice["delta"]["role"] = "assistant";
@@ -63,6 +65,42 @@ json completion_chunk(const ReplyHeader& h, const std::string& text, const std::
   }
   j["choices"] = json::array({choice});
   return j;
+}
+
+json logprobs_json(bool chat, std::span<const int32_t> ids, std::span<const TokenLogprobs> lps,
+                   const std::function<std::string(int32_t, int32_t)>& piece, LogprobsCursor& at) {
+  const size_t n = std::min(ids.size(), lps.size());
+  auto bytes = [](const std::string& t) {
+    json b = json::array();
+    for (unsigned char c : t) b.push_back(int(c));
+    return b;
+  };
+  if (chat) {
+    json content = json::array();
+    for (size_t i = 0; i < n; ++i) {
+      const std::string t = piece(ids[i], at.prev);
+      json top = json::array();
+      for (const auto& [id, lp] : lps[i].top) {
+        const std::string a = piece(id, at.prev);
+        top.push_back({{"token", a}, {"logprob", lp}, {"bytes", bytes(a)}});
+      }
+      content.push_back({{"token", t}, {"logprob", lps[i].logprob}, {"bytes", bytes(t)}, {"top_logprobs", top}});
+      at.offset += int64_t(t.size()), at.prev = ids[i];
+    }
+    return {{"content", content}, {"refusal", nullptr}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), text_offset = json::array();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string t = piece(ids[i], at.prev);
+    tokens.push_back(t);
+    token_logprobs.push_back(lps[i].logprob);
+    json top = json::object();
+    for (const auto& [id, lp] : lps[i].top) top[piece(id, at.prev)] = lp;
+    top_logprobs.push_back(top);
+    text_offset.push_back(at.offset);
+    at.offset += int64_t(t.size()), at.prev = ids[i];
+  }
+  return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", text_offset}};
 }
 
 json final_chunk(const ReplyHeader& h, const std::string& finish_reason, const Usage& usage) {

@@ -3,10 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "runtime/sampler.h"
 
 namespace arch::serve {
 
@@ -25,13 +29,28 @@ struct ReplyHeader {
 ReplyHeader make_header(bool chat, const std::string& model);
 
 // A whole reply. `ids`: the tokens, given beside the text (a model without a
-// tokenizer replies with ids only).
+// tokenizer replies with ids only); `logprobs`: the choice's (null: not
+// asked for).
 nlohmann::json completion_reply(const ReplyHeader& h, const std::string& text, const std::vector<int32_t>& ids,
-                                const std::string& finish_reason, const Usage& usage);
+                                const std::string& finish_reason, const Usage& usage,
+                                const nlohmann::json& logprobs = nullptr);
 // One stream chunk: a piece of text (the chat's first says the role), or the
 // last with the finish reason and usage.
 nlohmann::json completion_chunk(const ReplyHeader& h, const std::string& text, const std::vector<int32_t>& ids,
-                                 bool first);
+                                 bool first, const nlohmann::json& logprobs = nullptr);
+// Where a completion's logprobs stand: the byte offset of the next token's
+// text, and the token before it (its text's context).
+struct LogprobsCursor {
+  int64_t offset = 0;
+  int32_t prev = -1;
+};
+// A choice's `logprobs` for these tokens (`lps`: one per id), as the API
+// gives them: chat's {"content": [{"token", "logprob", "bytes",
+// "top_logprobs"}]}, completions' {"tokens", "token_logprobs",
+// "top_logprobs", "text_offset"} (offsets in bytes). `piece(id, prev)`: a
+// token's text after `prev`; the cursor moves past these tokens.
+nlohmann::json logprobs_json(bool chat, std::span<const int32_t> ids, std::span<const TokenLogprobs> lps,
+                             const std::function<std::string(int32_t, int32_t)>& piece, LogprobsCursor& at);
 nlohmann::json final_chunk(const ReplyHeader& h, const std::string& finish_reason, const Usage& usage);
 // JSON as sent: text that is not valid UTF-8 replaced, never thrown on.
 std::string dump(const nlohmann::json& j);

@@ -8,7 +8,7 @@ TextJob::TextJob(std::shared_ptr<const Tokenizer> tok, std::vector<std::string> 
 }
 
 BatchRequest TextJob::request(std::vector<int32_t> prompt, int max_new_tokens, SamplingOptions sampling,
-                              std::vector<int32_t> stop_ids) {
+                              std::vector<int32_t> stop_ids, int top_logprobs) {
   BatchRequest r;
   r.prompt = std::move(prompt);
   r.max_new_tokens = max_new_tokens;
@@ -20,6 +20,12 @@ BatchRequest TextJob::request(std::vector<int32_t> prompt, int max_new_tokens, S
     self->on_token(id);
     std::lock_guard<std::mutex> lock(self->mu_);
     return !self->abandoned_ && !self->stopped_by_text_;
+  };
+  r.top_logprobs = top_logprobs;
+  // Before its token's on_token, so kept exactly where the id is.
+  r.on_logprobs = [self](const TokenLogprobs& lp) {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    if (!self->stopped_by_text_) self->pending_.logprobs.push_back(lp);
   };
   r.on_done = [self](const BatchOutcome& o) { self->on_done(o); };
   r.cancelled = [self] {
@@ -64,6 +70,7 @@ TextJob::Taken TextJob::wait_all() {
     Taken t = take(std::chrono::milliseconds(1000));
     all.text += t.text;
     all.ids.insert(all.ids.end(), t.ids.begin(), t.ids.end());
+    all.logprobs.insert(all.logprobs.end(), t.logprobs.begin(), t.logprobs.end());
     if (t.done) {
       all.done = true;
       return all;

@@ -23,13 +23,15 @@ class TextJob : public std::enable_shared_from_this<TextJob> {
   // `tok` null: a model without a tokenizer, whose replies are token ids.
   TextJob(std::shared_ptr<const Tokenizer> tok, std::vector<std::string> stops);
 
-  // The batcher's request for `prompt`, its callbacks bound to this job.
+  // The batcher's request for `prompt`, its callbacks bound to this job;
+  // top_logprobs >= 0: each token's logprobs are kept beside its id.
   BatchRequest request(std::vector<int32_t> prompt, int max_new_tokens, SamplingOptions sampling,
-                       std::vector<int32_t> stop_ids);
+                       std::vector<int32_t> stop_ids, int top_logprobs = -1);
 
   struct Taken {
     std::string text;               // since the last take
     std::vector<int32_t> ids;       // likewise
+    std::vector<TokenLogprobs> logprobs;  // one per id, where the request asked for them
     bool done = false;              // the completion is over: outcome() holds how
   };
   // What has come since the last take, waiting up to `wait` for something.

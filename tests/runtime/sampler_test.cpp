@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <vector>
 
 #include "runtime/sampler.h"
@@ -150,6 +151,34 @@ TEST(Sampler, ALogitBiasBansOrForcesIds) {
   EXPECT_EQ(seen.count(1), 0u);
   EXPECT_GT(seen[2], 1000);  // e^2.9 against e^0.5 + e^0.1
   EXPECT_GT(seen[0], 0);
+}
+
+TEST(Sampler, TokenLogprobsAreTheRowsLogSoftmax) {
+  // Probabilities 0.5, 0.25, 0.125, 0.125 (ties to the lower id).
+  const std::vector<float> l = {std::log(4.0f) + 7, std::log(2.0f) + 7, 7.0f, 7.0f};
+  TokenLogprobs t = token_logprobs(l, 2, 3);
+  EXPECT_NEAR(t.logprob, std::log(0.125), 1e-6);
+  ASSERT_EQ(t.top.size(), 3u);
+  EXPECT_EQ(t.top[0].first, 0);
+  EXPECT_NEAR(t.top[0].second, std::log(0.5), 1e-6);
+  EXPECT_EQ(t.top[1].first, 1);
+  EXPECT_NEAR(t.top[1].second, std::log(0.25), 1e-6);
+  EXPECT_EQ(t.top[2].first, 2);  // before 3: the same value, the lower id
+  EXPECT_TRUE(token_logprobs(l, 0, 0).top.empty());
+  EXPECT_EQ(token_logprobs(l, 0, 10).top.size(), 4u);  // no more than the row has
+  // A vocabulary's worth: the best five found in one pass, in order.
+  std::vector<float> big(151936);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = float((i * 7919) % 100003) * 1e-4f;
+  TokenLogprobs b = token_logprobs(big, 5, 5);
+  std::vector<int32_t> order(big.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return big[size_t(x)] > big[size_t(y)]; });
+  ASSERT_EQ(b.top.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(b.top[i].first, order[i]);
+  double total = 0;
+  const double top = b.top[0].second - big[size_t(order[0])];  // -log(sum of exp)
+  for (float x : big) total += std::exp(double(x) + top);
+  EXPECT_NEAR(total, 1.0, 1e-4);
 }
 
 }  // namespace

@@ -50,7 +50,9 @@ TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
       {"stop of 5 strings", "/v1/completions", json{{"prompt", "hi"}, {"stop", {"a", "b", "c", "d", "e"}}}.dump(), 400, "stop"},
       {"a token id past the vocabulary", "/v1/completions", json{{"prompt", {1, 99999}}}.dump(), 400, "prompt"},
       {"stream not a bool", "/v1/completions", json{{"prompt", "hi"}, {"stream", "yes"}}.dump(), 400, "stream"},
-      {"logprobs asked for", "/v1/completions", json{{"prompt", "hi"}, {"logprobs", 3}}.dump(), 400, "logprobs"},
+      {"logprobs of 9 (completions take up to 5)", "/v1/completions", json{{"prompt", "hi"}, {"logprobs", 9}}.dump(), 400, "logprobs"},
+      {"top_logprobs without logprobs", "/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"top_logprobs", 2}}.dump(), 400, "top_logprobs"},
+      {"tools asked for", "/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"tools", {{{"type", "function"}}}}}.dump(), 400, "tools"},
       {"embeddings from a decoder", "/v1/embeddings", json{{"input", "hi"}}.dump(), 400, "model"},
       {"no such endpoint", "/v1/engines", "{}", 404, "no such endpoint"},
   };

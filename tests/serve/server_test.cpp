@@ -93,6 +93,74 @@ TEST(Serve, PenaltiesAndLogitBiasAreTheSamplersOwn) {
   }
 }
 
+// logprobs: each token's is generation's own (its log-softmax), the greedy
+// token heads its alternatives, and a stream's chunks carry the same ones.
+TEST(Serve, LogprobsAreEachTokensUnderTheModel) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  auto m = testing::stories_model();
+  auto tok = load_model_tokenizer(testing::stories_dir());
+  ASSERT_TRUE(tok.ok());
+  const std::vector<int32_t> prompt = (*tok)->encode("Once upon a time", true);
+  GenerateOptions g;
+  g.max_new_tokens = 12;
+  auto want = generate(*m, prompt, g);
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(want->logprobs.size(), 12u);
+
+  RunningServer s(testing::options(2));
+  auto c = s.client();
+  json req = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 3}};
+  auto got = testing::body_of(c.Post("/v1/completions", req.dump(), "application/json"));
+  const json& lp = got["choices"][0]["logprobs"];
+  ASSERT_EQ(lp["token_logprobs"].size(), 12u) << got.dump();
+  // Each token's text is what it adds after the one before it.
+  auto piece = [&](int32_t prev, int32_t id) {
+    return (*tok)->decode(std::vector<int32_t>{prev, id}, false).substr((*tok)->decode(std::vector<int32_t>{prev}, false).size());
+  };
+  int64_t offset = 0;
+  for (size_t i = 0; i < 12; ++i) {
+    const std::string piece_i = piece(i ? want->tokens[i - 1] : prompt.back(), want->tokens[i]);
+    const std::string& piece = piece_i;
+    EXPECT_EQ(lp["tokens"][i], piece);
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), want->logprobs[i], 1e-5) << i;
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 3u) << i;
+    EXPECT_NEAR(lp["top_logprobs"][i][piece].get<double>(), want->logprobs[i], 1e-5) << i;  // greedy: the likeliest
+    EXPECT_EQ(lp["text_offset"][i], offset);
+    offset += int64_t(piece.size());
+  }
+  // Chat's form, whole and streamed.
+  json chat = {{"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}}, {"max_tokens", 10}, {"temperature", 0},
+               {"logprobs", true}, {"top_logprobs", 2}};
+  auto whole = testing::body_of(c.Post("/v1/chat/completions", chat.dump(), "application/json"));
+  const json& content = whole["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), whole["usage"]["completion_tokens"].get<size_t>()) << whole.dump();
+  std::string text;
+  for (const json& t : content) {
+    EXPECT_EQ(t["top_logprobs"].size(), 2u);
+    EXPECT_EQ(t["top_logprobs"][0]["logprob"], t["logprob"]);
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    std::string bytes;
+    for (int b : t["bytes"]) bytes += char(b);
+    EXPECT_EQ(bytes, t["token"].get<std::string>());
+    text += bytes;
+  }
+  // The tokens' texts read on from the prompt: the reply's text, but for the
+  // leading space a decoder strips from a text's start.
+  const std::string reply = whole["choices"][0]["message"]["content"];
+  EXPECT_TRUE(text == reply || text == " " + reply) << text << " | " << reply;
+  chat["stream"] = true;
+  auto r = c.Post("/v1/chat/completions", chat.dump(), "application/json");
+  ASSERT_TRUE(r);
+  json streamed = json::array();
+  for (const auto& e : testing::events_of(r->body))
+    if (e.is_object() && e["choices"][0]["logprobs"].is_object())
+      for (const json& t : e["choices"][0]["logprobs"]["content"]) streamed.push_back(t);
+  EXPECT_EQ(streamed, content);
+  // Not asked for: null.
+  chat.erase("logprobs"), chat.erase("top_logprobs"), chat["stream"] = false;
+  EXPECT_TRUE(testing::body_of(c.Post("/v1/chat/completions", chat.dump(), "application/json"))["choices"][0]["logprobs"].is_null());
+}
+
 TEST(Serve, AStreamedChatAddsUpToTheWholeReply) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
   RunningServer s(testing::options(2));

@@ -131,6 +131,21 @@ test('a chat reply under a frequency penalty and a banned token', async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'presence_penalty');
 });
 
+test('logprobs, chat and completions', async () => {
+  const r = await chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Tell me a story.' }],
+    max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 3 });
+  const content = r.choices[0].logprobs.content;
+  assert.equal(content.length, r.usage.completion_tokens);
+  for (const t of content) {
+    assert.equal(t.top_logprobs.length, 3);
+    assert.equal(t.top_logprobs[0].logprob, t.logprob);  // greedy: the likeliest
+    assert.ok(t.logprob <= 0 && t.top_logprobs[1].logprob <= t.top_logprobs[0].logprob);
+  }
+  const c = await chat.completions.create({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 5, temperature: 0, logprobs: 2 });
+  assert.equal(c.choices[0].logprobs.token_logprobs.length, 5);
+  assert.equal(Object.keys(c.choices[0].logprobs.top_logprobs[0]).length, 2);
+});
+
 test('embeddings (the client asks for base64 and decodes it)', async () => {
   const r = await embed.embeddings.create({ model: 'bert', input: [[1, 5, 9, 2], [1, 7, 2]] });
   assert.equal(r.data.length, 2);
