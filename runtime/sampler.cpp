@@ -5,6 +5,8 @@
 #include <numeric>
 #include <vector>
 
+#include "kernels/cpu/cpu_kernels.h"
+
 namespace arch {
 
 int32_t argmax(std::span<const float> logits) {
@@ -28,22 +30,21 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t id, int top)
   TokenLogprobs out;
   const size_t n = logits.size();
   if (n == 0) return out;
-  float high = -INFINITY;
-  for (float x : logits) high = std::max(high, x);
-  double sum = 0;
-  for (float x : logits) sum += std::exp(double(x) - high);
-  const double log_sum = double(high) + std::log(sum);
+  const double log_sum = log_sum_exp(logits);
   auto logprob = [&](int32_t c) { return float(double(logits[size_t(c)]) - log_sum); };
   if (id >= 0 && size_t(id) < n) out.logprob = logprob(id);
   // The best `top` in one pass: a small list kept in order.
   const size_t k = std::min<size_t>(size_t(std::max(top, 0)), n);
   auto before = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b); };
   std::vector<int32_t> best;
+  float cut = -INFINITY;  // the last kept one's logit, once k are kept: below it, nothing to do
   for (size_t i = 0; i < n && k > 0; ++i) {
+    if (logits[i] < cut) continue;
     const int32_t c = int32_t(i);
     if (best.size() == k && !before(c, best.back())) continue;
     best.insert(std::upper_bound(best.begin(), best.end(), c, before), c);
     if (best.size() > k) best.pop_back();
+    if (best.size() == k) cut = logits[size_t(best.back())];
   }
   for (int32_t c : best) out.top.emplace_back(c, logprob(c));
   return out;

@@ -4,6 +4,7 @@
 // oneDNN runs on, so the two never oversubscribe the cores.
 #pragma once
 
+#include <span>
 #include <string>
 
 #include "core/op.h"
@@ -43,6 +44,11 @@ Status matmul_rows(const Tensor& a, const Tensor& w, Tensor& out, const std::str
 // (b[k * ldb + n]); f32, oneDNN.
 Status matmul_strided_f32(int64_t M, int64_t K, int64_t N, const float* a, int64_t lda, const float* b, int64_t ldb,
                           bool b_rows_are_n, float* c, int64_t ldc, float scale, const std::string& where);
+
+// softmax_hwy.cpp: log(sum(exp(x))) (-inf for none), vectorized: a
+// vocabulary's log-softmax denominator (logprobs) in a small share of
+// what scalar exp takes.
+double log_sum_exp(std::span<const float> x);
 
 // attention_hwy.cpp: rows of x [rows, n] in place: x + bias (where given,
 // [rows, n]), then exp(x - the row's max); inv_sum[r] = 1 / the row's sum.

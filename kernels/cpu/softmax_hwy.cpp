@@ -64,6 +64,33 @@ void SoftmaxRows(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t rows
   }
 }
 
+// log(sum(exp(x))) over n > 0 values: the max, then exp(x - max) summed in
+// f32 lanes a block at a time and the blocks added in double.
+double LogSumExp(const float* HWY_RESTRICT x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  float mx = x[0];
+  size_t i = 0;
+  if (n >= N) {
+    auto vm = hn::LoadU(d, x);
+    for (i = N; i + N <= n; i += N) vm = hn::Max(vm, hn::LoadU(d, x + i));
+    mx = hn::GetLane(hn::MaxOfLanes(d, vm));
+  }
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  if (mx == -INFINITY || mx != mx) return mx;  // nothing to weigh, or NaN
+  const auto vmx = hn::Set(d, mx);
+  double total = 0;
+  i = 0;
+  while (i + N <= n) {
+    auto vsum = hn::Zero(d);
+    for (const size_t end = std::min(n, i + 1024); i + N <= end; i += N)
+      vsum = hn::Add(vsum, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vmx)));
+    total += double(hn::GetLane(hn::SumOfLanes(d, vsum)));
+  }
+  for (; i < n; ++i) total += std::exp(double(x[i]) - mx);
+  return double(mx) + std::log(total);
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace arch
 HWY_AFTER_NAMESPACE();
@@ -72,6 +99,11 @@ HWY_AFTER_NAMESPACE();
 namespace arch {
 
 HWY_EXPORT(SoftmaxRows);
+HWY_EXPORT(LogSumExp);
+
+double log_sum_exp(std::span<const float> x) {
+  return x.empty() ? -INFINITY : HWY_DYNAMIC_DISPATCH(LogSumExp)(x.data(), x.size());
+}
 
 namespace {
 
