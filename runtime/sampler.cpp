@@ -9,6 +9,16 @@
 
 namespace arch {
 
+namespace {
+
+// The order of ids by likelihood: higher logit first, then the lower id (a
+// stable sort's), for the draws' candidates and logprobs' alternatives.
+bool ranks_before(std::span<const float> logits, int32_t a, int32_t b) {
+  return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b);
+}
+
+}  // namespace
+
 int32_t argmax(std::span<const float> logits) {
   // The largest value first, in eight independent running maxima (a vocab of
   // 150k is read every token), then its first position.
@@ -35,7 +45,7 @@ TokenLogprobs token_logprobs(std::span<const float> logits, int32_t id, int top)
   if (id >= 0 && size_t(id) < n) out.logprob = logprob(id);
   // The best `top` in one pass: a small list kept in order.
   const size_t k = std::min<size_t>(size_t(std::max(top, 0)), n);
-  auto before = [&](int32_t a, int32_t b) { return logits[size_t(a)] > logits[size_t(b)] || (logits[size_t(a)] == logits[size_t(b)] && a < b); };
+  auto before = [&](int32_t a, int32_t b) { return ranks_before(logits, a, b); };
   std::vector<int32_t> best;
   float cut = -INFINITY;  // the last kept one's logit, once k are kept: below it, nothing to do
   for (size_t i = 0; i < n && k > 0; ++i) {
@@ -94,7 +104,7 @@ int32_t Sampler::draw(std::span<const float> logits) {
       if ((r -= weights_[i]) <= 0) return int32_t(i);
     return int32_t(n - 1);
   }
-  auto before = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  auto before = [&](int32_t a, int32_t b) { return ranks_before(logits, a, b); };
   ids_.resize(n);
   std::iota(ids_.begin(), ids_.end(), 0);
   if (k < n) {

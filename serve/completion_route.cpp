@@ -76,13 +76,16 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   const ReplyHeader header = make_header(chat, name_);
   // A token's text for logprobs: what it adds to the token before it (a
   // token decoded alone may lose its leading space), or its id where there
-  // is no tokenizer.
-  auto piece = [tok = tok_](int32_t id, int32_t prev) {
+  // is no tokenizer. The token before is decoded once for a token and all
+  // its alternatives.
+  auto piece = [tok = tok_, prev_id = int32_t(-1), prev_text = std::string()](int32_t id, int32_t prev) mutable {
     if (!tok) return "token_id:" + std::to_string(id);
     if (prev < 0) return tok->decode(std::span<const int32_t>(&id, 1), false);
+    if (prev != prev_id) prev_text = tok->decode(std::span<const int32_t>(&prev, 1), false), prev_id = prev;
     const int32_t pair[2] = {prev, id};
-    const std::string before = tok->decode(std::span<const int32_t>(pair, 1), false), both = tok->decode(pair, false);
-    return both.compare(0, before.size(), before) == 0 ? both.substr(before.size()) : tok->decode(std::span<const int32_t>(&id, 1), false);
+    const std::string both = tok->decode(pair, false);
+    return both.compare(0, prev_text.size(), prev_text) == 0 ? both.substr(prev_text.size())
+                                                            : tok->decode(std::span<const int32_t>(&id, 1), false);
   };
   const bool logprobs = r.top_logprobs >= 0;
   const LogprobsCursor start{0, last_prompt_token};

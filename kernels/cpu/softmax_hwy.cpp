@@ -24,25 +24,33 @@ namespace arch {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// max(x) over n > 0 values: the vector part, then the tail.
+float RowMax(const float* HWY_RESTRICT x, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  float mx = x[0];
+  size_t i = 0;
+  if (n >= N) {
+    auto vm = hn::LoadU(d, x);
+    for (i = N; i + N <= n; i += N) vm = hn::Max(vm, hn::LoadU(d, x + i));
+    mx = hn::GetLane(hn::MaxOfLanes(d, vm));
+  }
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
+}
+
 // Rows of x [rows, D] (D > 0): y = exp(x - max) / sum(exp(x - max)).
 void SoftmaxRows(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t rows, size_t D) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
   for (size_t r = 0; r < rows; ++r, x += D, y += D) {
-    // max(x): the vector part, then the tail.
-    float mx = x[0];
-    size_t i = 0;
-    if (D >= N) {
-      auto vm = hn::LoadU(d, x);
-      for (i = N; i + N <= D; i += N) vm = hn::Max(vm, hn::LoadU(d, x + i));
-      mx = hn::GetLane(hn::MaxOfLanes(d, vm));
-    }
-    for (; i < D; ++i) mx = std::max(mx, x[i]);
+    const float mx = RowMax(x, D);
     // y = exp(x - max), summed; the tail through a padded buffer (padding
     // lanes are -inf, whose exp is 0) so it sees the same vector code.
     const auto vmx = hn::Set(d, mx);
     auto vsum = hn::Zero(d);
-    for (i = 0; i + N <= D; i += N) {
+    size_t i = 0;
+    for (; i + N <= D; i += N) {
       const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), vmx));
       hn::StoreU(e, d, y + i);
       vsum = hn::Add(vsum, e);
@@ -69,18 +77,11 @@ void SoftmaxRows(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t rows
 double LogSumExp(const float* HWY_RESTRICT x, size_t n) {
   const hn::ScalableTag<float> d;
   const size_t N = hn::Lanes(d);
-  float mx = x[0];
-  size_t i = 0;
-  if (n >= N) {
-    auto vm = hn::LoadU(d, x);
-    for (i = N; i + N <= n; i += N) vm = hn::Max(vm, hn::LoadU(d, x + i));
-    mx = hn::GetLane(hn::MaxOfLanes(d, vm));
-  }
-  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  const float mx = RowMax(x, n);
   if (mx == -INFINITY || mx != mx) return mx;  // nothing to weigh, or NaN
   const auto vmx = hn::Set(d, mx);
   double total = 0;
-  i = 0;
+  size_t i = 0;
   while (i + N <= n) {
     auto vsum = hn::Zero(d);
     for (const size_t end = std::min(n, i + 1024); i + N <= end; i += N)

@@ -1,7 +1,10 @@
 // The cpu backend's softmax (softmax_hwy.cpp) against the reference kernel,
-// within the op's tolerance.
+// within the op's tolerance; its log-sum-exp against a sum in double.
+#include <cmath>
 #include <limits>
+#include <vector>
 
+#include "kernels/cpu/cpu_kernels.h"
 #include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
@@ -37,6 +40,24 @@ TEST(CpuSoftmax, ErrorsAreTheReferences) {
   std::string ref = kernel_message("reference", "softmax", {i32({2}, {1, 2})}, out);
   EXPECT_FALSE(ref.empty());
   EXPECT_EQ(kernel_message("cpu", "softmax", {i32({2}, {1, 2})}, out), ref);
+}
+
+TEST(CpuLogSumExp, IsTheLogOfTheSumInDouble) {
+  // Lengths with and without a vector tail, a vocabulary's worth (several
+  // blocks of 1024), values far from 0 (taken from their max).
+  for (size_t n : {size_t(1), size_t(15), size_t(17), size_t(1000), size_t(151936)}) {
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = 300.0f + float((i * 7919) % 1009) * 0.01f;
+    double high = x[0], sum = 0;
+    for (float v : x) high = std::max(high, double(v));
+    for (float v : x) sum += std::exp(double(v) - high);
+    EXPECT_NEAR(log_sum_exp(x), high + std::log(sum), 1e-5) << n;
+  }
+  // -inf entries weigh nothing; all -inf, or none, is -inf.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_NEAR(log_sum_exp(std::vector<float>{0.0f, -inf, 0.0f}), std::log(2.0), 1e-6);
+  EXPECT_EQ(log_sum_exp(std::vector<float>{-inf, -inf}), -inf);
+  EXPECT_EQ(log_sum_exp(std::vector<float>{}), -inf);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The endpoints over a real model: a greedy completion is what generation
-// gives in-process; a streamed chat's deltas add up to the whole reply;
-// stop strings end the text before them; embeddings come from an encoder.
+// gives in-process, with the request's penalties and bias too, and its
+// logprobs are generation's; a streamed chat's deltas add up to the whole
+// reply; stop strings end the text before them; embeddings come from an
+// encoder.
 #include "tests/serve/serve_fixture.h"
 
 #include "runtime/generate.h"
@@ -11,6 +13,26 @@ namespace {
 
 using testing::RunningServer;
 using json = nlohmann::json;
+
+// The stories model, its tokenizer and "Once upon a time" as ids: what
+// generation gives in-process after that prompt is what the server's
+// replies are held to.
+struct Stories {
+  std::shared_ptr<Model> model = testing::stories_model();
+  std::shared_ptr<const Tokenizer> tok;
+  std::vector<int32_t> prompt;
+
+  Stories() {
+    auto t = load_model_tokenizer(testing::stories_dir());
+    EXPECT_TRUE(t.ok()) << (t.ok() ? "" : t.error().message);
+    if (t.ok()) tok = *t, prompt = tok->encode("Once upon a time", true);
+  }
+  GenerateResult generated(const GenerateOptions& g) const {
+    auto r = generate(*model, prompt, g);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? *r : GenerateResult{};
+  }
+};
 
 TEST(Serve, HealthAndModels) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
@@ -29,14 +51,12 @@ TEST(Serve, HealthAndModels) {
 
 TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  auto m = testing::stories_model();
-  auto tok = load_model_tokenizer(testing::stories_dir());
-  ASSERT_TRUE(tok.ok());
+  const Stories st;
+  ASSERT_TRUE(st.tok);
   GenerateOptions g;
   g.max_new_tokens = 24;
-  g.stop_ids = eos_ids(*m, tok->get());
-  auto want = generate(*m, (*tok)->encode("Once upon a time", true), g);
-  ASSERT_TRUE(want.ok());
+  g.stop_ids = eos_ids(*st.model, st.tok.get());
+  const GenerateResult want = st.generated(g);
 
   RunningServer s(testing::options(4));
   auto c = s.client();
@@ -46,14 +66,14 @@ TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
   ASSERT_EQ(r->status, 200) << r->body;
   auto j = testing::body_of(r);
   EXPECT_EQ(j["object"], "text_completion");
-  EXPECT_EQ(j["choices"][0]["tokens"].get<std::vector<int32_t>>(), want->tokens);
-  EXPECT_EQ(j["choices"][0]["text"], (*tok)->decode(want->tokens, true));
-  EXPECT_EQ(j["choices"][0]["finish_reason"], want->stop_reason == "eos" ? "stop" : "length");
+  EXPECT_EQ(j["choices"][0]["tokens"].get<std::vector<int32_t>>(), want.tokens);
+  EXPECT_EQ(j["choices"][0]["text"], st.tok->decode(want.tokens, true));
+  EXPECT_EQ(j["choices"][0]["finish_reason"], want.stop_reason == "eos" ? "stop" : "length");
   EXPECT_EQ(j["usage"]["prompt_tokens"], 5);
   EXPECT_EQ(j["usage"]["completion_tokens"], 24);
   EXPECT_EQ(j["usage"]["total_tokens"], 29);
   // Token ids in, the same tokens out.
-  auto ids = c.Post("/v1/completions", json{{"prompt", (*tok)->encode("Once upon a time", true)}, {"max_tokens", 24}, {"temperature", 0}}.dump(),
+  auto ids = c.Post("/v1/completions", json{{"prompt", st.prompt}, {"max_tokens", 24}, {"temperature", 0}}.dump(),
                     "application/json");
   EXPECT_EQ(testing::body_of(ids)["choices"][0]["tokens"], j["choices"][0]["tokens"]);
 }
@@ -63,30 +83,27 @@ TEST(Serve, AGreedyCompletionIsWhatGenerationGives) {
 // (and not what it gives without), and an id banned by its bias never comes.
 TEST(Serve, PenaltiesAndLogitBiasAreTheSamplersOwn) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  auto m = testing::stories_model();
-  auto tok = load_model_tokenizer(testing::stories_dir());
-  ASSERT_TRUE(tok.ok());
-  const std::vector<int32_t> prompt = (*tok)->encode("Once upon a time", true);
+  const Stories st;
+  ASSERT_TRUE(st.tok);
   GenerateOptions g;
   g.max_new_tokens = 32;
-  auto plain = generate(*m, prompt, g);
-  ASSERT_TRUE(plain.ok());
-  const int32_t banned = plain->tokens[0];
+  const GenerateResult plain = st.generated(g);
+  ASSERT_EQ(plain.tokens.size(), 32u);
+  const int32_t banned = plain.tokens[0];
 
   RunningServer s(testing::options(2));
   auto c = s.client();
   for (const char* field : {"presence_penalty", "frequency_penalty", "logit_bias"}) {
     GenerateOptions with = g;
-    json req = {{"prompt", prompt}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
+    json req = {{"prompt", st.prompt}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
     if (std::string(field) == "presence_penalty") with.sampling.presence_penalty = 1.5f, req[field] = 1.5;
     if (std::string(field) == "frequency_penalty") with.sampling.frequency_penalty = 0.7f, req[field] = 0.7;
     if (std::string(field) == "logit_bias") with.sampling.logit_bias = {{banned, -100.0f}}, req[field] = {{std::to_string(banned), -100}};
-    auto want = generate(*m, prompt, with);
-    ASSERT_TRUE(want.ok());
-    ASSERT_NE(want->tokens, plain->tokens) << field << " changes nothing here: the test would not see it ignored";
+    const GenerateResult want = st.generated(with);
+    ASSERT_NE(want.tokens, plain.tokens) << field << " changes nothing here: the test would not see it ignored";
     auto got = testing::body_of(c.Post("/v1/completions", req.dump(), "application/json"));
     const auto tokens = got["choices"][0]["tokens"].get<std::vector<int32_t>>();
-    EXPECT_EQ(tokens, want->tokens) << field << ": " << got.dump();
+    EXPECT_EQ(tokens, want.tokens) << field << ": " << got.dump();
     if (std::string(field) == "logit_bias") {
       EXPECT_EQ(std::count(tokens.begin(), tokens.end(), banned), 0);
     }
@@ -97,34 +114,30 @@ TEST(Serve, PenaltiesAndLogitBiasAreTheSamplersOwn) {
 // token heads its alternatives, and a stream's chunks carry the same ones.
 TEST(Serve, LogprobsAreEachTokensUnderTheModel) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
-  auto m = testing::stories_model();
-  auto tok = load_model_tokenizer(testing::stories_dir());
-  ASSERT_TRUE(tok.ok());
-  const std::vector<int32_t> prompt = (*tok)->encode("Once upon a time", true);
+  const Stories st;
+  ASSERT_TRUE(st.tok);
   GenerateOptions g;
   g.max_new_tokens = 12;
-  auto want = generate(*m, prompt, g);
-  ASSERT_TRUE(want.ok());
-  ASSERT_EQ(want->logprobs.size(), 12u);
+  const GenerateResult want = st.generated(g);
+  ASSERT_EQ(want.logprobs.size(), 12u);
 
   RunningServer s(testing::options(2));
   auto c = s.client();
-  json req = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 3}};
+  json req = {{"prompt", st.prompt}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}, {"logprobs", 3}};
   auto got = testing::body_of(c.Post("/v1/completions", req.dump(), "application/json"));
   const json& lp = got["choices"][0]["logprobs"];
   ASSERT_EQ(lp["token_logprobs"].size(), 12u) << got.dump();
   // Each token's text is what it adds after the one before it.
-  auto piece = [&](int32_t prev, int32_t id) {
-    return (*tok)->decode(std::vector<int32_t>{prev, id}, false).substr((*tok)->decode(std::vector<int32_t>{prev}, false).size());
+  auto text_after = [&](int32_t prev, int32_t id) {
+    return st.tok->decode(std::vector<int32_t>{prev, id}, false).substr(st.tok->decode(std::vector<int32_t>{prev}, false).size());
   };
   int64_t offset = 0;
   for (size_t i = 0; i < 12; ++i) {
-    const std::string piece_i = piece(i ? want->tokens[i - 1] : prompt.back(), want->tokens[i]);
-    const std::string& piece = piece_i;
+    const std::string piece = text_after(i ? want.tokens[i - 1] : st.prompt.back(), want.tokens[i]);
     EXPECT_EQ(lp["tokens"][i], piece);
-    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), want->logprobs[i], 1e-5) << i;
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), want.logprobs[i], 1e-5) << i;
     ASSERT_EQ(lp["top_logprobs"][i].size(), 3u) << i;
-    EXPECT_NEAR(lp["top_logprobs"][i][piece].get<double>(), want->logprobs[i], 1e-5) << i;  // greedy: the likeliest
+    EXPECT_NEAR(lp["top_logprobs"][i][piece].get<double>(), want.logprobs[i], 1e-5) << i;  // greedy: the likeliest
     EXPECT_EQ(lp["text_offset"][i], offset);
     offset += int64_t(piece.size());
   }

@@ -212,7 +212,7 @@ void decode_step_matmuls(benchmark::State& state, WeightForm form, bool reused_l
   // Tokens a second: M per step.
   state.counters["tok/s"] = benchmark::Counter(double(M) * double(state.iterations()), benchmark::Counter::kIsRate);
   const Yardsticks& yd = yardsticks();
-  if (yd.bandwidth > 0)
+  if (yd.bandwidth > 0 && !reused_layer)  // reused: the layers' bytes come from cache, no share of memory's rate
     state.counters["of_bandwidth"] =
         benchmark::Counter(double(bytes) * double(state.iterations()) / yd.bandwidth, benchmark::Counter::kIsRate);
   if (const double peak = compute_peak(form); peak > 0)
