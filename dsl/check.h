@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "dsl/ast.h"
-#include "core/error.h"
-#include "core/op.h"
+#include "engine/core/error.h"
+#include "engine/core/op.h"
 
 namespace arch::dsl {
 

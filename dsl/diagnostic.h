@@ -7,7 +7,7 @@
 #include <string>
 
 #include "dsl/ast.h"
-#include "core/error.h"
+#include "engine/core/error.h"
 
 namespace arch::dsl {
 

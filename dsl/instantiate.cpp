@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "core/limits.h"
+#include "engine/core/limits.h"
 
 namespace arch::dsl {
 

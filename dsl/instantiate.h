@@ -13,8 +13,8 @@
 
 #include "dsl/ast.h"
 #include "dsl/value.h"
-#include "core/graph.h"
-#include "core/op.h"
+#include "engine/core/graph.h"
+#include "engine/core/op.h"
 
 namespace arch::dsl {
 

@@ -8,7 +8,7 @@
 
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
-#include "core/limits.h"
+#include "engine/core/limits.h"
 
 #include "dsl/diagnostic.h"
 #include "dsl/errors.h"

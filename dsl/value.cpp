@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "core/shape.h"
+#include "engine/core/shape.h"
 
 namespace arch::dsl {
 

@@ -19,7 +19,7 @@ struct Val {
   std::string s;
   std::vector<Val> list;
   nlohmann::json json;
-  int tensor = -1;              // value id in the graph (Seq: i is the Dim sym, core/shape.h)
+  int tensor = -1;              // value id in the graph (Seq: i is the Dim sym, engine/core/shape.h)
   bool transposed = false;      // W^T, consumed by '@'
   std::vector<std::string> path;  // weight path segments
 

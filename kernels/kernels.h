@@ -2,7 +2,7 @@
 // fast backends' kernels registered on top.
 #pragma once
 
-#include "core/op.h"
+#include "engine/core/op.h"
 
 namespace arch {
 

@@ -12,9 +12,9 @@
 
 #include <filesystem>
 
-#include "importer/toy_checkpoint.h"
-#include "runtime/dispatch.h"
-#include "tooling/tool_environment.h"
+#include "importer/checkpoint/toy_checkpoint.h"
+#include "engine/runtime/dispatch.h"
+#include "tools/toolkit/tool_environment.h"
 #include "tools/archrun/commands.h"
 
 using namespace arch;

@@ -5,7 +5,7 @@
 #   tools/sanitize.sh                          build everything, run every test
 #   tools/sanitize.sh -R 'Template|Safetensors' run a subset (ctest's -R; test
 #                                              names are Suite.Test: ctest -N)
-#   SANITIZE_TARGETS="test_dsl test_importer" tools/sanitize.sh ...
+#   SANITIZE_TARGETS="test_dsl test_checkpoint" tools/sanitize.sh ...
 #                                              build only those test programs;
 #                                              the others' tests are skipped
 #                                              (their _NOT_BUILT placeholders

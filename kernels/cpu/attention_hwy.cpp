@@ -24,7 +24,7 @@
 
 #include <omp.h>
 
-#include "core/dtype.h"
+#include "engine/core/dtype.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 #include "kernels/reference/kv_cache.h"

@@ -12,7 +12,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "core/huge_pages.h"
+#include "engine/core/huge_pages.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 

@@ -7,13 +7,13 @@
 #include <span>
 #include <string>
 
-#include "core/op.h"
+#include "engine/core/op.h"
 
 namespace arch {
 
 void register_cpu_kernels(OpTable& t);  // all of the below
 
-// Two choices a model is loaded with (KernelOptions, core/op.h; per
+// Two choices a model is loaded with (KernelOptions, engine/core/op.h; per
 // program, not process-wide):
 // - bf16_activations: prompt-sized matmuls with BF16 weights round their
 //   activations to bf16 (one pass of oneDNN's bf16 kernels, as llama.cpp

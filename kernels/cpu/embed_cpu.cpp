@@ -2,7 +2,7 @@
 // stores them (BF16, F16, Q8_0, Q4_0, interleaved or not), so a table shared
 // with the output projection (tied weights) stays mapped once instead of
 // widened to F32.
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
 

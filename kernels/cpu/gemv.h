@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
+#include "engine/core/dtype.h"
 
 namespace arch {
 

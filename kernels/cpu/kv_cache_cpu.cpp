@@ -7,7 +7,7 @@
 // with BM_AttentionLayers).
 #include <immintrin.h>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/kv_cache.h"

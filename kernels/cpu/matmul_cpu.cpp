@@ -33,7 +33,7 @@
 
 #include <dnnl.hpp>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/parallel_for.h"

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/gemv.h"

@@ -1,4 +1,4 @@
-// Integer dot products for block-quantized weights (core/quant.h): the
+// Integer dot products for block-quantized weights (engine/core/quant.h): the
 // activations are quantized per block of 32 to int8 with an f32 scale (as
 // llama.cpp's q8_0 does), each block's dot product is exact in int32, and
 // the two scales are applied per block. On AVX-512 VNNI one vpdpbusd takes
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/dtype.h"
+#include "engine/core/dtype.h"
 #include "kernels/cpu/tiles.h"
 
 namespace arch {

@@ -22,7 +22,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/gemv.h"
 #include "kernels/cpu/quant_dot.h"

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/quant_dot.h"

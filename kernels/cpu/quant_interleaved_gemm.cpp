@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/quant_dot.h"
 

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/quant.h"
-#include "core/weight_arena.h"
+#include "engine/core/quant.h"
+#include "engine/core/weight_arena.h"
 
 namespace arch {
 

@@ -1,6 +1,6 @@
 // The cpu backend's layouts of weight matrices: rows interleaved into
 // tiles (made once at load, through the prepare-weight hook of the matmul
-// and embed kernels; files keep core/quant.h's row layout and BF16 rows).
+// and embed kernels; files keep engine/core/quant.h's row layout and BF16 rows).
 // A tiled tensor keeps its stored dtype (Q8_0, Q4_0, BF16) and has its
 // Tiles in Tensor::layout, registered with the core (register_cpu_tiles)
 // so that nbytes(), to_f32 and --check read it.
@@ -20,7 +20,7 @@
 //   Q4_0x16: 4 groups of 64 bytes; byte 4r + j of group g holds value
 //            4g + j of row r in its low nibble and value 16 + 4g + j in its
 //            high nibble.
-// Scales and values mean what they mean in core/quant.h.
+// Scales and values mean what they mean in engine/core/quant.h.
 //
 // BF16 (K a multiple of 16): rows in tiles of 64, which is oneDNN's
 // BA16a64b2a layout of the weight as B [K, N], so its prompt kernels read
@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "core/quant.h"
-#include "core/tensor.h"
+#include "engine/core/quant.h"
+#include "engine/core/tensor.h"
 
 namespace arch {
 

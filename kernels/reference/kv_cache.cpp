@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/reference/kv_cache.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "core/op.h"
+#include "engine/core/op.h"
 
 namespace arch {
 

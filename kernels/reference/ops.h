@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "core/op.h"
+#include "engine/core/op.h"
 
 namespace arch {
 

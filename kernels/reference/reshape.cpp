@@ -1,7 +1,7 @@
 // reshape(x) attr shape -> shape: the same elements under another shape, a
 // view of x's storage. Entries: n > 0 is that size, 0 keeps x's dim at that
 // index (an image's `_` token count through attention heads), -1 is the
-// run-time `seq`, -s a template's run-time dim s (core/shape.h: -4 on,
+// run-time `seq`, -s a template's run-time dim s (engine/core/shape.h: -4 on,
 // `src`, `frames`).
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/op.h"
+#include "engine/core/op.h"
 
 namespace arch {
 

@@ -2,10 +2,10 @@
 // value `dtype` ("bf16" or "f16") holds (to nearest even, as torch casts),
 // kept as F32. The host reference runs a graph under another engine's
 // numerics by rounding where that engine stores a narrower type
-// (npu2/numerics.h inserts these).
+// (engine/npu2/numerics.h inserts these).
 #include <cstring>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
 

@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/op.h"
+#include "engine/core/op.h"
 
 namespace arch {
 

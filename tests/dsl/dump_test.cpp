@@ -1,5 +1,5 @@
 // The IR text of families/llama.arch instantiated on the built-in toy
-// checkpoint (importer/toy_checkpoint.h): the golden of what a template
+// checkpoint (importer/checkpoint/toy_checkpoint.h): the golden of what a template
 // change does to the graph, as `archc dump` prints it.
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
-#include "core/graph.h"
-#include "importer/checkpoint.h"
-#include "importer/toy_checkpoint.h"
+#include "engine/core/graph.h"
+#include "importer/checkpoint/checkpoint.h"
+#include "importer/checkpoint/toy_checkpoint.h"
 #include "kernels/kernels.h"
 #include "tests/dsl/dsl_test_util.h"
 

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "dsl/parse.h"
-#include "importer/checkpoint.h"
+#include "importer/checkpoint/checkpoint.h"
 #include "kernels/kernels.h"
 #include "tests/dsl/dsl_test_util.h"
 #include "tests/shared_data.h"

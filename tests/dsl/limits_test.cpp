@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "core/limits.h"
+#include "engine/core/limits.h"
 #include "dsl/instantiate.h"
 #include "kernels/kernels.h"
 #include "tests/dsl/dsl_test_util.h"

@@ -1,11 +1,11 @@
 // The .arch parser and checker on any text; then, where it parses, an
 // instantiation of each graph with a config (fuzzed too: the text before a
 // NUL, read as config.json is, where it is some JSON object).
-#include "core/json_text.h"
+#include "engine/core/json_text.h"
 #include "dsl/check.h"
 #include "dsl/instantiate.h"
 #include "dsl/parse.h"
-#include "importer/config.h"
+#include "importer/checkpoint/config.h"
 #include "kernels/kernels.h"
 #include "tests/fuzz/fuzz_input.h"
 

@@ -1,8 +1,8 @@
 // A sound file (anything libsndfile reads) from any bytes, mixed to mono
 // and resampled to Whisper's 16 kHz.
-#include "audio/audio_file.h"
-#include "audio/resample.h"
-#include "core/limits.h"
+#include "importer/audio/audio_file.h"
+#include "importer/audio/resample.h"
+#include "engine/core/limits.h"
 #include "tests/fuzz/fuzz_input.h"
 
 // A smaller audio_samples than the default (2^28 a channel, gigabytes as

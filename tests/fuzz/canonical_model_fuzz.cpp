@@ -2,7 +2,7 @@
 // header, the config in its metadata, the quantized tensors' descriptions.
 // load_canonical itself, not load_checkpoint: that asks for the "format"
 // key first, which random bytes seldom have.
-#include "importer/canonical.h"
+#include "importer/checkpoint/canonical.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

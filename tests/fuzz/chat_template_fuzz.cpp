@@ -1,7 +1,7 @@
 // A chat template parsed and rendered on a small conversation.
 #include <nlohmann/json.hpp>
 
-#include "text/chat_template/chat_template.h"
+#include "importer/text/chat_template/chat_template.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto t = arch::parse_chat_template(std::string_view(reinterpret_cast<const char*>(data), size));

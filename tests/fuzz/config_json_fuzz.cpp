@@ -1,5 +1,5 @@
-// config.json read and normalised (importer/config.h) from any bytes.
-#include "importer/config.h"
+// config.json read and normalised (importer/checkpoint/config.h) from any bytes.
+#include "importer/checkpoint/config.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

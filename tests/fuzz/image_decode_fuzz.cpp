@@ -1,6 +1,6 @@
 // Image decoding (PNG, JPEG, BMP, GIF) from any bytes.
-#include "core/limits.h"
-#include "importer/image.h"
+#include "engine/core/limits.h"
+#include "importer/image/image.h"
 
 // A smaller image_pixels than the default (179M pixels, gigabytes as
 // floats): the same checks, within libFuzzer's 2 GB RSS limit, so that an

@@ -1,6 +1,6 @@
 // A safetensors file's header and its checks (offsets, overlaps, dtype x
 // shape = bytes) on any bytes.
-#include "importer/safetensors.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -1,5 +1,5 @@
 // The server's completion and chat request bodies, read field by field.
-#include "serve/completion_request.h"
+#include "engine/serve/completion_request.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);

@@ -1,7 +1,7 @@
 // tokenizer.json loaded from any bytes, then a text encoded and decoded
 // (the text before a NUL, or a fixed one).
 #include "tests/fuzz/fuzz_input.h"
-#include "text/tokenizer/tokenizer.h"
+#include "importer/text/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto [text, json] = arch::fuzz::split_at_nul(data, size);

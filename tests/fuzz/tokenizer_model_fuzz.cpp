@@ -1,6 +1,6 @@
 // A SentencePiece tokenizer.model from any bytes, then a text encoded.
 #include "tests/fuzz/fuzz_input.h"
-#include "text/tokenizer/tokenizer.h"
+#include "importer/text/tokenizer/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto tok = arch::load_tokenizer(arch::fuzz::input_file(data, size, "-tokenizer.model"));

@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "importer/safetensors.h"
-#include "runtime/denoise.h"
-#include "runtime/model.h"
-#include "runtime/pipeline.h"
+#include "importer/checkpoint/safetensors.h"
+#include "engine/runtime/denoise.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/pipeline.h"
 #include "tests/golden/golden_case.h"
 #include "tests/golden/golden_compare.h"
 

@@ -5,13 +5,13 @@
 // fast kernels and on the reference ones.
 #include <gtest/gtest.h>
 
-#include "importer/safetensors.h"
-#include "runtime/forward.h"
-#include "runtime/generate.h"
-#include "runtime/model.h"
+#include "importer/checkpoint/safetensors.h"
+#include "engine/runtime/forward.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/model.h"
 #include "tests/golden/golden_case.h"
 #include "tests/golden/golden_compare.h"
-#include "tooling/compare.h"
+#include "tools/toolkit/compare.h"
 
 namespace arch {
 namespace {

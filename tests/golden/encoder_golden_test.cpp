@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "tests/golden/golden_compare.h"
-#include "tooling/compare.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
-#include "importer/safetensors.h"
+#include "tools/toolkit/compare.h"
+#include "engine/runtime/forward.h"
+#include "engine/runtime/model.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tests/golden/golden_case.h"
 
 namespace arch {

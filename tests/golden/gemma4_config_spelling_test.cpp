@@ -9,10 +9,10 @@
 
 #include <filesystem>
 
-#include "runtime/generate.h"
-#include "runtime/model.h"
-#include "runtime/session.h"
-#include "importer/safetensors.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tests/golden/golden_case.h"
 
 namespace arch {

@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/tensor.h"
+#include "engine/core/tensor.h"
 #include "tests/shared_data.h"
 
 namespace arch::testing {

@@ -11,9 +11,9 @@
 
 #include <gtest/gtest.h>
 
-#include "runtime/model.h"
+#include "engine/runtime/model.h"
 #include "tests/golden/golden_case.h"
-#include "tooling/compare.h"
+#include "tools/toolkit/compare.h"
 
 namespace arch::testing {
 

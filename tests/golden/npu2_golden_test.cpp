@@ -8,13 +8,13 @@
 
 #include <cmath>
 
-#include "importer/safetensors.h"
+#include "importer/checkpoint/safetensors.h"
 #include "kernels/kernels.h"
-#include "npu2/emulator.h"
-#include "runtime/generate.h"
-#include "runtime/session.h"
+#include "engine/npu2/emulator.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/session.h"
 #include "tests/golden/golden_case.h"
-#include "tooling/npu2_lowering.h"
+#include "tools/toolkit/npu2_lowering.h"
 
 namespace arch {
 namespace {

@@ -4,7 +4,7 @@
 // goldens themselves (decoder_golden_test) check the numbers on this path.
 #include <gtest/gtest.h>
 
-#include "runtime/model.h"
+#include "engine/runtime/model.h"
 #include "tests/golden/golden_case.h"
 
 namespace arch {

@@ -10,12 +10,12 @@
 #include <cstdio>
 #include <tuple>
 
-#include "runtime/generate.h"
-#include "runtime/model.h"
-#include "runtime/sampler.h"
-#include "runtime/session.h"
-#include "importer/canonical.h"
-#include "importer/safetensors.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/sampler.h"
+#include "engine/runtime/session.h"
+#include "importer/checkpoint/canonical.h"
+#include "importer/checkpoint/safetensors.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/cpu/gemv.h"

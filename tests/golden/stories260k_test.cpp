@@ -3,8 +3,8 @@
 // tokens llama2.c's run.c gives.
 #include <gtest/gtest.h>
 
-#include "runtime/generate.h"
-#include "runtime/model.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/model.h"
 #include "tests/golden/golden_case.h"
 
 namespace arch {

@@ -8,9 +8,9 @@
 
 #include <filesystem>
 
-#include "importer/safetensors.h"
-#include "runtime/forward.h"
-#include "runtime/model.h"
+#include "importer/checkpoint/safetensors.h"
+#include "engine/runtime/forward.h"
+#include "engine/runtime/model.h"
 #include "tests/golden/golden_case.h"
 #include "tests/golden/golden_compare.h"
 #include "tests/test_files.h"

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/model.h"
-#include "runtime/session.h"
-#include "importer/checkpoint.h"
-#include "importer/safetensors.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+#include "importer/checkpoint/checkpoint.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tests/golden/golden_case.h"
 
 namespace arch {

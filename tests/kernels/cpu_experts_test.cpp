@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/cpu_test_util.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/kv_cache.h"
 

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <random>
 
-#include "core/quant.h"
-#include "core/tensor.h"
+#include "engine/core/quant.h"
+#include "engine/core/tensor.h"
 #include "kernels/cpu/tiles.h"
 
 namespace arch {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importer/toy_checkpoint.h"
+#include "importer/checkpoint/toy_checkpoint.h"
 #include "tests/tools/run_tool.h"
 
 namespace arch {

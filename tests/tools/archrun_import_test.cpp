@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importer/toy_checkpoint.h"
+#include "importer/checkpoint/toy_checkpoint.h"
 #include "tests/golden/golden_case.h"
 #include "tests/tools/run_tool.h"
 

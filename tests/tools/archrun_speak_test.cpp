@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audio/audio_file.h"
-#include "importer/safetensors.h"
+#include "importer/audio/audio_file.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tests/golden/golden_case.h"
 #include "tests/golden_checkpoints.h"
 #include "tests/test_files.h"

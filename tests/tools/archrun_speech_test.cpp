@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importer/safetensors.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tests/golden/golden_case.h"
 #include "tests/test_files.h"
 #include "tests/tools/run_tool.h"

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importer/safetensors.h"
-#include "importer/toy_checkpoint.h"
+#include "importer/checkpoint/safetensors.h"
+#include "importer/checkpoint/toy_checkpoint.h"
 #include "tests/golden/golden_case.h"
 #include "tests/tools/run_tool.h"
 

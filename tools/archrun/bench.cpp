@@ -12,15 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/generate.h"
-#include "runtime/sampler.h"
-#include "runtime/session.h"
-#include "runtime/speak.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/sampler.h"
+#include "engine/runtime/session.h"
+#include "engine/runtime/speak.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
-#include "runtime/forward.h"
-#include "runtime/pipeline.h"
+#include "engine/runtime/forward.h"
+#include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 #include "tools/bench/gemm_rate.h"
 #include "tools/bench/read_bandwidth.h"

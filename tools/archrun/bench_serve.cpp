@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/server.h"
+#include "engine/serve/server.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

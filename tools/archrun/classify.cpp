@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/forward.h"
-#include "importer/image.h"
-#include "importer/image_processor_config.h"
+#include "engine/runtime/forward.h"
+#include "importer/image/image.h"
+#include "importer/image/image_processor_config.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

@@ -12,12 +12,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "runtime/interpreter.h"
-#include "runtime/model.h"
-#include "runtime/session.h"
-#include "serve/server.h"
-#include "text/tokenizer/tokenizer.h"
+#include "engine/core/error.h"
+#include "engine/runtime/interpreter.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+#include "engine/serve/server.h"
+#include "importer/text/tokenizer/tokenizer.h"
 
 namespace arch::cli {
 

@@ -9,9 +9,9 @@
 
 #include <unistd.h>
 
-#include "runtime/model_text.h"
-#include "runtime/thread_governor.h"
-#include "importer/toy_checkpoint.h"
+#include "engine/runtime/model_text.h"
+#include "engine/runtime/thread_governor.h"
+#include "importer/checkpoint/toy_checkpoint.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "tools/archrun/commands.h"

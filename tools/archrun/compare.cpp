@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tooling/compare.h"
+#include "tools/toolkit/compare.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

@@ -7,8 +7,8 @@
 
 #include <unistd.h>
 
-#include "importer/safetensors.h"
-#include "runtime/denoise.h"
+#include "importer/checkpoint/safetensors.h"
+#include "engine/runtime/denoise.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

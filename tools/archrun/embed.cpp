@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/forward.h"
+#include "engine/runtime/forward.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

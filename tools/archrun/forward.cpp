@@ -1,8 +1,8 @@
 // archrun forward: one pass over named inputs; named outputs written to safetensors.
 #include <algorithm>
 
-#include "runtime/forward.h"
-#include "importer/safetensors.h"
+#include "engine/runtime/forward.h"
+#include "importer/checkpoint/safetensors.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/generate.h"
-#include "tooling/npu2_lowering.h"
+#include "engine/runtime/generate.h"
+#include "tools/toolkit/npu2_lowering.h"
 #include "tools/archrun/npu2_run.h"
-#include "text/text_stream.h"
+#include "importer/text/text_stream.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

@@ -8,9 +8,9 @@
 
 #include <unistd.h>
 
-#include "importer/image_write.h"
-#include "importer/safetensors.h"
-#include "runtime/pipeline.h"
+#include "importer/image/image_write.h"
+#include "importer/checkpoint/safetensors.h"
+#include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

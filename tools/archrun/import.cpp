@@ -1,5 +1,5 @@
 // archrun import DIR -o OUT --dtype bf16|q8|q4|f32|stored: writes the
-// canonical model (importer/canonical.h), showing progress per tensor on
+// canonical model (importer/checkpoint/canonical.h), showing progress per tensor on
 // stderr; --json prints a summary object as the last line.
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "importer/canonical.h"
+#include "importer/checkpoint/canonical.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

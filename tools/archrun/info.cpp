@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/forward.h"
-#include "runtime/pipeline.h"
+#include "engine/runtime/forward.h"
+#include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

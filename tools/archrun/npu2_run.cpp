@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/kernels.h"
-#include "npu2/emulator.h"
-#include "runtime/generate.h"
-#include "text/text_stream.h"
-#include "tooling/npu2_lowering.h"
+#include "engine/npu2/emulator.h"
+#include "engine/runtime/generate.h"
+#include "importer/text/text_stream.h"
+#include "tools/toolkit/npu2_lowering.h"
 
 namespace arch::cli {
 

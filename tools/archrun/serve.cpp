@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "runtime/pipeline.h"
-#include "serve/server.h"
+#include "engine/runtime/pipeline.h"
+#include "engine/serve/server.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

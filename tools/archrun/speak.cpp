@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audio/wav_write.h"
-#include "runtime/model_text.h"
-#include "runtime/speak.h"
+#include "importer/audio/wav_write.h"
+#include "engine/runtime/model_text.h"
+#include "engine/runtime/speak.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
@@ -26,7 +26,7 @@ int run_speak(const SpeakArgs& a) {
   opt.speaker = a.speaker;
   opt.seed = int64_t(a.seed);
   // The ids as given, or the text (a long one cut after its sentences and
-  // spoken piece by piece: runtime/speak.h).
+  // spoken piece by piece: engine/runtime/speak.h).
   Result<Speech> spoken = error("");
   if (!a.ids.empty()) {
     auto parsed = parse_ids(a.ids);

@@ -4,12 +4,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "audio/audio_file.h"
-#include "audio/log_mel.h"
-#include "audio/resample.h"
-#include "importer/safetensors.h"
-#include "runtime/model_text.h"
-#include "runtime/transcribe.h"
+#include "importer/audio/audio_file.h"
+#include "importer/audio/log_mel.h"
+#include "importer/audio/resample.h"
+#include "importer/checkpoint/safetensors.h"
+#include "engine/runtime/model_text.h"
+#include "engine/runtime/transcribe.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

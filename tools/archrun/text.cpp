@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/generate.h"
-#include "runtime/model_text.h"
-#include "text/text_stream.h"
+#include "engine/runtime/generate.h"
+#include "engine/runtime/model_text.h"
+#include "importer/text/text_stream.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {

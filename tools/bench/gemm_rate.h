@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/op.h"
+#include "engine/core/op.h"
 #include "kernels/kernels.h"
 
 namespace arch {

@@ -17,9 +17,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "core/quant.h"
+#include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
-#include "core/weight_arena.h"
+#include "engine/core/weight_arena.h"
 #include "kernels/kernels.h"
 #include "tools/bench/compute_peak.h"
 #include "tools/bench/gemm_rate.h"

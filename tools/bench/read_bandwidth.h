@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/weight_arena.h"
+#include "engine/core/weight_arena.h"
 
 namespace arch {
 

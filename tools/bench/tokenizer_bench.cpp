@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/tokenizer/tokenizer.h"
+#include "importer/text/tokenizer/tokenizer.h"
 
 namespace {
 

@@ -1,0 +1,187 @@
+// A layer's attention block: its norm; Q, K and V told apart by where they
+// go and merged into one matvec over row ranges of one matrix; the per-head
+// q/k norms where there are some; RoPE on q and k; the KV write; the
+// attention over the layer's cache; the output projection; the residual
+// add. Every check is made before the first of its units is written.
+#include "engine/npu2/block_reader.h"
+
+namespace arch::npu2 {
+
+// The attention block of layer `l` reading the residual r: the residual
+// after it, or -1 (refused).
+int BlockReader::attention_block(int r, int l) {
+  const std::string block = "layers." + std::to_string(l) + ".attention";
+  const Node* add = residual_add(r);
+  const Node* norm = open_block(r, block, add);
+  if (!norm) return after(add);
+  const int x = norm->outputs[0];
+  auto x_users = open_users(x);
+  // Q, K and V: three projections of x, told apart by where they go.
+  if (x_users.size() != 3) {
+    refuse(block, x_users.empty() ? *norm : *x_users[0],
+           "the norm's output is read by " + std::to_string(x_users.size()) + " ops, not three projections (q, k, v)",
+           "a mixer of separate q, k and v projections");
+    return after(add);
+  }
+  struct Path {
+    Projection proj;
+    const Node* split = nullptr;
+    const Node* qk_norm = nullptr;
+    const Node* rope = nullptr;
+    int end = -1;  // what reaches the cache or the attention
+  };
+  std::vector<Path> paths;
+  for (const Node* u : x_users) {
+    auto pr = projection(u, block);
+    if (!pr) {
+      if (u->op != "matmul") refuse(block, *u, "the norm's output is read by " + u->op, "q, k and v projections");
+      return after(add);
+    }
+    Path path{*pr};
+    path.split = head_split(pr->out);
+    if (!path.split) {
+      refuse(block, *u, "a projection not split into heads", "q, k, v reshaped to [seq, heads, head_dim]");
+      return after(add);
+    }
+    path.end = path.split->outputs[0];
+    if (const Node* qn = sole_user(path.end, "rms_norm")) {
+      path.qk_norm = qn;
+      path.end = qn->outputs[0];
+    }
+    if (const Node* rp = sole_user(path.end, "rope")) {
+      path.rope = rp;
+      path.end = rp->outputs[0];
+    }
+    paths.push_back(path);
+  }
+  // The cache and the attention the paths meet at.
+  const Node* cache = nullptr;
+  const Node* attn = nullptr;
+  int q = -1, k = -1, v = -1;
+  for (int i = 0; i < 3; ++i)
+    for (const Node* u : open_users(paths[i].end)) {
+      if (u->op == "kv_cache") {
+        cache = u;
+        (u->inputs[0] == paths[i].end ? k : v) = i;
+      } else if (u->op == "attention" && u->inputs[0] == paths[i].end) {
+        attn = u;
+        q = i;
+      }
+    }
+  if (!cache || !attn || q < 0 || k < 0 || v < 0) {
+    refuse(block, attn ? *attn : *norm, !cache ? "no KV cache: the attention does not keep its keys and values" : "q, k and v do not meet at one cache and one attention",
+           "a causal attention over a KV cache");
+    return after(add);
+  }
+  if (!paths[q].rope || !paths[k].rope || paths[v].rope || paths[v].qk_norm) {
+    refuse(block, *attn, "RoPE is not on q and k alone", "RoPE on q and k");
+    return after(add);
+  }
+  if (attn->inputs[1] != cache->outputs[0] || attn->inputs[2] != cache->outputs[1]) {
+    refuse(block, *attn, "the attention does not read the cache's keys and values", "attention over the KV cache");
+    return after(add);
+  }
+  bool ok = true;
+  if (attn->inputs.size() > 3 && attn->inputs[3] >= 0) ok = false, refuse(block, *attn, "an attention bias", "a bias input to the attention unit");
+  if (!attn->attrs.value("causal", true)) ok = false, refuse(block, *attn, "non-causal attention", "a bidirectional attention unit (an encoder's)");
+  const int64_t window = attn->attrs.value("window", int64_t(0));
+  if (window > 0 && window < opt.max_context)
+    ok = false, refuse(block, *attn, "a sliding window of " + std::to_string(window) + " positions, smaller than the context (" + std::to_string(opt.max_context) + ")",
+                       "a windowed attention unit, or a context no longer than the window");
+  if (attn->attrs.value("softcap", 0.0) != 0.0) ok = false, refuse(block, *attn, "attention logit softcapping", "a softcap in the attention unit");
+  // The output projection and the residual add.
+  const Node* merge = sole_user(attn->outputs[0], "reshape");
+  std::optional<Projection> o = merge ? projection(sole_user(merge->outputs[0], "matmul"), block) : std::nullopt;
+  if (!o) {
+    refuse(block, *attn, "the attention's heads do not go straight to an output projection", "heads merged into one matvec");
+    return after(add);
+  }
+  auto readers = open_users(o->out);
+  if (readers.size() == 1 && readers[0]->op == "rms_norm") {
+    refuse(block, *readers[0], "a norm after the mixer (on the attention's output, before the residual add)",
+           "a norm unit between the output projection and the residual add");
+    return after(add);
+  }
+  if (!add || readers.size() != 1 || readers[0] != add) {
+    refuse(block, readers.empty() ? *o->matmul : *readers[0], "the output projection is not added to the residual", "a residual add");
+    return after(add);
+  }
+  if (!ok) return add->outputs[0];
+
+  // The units, in the engine's order.
+  const int64_t H = dim(paths[q].end, 1), KH = dim(paths[k].end, 1), Dh = dim(paths[q].end, 2), Dv = dim(paths[v].end, 2);
+  const int layer = int(p.caches.size());
+  auto qkv = matvec(block, "qkv", {paths[q].proj, paths[k].proj, paths[v].proj}, "qkv");
+  if (!qkv) return -1;
+  const Slot qs = qkv->writes[0], ks = qkv->writes[1], vs = qkv->writes[2];
+  write(*qkv, {x}, *paths[q].proj.matmul);
+  for (int i : {q, k}) claim(paths[i].split);
+  claim(paths[v].split);
+  for (int i : {q, k}) {
+    const Path& pt = paths[i];
+    const Slot s = i == q ? qs : ks;
+    if (pt.qk_norm) {
+      auto nw = bind(block, *pt.qk_norm, "weight", {pt.qk_norm->inputs[1]});
+      if (!nw) return -1;
+      claim(pt.qk_norm);
+      Unit u = unit("head_norm", block);
+      u.reads = {s};
+      u.writes = {s};
+      u.constants = {*nw};
+      u.attrs = {{"eps", pt.qk_norm->attrs.value("eps", 1e-6)}, {"heads", dim(pt.end, 1)}, {"head_dim", dim(pt.end, 2)}};
+      u.values = {name(pt.qk_norm->outputs[0])};
+      u.ops = {op_str(*pt.split), op_str(*pt.qk_norm)};
+      write(u, {pt.proj.out}, *pt.qk_norm);
+    }
+  }
+  for (int i : {q, k}) {
+    const Path& pt = paths[i];
+    const Slot s = i == q ? qs : ks;
+    const int in = pt.qk_norm ? pt.qk_norm->outputs[0] : pt.proj.out;
+    claim(pt.rope);
+    const std::string buf = i == q ? "q" : "k";
+    need_buffer(buf, opt.profile.activations, dim(pt.end, 1) * dim(pt.end, 2));
+    Unit u = unit("rope", block);
+    u.reads = {s};
+    u.writes = {Slot{buf}};
+    u.attrs = pt.rope->attrs;
+    u.attrs["heads"] = dim(pt.end, 1);
+    u.attrs["head_dim"] = dim(pt.end, 2);
+    u.values = {name(pt.rope->outputs[0])};
+    u.ops = {op_str(*pt.rope)};
+    if (!pt.qk_norm) u.ops.insert(u.ops.begin(), op_str(*pt.split));
+    write(u, {in}, *pt.rope);
+  }
+  claim(cache);
+  p.caches.push_back(Cache{layer, KH, Dh, opt.max_context, opt.profile.cache});
+  {
+    Unit u = unit("kv_write", block);
+    u.reads = {Slot{"k"}, vs};
+    u.writes = {Slot{"cache"}};
+    u.attrs = {{"layer", layer}, {"kv_heads", KH}, {"head_dim", Dh}};
+    u.values = {name(cache->outputs[0]), name(cache->outputs[1])};
+    u.ops = {op_str(*paths[v].split), op_str(*cache)};
+    write(u, {paths[k].end, paths[v].proj.out}, *cache);
+  }
+  claim(attn);
+  need_buffer("attn", opt.profile.activations, H * Dv);
+  {
+    Unit u = unit("attention", block);
+    u.reads = {Slot{"q"}, Slot{"cache"}};
+    u.writes = {Slot{"attn"}};
+    u.attrs = {{"layer", layer}, {"heads", H}, {"kv_heads", KH}, {"head_dim", Dh},
+               {"scale", attn->attrs.value("scale", 1.0)}, {"causal", true}, {"window", 0}, {"softcap", 0.0}};
+    u.values = {name(attn->outputs[0])};
+    u.ops = {op_str(*attn)};
+    write(u, {paths[q].end, -1}, *attn);
+  }
+  claim(merge);
+  auto out = matvec(block, "o", {*o}, "attn_out");
+  if (!out) return -1;
+  out->reads = {Slot{"attn"}};
+  out->ops.insert(out->ops.begin(), op_str(*merge));
+  write(*out, {attn->outputs[0]}, *o->matmul);
+  return residual_unit(block, *add, r, o->out, "attn_out");
+}
+
+}  // namespace arch::npu2

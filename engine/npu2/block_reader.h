@@ -1,0 +1,141 @@
+// The lowering's reader (engine/npu2/lower.h): the step graph's values and who
+// reads them, which nodes a unit has taken, the refusals so far, and the
+// program being written with what each buffer slot holds. The blocks it
+// reads are in their own files: attention_block.cpp, ffn_block.cpp, and
+// the embedding and head in lower.cpp.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/core/graph.h"
+#include "engine/npu2/lower.h"
+
+namespace arch::npu2 {
+
+struct BlockReader {
+  const Graph& g;
+  const LowerOptions& opt;
+  std::vector<std::vector<int>> users;  // by value: the nodes reading it
+  std::vector<char> claimed;            // by node: read into a unit
+  std::vector<Refusal> refusals;
+  Program p;
+  std::map<std::string, int> holds;     // "buffer[b:e]" -> the value the last unit wrote there
+
+  BlockReader(const Graph& graph, const LowerOptions& o) : g(graph), opt(o) {
+    users.resize(g.values.size());
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      for (int v : g.nodes[n].inputs)
+        if (v >= 0) users[v].push_back(int(n));
+    claimed.assign(g.nodes.size(), 0);
+  }
+
+  // ---- what the graph says --------------------------------------------------
+  const Node* producer(int v) const { return v >= 0 && g.values[v].producer >= 0 ? &g.nodes[g.values[v].producer] : nullptr; }
+  int node_index(const Node* n) const { return int(n - g.nodes.data()); }
+  const std::string& name(int v) const { return g.values[v].name; }
+  std::string at(const Node& n) const {
+    if (n.loc.file.empty()) return "?";
+    return std::filesystem::path(n.loc.file).filename().string() + ":" + std::to_string(n.loc.line);
+  }
+  std::string op_str(const Node& n) const { return (n.outputs.empty() ? "?" : name(n.outputs[0])) + " = " + n.op; }
+  // The nodes reading v that no unit has taken yet.
+  std::vector<const Node*> open_users(int v) const {
+    std::vector<const Node*> out;
+    for (int n : users[v])
+      if (!claimed[n]) out.push_back(&g.nodes[n]);
+    return out;
+  }
+  const Node* sole_user(int v, const std::string& op) const {
+    auto u = open_users(v);
+    return u.size() == 1 && u[0]->op == op ? u[0] : nullptr;
+  }
+  const WeightRef* weight(int v) const { return v >= 0 ? g.weight_of(v) : nullptr; }
+  bool is_graph_output(int v, const std::string& as) const {
+    for (const auto& o : g.outputs)
+      if (o.value == v && o.name == as) return true;
+    return false;
+  }
+  int64_t dim(int v, int i) const {
+    const Shape& s = g.values[v].type.shape;
+    const Dim& d = s[i < 0 ? s.size() + i : i];
+    return d.concrete() ? d.n : -1;
+  }
+
+  void claim(const Node* n) { claimed[node_index(n)] = 1; }
+  void refuse(const std::string& block, const Node& n, std::string reason, std::string needed, bool once = false) {
+    for (const auto& r : refusals)
+      if ((r.at == at(n) || once) && r.reason == reason) return;  // the same line in a later layer: one row
+    refusals.push_back(Refusal{block, op_str(n), at(n), std::move(reason), std::move(needed)});
+  }
+  void refuse_graph(std::string reason, std::string needed) {
+    refusals.push_back(Refusal{"graph", "-", g.family + " " + g.name, std::move(reason), std::move(needed)});
+  }
+
+  // ---- what the program says ------------------------------------------------
+  void need_buffer(const std::string& buf, const std::string& dtype, int64_t width);
+  static std::string key(const Slot& s) {
+    return s.end ? s.buffer + "[" + std::to_string(s.begin) + ":" + std::to_string(s.end) + "]" : s.buffer;
+  }
+  // The constant bound to `tensors` (weight values) stacked by rows: every
+  // one a checkpoint tensor, all with one row width (check three).
+  std::optional<Constant> bind(const std::string& block, const Node& n, const std::string& role,
+                               const std::vector<int>& values);
+  // Writes `u` after checking that each read slot holds the value the unit
+  // reads (`reads_values`, aligned with u.reads; -1: not a value of the
+  // graph, such as the carried token).
+  void write(Unit u, const std::vector<int>& reads_values, const Node& first);
+
+  // ---- the blocks -----------------------------------------------------------
+  // The embedding: tokens -> the residual.
+  int embedding(int tokens);
+
+  // Where reading goes on after a block refused: the residual its add
+  // leaves, or nowhere (-1).
+  int after(const Node* add) const { return add ? add->outputs[0] : -1; }
+  // A layer block's opening at residual r: its norm (bound, claimed, its
+  // unit written), or null (refused). `add`: the block's residual add.
+  const Node* open_block(int r, const std::string& block, const Node* add);
+  // The norm reading residual r in `block`: the node, or null (refused).
+  const Node* norm_of(int r, const std::string& block, const Node* residual_add);
+  // The residual add reading r (the one add among r's readers), or null.
+  const Node* residual_add(int r) const {
+    for (const Node* u : open_users(r))
+      if (u->op == "add" && (u->inputs[0] == r || u->inputs[1] == r)) return u;
+    return nullptr;
+  }
+  Unit norm_unit(const std::string& block, const Node& n, const Constant& w, bool last_row);
+  // A projection of x: matmul(x, W^T) and a bias add after it, if any.
+  struct Projection {
+    const Node* matmul = nullptr;
+    const Node* bias = nullptr;
+    int weight = -1, bias_value = -1, out = -1;
+  };
+  std::optional<Projection> projection(const Node* m, const std::string& block);
+  // A matvec unit over the projections `prs` merged by rows, writing each
+  // one's columns of `buffer` in turn.
+  std::optional<Unit> matvec(const std::string& block, const std::string& role, const std::vector<Projection>& prs,
+                             const std::string& buffer);
+  // A reshape to [seq, heads, head_dim] after v (a view): the node, or null.
+  const Node* head_split(int v) const {
+    const Node* r = sole_user(v, "reshape");
+    return r && g.values[r->outputs[0]].type.shape.size() == 3 ? r : nullptr;
+  }
+
+  // The attention block of layer `l` reading the residual r: the residual
+  // after it, or -1 (refused).
+  int attention_block(int r, int l);
+
+  int residual_unit(const std::string& block, const Node& add, int r, int branch, const std::string& from);
+
+  // The FFN block of layer `l`: the residual after it, or -1.
+  int ffn_block(int r, int l);
+
+  // The final norm, the head, the argmax and the advance.
+  void head(int r);
+};
+
+}  // namespace arch::npu2

@@ -1,0 +1,400 @@
+#include "engine/npu2/emulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace arch::npu2 {
+
+namespace {
+
+DType type_of(const std::string& t) {
+  if (t == "bf16") return DType::BF16;
+  if (t == "i32") return DType::I32;
+  return DType::F32;
+}
+
+float round_to(DType t, float f) { return t == DType::BF16 ? bf16_to_f32(f32_to_bf16(f)) : f; }
+
+// Element i of a buffer or cache, as f32.
+float get(const Tensor& t, int64_t i) {
+  return t.dtype == DType::BF16 ? bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]) : t.f32()[i];
+}
+void put(Tensor& t, int64_t i, float f) {
+  if (t.dtype == DType::BF16) static_cast<uint16_t*>(t.data)[i] = f32_to_bf16(f);
+  else t.f32()[i] = f;
+}
+
+// One op's reference kernel on f32 inputs; its one output shaped `out`.
+Result<Tensor> reference(const OpTable& ops, const std::string& op, const Attrs& attrs, std::vector<Tensor> in,
+                         Dims out, const std::string& where) {
+  const Kernel* k = ops.kernel(op, "reference");
+  if (!k) return error(where + ": no reference kernel for " + op);
+  std::vector<Tensor> outs{Tensor::zeros(DType::F32, std::move(out))};
+  std::unique_ptr<OpState> state;
+  KernelContext ctx{attrs, in, outs, state, 0, where};
+  ARCH_TRY_STATUS((*k)(ctx));
+  return std::move(outs[0]);
+}
+
+int64_t width_of(const Slot& s, const Tensor& buffer) { return s.end ? s.end - s.begin : buffer.dim(1); }
+
+}  // namespace
+
+Result<std::unique_ptr<Emulator>> Emulator::load(const Program& p, const Checkpoint& ckpt, const OpTable& ops) {
+  auto e = std::unique_ptr<Emulator>(new Emulator());
+  e->p_ = p;
+  e->ops_ = &ops;
+  e->ckpt_ = &ckpt;
+  int64_t chunk = 1;
+  for (const auto& v : p.versions) chunk = std::max(chunk, v.chunk);
+  for (const auto& b : p.buffers) e->buffers_[b.name] = Tensor::zeros(type_of(b.dtype), {chunk, b.width});
+  for (const auto& c : p.caches) {
+    if (c.layer != int(e->cache_k_.size())) return error("program: caches must be listed by layer from 0");
+    e->cache_k_.push_back(Tensor::zeros(type_of(c.dtype), {c.capacity, c.kv_heads, c.head_dim}));
+    e->cache_v_.push_back(Tensor::zeros(type_of(c.dtype), {c.capacity, c.kv_heads, c.head_dim}));
+  }
+  // Constants: the views' rows, stacked, rounded to their type once.
+  std::map<std::string, Tensor> widened;
+  for (size_t i = 0; i < p.units.size(); ++i) {
+    const Unit& u = p.units[i];
+    std::vector<Tensor> bound;
+    for (const auto& c : u.constants) {
+      int64_t numel = 1;
+      for (int64_t d : c.shape) numel *= d;
+      Tensor t = Tensor::zeros(DType::F32, c.shape);
+      int64_t at = 0;
+      for (const auto& v : c.parts) {
+        const Tensor* src = ckpt.find(v.tensor);
+        const std::string where = "unit " + std::to_string(i) + " (" + u.kind + ", " + u.block + "): " + c.role;
+        if (!src) return error(where + ": the checkpoint has no tensor '" + v.tensor + "'");
+        if (src->shape.empty() || v.end > src->shape[0])
+          return error(where + ": rows [" + std::to_string(v.begin) + ", " + std::to_string(v.end) + ") of '" + v.tensor +
+                       "' " + dims_str(src->shape) + " are past its end");
+        auto it = widened.find(v.tensor);
+        if (it == widened.end()) it = widened.emplace(v.tensor, to_f32(*src)).first;
+        const int64_t row = src->numel() / src->shape[0];
+        const int64_t n = (v.end - v.begin) * row;
+        if (at + n > numel) return error(where + ": its parts hold more than its shape " + dims_str(c.shape));
+        std::memcpy(t.f32() + at, it->second.f32() + v.begin * row, size_t(n) * sizeof(float));
+        at += n;
+      }
+      if (at != numel) return error("unit " + std::to_string(i) + " (" + u.kind + "): " + c.role + "'s parts fill " +
+                                    std::to_string(at) + " of its " + std::to_string(numel) + " elements");
+      const DType ct = type_of(c.dtype);
+      for (int64_t j = 0; j < numel; ++j) t.f32()[j] = round_to(ct, t.f32()[j]);
+      bound.push_back(std::move(t));
+    }
+    e->constants_.push_back(std::move(bound));
+  }
+  return e;
+}
+
+void Emulator::check_against(const Graph& step, UnitCheck* log, const Tolerance& tol) {
+  check_graph_ = &step;
+  check_ = log;
+  tol_ = tol;
+}
+
+void Emulator::seed(int32_t token, int64_t position) {
+  token_ = token;
+  position_ = position;
+}
+
+std::span<const float> Emulator::logits() const {
+  auto it = buffers_.find("logits");
+  if (it == buffers_.end()) return {};
+  return {it->second.f32(), size_t(it->second.dim(1))};
+}
+
+Result<Tensor> Emulator::read(const Slot& s, int64_t first_row, int64_t rows) const {
+  auto it = buffers_.find(s.buffer);
+  if (it == buffers_.end()) return error("no buffer '" + s.buffer + "'");
+  const Tensor& b = it->second;
+  const int64_t W = b.dim(1), w = width_of(s, b), c0 = s.end ? s.begin : 0;
+  if (c0 + w > W) return error("buffer '" + s.buffer + "' has " + std::to_string(W) + " columns, not " + std::to_string(c0 + w));
+  Tensor t = Tensor::zeros(b.dtype == DType::I32 ? DType::I32 : DType::F32, {rows, w});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < w; ++j) {
+      const int64_t i = (first_row + r) * W + c0 + j;
+      if (b.dtype == DType::I32) t.i32()[r * w + j] = b.i32()[i];
+      else t.f32()[r * w + j] = get(b, i);
+    }
+  return t;
+}
+
+void Emulator::store(const Slot& s, const Tensor& t, int64_t first_row) {
+  Tensor& b = buffers_[s.buffer];
+  const int64_t W = b.dim(1), w = width_of(s, b), c0 = s.end ? s.begin : 0;
+  const int64_t rows = t.numel() / w;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < w; ++j) {
+      const int64_t i = (first_row + r) * W + c0 + j;
+      if (b.dtype == DType::I32) b.i32()[i] = t.i32()[r * w + j];
+      else put(b, i, t.f32()[r * w + j]);
+    }
+}
+
+// What unit u computes from its inputs `in` (as read) and constants, in
+// f32; one tensor per write slot, [rows, width]. Rows are the absolute rows
+// first_row.. of the chunk (positions position_ + first_row ..).
+Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<Tensor>& in,
+                                              const std::vector<Tensor>& k, int64_t rows, int64_t first_row) const {
+  const OpTable& ops = *ops_;
+  const std::string where = u.block + " " + u.kind + " (" + u.at + ")";
+  auto attr_i = [&](const char* n) { return u.attrs.value(n, int64_t(0)); };
+  if (u.kind == "embedding") {
+    Tensor ids = Tensor::zeros(DType::I32, {rows});
+    std::memcpy(ids.i32(), in[0].i32(), size_t(rows) * 4);
+    ARCH_TRY(Tensor out, reference(ops, "embed", Attrs::object(), {k[0], ids}, {rows, k[0].dim(1)}, where));
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "rms_norm") {
+    ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {in[0], k[0]}, in[0].shape, where));
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "head_norm") {
+    Tensor x = in[0];
+    x.shape = {rows, attr_i("heads"), attr_i("head_dim")};
+    ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {x, k[0]}, x.shape, where));
+    out.shape = in[0].shape;
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "matvec") {
+    const int64_t N = k[0].dim(0);
+    std::vector<Tensor> args{in[0], k[0]};
+    if (k.size() > 1) args.push_back(k[1]);
+    ARCH_TRY(Tensor y, reference(ops, "matmul", {{"transpose_b", true}}, args, {rows, N}, where));
+    std::vector<Tensor> out;
+    int64_t col = 0;
+    for (const auto& s : u.writes) {
+      const int64_t w = s.end ? s.end - s.begin : N;
+      Tensor part = Tensor::zeros(DType::F32, {rows, w});
+      for (int64_t r = 0; r < rows; ++r) std::memcpy(part.f32() + r * w, y.f32() + r * N + col, size_t(w) * 4);
+      col += w;
+      out.push_back(std::move(part));
+    }
+    return out;
+  }
+  if (u.kind == "rope") {
+    Tensor x = in[0];
+    x.shape = {rows, attr_i("heads"), attr_i("head_dim")};
+    Tensor pos = Tensor::zeros(DType::I32, {rows});
+    for (int64_t r = 0; r < rows; ++r) pos.i32()[r] = int32_t(position_ + first_row + r);
+    Attrs a = u.attrs;
+    a.erase("heads");
+    a.erase("head_dim");
+    ARCH_TRY(Tensor out, reference(ops, "rope", a, {x, pos}, x.shape, where));
+    out.shape = in[0].shape;
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "attention") {
+    const int layer = int(attr_i("layer"));
+    const int64_t H = attr_i("heads"), KH = attr_i("kv_heads"), D = attr_i("head_dim");
+    const int64_t T = position_ + first_row + rows;
+    Tensor q = in[0];
+    q.shape = {rows, H, D};
+    Tensor kk = Tensor::zeros(DType::F32, {T, KH, D}), vv = Tensor::zeros(DType::F32, {T, KH, D});
+    for (int64_t i = 0; i < T * KH * D; ++i) kk.f32()[i] = get(cache_k_[layer], i), vv.f32()[i] = get(cache_v_[layer], i);
+    Attrs a = {{"causal", true}, {"scale", u.attrs.value("scale", 1.0)}, {"window", 0}, {"softcap", 0.0}};
+    ARCH_TRY(Tensor out, reference(ops, "attention", a, {q, kk, vv, Tensor{}}, {rows, H, D}, where));
+    out.shape = {rows, H * D};
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "add") {
+    ARCH_TRY(Tensor out, reference(ops, "add", Attrs::object(), {in[0], in[1]}, in[0].shape, where));
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "swiglu") {
+    ARCH_TRY(Tensor act, reference(ops, u.attrs.value("activation", std::string("silu")), Attrs::object(), {in[0]}, in[0].shape, where));
+    ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {act, in[1]}, in[0].shape, where));
+    return std::vector<Tensor>{std::move(out)};
+  }
+  return error(where + ": the emulator has no unit '" + u.kind + "'");
+}
+
+Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
+  // The weights the IR's ops of this unit read, from the graph's own bindings.
+  const Graph& g = *check_graph_;
+  auto weight_tensor = [&](int v) -> Result<Tensor> {
+    const WeightRef* w = g.weight_of(v);
+    if (!w) return error("'" + (v >= 0 ? g.values[v].name : std::string("?")) + "' is not a weight");
+    const Tensor* t = ckpt_->find(w->tensor);
+    if (!t) return error("no tensor '" + w->tensor + "'");
+    return to_f32(*t);
+  };
+  auto node_of = [&](const std::string& value) -> const Node* {
+    const int v = g.find_value(value);
+    return v >= 0 && g.values[v].producer >= 0 ? &g.nodes[g.values[v].producer] : nullptr;
+  };
+  std::vector<Tensor> out;
+  if (u.kind == "matvec") {
+    std::vector<Tensor> ws, bs;
+    for (const auto& value : u.values) {
+      const Node* n = node_of(value);
+      if (n && n->op == "add") {
+        const int other = g.weight_of(n->inputs[1]) ? n->inputs[1] : n->inputs[0];
+        ARCH_TRY(Tensor b, weight_tensor(other));
+        bs.push_back(std::move(b));
+        const int mm = other == n->inputs[1] ? n->inputs[0] : n->inputs[1];
+        n = g.values[mm].producer >= 0 ? &g.nodes[g.values[mm].producer] : nullptr;
+      }
+      if (!n || n->op != "matmul") return error("'" + value + "' is not a projection's output");
+      ARCH_TRY(Tensor w, weight_tensor(n->inputs[1]));
+      ws.push_back(std::move(w));
+    }
+    auto stack = [](const std::vector<Tensor>& parts) {
+      int64_t rows = 0;
+      for (const auto& p : parts) rows += p.shape[0];
+      Dims shape = parts[0].shape;
+      shape[0] = rows;
+      Tensor t = Tensor::zeros(DType::F32, shape);
+      int64_t at = 0;
+      for (const auto& p : parts) std::memcpy(t.f32() + at, p.f32(), p.nbytes()), at += p.numel();
+      return t;
+    };
+    out.push_back(stack(ws));
+    if (!bs.empty()) out.push_back(stack(bs));
+    return out;
+  }
+  if (u.kind == "rms_norm" || u.kind == "head_norm" || u.kind == "embedding") {
+    const Node* n = node_of(u.values[0]);
+    if (!n) return error("'" + u.values[0] + "' has no op");
+    ARCH_TRY(Tensor w, weight_tensor(u.kind == "embedding" ? n->inputs[0] : n->inputs[1]));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounded) {
+  const std::string where = "unit " + std::to_string(index) + " (" + u.kind + ", " + u.block + ", " + u.at + ")";
+  // A prompt chunk's final norm and head run on its last row alone.
+  const int64_t first = u.last_row ? rows - 1 : 0, n = u.last_row ? 1 : rows;
+  if (u.kind == "advance") {
+    position_ += rows;
+    return {};
+  }
+  if (u.kind == "argmax") {
+    ARCH_TRY(Tensor l, read(u.reads[0], 0, 1));
+    const float* x = l.f32();
+    int64_t best = 0;
+    for (int64_t i = 1; i < l.numel(); ++i)
+      if (x[i] > x[best]) best = i;
+    token_ = int32_t(best);
+    buffers_["token"].i32()[0] = token_;
+    return {};
+  }
+  if (u.kind == "kv_write") {
+    const int layer = int(u.attrs.value("layer", int64_t(0)));
+    ARCH_TRY(Tensor k, read(u.reads[0], 0, rows));
+    ARCH_TRY(Tensor v, read(u.reads[1], 0, rows));
+    const int64_t row = k.numel() / rows;
+    if (position_ + rows > cache_k_[layer].dim(0))
+      return error(where + ": position " + std::to_string(position_ + rows) + " is past the KV cache's " +
+                   std::to_string(cache_k_[layer].dim(0)) + " rows (the program's max_context)");
+    for (int64_t i = 0; i < rows * row; ++i) {
+      put(cache_k_[layer], position_ * row + i, k.f32()[i]);
+      put(cache_v_[layer], position_ * row + i, v.f32()[i]);
+    }
+    return {};
+  }
+  // The units that compute: inputs read at their rows (the embedding reads
+  // the ids, or in a decode step the carried token).
+  std::vector<Tensor> in;
+  for (const auto& s : u.reads) {
+    if (s.buffer == "cache") continue;
+    const bool row_zero = (u.kind == "matvec" || u.kind == "argmax") && u.last_row;
+    ARCH_TRY(Tensor t, read(s, row_zero ? 0 : first, n));
+    in.push_back(std::move(t));
+  }
+  auto out = compute(u, in, constants_[index], n, first);
+  if (!out.ok()) return error(where + ": " + out.error().message);
+  const int64_t store_row = u.last_row ? 0 : first;
+  for (size_t i = 0; i < u.writes.size(); ++i) store(u.writes[i], (*out)[i], store_row);
+  if (!check_) return {};
+  if (bounded) {
+    ++check_->skipped;
+    ++check_->skipped_why["bounded per call (a prompt chunk's rows)"];
+    const std::string line = where + " not checked in the prompt version: bounded per call (rows)";
+    if (std::find(check_->skipped_units.begin(), check_->skipped_units.end(), line) == check_->skipped_units.end())
+      check_->skipped_units.push_back(line);
+    return {};
+  }
+  // The unit's output as stored, against its ops' f32 reference with the
+  // IR's own weights.
+  auto ref_k = reference_constants(u);
+  if (!ref_k.ok()) return error(where + ": --check: " + ref_k.error().message);
+  auto ref = compute(u, in, *ref_k, n, first);
+  if (!ref.ok()) return error(where + ": --check: " + ref.error().message);
+  for (size_t i = 0; i < u.writes.size(); ++i) {
+    ARCH_TRY(Tensor got, read(u.writes[i], store_row, n));
+    const Tensor& want = (*ref)[i];
+    double maxref = 0, miss = 0;
+    for (int64_t j = 0; j < want.numel(); ++j) {
+      maxref = std::max(maxref, double(std::fabs(want.f32()[j])));
+      miss = std::max(miss, double(std::fabs(got.f32()[j] - want.f32()[j])));
+    }
+    const double bound = tol_.rel * maxref + tol_.abs;
+    check_->worst = std::max(check_->worst, bound > 0 ? miss / bound : 0.0);
+    if (!(miss <= bound))
+      return error("--check: " + where + " misses its reference: '" + u.values[i] + "' off by " + std::to_string(miss) +
+                   " where " + std::to_string(bound) + " is allowed (largest |reference| " + std::to_string(maxref) + ")");
+  }
+  ++check_->checked;
+  return {};
+}
+
+Status Emulator::run(const std::string& version, int64_t rows) {
+  const int64_t chunk = p_.chunk_of(version);
+  if (chunk <= 0) return error("the program has no '" + version + "' version");
+  if (rows < 1 || rows > chunk)
+    return error("the " + version + " version runs 1 to " + std::to_string(chunk) + " rows, not " + std::to_string(rows));
+  const bool bounded = version != "decode";
+  for (size_t i = 0; i < p_.units.size(); ++i) {
+    const Unit& u = p_.units[i];
+    if (check_ && (u.kind == "kv_write" || u.kind == "advance" || u.kind == "argmax")) {
+      ++check_->skipped;
+      ++check_->skipped_why["state only (" + u.kind + "): judged by the units that read it"];
+    }
+    ARCH_TRY_STATUS(run_unit(i, u, rows, bounded));
+  }
+  return {};
+}
+
+Status Emulator::prompt(std::span<const int32_t> ids) {
+  Tensor& b = buffers_["ids"];
+  if (int64_t(ids.size()) > b.dim(0)) return error("a prompt call takes at most " + std::to_string(b.dim(0)) + " ids");
+  std::copy(ids.begin(), ids.end(), b.i32());
+  return run("prompt", int64_t(ids.size()));
+}
+
+Status Emulator::decode() {
+  buffers_["ids"].i32()[0] = token_;  // the carried token
+  return run("decode", 1);
+}
+
+Result<std::vector<int32_t>> emulate_greedy(Emulator& e, const std::vector<int32_t>& prompt, int max_new,
+                                            const std::vector<int32_t>& stop_ids,
+                                            const std::function<void(int32_t)>& on_token) {
+  if (prompt.empty()) return error("the prompt is empty");
+  const int64_t chunk = e.program().chunk_of("prompt");
+  if (int64_t(prompt.size()) + max_new > e.program().max_context)
+    return error("the prompt (" + std::to_string(prompt.size()) + ") and " + std::to_string(max_new) +
+                 " new tokens need more positions than the program's max_context (" + std::to_string(e.program().max_context) + ")");
+  e.seed(0, 0);
+  for (size_t at = 0; at < prompt.size(); at += size_t(chunk)) {
+    const size_t n = std::min(prompt.size() - at, size_t(chunk));
+    ARCH_TRY_STATUS(e.prompt(std::span<const int32_t>(prompt).subspan(at, n)));
+  }
+  std::vector<int32_t> out;
+  for (int i = 0; i < max_new; ++i) {
+    if (i > 0) ARCH_TRY_STATUS(e.decode());
+    const int32_t t = e.token();
+    out.push_back(t);
+    if (on_token) on_token(t);
+    if (std::find(stop_ids.begin(), stop_ids.end(), t) != stop_ids.end()) break;
+  }
+  return out;
+}
+
+}  // namespace arch::npu2

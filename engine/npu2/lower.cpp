@@ -1,0 +1,155 @@
+// Lowering a decoder's step graph into NPU2 units, block by block: the
+// embedding; per layer the attention block (norm; Q/K/V as one matvec over
+// row ranges of one merged matrix; the per-head q/k norms where there are
+// some; RoPE; the KV write; attention; the output projection; the residual
+// add) and the FFN block (norm; gate and up as one matvec; the gated
+// activation as one unit; down; the add); then the final norm, the head,
+// the argmax and the step's advance. The reader follows the graph's values
+// from the residual, so the template's op order does not matter; every node
+// must end up in some unit.
+#include "engine/npu2/lower.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include "engine/npu2/block_reader.h"
+
+namespace arch::npu2 {
+
+// The embedding: tokens -> the residual.
+int BlockReader::embedding(int tokens) {
+  const Node* e = sole_user(tokens, "embed");
+  if (!e || e->inputs[1] != tokens) {
+    auto u = open_users(tokens);
+    if (!u.empty()) refuse("embedding", *u[0], "the tokens are read by " + u[0]->op + ", not one embed", "an embedding table lookup");
+    else refuse_graph("nothing reads the tokens", "an embedding of the tokens");
+    return -1;
+  }
+  claim(e);
+  int h = e->outputs[0];
+  const int64_t D = dim(h, -1);
+  auto table = bind("embedding", *e, "table", {e->inputs[0]});
+  if (!table) return -1;
+  need_buffer("ids", "i32", 1);
+  need_buffer("residual", opt.profile.residual, D);
+  Unit u = unit("embedding", "embedding");
+  u.reads = {Slot{"ids"}};
+  u.writes = {Slot{"residual"}};
+  u.constants = {*table};
+  u.values = {name(h)};
+  u.ops = {op_str(*e)};
+  holds["ids"] = tokens;
+  write(u, {tokens}, *e);
+  // A scale on the embedding (Gemma's x sqrt(hidden)): refused, and the
+  // reading goes on from the scaled value.
+  auto next = open_users(h);
+  if (next.size() == 1 && (next[0]->op == "mul" || next[0]->op == "div")) {
+    refuse("embedding", *next[0], "the embedding is scaled (" + next[0]->op + " by a constant)",
+           "a scale in the embedding unit");
+    claim(next[0]);
+    h = next[0]->outputs[0];
+    holds["residual"] = h;
+  }
+  return h;
+}
+
+// The final norm, the head, the argmax and the advance.
+void BlockReader::head(int r) {
+  const std::string block = "head";
+  const Node* norm = norm_of(r, block, nullptr);
+  if (!norm) return;
+  auto w = bind(block, *norm, "weight", {norm->inputs[1]});
+  if (!w) return;
+  claim(norm);
+  write(norm_unit(block, *norm, *w, true), {r}, *norm);
+  auto hp = projection(sole_user(norm->outputs[0], "matmul"), block);
+  if (!hp) {
+    auto u = open_users(norm->outputs[0]);
+    refuse(block, u.empty() ? *norm : *u[0], "the final norm does not go to one head projection", "a head matvec");
+    return;
+  }
+  if (!is_graph_output(hp->out, "logits")) {
+    auto u = open_users(hp->out);
+    bool softcap = false;
+    for (const Node* n : u) softcap |= n->op == "div" || n->op == "tanh" || n->op == "mul";
+    refuse(block, u.empty() ? *hp->matmul : *u[0],
+           softcap ? "final logit softcapping (cap * tanh(logits / cap))" : "the head's output is not the logits",
+           softcap ? "a softcap unit after the head" : "the head writing the logits");
+    return;
+  }
+  auto h = matvec(block, "head", {*hp}, "logits");
+  if (!h) return;
+  h->reads = {Slot{"normed"}};
+  h->last_row = true;
+  write(*h, {norm->outputs[0]}, *hp->matmul);
+  need_buffer("token", "i32", 1);
+  Unit am = unit("argmax", block);
+  am.reads = {Slot{"logits"}};
+  am.writes = {Slot{"token"}};
+  am.last_row = true;
+  am.values = {"token"};
+  am.ops = {"argmax (greedy)"};
+  write(am, {hp->out}, *hp->matmul);
+  Unit adv = unit("advance", "advance");
+  adv.values = {"position"};
+  adv.ops = {"position += rows; token carried"};
+  write(adv, {}, *hp->matmul);
+}
+
+
+Lowering lower(const Graph& step, const LowerOptions& opt) {
+  BlockReader r(step, opt);
+  Program& p = r.p;
+  p.family = opt.family.empty() ? step.family : opt.family;
+  p.template_file = std::filesystem::path(opt.template_file).filename().string();
+  p.graph = step.name;
+  p.profile = opt.profile.path.empty() ? "(defaults)" : std::filesystem::path(opt.profile.path).filename().string();
+  p.max_context = opt.max_context;
+  p.numerics = opt.profile.to_json();
+  p.versions = {Version{"decode", 1}, Version{"prompt", std::max<int64_t>(1, opt.chunk)}};
+  const int tokens = step.find_input("tokens"), positions = step.find_input("positions");
+  if (tokens < 0 || positions < 0 || step.find_value("logits") < 0) {
+    r.refuse_graph("not a decoder's step: it takes no tokens and positions or gives no logits (an encoder)",
+                   "a causal step graph: tokens and positions in, logits out");
+    return Lowering{std::move(p), std::move(r.refusals)};
+  }
+  if (!step.held_inputs.empty()) {
+    r.refuse_graph("the step holds state inputs: an encoder-decoder's decoder, cross-attending to the encoder's output",
+                   "an encoder program and cross-attention units");
+    return Lowering{std::move(p), std::move(r.refusals)};
+  }
+  // What the engine has no unit for, wherever it is in the graph.
+  for (const Node& n : step.nodes) {
+    const std::string block = n.outputs.empty() ? "?" : [&] {
+      const std::string& v = r.name(n.outputs[0]);
+      return v.rfind("layers.", 0) == 0 ? v.substr(0, v.find('.', 7)) : std::string("graph");
+    }();
+    if (n.op == "topk" || n.op == "routed_matmul")
+      r.refuse(block, n, "experts (a router choosing routed matmuls)", "an experts unit", true);
+    if (n.op == "attention" && !n.attrs.value("causal", true))
+      r.refuse(block, n, "non-causal attention (an encoder's, or cross-attention)", "a bidirectional attention unit", true);
+  }
+  int h = r.embedding(tokens);
+  for (int l = 0; h >= 0; ++l) {
+    if (!r.residual_add(h)) break;  // no add: the final norm comes next
+    h = r.attention_block(h, l);
+    if (h < 0) break;
+    h = r.ffn_block(h, l);
+  }
+  if (h >= 0) r.head(h);
+  // Every op must be in some unit.
+  if (r.refusals.empty())
+    for (size_t n = 0; n < step.nodes.size(); ++n)
+      if (!r.claimed[n]) r.refuse("graph", step.nodes[n], "an op in no block the engine reads", "a unit for " + step.nodes[n].op);
+  return Lowering{std::move(p), std::move(r.refusals)};
+}
+
+std::string refusal_table(const std::vector<Refusal>& refusals) {
+  std::ostringstream s;
+  for (const auto& r : refusals)
+    s << "  " << r.block << ": " << r.op << " (" << r.at << "): " << r.reason << "; needs " << r.needed << "\n";
+  return s.str();
+}
+
+}  // namespace arch::npu2

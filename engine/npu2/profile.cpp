@@ -1,0 +1,91 @@
+#include "engine/npu2/profile.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <yaml-cpp/yaml.h>
+
+namespace arch::npu2 {
+
+namespace fs = std::filesystem;
+
+std::string Profile::output_of(const std::string& role, bool is_residual) const {
+  if (is_residual) return residual;
+  auto it = wider.find(role);
+  return it != wider.end() ? it->second : activations;
+}
+
+nlohmann::json Profile::to_json() const {
+  nlohmann::json j;
+  j["weights"] = weights;
+  j["activations"] = activations;
+  j["residual"] = residual;
+  j["cache"] = cache;
+  j["wider"] = nlohmann::json::object();
+  for (const auto& [role, type] : wider) j["wider"][role] = type;
+  j["check"] = {{"rel", check.rel}, {"abs", check.abs}};
+  return j;
+}
+
+static bool known_type(const std::string& t) { return t == "bf16" || t == "f32"; }
+
+Result<Profile> read_profile(const std::string& path) {
+  Profile p;
+  p.path = path;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return error(path + ": cannot read the numeric profile");
+  } catch (const YAML::Exception& e) {
+    return error(path + ":" + std::to_string(e.mark.line + 1) + ": not YAML: " + e.msg);
+  }
+  if (!root.IsMap()) return error(path + ": a numeric profile is a mapping (weights, activations, residual, cache, wider, check)");
+  try {
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      const auto line = std::to_string(kv.first.Mark().line + 1);
+      auto type_of = [&](const YAML::Node& n, std::string& into) -> Status {
+        into = n.as<std::string>();
+        if (!known_type(into)) return error(path + ":" + line + ": '" + key + "': '" + into + "' is not bf16 or f32");
+        return {};
+      };
+      if (key == "weights") ARCH_TRY_STATUS(type_of(kv.second, p.weights));
+      else if (key == "activations") ARCH_TRY_STATUS(type_of(kv.second, p.activations));
+      else if (key == "residual") ARCH_TRY_STATUS(type_of(kv.second, p.residual));
+      else if (key == "cache") ARCH_TRY_STATUS(type_of(kv.second, p.cache));
+      else if (key == "wider") {
+        if (!kv.second.IsMap()) return error(path + ":" + line + ": 'wider' maps a matvec's role to its output type");
+        for (const auto& w : kv.second) {
+          const std::string role = w.first.as<std::string>();
+          static const char* roles[] = {"qkv", "o", "gate_up", "down", "head"};
+          if (std::find(std::begin(roles), std::end(roles), role) == std::end(roles))
+            return error(path + ":" + std::to_string(w.first.Mark().line + 1) + ": 'wider': '" + role +
+                         "' is not a matvec role (qkv, o, gate_up, down, head)");
+          ARCH_TRY_STATUS(type_of(w.second, p.wider[role]));
+        }
+      } else if (key == "check") {
+        if (!kv.second.IsMap() || !kv.second["rel"] || !kv.second["abs"])
+          return error(path + ":" + line + ": 'check' is {rel: R, abs: A}");
+        p.check.rel = kv.second["rel"].as<double>();
+        p.check.abs = kv.second["abs"].as<double>();
+        if (!(p.check.rel >= 0) || !(p.check.abs >= 0)) return error(path + ":" + line + ": 'check' bounds must be >= 0");
+      } else {
+        return error(path + ":" + line + ": unknown field '" + key + "' (weights, activations, residual, cache, wider, check)");
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
+  }
+  return p;
+}
+
+Result<Profile> profile_for_template(const std::string& template_path) {
+  fs::path t(template_path);
+  fs::path beside = t.parent_path() / (t.stem().string() + ".npu2.yaml");
+  std::error_code ec;
+  if (!fs::exists(beside, ec)) return Profile{};
+  return read_profile(beside.string());
+}
+
+}  // namespace arch::npu2

@@ -1,0 +1,143 @@
+#include "engine/runtime/batched_session.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "engine/runtime/graph_outputs.h"
+
+namespace arch {
+
+namespace {
+
+// Whether program p's graph can run several sequences' rows in one call:
+// its only state is KV caches, and every attention reads its keys and
+// values straight from one (the ops that mix positions know the sequences'
+// regions; the rest are row by row).
+Status check_batchable(const Program& p, const std::string& graph) {
+  const Graph& g = *p.graph;
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int v : g.nodes[n].outputs) producer[size_t(v)] = int(n);
+  auto from_cache = [&](int v) { return v >= 0 && producer[size_t(v)] >= 0 && g.nodes[size_t(producer[size_t(v)])].op == "kv_cache"; };
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    const std::string at = "graph " + graph + ": " + g.values[size_t(node.outputs[0])].name + " (" + node.op + ")";
+    if (p.steps[n].def && p.steps[n].def->stateful && node.op != "kv_cache")
+      return error(at + " keeps state other than a KV cache: its sequences cannot be batched");
+    if (node.op == "attention" && (node.inputs.size() < 3 || !from_cache(node.inputs[1]) || !from_cache(node.inputs[2]) ||
+                                   (node.inputs.size() > 3 && node.inputs[3] >= 0)))
+      return error(at + " attends over keys that are not a KV cache's: its sequences cannot be batched");
+  }
+  return {};
+}
+
+}  // namespace
+
+BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context)
+    : m_(m), g_(g), context_(context), positions_(size_t(slots), 0) {
+  state_.ops = &op_table();
+  state_.max_context = int64_t(slots) * context;
+  state_.sequences = &rows_;
+  rows_.slot_capacity = context;
+  tokens_input_ = g.graph.find_input("tokens");
+  positions_input_ = g.graph.find_input("positions");
+  if (auto keep = output_values(g.graph, {"logits"}); keep.ok()) logits_ = *keep;
+}
+
+int64_t BatchedSession::cache_bytes() const {
+  // Each kv_cache keeps a row of k and one of v per position: [seq, KH, D].
+  const Graph& g = *g_.program.graph;
+  const int64_t element = g_.program.options.kv_f16 ? 2 : 4;
+  int64_t per_position = 0;
+  for (const Node& node : g.nodes) {
+    if (node.op != "kv_cache") continue;
+    for (size_t i = 0; i < 2 && i < node.inputs.size(); ++i) {
+      const Shape& s = g.values[size_t(node.inputs[i])].type.shape;
+      if (s.size() == 3 && s[1].concrete() && s[2].concrete()) per_position += s[1].n * s[2].n * element;
+    }
+  }
+  return per_position * int64_t(positions_.size()) * context_;
+}
+
+Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context) {
+  const ModelGraph* g = m.token_graph();
+  if (!g) return error(m.checkpoint.dir + ": the model has no graph with a 'tokens' input: it does not generate");
+  if (m.is_encoder_decoder() || !g->graph.held_inputs.empty())
+    return error(m.checkpoint.dir + ": graph " + g->name() + " holds state inputs (an encoder-decoder): its sequences cannot be batched yet");
+  if (!g->has_kv_cache) return error(m.checkpoint.dir + ": graph " + g->name() + " has no KV cache: it does not decode step by step");
+  if (!output_values(g->graph, {"logits"}).ok()) return error(m.checkpoint.dir + ": graph " + g->name() + " outputs no logits");
+  if (slots < 1 || context < 1)
+    return error("a batched session needs at least one slot and one position, got " + std::to_string(slots) + " x " +
+                 std::to_string(context));
+  ARCH_TRY_STATUS(check_batchable(g->program, g->name()));
+  if (g->last_logits.graph) ARCH_TRY_STATUS(check_batchable(g->last_logits, g->name()));
+  for (int v : g->graph.inputs) {
+    const std::string& name = g->graph.values[size_t(v)].name;
+    if (name != "tokens" && name != "positions" && !g->graph.default_of(v))
+      return error(m.checkpoint.dir + ": graph " + g->name() + " needs input '" + name +
+                   "' beyond tokens and positions: its sequences cannot be batched");
+  }
+  return std::unique_ptr<BatchedSession>(new BatchedSession(m, *g, slots, context));
+}
+
+Result<Tensor> BatchedSession::run(std::span<const Piece> pieces) {
+  if (pieces.empty()) return error("a batched call needs at least one sequence");
+  rows_.pieces.clear();
+  int64_t total = 0;
+  bool one_each = true;
+  std::vector<char> seen(positions_.size(), 0);
+  for (const Piece& p : pieces) {
+    if (p.slot < 0 || size_t(p.slot) >= positions_.size())
+      return error("slot " + std::to_string(p.slot) + " is not one of the " + std::to_string(positions_.size()));
+    if (seen[size_t(p.slot)]++) return error("slot " + std::to_string(p.slot) + " appears twice in one call");
+    if (p.tokens.empty()) return error("slot " + std::to_string(p.slot) + ": a piece needs at least one token");
+    const int64_t at = positions_[size_t(p.slot)], n = int64_t(p.tokens.size());
+    if (at + n > context_)
+      return error("the context is full: " + std::to_string(at) + " + " + std::to_string(n) + " tokens exceed the " +
+                   std::to_string(context_) + " positions a sequence has");
+    rows_.pieces.push_back({p.slot, at, total, n});
+    total += n;
+    one_each = one_each && n == 1;
+  }
+  Tensor tokens = Tensor::zeros(DType::I32, {total});
+  Tensor positions = Tensor::zeros(DType::I32, {total});
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const auto& r = rows_.pieces[k];
+    std::memcpy(tokens.i32() + r.row, pieces[k].tokens.data(), size_t(r.rows) * 4);
+    for (int64_t i = 0; i < r.rows; ++i) positions.i32()[r.row + i] = int32_t(r.position + i);
+  }
+  std::map<int, Tensor> feed{{tokens_input_, tokens}};
+  if (positions_input_ >= 0) feed[positions_input_] = positions;
+  const Graph& graph = g_.graph;
+  for (int v : graph.inputs) {
+    if (feed.count(v)) continue;
+    const Graph::InputDefault* d = graph.default_of(v);
+    if (!d || d->absent) continue;
+    Tensor t = Tensor::zeros(graph.values[size_t(v)].type.dtype, concretize(graph.values[size_t(v)].type.shape, 0));
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      if (t.dtype == DType::F32) t.f32()[k] = float(d->number);
+      else if (t.dtype == DType::I32) t.i32()[k] = int32_t(d->number);
+    }
+    feed[v] = t;
+  }
+  // One sequence's prompt: the logits of its last row only (what the
+  // last-row program computes); otherwise every row's, the last of each
+  // piece picked (a decode step's pieces are one row each).
+  const bool last_only = pieces.size() == 1 && g_.last_logits.graph;
+  const Program& program = last_only ? g_.last_logits : g_.program;
+  ARCH_TRY(auto vals, run_program(program, state_, feed, DimValues(total, state_.max_context), logits_));
+  ARCH_TRY(auto outs, collect_outputs(graph, vals, {"logits"}));
+  Tensor& logits = outs.at("logits");
+  const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
+  for (const auto& r : rows_.pieces) positions_[size_t(r.slot)] += r.rows;
+  if (last_only || (one_each && rows == total)) return logits.reshaped({rows, vocab});
+  Tensor last = Tensor::zeros(DType::F32, {int64_t(pieces.size()), vocab});
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const auto& r = rows_.pieces[k];
+    std::memcpy(last.f32() + int64_t(k) * vocab, logits.f32() + (r.row + r.rows - 1) * vocab, size_t(vocab) * 4);
+  }
+  return last;
+}
+
+}  // namespace arch

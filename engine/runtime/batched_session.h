@@ -1,0 +1,63 @@
+// Sequences run together (continuous batching): one set of KV caches holds
+// `slots` regions of `context` positions each, one per sequence, and a call
+// takes a piece of tokens for each of several sequences, all its rows in one
+// pass over the weights: a decode step of 16 sequences reads the weights
+// once, not 16 times. Each sequence's rows attend only over its own region
+// (engine/core/op.h SequenceRows); every other op of a decoder's step works row by
+// row, so a sequence's logits do not depend on what it was batched with.
+//
+//   auto s = BatchedSession::make(model, 16, 2048);
+//   auto logits = s->run({{slot 0, prompt}});              // a prompt: [1, vocab]
+//   auto next = s->run({{0, {t0}}, {1, {t1}}, ...});       // one step each: [pieces, vocab]
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "engine/runtime/model.h"
+
+namespace arch {
+
+class BatchedSession {
+ public:
+  struct Piece {
+    int slot = 0;
+    std::span<const int32_t> tokens;
+  };
+
+  // An error where the model's token graph cannot run several sequences
+  // together: no token graph, an encoder-decoder (state inputs), an op
+  // keeping state other than kv_cache, an attention reading keys that are
+  // not a KV cache's, an input with no default beyond tokens and positions.
+  static Result<std::unique_ptr<BatchedSession>> make(const Model& m, int slots, int64_t context);
+
+  // Runs each piece's tokens at its slot's position, advancing it, all in one
+  // call; returns each piece's last row of logits, [pieces, vocab], in order.
+  // A slot appears at most once; its position plus its tokens must fit the
+  // context.
+  Result<Tensor> run(std::span<const Piece> pieces);
+  // The slot's sequence is over: its region starts again from position 0.
+  void release(int slot) { positions_.at(size_t(slot)) = 0; }
+  int64_t position(int slot) const { return positions_.at(size_t(slot)); }
+  int slots() const { return int(positions_.size()); }
+  int64_t context() const { return context_; }
+  // The KV caches' bytes for every slot's positions: what the first call
+  // makes resident (kernels/reference/kv_cache.cpp).
+  int64_t cache_bytes() const;
+  // Time every kernel call of the following runs into `profile` (null: stop).
+  void profile_with(OpProfile* profile) { state_.profile = profile; }
+
+ private:
+  BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context);
+  const Model& m_;
+  const ModelGraph& g_;
+  int64_t context_;
+  std::vector<int64_t> positions_;
+  RunState state_;
+  SequenceRows rows_;
+  int tokens_input_ = -1, positions_input_ = -1;
+  std::vector<int> logits_;  // the value ids a call keeps (looked up once)
+};
+
+}  // namespace arch

@@ -1,0 +1,48 @@
+#include "engine/runtime/bind.h"
+
+#include <set>
+
+#include "engine/core/quant.h"
+
+namespace arch {
+
+namespace {
+std::string where(const SourceLoc& loc) {
+  return loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+}
+}  // namespace
+
+Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt) {
+  std::vector<Tensor> by_value(g.values.size());
+  for (const auto& w : g.weights) {
+    const Tensor* t = ckpt.find(w.tensor);
+    std::string what = "tensor '" + w.tensor + "'" +
+                       (w.declared_as.empty() ? "" : " (read as " + w.declared_as + ")");
+    if (!t)
+      return error(ckpt.dir + ": the checkpoint lacks " + what + ", which the template needs (declared at " +
+                   where(w.loc) + ")");
+    Dims want = concretize(g.values[w.value].type.shape, 0);
+    if (t->shape != want) {
+      std::string file = ckpt.tensor_file.count(w.tensor) ? ckpt.tensor_file.at(w.tensor) : ckpt.dir;
+      return error(file + ": " + what + " has shape " + dims_str(t->shape) + ", but the config gives " +
+                   dims_str(want) + " (declared at " + where(w.loc) + ")");
+    }
+    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_quantized(t->dtype))
+      return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +
+                   "; weights must be F32, F16, BF16, Q8_0 or Q4_0");
+    by_value[w.value] = *t;  // as stored: the program widens what its kernels can't read
+  }
+  return by_value;
+}
+
+std::vector<std::string> unread_tensors(const std::vector<const Graph*>& graphs, const Checkpoint& ckpt) {
+  std::set<std::string> read;
+  for (const Graph* g : graphs)
+    for (const auto& w : g->weights) read.insert(w.tensor);
+  std::vector<std::string> out;
+  for (const auto& [name, t] : ckpt.tensors)
+    if (!read.count(name)) out.push_back(name);
+  return out;
+}
+
+}  // namespace arch

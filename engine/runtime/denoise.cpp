@@ -1,0 +1,176 @@
+#include "engine/runtime/denoise.h"
+
+#include <cmath>
+#include <cstring>
+
+
+namespace arch {
+
+namespace {
+
+// A tensor without a leading batch dim of 1 (files hold [1, C, H, W]).
+Tensor unbatched(const Tensor& t, size_t rank) {
+  if (t.shape.size() == rank + 1 && t.shape[0] == 1) return t.reshaped(Dims(t.shape.begin() + 1, t.shape.end()));
+  return t;
+}
+
+void put_row(Tensor& stack, int64_t row, const Tensor& t) {
+  std::memcpy(stack.f32() + row * t.numel(), t.f32(), size_t(t.numel()) * sizeof(float));
+}
+
+}  // namespace
+
+Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
+                              const DenoiseOptions& opt) {
+  ARCH_TRY(const ModelGraph* g, m.find_graph("denoise"));
+  const Graph& graph = g->graph;
+  const std::string latent_name = graph.find_input("sample") >= 0 ? "sample" : "hidden_states";
+  const int sample_in = graph.find_input(latent_name);
+  const int context_in = graph.find_input("encoder_hidden_states");
+  const int time_in = graph.find_input("timestep");
+  if (sample_in < 0 || time_in < 0 || context_in < 0)
+    return error(m.template_path + ": the denoise graph must take sample (or hidden_states), timestep and encoder_hidden_states");
+  // The loop's side graphs, where the template has them.
+  auto side = [&](const char* name) -> const ModelGraph* {
+    auto r = m.find_graph(name);
+    return r.ok() ? *r : nullptr;
+  };
+  const ModelGraph* pack = side("pack");
+  const ModelGraph* unpack = side("unpack");
+  const ModelGraph* timestep_graph = side("timestep");
+  if (pack && !unpack) return error(m.template_path + ": a template with a pack graph needs an unpack graph too");
+  // The latents as the loop holds them, checked against what takes them.
+  const Graph& takes = pack ? pack->graph : graph;
+  const int x_in = pack ? takes.find_input("latents") : sample_in;
+  if (x_in < 0) return error(m.template_path + ": the pack graph must take the latents as 'latents'");
+  const Value& want = takes.values[size_t(x_in)];
+  Tensor x = unbatched(initial_latents, want.type.shape.size());
+  if (x.dtype != DType::F32 || x.shape.size() != want.type.shape.size())
+    return error("the latents are " + dims_str(initial_latents.shape) + ", the model takes " + shape_str(want.type.shape));
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (want.type.shape[d].concrete() && want.type.shape[d].n != x.shape[d])
+      return error("the latents are " + dims_str(x.shape) + ", the model takes " + shape_str(want.type.shape) +
+                   " (channels and size from its config)");
+  const Shape& cw = graph.values[context_in].type.shape;
+  auto check_context = [&](const Tensor& c, const char* what) -> Result<Tensor> {
+    Tensor t = unbatched(c, 2);
+    if (t.dtype != DType::F32 || t.shape.size() != 2 || (cw[1].concrete() && t.shape[1] != cw[1].n))
+      return error(std::string("the ") + what + " is " + dims_str(c.shape) + ", the model takes [tokens, " +
+                   (cw[1].concrete() ? std::to_string(cw[1].n) : std::string("any")) + "] (cross_attention_dim)");
+    return t;
+  };
+  // A guidance-distilled model (Flux-dev) takes the guidance as an input:
+  // one pass per step, no negative context.
+  const bool guidance_input = graph.find_input("guidance") >= 0;
+  if (guidance_input && opt.negative_context.data)
+    return error(m.template_path + ": this model takes the guidance as an input (guidance-distilled); it runs no "
+                 "negative context");
+  const bool guided = !guidance_input && opt.negative_context.data && opt.guidance != 1.0f;
+  Session session(m);
+  // Everything but the latents and the timestep, for one context: the
+  // extras, the pack graph's outputs (the text's ids), the guidance.
+  Tensor packed;
+  auto inputs_for = [&](const Tensor& context, const NamedTensors& extra) -> Result<NamedTensors> {
+    NamedTensors in = extra;
+    in["encoder_hidden_states"] = context;
+    if (pack) {
+      NamedTensors pin{{"latents", x}};
+      if (pack->graph.find_input("encoder_hidden_states") >= 0) pin["encoder_hidden_states"] = context;
+      std::vector<std::string> outs;
+      for (const GraphOutput& o : pack->graph.outputs) outs.push_back(o.name);
+      ARCH_TRY(NamedTensors po, session.run("pack", std::move(pin), outs));
+      for (auto& [name, t] : po) {
+        if (name == latent_name) packed = t;
+        else in[name] = t;
+      }
+    }
+    if (guidance_input) {
+      Tensor gt = Tensor::zeros(DType::F32, {1});
+      gt.f32()[0] = opt.guidance;
+      in["guidance"] = gt;
+    }
+    for (int v : graph.inputs) {
+      const std::string& name = graph.values[size_t(v)].name;
+      if (v != sample_in && v != time_in && !in.count(name))
+        return error(m.template_path + ": the denoise graph also takes '" + name + "' (give it: --pooled for pooled_projections)");
+    }
+    return in;
+  };
+  ARCH_TRY(Tensor cond_context, check_context(opt.context, "context"));
+  ARCH_TRY(NamedTensors cond, inputs_for(cond_context, opt.extra));
+  NamedTensors uncond;
+  if (guided) {
+    ARCH_TRY(Tensor c, check_context(opt.negative_context, "negative context"));
+    ARCH_TRY(uncond, inputs_for(c, opt.negative_extra.empty() ? opt.extra : opt.negative_extra));
+  }
+  if (pack && !packed.data) return error(m.template_path + ": the pack graph must output '" + latent_name + "'");
+  // The loop's latents back as [C, H, W].
+  auto unpacked = [&](const Tensor& z) -> Result<Tensor> {
+    if (!unpack) return z;
+    ARCH_TRY(NamedTensors out, session.run("unpack", {{latent_name, z}, {"like", x}}, {"latents"}));
+    return out.at("latents");
+  };
+  // A resolution-dependent shift reads the image's token count.
+  ARCH_TRY(std::vector<float> ts, scheduler.set_timesteps(opt.steps, pack ? packed.dim(0) : 0));
+  DenoiseResult r;
+  r.timesteps = ts;
+  r.guided = guided;
+  r.guidance_input = guidance_input;
+  Dims stack = x.shape;
+  stack.insert(stack.begin(), int64_t(ts.size()) + 1);
+  r.trajectory = Tensor::zeros(DType::F32, stack);
+  stack[0] = int64_t(ts.size());
+  r.noise_preds = Tensor::zeros(DType::F32, stack);
+  // The initial latents scaled by the scheduler's init_noise_sigma.
+  Tensor latents = Tensor::zeros(DType::F32, pack ? packed.shape : x.shape);
+  const Tensor& start = pack ? packed : x;
+  for (int64_t i = 0; i < start.numel(); ++i) latents.f32()[i] = start.f32()[i] * scheduler.init_noise_sigma();
+  {
+    ARCH_TRY(Tensor row, unpacked(latents));
+    put_row(r.trajectory, 0, row);
+  }
+  for (size_t k = 0; k < ts.size(); ++k) {
+    // The timestep as the graph takes it: an int (a UNet's), a float (SD3's
+    // sigma x 1000), or what the template's timestep graph makes of it.
+    Tensor t = Tensor::zeros(graph.values[size_t(time_in)].type.dtype, {1});
+    if (t.dtype == DType::I32) t.i32()[0] = int32_t(std::lround(ts[k]));
+    else t.f32()[0] = ts[k];
+    if (timestep_graph) {
+      Tensor loop_t = Tensor::zeros(DType::F32, {1});
+      loop_t.f32()[0] = ts[k];
+      ARCH_TRY(NamedTensors out, session.run("timestep", {{"t", loop_t}}, {"timestep"}));
+      t = out.at("timestep");
+    }
+    const Tensor model_in = scheduler.scale_model_input(latents, k);
+    auto eval = [&](const NamedTensors& base) -> Result<Tensor> {
+      NamedTensors in = base;
+      in[latent_name] = model_in;
+      in["timestep"] = t;
+      ARCH_TRY(NamedTensors out, session.run("denoise", std::move(in), {"sample"}));
+      return out.at("sample");
+    };
+    ARCH_TRY(Tensor eps, eval(cond));
+    if (guided) {
+      ARCH_TRY(Tensor e0, eval(uncond));
+      Tensor mixed = Tensor::zeros(DType::F32, eps.shape);
+      for (int64_t i = 0; i < eps.numel(); ++i)
+        mixed.f32()[i] = e0.f32()[i] + opt.guidance * (eps.f32()[i] - e0.f32()[i]);
+      eps = mixed;
+    }
+    if (eps.shape != latents.shape)
+      return error("the model's output " + dims_str(eps.shape) + " is not the latents' shape " + dims_str(latents.shape) +
+                   " (a model predicting variance too is not a DDIM denoiser)");
+    {
+      ARCH_TRY(Tensor row, unpacked(eps));
+      put_row(r.noise_preds, int64_t(k), row);
+    }
+    latents = scheduler.step(eps, k, latents);
+    ARCH_TRY(Tensor row, unpacked(latents));
+    put_row(r.trajectory, int64_t(k) + 1, row);
+    if (opt.on_step) opt.on_step(int(k) + 1, int(ts.size()));
+  }
+  ARCH_TRY(r.latents, unpacked(latents));
+  return r;
+}
+
+}  // namespace arch

@@ -1,0 +1,47 @@
+// The sampling loop of a diffusion denoiser (a template whose graph
+// `denoise` takes the latents as `sample` (UNet) or `hidden_states` (DiT,
+// SD3, Flux), a `timestep` (i32 or f32) and `encoder_hidden_states`, and
+// any other inputs given, such as SD3's `pooled_projections`):
+// from the initial latents [C, H, W], one model evaluation per step (two
+// with classifier-free guidance: the context, then the negative context,
+// combined as uncond + guidance * (cond - uncond)), each followed by the
+// scheduler's step back. A template may add the loop's side graphs:
+// `pack` (latents [, encoder_hidden_states] -> the latent input and others,
+// such as Flux's packed tokens, img_ids and txt_ids), `unpack`
+// (tokens, like -> latents) and `timestep` (t: the scheduler's timestep ->
+// the model's). A `guidance` input of the denoise graph takes the guidance
+// scale itself (a guidance-distilled model: one pass, no negative context).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "engine/runtime/model.h"
+#include "engine/runtime/scheduler.h"
+#include "engine/runtime/session.h"
+
+namespace arch {
+
+struct DenoiseOptions {
+  int steps = 20;
+  float guidance = 1.0f;            // 1 or no negative context: no guidance (one pass per step)
+  Tensor context;                   // encoder_hidden_states [src, width]
+  Tensor negative_context;          // absent: no guidance
+  NamedTensors extra;               // other inputs of the graph (pooled_projections), with the context
+  NamedTensors negative_extra;      // ... and with the negative context
+  std::function<void(int step, int steps)> on_step;  // progress
+};
+
+struct DenoiseResult {
+  Tensor latents;                   // the final [C, H, W]
+  Tensor trajectory;                // [steps + 1, C, H, W]: the initial latents, then after each step
+  Tensor noise_preds;               // [steps, C, H, W]: the (guided) model output of each step
+  std::vector<float> timesteps;
+  bool guided = false;              // two passes a step, mixed by the guidance scale
+  bool guidance_input = false;      // the scale fed to the model itself (guidance-distilled)
+};
+
+Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
+                              const DenoiseOptions& opt);
+
+}  // namespace arch

@@ -1,0 +1,162 @@
+#include "engine/runtime/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <tuple>
+
+#include "engine/core/json_text.h"
+#include "engine/runtime/forward.h"
+
+namespace arch {
+
+namespace fs = std::filesystem;
+
+bool is_pipeline(const std::string& dir) {
+  std::error_code ec;
+  return fs::exists(fs::path(dir) / "model_index.json", ec);
+}
+
+Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, const std::string& scheduler) {
+  Pipeline p;
+  p.dir = dir;
+  const fs::path index = fs::path(dir) / "model_index.json";
+  std::ifstream in(index);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return error(index.string() + ": cannot read it");
+  ARCH_TRY(p.index, parse_json(text.str(), index.string()));
+  if (!p.index.is_object()) return error(index.string() + ": not a JSON object");
+  const std::string cls = p.index.value("_class_name", std::string());
+  if (cls != "StableDiffusionPipeline")
+    return error(index.string() + ": pipeline '" + cls + "' is not one archrun runs (StableDiffusionPipeline)");
+  auto component = [&](const char* name) -> Result<std::shared_ptr<Model>> {
+    const fs::path sub = fs::path(dir) / name;
+    std::error_code ec;
+    if (!fs::is_directory(sub, ec)) return error(dir + ": the pipeline has no " + name + "/ folder");
+    auto m = load_model(sub.string(), opt);
+    if (!m.ok()) return error(dir + ": " + name + ": " + m.error().message);
+    return *m;
+  };
+  ARCH_TRY(p.text_encoder, component("text_encoder"));
+  ARCH_TRY(p.unet, component("unet"));
+  ARCH_TRY(p.vae, component("vae"));
+  // The components must fit one another: the text's width is the UNet's
+  // cross-attention width, the UNet's channels the VAE's latent channels.
+  const auto& tc = p.text_encoder->checkpoint.config;
+  const auto& uc = p.unet->checkpoint.config;
+  const auto& vc = p.vae->checkpoint.config;
+  if (tc.value("hidden_size", -1) != uc.value("cross_attention_dim", -2))
+    return error(dir + ": text_encoder's hidden_size (" + tc.value("hidden_size", nlohmann::json()).dump() +
+                 ") is not unet's cross_attention_dim (" + uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
+  if (uc.value("in_channels", -1) != vc.value("latent_channels", -2) || uc.value("out_channels", -1) != vc.value("latent_channels", -2))
+    return error(dir + ": unet's in/out channels (" + uc.value("in_channels", nlohmann::json()).dump() + ", " +
+                 uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
+                 vc.value("latent_channels", nlohmann::json()).dump() + ")");
+  ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::path(dir) / "unet").string(), &p.scheduler_path));
+  ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path, scheduler));
+  return p;
+}
+
+int64_t vae_scale(const Pipeline& p) {
+  const auto& boc = p.vae->checkpoint.config.value("block_out_channels", nlohmann::json::array());
+  return int64_t(1) << std::max<int64_t>(0, int64_t(boc.size()) - 1);
+}
+
+Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
+  ARCH_TRY(const ModelGraph* g, p.unet->find_graph("denoise"));
+  const int v = g->graph.find_input("sample");
+  if (v < 0) return error(p.dir + ": unet: its denoise graph takes no sample");
+  const Shape& want = g->graph.values[size_t(v)].type.shape;
+  if (want.size() != 3 || !want[0].concrete()) return error(p.dir + ": unet: its latents are not [C, H, W]");
+  const int64_t scale = vae_scale(p), fallback = p.unet->config_int("sample_size", 64) * scale;
+  Dims shape = {want[0].n};
+  for (auto [d, pixels, what] : {std::tuple{want[1], height, "height"}, std::tuple{want[2], width, "width"}}) {
+    const int64_t px = pixels ? pixels : d.concrete() ? d.n * scale : fallback;
+    if (px % scale != 0 || px < scale)
+      return error("the image's " + std::string(what) + " must be a positive multiple of " + std::to_string(scale) +
+                   " (the VAE's scale), not " + std::to_string(px));
+    if (d.concrete() && d.n * scale != px)
+      return error(p.dir + ": this pipeline's UNet makes images of " + std::to_string(d.n * scale) + " pixels' " + what +
+                   " only, not " + std::to_string(px));
+    shape.push_back(px / scale);
+  }
+  return shape;
+}
+
+Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
+  using clock = std::chrono::steady_clock;
+  auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  ImagineResult r;
+  auto t = clock::now();
+  auto embed = [&](const std::vector<int32_t>& ids, const char* what) -> Result<Tensor> {
+    if (ids.empty()) return error(std::string("the ") + what + " has no token ids");
+    Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
+    std::copy(ids.begin(), ids.end(), t.i32());
+    auto out = forward(*p.text_encoder, {{"input_ids", t}}, {"last_hidden_state"});
+    if (!out.ok()) return error(p.dir + ": text_encoder on the " + what + ": " + out.error().message);
+    return out->at("last_hidden_state");
+  };
+  ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
+  DenoiseOptions d;
+  d.steps = opt.steps;
+  d.guidance = opt.guidance;
+  d.context = r.prompt_embeds;
+  d.on_step = opt.on_step;
+  if (!opt.negative_ids.empty() && opt.guidance != 1.0f) {
+    ARCH_TRY(r.negative_prompt_embeds, embed(opt.negative_ids, "negative prompt"));
+    d.negative_context = r.negative_prompt_embeds;
+  }
+  r.text_seconds = since(t);
+  t = clock::now();
+  ARCH_TRY(r.denoised, denoise(*p.unet, *p.scheduler, opt.latents, d));
+  r.loop_seconds = since(t);
+  t = clock::now();
+  auto out = forward(*p.vae, {{"latents", r.denoised.latents}}, {"decode_input", "decoded_sample"}, nullptr, "decode");
+  if (!out.ok()) return error(p.dir + ": vae: " + out.error().message);
+  r.decode_input = out->at("decode_input");
+  r.image_decoded = out->at("decoded_sample");
+  r.decode_seconds = since(t);
+  // diffusers' postprocess: (x / 2 + 0.5) held to [0, 1]
+  r.image = Tensor::zeros(DType::F32, r.image_decoded.shape);
+  for (int64_t i = 0; i < r.image.numel(); ++i)
+    r.image.f32()[i] = std::clamp(r.image_decoded.f32()[i] / 2.0f + 0.5f, 0.0f, 1.0f);
+  return r;
+}
+
+std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,
+                                         const std::string& text) {
+  const int64_t length = p.text_encoder->config_int("max_position_embeddings", 77);
+  const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("<|endoftext|>").value_or(0);
+  int32_t pad = eos;
+  std::ifstream in(tok_dir + "/tokenizer_config.json");
+  if (in) {
+    std::stringstream body;
+    body << in.rdbuf();
+    if (auto cfg = parse_json(body.str(), tok_dir); cfg.ok() && cfg->is_object() && cfg->contains("pad_token")) {
+      const auto& t = (*cfg)["pad_token"];
+      const std::string name = t.is_string() ? t.get<std::string>() : t.is_object() ? t.value("content", std::string()) : "";
+      if (auto id = tok.token_to_id(name)) pad = *id;
+    }
+  }
+  std::vector<int32_t> ids = tok.encode(text, true);
+  if (int64_t(ids.size()) > length) {
+    ids.resize(size_t(length));
+    ids.back() = eos;
+  }
+  ids.resize(size_t(length), pad);
+  return ids;
+}
+
+Tensor seeded_latents(const Dims& shape, uint64_t seed) {
+  Tensor t = Tensor::zeros(DType::F32, shape);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng);
+  return t;
+}
+
+}  // namespace arch

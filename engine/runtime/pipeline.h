@@ -1,0 +1,72 @@
+// A diffusers pipeline folder (model_index.json with text_encoder/, unet/,
+// vae/, scheduler/): each component dispatched to its family as any
+// checkpoint is, and text to image over them (Stable Diffusion 1.x):
+// the prompt's and the negative prompt's embeddings from the text
+// encoder, the sampling loop over the UNet with classifier-free guidance,
+// the VAE's decode of latents / scaling_factor, the image in [0, 1].
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/runtime/denoise.h"
+#include "engine/runtime/model.h"
+#include "importer/text/tokenizer/tokenizer.h"
+
+namespace arch {
+
+struct Pipeline {
+  std::string dir;
+  nlohmann::json index;                       // model_index.json
+  std::shared_ptr<Model> text_encoder, unet, vae;
+  std::unique_ptr<Scheduler> scheduler;
+  std::string scheduler_path;
+};
+
+// Whether `dir` is a pipeline folder (it holds model_index.json).
+bool is_pipeline(const std::string& dir);
+// `scheduler`: "ddim" or "euler" samples the scheduler/ config's noise
+// schedule by that method (make_scheduler's kind); empty: its own.
+Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = {}, const std::string& scheduler = "");
+
+struct ImagineOptions {
+  std::vector<int32_t> ids, negative_ids;     // the prompts' token ids (negative: none without guidance)
+  int steps = 20;
+  float guidance = 7.5f;
+  Tensor latents;                             // the initial latents [C, h, w]
+  std::function<void(int step, int steps)> on_step;
+};
+
+struct ImagineResult {
+  Tensor prompt_embeds, negative_prompt_embeds;
+  DenoiseResult denoised;
+  Tensor decode_input, image_decoded;         // latents / scaling_factor; the VAE's output
+  Tensor image;                               // [3, H, W] in [0, 1]
+  double text_seconds = 0, loop_seconds = 0, decode_seconds = 0;  // where the time went
+};
+
+Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt);
+
+// The latents' shape [C, h, w] for an image of height x width pixels (0:
+// the UNet's sample_size times the VAE's scale); an error names a size the
+// VAE's scale does not divide.
+Result<Dims> latent_shape(const Pipeline& p, int64_t height = 0, int64_t width = 0);
+// The VAE's scale: 2 to the power of its levels less one (8 for SD).
+int64_t vae_scale(const Pipeline& p);
+
+// A prompt as the pipeline's CLIPTokenizer pads it: bos, the text, eos,
+// then the pad token tokenizer_config.json names (SD 1.x <|endoftext|>,
+// SD 2 "!"; else the end token) up to the text encoder's length, a longer
+// one cut there and ended with eos. `tok_dir`: the pipeline's tokenizer/.
+std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,
+                                         const std::string& text);
+
+// Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
+// imagine's --seed; the server's `seed`).
+Tensor seeded_latents(const Dims& shape, uint64_t seed);
+
+}  // namespace arch

@@ -1,0 +1,115 @@
+// Diffusion samplers as diffusers' schedulers define them, read from a
+// scheduler_config.json: DDIM (beta schedule, timestep spacing,
+// steps_offset, set_alpha_to_one, epsilon or v prediction; eta 0), Euler
+// over the same noise schedule (EulerDiscreteScheduler, no churn) and
+// flow-matching Euler (SD3's sigmas shifted by `shift`; Flux's by the
+// image's size).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "engine/core/tensor.h"
+
+namespace arch {
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+  // The timesteps of `steps` steps, first to last (diffusers'
+  // set_timesteps); kept for step(). `image_tokens`: the packed image's
+  // token count, for a shift that depends on it (0: not known).
+  virtual Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) = 0;
+  // Step `index` back from `sample`, given the model's output there.
+  virtual Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const = 0;
+  // The initial noise's scale (after set_timesteps), and the model's input
+  // at step `index` (the sample itself for all but Euler's sigma scaling).
+  virtual float init_noise_sigma() const { return 1.0f; }
+  virtual Tensor scale_model_input(const Tensor& sample, size_t) const { return sample; }
+};
+
+// The scheduler a scheduler_config.json names (_class_name); an error names
+// `where` and the field it cannot use. `kind` ("ddim", "euler"; empty: the
+// config's own) samples the config's noise schedule by that method
+// (archrun's --scheduler): euler on a DDPM-style schedule is
+// EulerDiscreteScheduler, on a flow-matching one the flow-matching Euler.
+Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, const std::string& where,
+                                                  const std::string& kind = "");
+
+// The noise schedule DDIM and Euler share, read from a DDPM-style config:
+// the alphas' cumulative product of its beta schedule, the timestep
+// spacing and offset, the prediction type.
+struct DdpmSchedule {
+  std::vector<float> alphas_cumprod;
+  int train_steps = 1000, steps_offset = 0;
+  std::string spacing = "leading", prediction = "epsilon";
+
+  static Result<DdpmSchedule> from_config(const nlohmann::json& config, const std::string& where);
+  // diffusers' spacings, first to last: "leading" (multiples of T / steps,
+  // plus steps_offset), "trailing" (from T - 1 down), "linspace" (0 to T - 1
+  // evenly, unrounded: DDIM rounds them).
+  Result<std::vector<double>> timesteps(int steps) const;
+};
+
+class DdimScheduler : public Scheduler {
+ public:
+  static Result<DdimScheduler> from_config(const nlohmann::json& config, const std::string& where);
+  Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
+  // eta 0: deterministic.
+  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
+
+ private:
+  DdpmSchedule schedule_;
+  std::vector<int> timesteps_;
+  int steps_ = 0;
+  float final_alpha_cumprod_ = 1;
+};
+
+// EulerDiscreteScheduler (s_churn 0): sigmas sqrt((1 - a) / a) at the
+// spaced timesteps, the model fed x / sqrt(sigma^2 + 1),
+// x_next = x + (x - x0) / sigma * (sigma_next - sigma).
+class EulerScheduler : public Scheduler {
+ public:
+  static Result<EulerScheduler> from_config(const nlohmann::json& config, const std::string& where);
+  Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
+  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
+  float init_noise_sigma() const override;
+  Tensor scale_model_input(const Tensor& sample, size_t index) const override;
+  const std::vector<float>& sigmas() const { return sigmas_; }
+
+ private:
+  DdpmSchedule schedule_;
+  std::vector<float> sigmas_;
+};
+
+// FlowMatchEulerDiscreteScheduler: sigmas from 1 down, shifted
+// (shift s / (1 + (shift - 1) s), or with use_dynamic_shifting FluxPipeline's
+// exp(mu) / (exp(mu) + 1 / s - 1), mu from the image's token count), the
+// model's output a velocity: x_next = x + (sigma_next - sigma) v; timesteps
+// are sigma * num_train_timesteps.
+class FlowMatchEulerScheduler : public Scheduler {
+ public:
+  static Result<FlowMatchEulerScheduler> from_config(const nlohmann::json& config, const std::string& where);
+  Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
+  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
+  const std::vector<float>& sigmas() const { return sigmas_; }
+
+ private:
+  float shifted(float s) const { return shift_ * s / (1.0f + (shift_ - 1.0f) * s); }
+  int train_steps_ = 1000;
+  float shift_ = 1.0f;
+  bool dynamic_ = false;
+  double base_shift_ = 0.5, max_shift_ = 1.15;
+  int64_t base_tokens_ = 256, max_tokens_ = 4096;
+  std::vector<float> sigmas_;
+};
+
+// The scheduler config of a denoiser's folder (its own
+// scheduler_config.json, or a pipeline's ../scheduler/scheduler_config.json),
+// or the config file `where` names.
+Result<nlohmann::json> read_scheduler_config(const std::string& where, std::string* path = nullptr);
+
+}  // namespace arch

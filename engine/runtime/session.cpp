@@ -1,0 +1,201 @@
+#include "engine/runtime/session.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "engine/runtime/graph_outputs.h"
+
+namespace arch {
+
+Session::Session(const Model& m, SessionOptions opt) : m_(m), max_context_(opt.max_context) {
+  if (opt.adaptive_threads > 1) governor_ = std::make_unique<ThreadGovernor>(opt.adaptive_threads);
+}
+
+RunState& Session::state_of(const ModelGraph& g) {
+  auto [it, fresh] = states_.try_emplace(&g);
+  RunState& s = it->second;
+  if (fresh) {
+    s.buffers = buffers_;
+    s.check = check_;
+    s.ops = &op_table();
+    s.profile = profile_;
+  }
+  return s;
+}
+
+void Session::check_with(CheckStats* stats) {
+  check_ = stats;
+  for (auto& [g, s] : states_) s.check = stats, s.ops = &op_table();
+}
+
+void Session::profile_with(OpProfile* profile) {
+  profile_ = profile;
+  for (auto& [g, s] : states_) s.profile = profile;
+}
+
+void Session::reset() {
+  states_.clear();
+  position_ = 0;
+}
+
+Status Session::rewind(int64_t n) {
+  if (n < 0 || n > position_)
+    return error("cannot rewind to position " + std::to_string(n) + ": the session is at " + std::to_string(position_));
+  if (n == position_) return {};
+  for (auto& [g, s] : states_)
+    for (auto& st : s.states)
+      if (st && !st->rewind(n)) return error("an op's state cannot be rewound; reset the session instead");
+  position_ = n;
+  return {};
+}
+
+Result<Tensor> conform_input(const std::string& name, Tensor t, const Value& want) {
+  if (t.shape.size() == want.type.shape.size() + 1 && !t.shape.empty() && t.shape[0] == 1)
+    t = t.reshaped(Dims(t.shape.begin() + 1, t.shape.end()));
+  if (t.dtype == DType::I64 && want.type.dtype == DType::I32) {
+    Tensor n = Tensor::zeros(DType::I32, t.shape);
+    const auto* src = static_cast<const int64_t*>(t.data);
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (src[i] < INT32_MIN || src[i] > INT32_MAX) return error(name + " holds " + std::to_string(src[i]));
+      n.i32()[i] = int32_t(src[i]);
+    }
+    t = n;
+  }
+  if (t.dtype != want.type.dtype || t.shape.size() != want.type.shape.size())
+    return error("input '" + name + "' is " + std::string(dtype_name(t.dtype)) + dims_str(t.shape) +
+                 ", the model takes " + std::string(dtype_name(want.type.dtype)) + shape_str(want.type.shape));
+  return t;
+}
+
+Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTensors inputs,
+                                                  const std::vector<int>& keep, bool last_only) {
+  const Graph& g = mg.graph;
+  if (!pending_state_.empty() && &mg == m_.token_graph()) {  // what encode() made
+    for (auto& [name, t] : pending_state_) inputs.try_emplace(name, t);
+    pending_state_.clear();
+  }
+  for (const auto& [name, t] : inputs)
+    if (g.find_input(name) < 0) {
+      std::string takes;
+      for (int v : g.inputs) takes += (takes.empty() ? "" : ", ") + g.values[v].name;
+      return error("graph " + g.name + " takes no input '" + name + "' (it takes: " + takes + ")");
+    }
+  // The run-time seq: from the given inputs that have it.
+  std::map<int, Tensor> feed;
+  int64_t seq = -1;
+  for (int v : g.inputs) {
+    auto it = inputs.find(g.values[v].name);
+    if (it == inputs.end()) continue;
+    ARCH_TRY(Tensor t, conform_input(it->first, it->second, g.values[v]));
+    const Shape& want = g.values[v].type.shape;
+    for (size_t d = 0; d < want.size(); ++d) {
+      if (want[d].concrete() && t.shape[d] != want[d].n)
+        return error("input '" + it->first + "' is " + dims_str(t.shape) + ", the model takes " + shape_str(want));
+      if (want[d].sym == kSeqSym) {
+        if (seq >= 0 && seq != t.shape[d])
+          return error("input '" + it->first + "' has " + std::to_string(t.shape[d]) + " positions, another input " +
+                       std::to_string(seq));
+        seq = t.shape[d];
+      }
+    }
+    feed[v] = t;
+  }
+  if (seq == 0) return error("the inputs are empty (no positions)");
+  seq = std::max<int64_t>(seq, 0);
+  const int64_t at = mg.has_kv_cache ? position_ : 0;
+  if (int positions = g.find_input("positions"); positions >= 0 && !feed.count(positions)) {
+    Tensor pos = Tensor::zeros(DType::I32, {seq});
+    for (int64_t k = 0; k < seq; ++k) pos.i32()[k] = int32_t(at + k);
+    feed[positions] = pos;
+  }
+  for (int v : g.inputs) {
+    if (feed.count(v) || g.is_held(v)) continue;
+    const Graph::InputDefault* d = g.default_of(v);
+    if (!d) return error("input '" + g.values[v].name + "' is missing");
+    if (d->absent) continue;  // the op reading it takes it absent
+    Tensor t = Tensor::zeros(g.values[v].type.dtype, concretize(g.values[v].type.shape, 0));
+    for (int64_t k = 0; k < t.numel(); ++k) {
+      if (t.dtype == DType::F32) t.f32()[k] = float(d->number);
+      else if (t.dtype == DType::I32) t.i32()[k] = int32_t(d->number);
+      else return error("input '" + g.values[v].name + "': a default fills f32 or i32 inputs only");
+    }
+    feed[v] = t;
+  }
+  if (mg.has_kv_cache) {
+    if (max_context_ <= 0) max_context_ = seq;
+    if (position_ + seq > max_context_)
+      return error("the context is full: " + std::to_string(position_) + " + " + std::to_string(seq) +
+                   " tokens exceed the " + std::to_string(max_context_) + " positions it was sized for");
+  }
+  RunState& state = state_of(mg);
+  state.max_context = mg.has_kv_cache ? max_context_ : std::max<int64_t>(seq, 1);
+  const Program& program = last_only && mg.last_logits.graph ? mg.last_logits : mg.program;
+  // One token is a decode step, measured by the governor; a prompt chunk
+  // runs on the count it has come to (both sum the same on any number).
+  const bool decode = mg.has_kv_cache && seq == 1;
+  if (governor_) decode ? governor_->begin_decode() : governor_->begin_prompt();
+  ARCH_TRY(auto vals, run_program(program, state, feed, DimValues(seq, at + seq), keep));
+  if (governor_ && decode) governor_->end_decode();
+  if (mg.has_kv_cache) position_ += seq;
+  return vals;
+}
+
+Result<NamedTensors> Session::run(const std::string& graph, NamedTensors inputs,
+                                  const std::vector<std::string>& outputs, bool last_only) {
+  ARCH_TRY(const ModelGraph* mg, m_.find_graph(graph));
+  ARCH_TRY(std::vector<int> keep, output_values(mg->graph, outputs));
+  ARCH_TRY(auto vals, run_values(*mg, std::move(inputs), keep, last_only));
+  return collect_outputs(mg->graph, vals, outputs);
+}
+
+Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vector<std::string>& outputs,
+                                   bool last_only) {
+  const ModelGraph* tg = m_.token_graph();
+  if (!tg) {
+    std::string have;
+    for (const auto& n : m_.graph_names()) have += (have.empty() ? "" : ", ") + n;
+    return error("the model has no graph with a 'tokens' input (it has: " + have + ")");
+  }
+  if (ids.empty()) return error("a step needs at least one token");
+  Tensor tok = Tensor::zeros(DType::I32, {int64_t(ids.size())});
+  std::memcpy(tok.data, ids.data(), ids.size() * 4);
+  return run(tg->name(), {{"tokens", tok}}, outputs, last_only);
+}
+
+Result<NamedTensors> Session::encode(NamedTensors inputs, const std::vector<std::string>& also) {
+  const ModelGraph* tg = m_.token_graph();
+  if (!tg || !m_.is_encoder_decoder())
+    return error("the model is not an encoder-decoder: no graph makes its token graph's state inputs");
+  // Each producing graph once, asked for every state input it makes.
+  std::map<const ModelGraph*, std::vector<std::string>> asks;
+  for (int v : tg->graph.held_inputs) {
+    const std::string& name = tg->graph.values[v].name;
+    if (const ModelGraph* p = m_.producer_of(name); p && p != tg) asks[p].push_back(name);
+  }
+  NamedTensors made;
+  for (auto& [p, names] : asks) {
+    auto have = output_names(p->graph);
+    for (const auto& a : also)
+      if (std::find(have.begin(), have.end(), a) != have.end() &&
+          std::find(names.begin(), names.end(), a) == names.end())
+        names.push_back(a);
+    NamedTensors in;
+    for (int v : p->graph.inputs)
+      if (auto it = inputs.find(p->graph.values[v].name); it != inputs.end()) in.insert(*it);
+    ARCH_TRY(auto outs, run(p->name(), std::move(in), names));
+    for (auto& [n, t] : outs) made[n] = t;
+  }
+  NamedTensors state;
+  for (int v : tg->graph.held_inputs)
+    if (auto it = made.find(tg->graph.values[v].name); it != made.end()) state[it->first] = it->second;
+  begin(std::move(state));
+  return made;
+}
+
+void Session::begin(NamedTensors state) {
+  reset();
+  pending_state_ = std::move(state);
+}
+
+}  // namespace arch

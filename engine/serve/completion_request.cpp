@@ -1,0 +1,224 @@
+#include "engine/serve/completion_request.h"
+
+#include <cmath>
+
+namespace arch::serve {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Each check returns the error for its field, or nothing.
+using Check = std::optional<ApiError>;
+
+Check read_number(const json& j, const char* field, double lo, double hi, double& out) {
+  if (!j.contains(field) || j[field].is_null()) return {};
+  const json& v = j[field];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < lo || v.get<double>() > hi)
+    return bad_request("'" + std::string(field) + "' must be a number from " + json(lo).dump() + " to " + json(hi).dump() +
+                           ", got " + v.dump(),
+                       field);
+  out = v.get<double>();
+  return {};
+}
+
+// {"token id": bias} as the OpenAI API gives it: ids as decimal strings,
+// biases from -100 to 100 (whether each id is in the vocabulary is the
+// server's to check).
+Check read_logit_bias(const json& j, std::vector<std::pair<int32_t, float>>& out) {
+  if (!j.contains("logit_bias") || j["logit_bias"].is_null()) return {};
+  const json& b = j["logit_bias"];
+  if (!b.is_object()) return bad_request("'logit_bias' must be an object of token ids to biases, got " + b.dump(), "logit_bias");
+  for (const auto& [key, v] : b.items()) {
+    const bool digits = !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits)
+      return bad_request("'logit_bias': keys must be token ids (decimal integers >= 0), got \"" + key + "\"", "logit_bias");
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 || v.get<double>() > 100)
+      return bad_request("'logit_bias': the bias of token " + key + " must be a number from -100 to 100, got " + v.dump(), "logit_bias");
+    out.emplace_back(int32_t(std::stol(key)), v.get<float>());
+  }
+  return {};
+}
+
+// An integer field from lo to hi, where present and not null.
+Check read_count(const json& j, const char* field, int lo, int hi, int& out) {
+  if (!j.contains(field) || j[field].is_null()) return {};
+  const json& v = j[field];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    return bad_request("'" + std::string(field) + "' must be an integer from " + std::to_string(lo) + " to " +
+                           std::to_string(hi) + ", got " + v.dump(),
+                       field);
+  out = int(v.get<int64_t>());
+  return {};
+}
+
+// Completions: `logprobs` the count of alternatives (0-5). Chat: `logprobs`
+// true, and `top_logprobs` (0-20) with it.
+Check read_logprobs(const json& j, CompletionRequest& r) {
+  if (!r.chat) {
+    if (j.contains("logprobs") && j["logprobs"] == false) return {};
+    return read_count(j, "logprobs", 0, 5, r.top_logprobs);
+  }
+  bool on = false;
+  if (j.contains("logprobs") && !j["logprobs"].is_null()) {
+    if (!j["logprobs"].is_boolean()) return bad_request("'logprobs' must be true or false, got " + j["logprobs"].dump(), "logprobs");
+    on = j["logprobs"].get<bool>();
+  }
+  int top = 0;
+  if (auto e = read_count(j, "top_logprobs", 0, 20, top)) return e;
+  if (!on && j.contains("top_logprobs") && !j["top_logprobs"].is_null())
+    return bad_request("'top_logprobs' needs 'logprobs': true", "top_logprobs");
+  if (on) r.top_logprobs = top;
+  return {};
+}
+
+// Message content as text: a string, or an array of {"type": "text"} parts.
+Check content_text(const json& m, size_t i, std::string& out) {
+  const std::string field = "messages[" + std::to_string(i) + "].content";
+  if (!m.contains("content") || m["content"].is_null()) {
+    out.clear();
+    if (m.value("role", "") == "assistant") return {};  // an assistant turn of tool calls only
+    return bad_request("'" + field + "' is missing", field);
+  }
+  const json& c = m["content"];
+  if (c.is_string()) {
+    out = c.get<std::string>();
+    return {};
+  }
+  if (!c.is_array()) return bad_request("'" + field + "' must be a string or an array of text parts", field);
+  out.clear();
+  for (const auto& part : c) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string())
+      return bad_request("'" + field + "': only text parts ({\"type\": \"text\", \"text\": ...}) are served here", field);
+    out += part["text"].get<std::string>();
+  }
+  return {};
+}
+
+Check read_messages(const json& j, CompletionRequest& r) {
+  if (!j.contains("messages")) return bad_request("'messages' is required", "messages");
+  const json& ms = j["messages"];
+  if (!ms.is_array() || ms.empty()) return bad_request("'messages' must be a non-empty array", "messages");
+  r.messages = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < ms.size(); ++i) {
+    const json& m = ms[i];
+    const std::string at = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) return bad_request("'" + at + "' must be an object", at);
+    if (!m.contains("role") || !m["role"].is_string())
+      return bad_request("'" + at + ".role' is required (system, user, assistant, ...)", at + ".role");
+    std::string text;
+    if (auto e = content_text(m, i, text)) return e;
+    r.messages.push_back({{"role", m["role"].get<std::string>()}, {"content", text}});
+  }
+  return {};
+}
+
+Check read_prompt(const json& j, CompletionRequest& r) {
+  if (!j.contains("prompt")) return bad_request("'prompt' is required", "prompt");
+  const json& p = j["prompt"];
+  if (p.is_string()) {
+    r.prompt = p.get<std::string>();
+    return {};
+  }
+  // Token ids, or a batch of one prompt (["text"], [[ids]]).
+  const json& one = p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array()) ? p[0] : p;
+  if (one.is_string()) {
+    r.prompt = one.get<std::string>();
+    return {};
+  }
+  if (!one.is_array() || one.empty())
+    return bad_request("'prompt' must be a string, an array of token ids, or one of them in an array", "prompt");
+  if (p.is_array() && p.size() > 1 && !p[0].is_number_integer())
+    return bad_request("'prompt': one prompt per request is served here (n = 1)", "prompt");
+  for (const auto& t : one) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX)
+      return bad_request("'prompt': token ids must be integers >= 0, got " + t.dump(), "prompt");
+    r.prompt_ids.push_back(int32_t(t.get<int64_t>()));
+  }
+  r.prompt_is_ids = true;
+  return {};
+}
+
+Check read_stop(const json& j, CompletionRequest& r) {
+  if (!j.contains("stop") || j["stop"].is_null()) return {};
+  const json& s = j["stop"];
+  if (s.is_string()) {
+    if (!s.get<std::string>().empty()) r.stop.push_back(s.get<std::string>());
+    return {};
+  }
+  if (!s.is_array() || s.size() > 4) return bad_request("'stop' must be a string or an array of up to 4 strings", "stop");
+  for (const auto& x : s) {
+    if (!x.is_string()) return bad_request("'stop' must be a string or an array of up to 4 strings", "stop");
+    if (!x.get<std::string>().empty()) r.stop.push_back(x.get<std::string>());
+  }
+  return {};
+}
+
+Check read_fields(const json& j, CompletionRequest& r) {
+  if (j.contains("model") && !j["model"].is_null()) {
+    if (!j["model"].is_string()) return bad_request("'model' must be a string", "model");
+    r.model = j["model"].get<std::string>();
+  }
+  if (auto e = r.chat ? read_messages(j, r) : read_prompt(j, r)) return e;
+  for (const char* field : {"max_tokens", "max_completion_tokens"}) {
+    if (!j.contains(field) || j[field].is_null()) continue;
+    const json& v = j[field];
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX))
+      return bad_request("'" + std::string(field) + "' must be an integer >= 1, got " + v.dump(), field);
+    r.max_tokens = v.get<int64_t>();
+  }
+  if (auto e = read_number(j, "temperature", 0.0, 2.0, r.temperature)) return e;
+  if (auto e = read_number(j, "top_p", 0.0, 1.0, r.top_p)) return e;
+  if (r.top_p <= 0.0) return bad_request("'top_p' must be above 0", "top_p");
+  if (j.contains("seed") && !j["seed"].is_null()) {
+    if (!j["seed"].is_number_integer()) return bad_request("'seed' must be an integer, got " + j["seed"].dump(), "seed");
+    r.seed = j["seed"].is_number_unsigned() ? j["seed"].get<uint64_t>() : uint64_t(j["seed"].get<int64_t>());
+  }
+  if (auto e = read_number(j, "presence_penalty", -2.0, 2.0, r.presence_penalty)) return e;
+  if (auto e = read_number(j, "frequency_penalty", -2.0, 2.0, r.frequency_penalty)) return e;
+  if (auto e = read_logit_bias(j, r.logit_bias)) return e;
+  if (j.contains("n") && !j["n"].is_null() && j["n"] != 1)
+    return bad_request("'n' must be 1: one choice per request is served here", "n");
+  if (auto e = read_stop(j, r)) return e;
+  if (j.contains("stream") && !j["stream"].is_null()) {
+    if (!j["stream"].is_boolean()) return bad_request("'stream' must be true or false", "stream");
+    r.stream = j["stream"].get<bool>();
+  }
+  if (j.contains("ignore_eos") && !j["ignore_eos"].is_null()) {
+    if (!j["ignore_eos"].is_boolean()) return bad_request("'ignore_eos' must be true or false", "ignore_eos");
+    r.ignore_eos = j["ignore_eos"].get<bool>();
+  }
+  if (auto e = read_logprobs(j, r)) return e;
+  for (const char* field : {"tools", "functions", "echo", "best_of", "suffix"}) {
+    if (!j.contains(field) || j[field].is_null() || j[field] == false || (j[field].is_array() && j[field].empty())) continue;
+    if (std::string(field) == "best_of" && j[field] == 1) continue;
+    return bad_request("'" + std::string(field) + "' is not served here", field);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return bad_request("the request body is not valid JSON");
+  if (!j.is_object()) return bad_request("the request body must be a JSON object");
+  return j;
+}
+
+std::variant<std::string, ApiError> string_field(const nlohmann::json& j, const char* name, std::string fallback) {
+  if (!j.contains(name) || j[name].is_null()) return fallback;
+  if (!j[name].is_string()) return bad_request("'" + std::string(name) + "' must be a string, got " + j[name].dump(), name);
+  return j[name].get<std::string>();
+}
+
+std::variant<CompletionRequest, ApiError> parse_completion_request(const std::string& body, bool chat) {
+  auto parsed = parse_json_object(body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
+  CompletionRequest r;
+  r.chat = chat;
+  if (auto e = read_fields(std::get<json>(parsed), r)) return *e;
+  return r;
+}
+
+}  // namespace arch::serve

@@ -1,0 +1,128 @@
+// POST /v1/completions and /v1/chat/completions: the request read and
+// checked, its prompt made (the chat template rendered), handed to the
+// batcher, and its text sent back whole or as server-sent events.
+#include <random>
+
+#include <httplib.h>
+
+#include "engine/serve/completion_request.h"
+#include "engine/serve/http_reply.h"
+#include "engine/serve/server.h"
+#include "engine/serve/text_job.h"
+
+namespace arch::serve {
+
+std::variant<std::vector<int32_t>, ApiError> Server::prompt_ids(const CompletionRequest& r) {
+  std::vector<int32_t> ids;
+  if (r.chat) {
+    if (!chat_) return bad_request("this model has no chat template (" + chat_missing_ + "); start the server with --chat-template FILE, or use /v1/completions", "messages");
+    if (!tok_) return bad_request("this model has no tokenizer: chat needs one", "messages");
+    auto rendered = chat_->chat_template.render(chat_->context(r.messages, true));
+    if (!rendered.ok()) return bad_request("the chat template cannot render these messages: " + rendered.error().message, "messages");
+    ids = tok_->encode(*rendered, false);  // the template writes the special tokens itself
+  } else if (r.prompt_is_ids) {
+    ids = r.prompt_ids;
+  } else {
+    if (!tok_) return bad_request("this model has no tokenizer: send the prompt as token ids", "prompt");
+    ids = tok_->encode(r.prompt, true);
+  }
+  if (ids.empty()) return bad_request("the prompt is empty", r.chat ? "messages" : "prompt");
+  for (int32_t id : ids)
+    if (vocab_ > 0 && id >= vocab_)
+      return bad_request("token id " + std::to_string(id) + " is not in the vocabulary (" + std::to_string(vocab_) + " tokens)", "prompt");
+  return ids;
+}
+
+void Server::complete(const httplib::Request& req, httplib::Response& res, bool chat) {
+  auto parsed = parse_completion_request(req.body, chat);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return reply_error(res, *e);
+  const CompletionRequest& r = std::get<CompletionRequest>(parsed);
+  if (!r.model.empty() && r.model != name_)
+    return reply_error(res, unknown_model(r.model));
+  if (!batcher_) return reply_error(res, bad_request("model '" + name_ + "' does not generate text: it serves " + serves(), "model"));
+  auto made = prompt_ids(r);
+  if (auto* e = std::get_if<ApiError>(&made)) return reply_error(res, *e);
+  std::vector<int32_t>& prompt = std::get<std::vector<int32_t>>(made);
+  const int64_t context = opt_.context, n = int64_t(prompt.size());
+  const int64_t room = context - n;
+  if (room < 1 || (r.max_tokens && *r.max_tokens > room))
+    return reply_error(res, bad_request("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
+                                            std::to_string(n + (r.max_tokens ? *r.max_tokens : 1)) + " tokens (" + std::to_string(n) +
+                                            " in the prompt, " + std::to_string(r.max_tokens ? *r.max_tokens : 1) + " for the completion).",
+                                        r.max_tokens && room >= 1 ? "max_tokens" : r.chat ? "messages" : "prompt",
+                                        "context_length_exceeded"));
+  for (const auto& [id, bias] : r.logit_bias)
+    if (vocab_ > 0 && id >= vocab_)
+      return reply_error(res, bad_request("'logit_bias': token id " + std::to_string(id) + " is not in the vocabulary (" +
+                                              std::to_string(vocab_) + " tokens)",
+                                          "logit_bias"));
+  SamplingOptions sampling;
+  sampling.presence_penalty = float(r.presence_penalty);
+  sampling.frequency_penalty = float(r.frequency_penalty);
+  sampling.logit_bias = r.logit_bias;
+  sampling.greedy = r.temperature <= 0.0;
+  sampling.temperature = float(r.temperature);
+  sampling.top_p = float(r.top_p);
+  sampling.seed = r.seed ? *r.seed : std::random_device{}();
+  auto job = std::make_shared<TextJob>(tok_, r.stop);
+  const int32_t last_prompt_token = prompt.back();  // the first new token's context, for logprobs
+  auto submitted = batcher_->submit(job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling,
+                                                 r.ignore_eos ? std::vector<int32_t>{} : stop_ids_, r.top_logprobs));
+  if (!submitted.ok()) return reply_error(res, bad_request(submitted.error().message));
+  if (!*submitted)
+    return reply_error(res, {503, "the server is busy: " + std::to_string(opt_.parallel) + " sequences running and " +
+                                      std::to_string(opt_.queue) + " waiting; retry shortly",
+                             "server_error", "", "server_overloaded"});
+  const ReplyHeader header = make_header(chat, name_);
+  // A token's text for logprobs: what it adds to the token before it (a
+  // token decoded alone may lose its leading space), or its id where there
+  // is no tokenizer. The token before is decoded once for a token and all
+  // its alternatives.
+  auto piece = [tok = tok_, prev_id = int32_t(-1), prev_text = std::string()](int32_t id, int32_t prev) mutable {
+    if (!tok) return "token_id:" + std::to_string(id);
+    if (prev < 0) return tok->decode(std::span<const int32_t>(&id, 1), false);
+    if (prev != prev_id) prev_text = tok->decode(std::span<const int32_t>(&prev, 1), false), prev_id = prev;
+    const int32_t pair[2] = {prev, id};
+    const std::string both = tok->decode(pair, false);
+    return both.compare(0, prev_text.size(), prev_text) == 0 ? both.substr(prev_text.size())
+                                                            : tok->decode(std::span<const int32_t>(&id, 1), false);
+  };
+  const bool logprobs = r.top_logprobs >= 0;
+  const LogprobsCursor start{0, last_prompt_token};
+  if (!r.stream) {
+    TextJob::Taken all = job->wait_all();
+    const BatchOutcome& o = job->outcome();
+    if (o.finish_reason == "error") return reply_error(res, {500, "generation failed: " + o.error, "server_error", "", ""});
+    LogprobsCursor at = start;
+    return reply_json(res, completion_reply(header, all.text, all.ids, o.finish_reason, {o.prompt_tokens, o.completion_tokens},
+                                            logprobs ? logprobs_json(chat, all.ids, all.logprobs, piece, at) : nullptr));
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [job, header, first = true, logprobs, piece, at = start](size_t, httplib::DataSink& sink) mutable {
+        TextJob::Taken t = job->take(std::chrono::milliseconds(250));
+        auto send = [&](const std::string& event) {
+          if (sink.write(event.data(), event.size())) return true;
+          job->abandon();  // the client is gone: the sequence ends at its next token
+          return false;
+        };
+        if (!sink.is_writable()) return job->abandon(), false;
+        if (!t.text.empty() || !t.ids.empty() || (first && header.chat)) {
+          const nlohmann::json lp = logprobs ? logprobs_json(header.chat, t.ids, t.logprobs, piece, at) : nullptr;
+          if (!send(sse(completion_chunk(header, t.text, t.ids, first, lp)))) return false;
+          first = false;
+        }
+        if (!t.done) return true;
+        const BatchOutcome& o = job->outcome();
+        const std::string end = o.finish_reason == "error"
+                                    ? sse(ApiError{500, "generation failed: " + o.error, "server_error", "", ""}.body())
+                                    : sse(final_chunk(header, o.finish_reason, {o.prompt_tokens, o.completion_tokens}));
+        if (!send(end) || !send(kSseDone)) return false;
+        sink.done();
+        return true;
+      },
+      [job](bool) { job->abandon(); });
+}
+
+}  // namespace arch::serve

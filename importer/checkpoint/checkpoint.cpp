@@ -1,0 +1,141 @@
+#include "importer/checkpoint/checkpoint.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+#include <system_error>
+#include <vector>
+
+#include "importer/checkpoint/canonical.h"
+#include "importer/checkpoint/config.h"
+#include "engine/core/json_text.h"
+#include "engine/core/mapped_file.h"
+#include "importer/checkpoint/safetensors.h"
+
+namespace arch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using json = nlohmann::json;
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+// Adds every tensor of `file`; a name already taken by another file is an
+// error, since which copy is meant would be a guess.
+Status add_tensors(Checkpoint& ckpt, SafetensorsFile file) {
+  for (auto& [name, tensor] : file.tensors) {
+    auto [it, fresh] = ckpt.tensor_file.emplace(name, file.path);
+    if (!fresh)
+      return error(ckpt.dir + ": tensor '" + name + "' is defined in two shards: " + it->second + " and " +
+                   file.path);
+    ckpt.tensors.emplace(name, std::move(tensor));
+  }
+  return {};
+}
+
+Status load_single(Checkpoint& ckpt, const fs::path& file) {
+  ARCH_TRY(SafetensorsFile f, read_safetensors(file.string()));
+  return add_tensors(ckpt, std::move(f));
+}
+
+// index.json's weight_map: tensor name -> shard file name beside the index.
+Result<std::map<std::string, std::string>> read_weight_map(const std::string& index_path) {
+  ARCH_TRY(auto file, MappedFile::open(index_path));
+  ARCH_TRY(json index, parse_json(file->text(), index_path));
+  if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+    return error(index_path + ": expected an object with a \"weight_map\" object (tensor name -> shard file)");
+  std::map<std::string, std::string> weight_map;
+  for (const auto& [tensor, shard] : index["weight_map"].items()) {
+    if (!shard.is_string())
+      return error(index_path + ": tensor '" + tensor + "' maps to " + json_type_name(shard) +
+                   ", expected a shard file name");
+    std::string name = shard.get<std::string>();
+    fs::path p(name);
+    bool escapes = p.is_absolute() || name.empty() ||
+                   std::any_of(p.begin(), p.end(), [](const fs::path& part) { return part == ".."; });
+    if (escapes)
+      return error(index_path + ": tensor '" + tensor + "' maps to '" + name +
+                   "', expected a file name inside the checkpoint directory");
+    weight_map[tensor] = p.lexically_normal().string();  // "./a" and "a" are one shard
+  }
+  return weight_map;
+}
+
+Status load_sharded(Checkpoint& ckpt, const fs::path& index_path) {
+  const std::string index = index_path.string();
+  ARCH_TRY(auto weight_map, read_weight_map(index));
+
+  std::map<std::string, std::string> first_tensor_of;  // shard -> a tensor naming it, for messages
+  for (const auto& [tensor, shard] : weight_map) first_tensor_of.emplace(shard, tensor);
+  for (const auto& [shard, tensor] : first_tensor_of) {
+    fs::path shard_path = index_path.parent_path() / shard;
+    if (!is_file(shard_path))
+      return error(index + ": shard '" + shard + "' (holding tensor '" + tensor + "' and others) is missing: " +
+                   shard_path.string() + " is not a file");
+    ARCH_TRY_STATUS(load_single(ckpt, shard_path));
+  }
+  for (const auto& [tensor, shard] : weight_map) {
+    std::string expected = (index_path.parent_path() / shard).string();
+    auto it = ckpt.tensor_file.find(tensor);
+    if (it == ckpt.tensor_file.end() || it->second != expected)
+      return error(index + ": tensor '" + tensor + "' is mapped to shard '" + shard +
+                   "', but that file does not contain it" +
+                   (it == ckpt.tensor_file.end() ? std::string() : " (it is in " + it->second + ")"));
+  }
+  return {};
+}
+
+// The directory's *.safetensors files, sorted so that messages are stable.
+std::vector<fs::path> safetensors_files(const fs::path& dir) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".safetensors" && is_file(it->path())) found.push_back(it->path());
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+Status load_weights(Checkpoint& ckpt, const fs::path& dir) {
+  for (const char* stem : {"model", "diffusion_pytorch_model"}) {
+    fs::path single = dir / (std::string(stem) + ".safetensors");
+    fs::path index = dir / (std::string(stem) + ".safetensors.index.json");
+    if (is_file(single)) return load_single(ckpt, single);
+    if (is_file(index)) return load_sharded(ckpt, index);
+  }
+  std::vector<fs::path> candidates = safetensors_files(dir);
+  if (candidates.size() == 1) return load_single(ckpt, candidates[0]);
+  std::string msg = "no weights found in " + ckpt.dir +
+                    " (expected model.safetensors or model.safetensors.index.json)";
+  if (!candidates.empty()) {
+    msg += "; it holds " + std::to_string(candidates.size()) + " other .safetensors files (";
+    for (size_t i = 0; i < candidates.size(); ++i) msg += (i ? ", " : "") + candidates[i].filename().string();
+    msg += ") and nothing says which are the weights";
+  }
+  return error(msg);
+}
+
+}  // namespace
+
+Result<Checkpoint> load_checkpoint(const std::string& dir) {
+  std::error_code ec;
+  fs::file_status st = fs::status(dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) return error(dir + ": cannot read: " + ec.message());
+  if (!fs::exists(st)) return error(dir + ": checkpoint directory does not exist");
+  if (auto canonical = canonical_file_of(dir)) return load_canonical(*canonical);
+  if (fs::is_regular_file(st) && fs::path(dir).extension() == ".safetensors") return not_canonical_reason(dir);
+  if (!fs::is_directory(st))
+    return error(dir + ": not a directory (a checkpoint is a directory, or a canonical model written by archrun import)");
+
+  Checkpoint ckpt;
+  ckpt.dir = dir;
+  ARCH_TRY(ckpt.config, read_config((fs::path(dir) / "config.json").string()));
+  ARCH_TRY_STATUS(load_weights(ckpt, fs::path(dir)));
+  return ckpt;
+}
+
+}  // namespace arch

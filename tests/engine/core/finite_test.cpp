@@ -1,0 +1,42 @@
+// NaN and Inf counted as stored: floats one by one, quantized rows by their
+// block scales.
+#include "engine/core/finite.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/core/quant.h"
+
+namespace arch {
+namespace {
+
+TEST(NonFinite, FloatsOneByOne) {
+  std::vector<float> x = {1.f, NAN, 2.f, INFINITY, -INFINITY, 0.f};
+  Tensor t = Tensor::view(DType::F32, {6}, x.data(), nullptr);
+  EXPECT_EQ(non_finite_values(t), 3);
+  std::vector<uint16_t> h = {0x3c00, 0x7c00, 0x7e00, 0xfc00, 0x0001};  // 1, Inf, NaN, -Inf, subnormal
+  EXPECT_EQ(non_finite_values(Tensor::view(DType::F16, {5}, h.data(), nullptr)), 3);
+  std::vector<uint16_t> b = {0x3f80, 0x7f80, 0x7fc1, 0xff80, 0x0001};
+  EXPECT_EQ(non_finite_values(Tensor::view(DType::BF16, {5}, b.data(), nullptr)), 3);
+  EXPECT_TRUE(all_finite(std::vector<float>{1.f, -3.f}));
+  EXPECT_FALSE(all_finite(std::vector<float>{1.f, NAN}));
+}
+
+TEST(NonFinite, QuantizedRowsByTheirScales) {
+  std::vector<float> w(2 * 64, 0.5f);
+  for (DType q : {DType::Q8_0, DType::Q4_0}) {
+    const size_t row = quant_row_bytes(q, 64);
+    std::vector<uint8_t> bytes(2 * row);
+    for (int r = 0; r < 2; ++r) quantize_row(q, w.data() + r * 64, 64, bytes.data() + r * row);
+    Tensor t = Tensor::view(q, {2, 64}, bytes.data(), nullptr);
+    EXPECT_EQ(non_finite_values(t), 0);
+    const uint16_t inf = 0x7c00;
+    std::memcpy(bytes.data() + row + quant_scales_offset(q, 64) + 2, &inf, 2);  // row 1, block 1
+    EXPECT_EQ(non_finite_values(t), 32);
+  }
+}
+
+}  // namespace
+}  // namespace arch

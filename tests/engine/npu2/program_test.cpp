@@ -1,0 +1,73 @@
+// The program's text: written and read back unchanged; a broken program
+// is an error naming the file, the line and the field.
+#include <gtest/gtest.h>
+
+#include "engine/npu2/program.h"
+
+namespace arch::npu2 {
+namespace {
+
+Program small() {
+  Program p;
+  p.family = "LlamaStyle";
+  p.template_file = "llama.arch";
+  p.graph = "step";
+  p.profile = "llama.npu2.yaml";
+  p.max_context = 16;
+  p.numerics = {{"weights", "bf16"}, {"check", {{"rel", 0.015625}, {"abs", 0.001}}}};
+  p.versions = {{"decode", 1}, {"prompt", 8}};
+  p.buffers = {{"residual", "f32", 4}, {"normed", "bf16", 4}, {"qkv", "bf16", 12}};
+  p.caches = {{0, 1, 4, 16, "bf16"}};
+  Unit u = unit("matvec", "layers.0.attention");
+  u.at = "llama.arch:113";
+  u.reads = {{"normed"}};
+  u.writes = {{"qkv", 0, 4}, {"qkv", 4, 8}, {"qkv", 8, 12}};
+  u.constants = {Constant{"weight", {{"q.weight", 0, 4}, {"k.weight", 0, 4}, {"v.weight", 0, 4}}, {12, 4}, "bf16"}};
+  u.attrs = {{"role", "qkv"}, {"eps", 1e-6}, {"theta", 10000.0}, {"name", "123"}};
+  u.values = {"q", "k", "v"};
+  u.ops = {"q = matmul", "k = matmul", "v = matmul"};
+  p.units = {u};
+  return p;
+}
+
+TEST(Npu2Program, ReadsBackWhatItWrote) {
+  const std::string text = program_yaml(small());
+  auto back = parse_program(text, "p.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(program_yaml(*back), text);
+  const Unit& u = back->units.at(0);
+  EXPECT_EQ(u.writes.at(1).begin, 4);
+  EXPECT_EQ(u.writes.at(1).end, 8);
+  EXPECT_EQ(u.constants.at(0).parts.at(2).tensor, "v.weight");
+  EXPECT_EQ(u.attrs["theta"].get<double>(), 10000.0);
+  EXPECT_TRUE(u.attrs["name"].is_string()) << "a quoted number stays a string";
+  EXPECT_EQ(back->chunk_of("prompt"), 8);
+}
+
+TEST(Npu2Program, ErrorsNameTheLineAndTheField) {
+  std::string text = program_yaml(small());
+  auto bad_buffer = text;
+  bad_buffer.replace(bad_buffer.find("reads: [normed]"), 15, "reads: [nowhere]");
+  auto r = parse_program(bad_buffer, "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("p.yaml:"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("buffer 'nowhere' is not declared"), std::string::npos) << r.error().message;
+
+  auto no_units = text.substr(0, text.find("units:"));
+  r = parse_program(no_units, "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("'units' is missing"), std::string::npos) << r.error().message;
+
+  r = parse_program("target: npu2\n  bad: [", "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("not YAML"), std::string::npos) << r.error().message;
+
+  auto other = text;
+  other.replace(other.find("target: npu2"), 12, "target: gpu9");
+  r = parse_program(other, "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("target 'gpu9' is not npu2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace arch::npu2
