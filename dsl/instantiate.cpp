@@ -2,6 +2,7 @@
 
 #include "dsl/instantiator.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "engine/core/limits.h"
@@ -10,21 +11,30 @@ namespace arch::dsl {
 
 namespace detail {
 
+// `base` if no value has it yet, else base#2, base#3, ...: the first free
+// one. A loop without a scope names `a` again every iteration; trying #2,
+// #3, ... afresh each time made n iterations cost n^2. Names are never
+// given back, so every number below the one kept per base is taken and the
+// search resumes there.
+std::string Instantiator::unique_name(const std::string& base) {
+  if (used_names_.insert(base).second) return base;
+  int& k = next_suffix_[base];
+  k = std::max(k, 2);
+  std::string n;
+  do n = base + "#" + std::to_string(k++);
+  while (!used_names_.insert(n).second);
+  return n;
+}
+
 void Instantiator::finish_statement(size_t first_value, int result, const std::string& target) {
-  auto unique = [&](const std::string& base) {
-    std::string n = base;
-    for (int k = 2; used_names_.count(n); ++k) n = base + "#" + std::to_string(k);
-    used_names_.insert(n);
-    return n;
-  };
   std::string base = join(prefix_, target);
   // A weight keeps its tensor name; only values this statement computed are
   // named for it; `return` names only what is still unnamed.
   if (result >= int(first_value) && g().values[result].producer >= 0 &&
       (!target.empty() || g().values[result].name.empty()))
-    g().values[result].name = unique(base);
+    g().values[result].name = unique_name(base);
   for (size_t id = first_value; id < g().values.size(); ++id)
-    if (g().values[id].name.empty()) g().values[id].name = unique(base + "." + provisional_[id]);
+    if (g().values[id].name.empty()) g().values[id].name = unique_name(base + "." + provisional_[id]);
 }
 
 Status Instantiator::exec(const Body& body, Env& env, Val* returned) {
@@ -74,8 +84,8 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
       }
       ARCH_TRY(int id, as_input(v, s.value->loc, "output " + name, false));
       finish_statement(first, id, index >= 0 ? name + "." + std::to_string(index) : name);
-      for (auto& o : g().outputs)
-        if (o.name == name && o.index == index) return fail(s.loc, "output " + name + " is set twice");
+      // Looked up, not searched: a loop may set thousands (hidden_states[i]).
+      if (!outputs_set_.emplace(name, index).second) return fail(s.loc, "output " + name + " is set twice");
       g().outputs.push_back({name, index, id});
       return {};
     }

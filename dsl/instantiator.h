@@ -11,6 +11,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "dsl/diagnostic.h"
@@ -73,6 +75,7 @@ class Instantiator {
   Result<std::optional<std::vector<std::string>>> alias_target(const std::vector<std::string>& path);
   Result<bool> condition_holds(const WeightDecl& w, const std::map<std::string, long long>& vars);
   void finish_statement(size_t first_value, int result, const std::string& target);
+  std::string unique_name(const std::string& base);
 
   const Template& t_;
   const InstantiateOptions& opt_;
@@ -82,7 +85,9 @@ class Instantiator {
   Instance out_;
   Graph& g() { return out_.graph; }
   std::vector<std::string> provisional_;  // op name of each value until it is named
-  std::set<std::string> used_names_;
+  std::unordered_set<std::string> used_names_;
+  std::unordered_map<std::string, int> next_suffix_;  // base -> the next base#k to try
+  std::set<std::pair<std::string, int>> outputs_set_;  // (name, index) of the outputs so far
   std::map<std::string, int> weight_ids_;  // tensor name → value id
   std::set<std::string> resolving_;  // config fields being resolved (cycle check)
   bool config_done_ = false;

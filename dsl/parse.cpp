@@ -4,6 +4,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <tao/pegtl/contrib/parse_tree.hpp>
@@ -416,6 +418,19 @@ bool unread_matches(const UnreadDecl& u, const std::string& tensor) {
 
 namespace {
 
+// A graph defined twice in one file would have the later silently replace
+// the earlier (or the earlier shadow the later): refused, naming both.
+Status no_graph_twice(const Template& t, const SourceRef& src) {
+  std::map<std::string, Loc> seen;
+  for (const auto& gd : t.graphs) {
+    auto [first, fresh] = seen.emplace(gd.name, gd.loc);
+    if (!fresh)
+      return diag(src, gd.loc, "graph '" + gd.name + "' is defined twice (first at " + src.path + ":" +
+                                   std::to_string(first->second.line) + ":" + std::to_string(first->second.col) + ")");
+  }
+  return {};
+}
+
 Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::string> text, int file) {
   SourceRef src{path, text.get()};
   if (auto st = check_limit("template_bytes", int64_t(text->size()), path, "the template's size in bytes"); !st)
@@ -431,6 +446,7 @@ Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::s
     building_file = 0;
     t.path = path;
     t.source = text;
+    ARCH_TRY_STATUS(no_graph_twice(t, src));
     return t;
   } catch (const tao::pegtl::parse_error& e) {
     const auto& pos = e.positions().front();
@@ -466,7 +482,41 @@ struct Loader {
   std::vector<SourceFile> files;
   std::vector<std::string> loading;  // canonical paths on the import stack
 
+  // "b.arch:5:1", for messages naming a definition in any loaded file.
+  std::string place(Loc loc) const {
+    return files.at(size_t(loc.file)).path + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
+  }
+  // One definition read twice (a diamond: b and c both import common.arch)
+  // is the same place under two file indices.
+  bool same_place(Loc a, Loc b) const {
+    std::error_code ec;
+    return a.line == b.line && a.col == b.col &&
+           std::filesystem::weakly_canonical(files.at(size_t(a.file)).path, ec) ==
+               std::filesystem::weakly_canonical(files.at(size_t(b.file)).path, ec);
+  }
+
+  // Two imports of `t` defining the same graph: merging would keep the
+  // first import's silently. `t` choosing (defining it itself, in `own`) is
+  // the documented way to extend a family and stays allowed.
+  Status no_graph_from_two_imports(const Template& t, const std::set<std::string>& own, const Template& base,
+                                   Loc import_loc) const {
+    for (const auto& b : base.graphs) {
+      if (own.count(b.name)) continue;
+      for (const auto& earlier : t.graphs)
+        if (earlier.name == b.name && !same_place(earlier.loc, b.loc))
+          return diag(t, import_loc, "graph '" + b.name + "' is defined twice: at " + place(b.loc) +
+                                         " (imported here) and at " + place(earlier.loc) +
+                                         " (imported before); define it in " + t.path + " to choose one");
+    }
+    return {};
+  }
+
   Result<Template> load(const std::string& path, const Template* importer, Loc from) {
+    // Each import is a level of recursion here and in the parser below it:
+    // a chain thousands of files deep would overflow the stack.
+    if (importer && int64_t(loading.size()) > limit("template_depth"))
+      return diag(*importer, from,
+                  over_limit("template_depth", "", "the nesting of imports", int64_t(loading.size())).message);
     std::ifstream f(path, std::ios::binary);
     if (!f) {
       if (importer) return diag(*importer, from, "cannot open the imported template " + path);
@@ -486,9 +536,12 @@ struct Loader {
     loading.push_back(canonical);
     auto imports = std::move(t.imports);
     t.imports.clear();
+    std::set<std::string> own;
+    for (const auto& gd : t.graphs) own.insert(gd.name);
     for (const auto& [file, loc] : imports) {
       std::string p = (std::filesystem::path(path).parent_path() / file).string();
       ARCH_TRY(Template base, load(p, &t, loc));
+      ARCH_TRY_STATUS(no_graph_from_two_imports(t, own, base, loc));
       merge(t, base);
     }
     loading.pop_back();

@@ -15,6 +15,9 @@ Result<Template> parse_template(const std::string& path, std::string source);
 // file defines by the same name as an import replaces the import's config
 // field, flag, block or graph in place; its weight declarations are matched
 // first. So a family extends another by importing it and redefining blocks.
+// Two graphs of one name in a file, or from two of its imports (the file
+// not defining it itself), are an error naming both; imports nest at most
+// template_depth deep, and a cycle is an error.
 Result<Template> parse_template_file(const std::string& path);
 
 }  // namespace arch::dsl

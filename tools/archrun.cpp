@@ -204,6 +204,8 @@ int main(int argc, char** argv) {
   srv->add_option("--api-key", sv.options.api_key, "require 'Authorization: Bearer KEY' on /v1/ (default: ARCHETYPE_API_KEY, else none)");
   srv->add_option("--alias", sv.options.name, "the model's id in the API (default: its directory's name)");
   srv->add_option("--chat-template", sv.options.chat_template, "a Jinja chat template file, in place of the checkpoint's");
+  srv->add_option("--max-waiting", sv.options.max_waiting, "connections still sending their request (idle or slow clients), held apart from the work; past it new ones get 503 at once (default 1024)")->check(CLI::Range(1, 1 << 16));
+  srv->add_option("--request-timeout", sv.options.request_seconds, "seconds a new connection has to send its request line, headers and a small body before it is dropped (default 10)")->check(CLI::Range(0.1, 3600.0));
 
   BenchServeArgs bs;
   auto* bsv = app.add_subcommand("bench-serve", "the server under load: 1, 4, 16, 64 concurrent streamed completions; aggregate decode tok/s, time to first token (median, p99)");

@@ -51,6 +51,55 @@ int64_t non_finite_values(const Tensor& t) {
   }
 }
 
+int64_t first_non_finite(const Tensor& t) {
+  if (!t.data) return -1;
+  const int64_t n = t.numel();
+  if (t.dtype == DType::F32) {
+    const float* x = static_cast<const float*>(t.data);
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(x[i])) return i;
+  } else if (t.dtype == DType::F16 || t.dtype == DType::BF16) {
+    const auto* x = static_cast<const uint16_t*>(t.data);
+    for (int64_t i = 0; i < n; ++i)
+      if (half_non_finite(x[i], t.dtype == DType::BF16)) return i;
+  }
+  return -1;
+}
+
+namespace {
+
+// "NaN", "inf" or "-inf": the value at `i` of a tensor first_non_finite found.
+std::string bad_value(const Tensor& t, int64_t i) {
+  float v;
+  if (t.dtype == DType::F32) v = t.f32()[i];
+  else {
+    const uint16_t h = static_cast<const uint16_t*>(t.data)[i];
+    const bool bf16 = t.dtype == DType::BF16;
+    v = (h & (bf16 ? 0x007f : 0x03ff)) ? NAN : ((h & 0x8000) ? -INFINITY : INFINITY);
+  }
+  return std::isnan(v) ? "NaN" : v < 0 ? "-inf" : "inf";
+}
+
+// [0, 0, 1, 3]: the row-major index `i` in `shape`.
+std::string element_of(const Dims& shape, int64_t i) {
+  Dims at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = shape[d] > 0 ? i % shape[d] : 0;
+    i = shape[d] > 0 ? i / shape[d] : 0;
+  }
+  return dims_str(at);
+}
+
+}  // namespace
+
+Status check_finite(const Tensor& t, const std::string& what) {
+  const int64_t i = first_non_finite(t);
+  if (i < 0) return {};
+  return error(what + " holds " + bad_value(t, i) + " at index " + std::to_string(i) + " (element " +
+               element_of(t.shape, i) + " of " + dims_str(t.shape) + "; " + std::to_string(non_finite_values(t)) +
+               " of " + std::to_string(t.numel()) + " values are NaN or Inf): an input must be all numbers");
+}
+
 bool all_finite(std::span<const float> row) {
   for (float v : row)
     if (!std::isfinite(v)) return false;

@@ -15,7 +15,7 @@ namespace {
 std::vector<LimitInfo> defaults() {
   return {
       {"template_bytes", 0, 16ll << 20, "bytes of one .arch template file"},
-      {"template_depth", 0, 200, "nesting depth of brackets and expressions in a .arch template"},
+      {"template_depth", 0, 200, "nesting depth of brackets and expressions in a .arch template, and of its imports"},
       {"loop_iterations", 0, 65536, "iterations of a template's 'for' loops in one instantiation (layers, experts)"},
       {"graph_nodes", 0, 4000000, "nodes in one instantiated graph"},
       {"header_bytes", 0, 100000000, "bytes of a safetensors JSON header (safetensors' own bound)"},
@@ -27,6 +27,13 @@ std::vector<LimitInfo> defaults() {
       {"tokenizer_entries", 0, 16000000, "vocabulary entries or merges of a tokenizer"},
       {"image_pixels", 0, 2 * 89478485, "pixels of an image to decode (PIL's decompression-bomb bound)"},
       {"audio_samples", 0, 1ll << 28, "samples of a sound file per channel (4.6 hours at 16 kHz)"},
+      {"prompt_bytes", 0, 0,
+       "bytes of one served request's prompt text, refused before it is tokenized (default 0: 64 per position of "
+       "the server's context)"},
+      {"latent_elements", 0, 1ll << 28,
+       "elements of the latents a diffusion loop keeps: every step's latents and noise prediction (1 GiB as f32)"},
+      {"speech_ids", 0, 4096,
+       "ids one run of a voice takes (--ids, or a piece of a long text: at most 801 for its 400 bytes)"},
   };
 }
 
@@ -150,6 +157,16 @@ Error over_limit(std::string_view name, const std::string& where, const std::str
   return error((where.empty() ? "" : where + ": ") + what + " (" + std::to_string(asked) + ") exceeds the limit '" + n +
                "' (" + std::to_string(v) + "); if this is meant, raise it with --limit " + n + "=N or ARCHETYPE_LIMITS=" +
                n + "=N");
+}
+
+int64_t saturating_product(std::initializer_list<int64_t> sizes) {
+  int64_t p = 1;
+  for (int64_t s : sizes) {
+    if (s <= 0) return 0;
+    if (p > INT64_MAX / s) return INT64_MAX;
+    p *= s;
+  }
+  return p;
 }
 
 Status check_limit(std::string_view name, int64_t asked, const std::string& where, const std::string& what) {

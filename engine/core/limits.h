@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,11 @@ std::vector<LimitInfo> all_limits();
 // "<where>: <what> (<asked>) exceeds the limit 'NAME' (<value>); raise it
 //  with --limit NAME=N or ARCHETYPE_LIMITS=NAME=N if this is meant"
 Error over_limit(std::string_view name, const std::string& where, const std::string& what, int64_t asked);
+
+// The product of sizes a request gives (an image's height and width, a
+// loop's steps), held at INT64_MAX where it would overflow: the figure to
+// check, computed before anything of that size is made. Any size <= 0: 0.
+int64_t saturating_product(std::initializer_list<int64_t> sizes);
 
 // asked <= limit(name) ? ok : over_limit(...)
 Status check_limit(std::string_view name, int64_t asked, const std::string& where, const std::string& what);

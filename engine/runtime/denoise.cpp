@@ -1,8 +1,11 @@
 #include "engine/runtime/denoise.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
+#include "engine/core/limits.h"
 
 namespace arch {
 
@@ -20,8 +23,26 @@ void put_row(Tensor& stack, int64_t row, const Tensor& t) {
 
 }  // namespace
 
+Status check_guidance(float guidance, const std::string& name) {
+  if (std::isfinite(guidance) && guidance >= 0.0f && guidance <= 100.0f) return {};
+  char shown[32];
+  std::snprintf(shown, sizeof shown, "%g", double(guidance));
+  return error(name + " is " + shown + ": a guidance scale must be a number from 0 to 100");
+}
+
+Status check_loop_size(const Dims& shape, int steps) {
+  int64_t elements = 1;
+  for (int64_t d : shape) elements = saturating_product({elements, d});
+  const int64_t copies = 2 * int64_t(std::max(steps, 0)) + 1;
+  return check_limit("latent_elements", saturating_product({elements, copies}), "",
+                     "the latents a loop of " + std::to_string(steps) + " steps over " + dims_str(shape) + " keeps (" +
+                         std::to_string(copies) + " of them: the trajectory and the noise predictions), in elements");
+}
+
 Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
                               const DenoiseOptions& opt) {
+  if (opt.steps < 1) return error("a sampling loop needs at least 1 step, not " + std::to_string(opt.steps));
+  ARCH_TRY_STATUS(check_guidance(opt.guidance));
   ARCH_TRY(const ModelGraph* g, m.find_graph("denoise"));
   const Graph& graph = g->graph;
   const std::string latent_name = graph.find_input("sample") >= 0 ? "sample" : "hidden_states";
@@ -51,6 +72,7 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
     if (want.type.shape[d].concrete() && want.type.shape[d].n != x.shape[d])
       return error("the latents are " + dims_str(x.shape) + ", the model takes " + shape_str(want.type.shape) +
                    " (channels and size from its config)");
+  ARCH_TRY_STATUS(check_loop_size(x.shape, opt.steps));
   const Shape& cw = graph.values[context_in].type.shape;
   auto check_context = [&](const Tensor& c, const char* what) -> Result<Tensor> {
     Tensor t = unbatched(c, 2);

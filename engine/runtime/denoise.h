@@ -14,6 +14,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/runtime/model.h"
@@ -41,7 +42,20 @@ struct DenoiseResult {
   bool guidance_input = false;      // the scale fed to the model itself (guidance-distilled)
 };
 
+// Refused before any of it is made: a guidance scale that is not a number
+// from 0 to 100, a loop past check_loop_size.
 Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
                               const DenoiseOptions& opt);
+
+// A guidance scale mixes uncond + g * (cond - uncond): past some hundreds
+// (1e38, say) that is Inf and NaN, an all-black image. A number from 0 to
+// 100 passes; the error names it as `name` ("--guidance").
+Status check_guidance(float guidance, const std::string& name = "guidance");
+
+// What a loop of `steps` steps over latents of `shape` keeps: its
+// trajectory (steps + 1 latents) and every step's noise prediction, within
+// the limit 'latent_elements', checked before any of it (or the seeded
+// noise) is made; the error gives the figure it would need.
+Status check_loop_size(const Dims& shape, int steps);
 
 }  // namespace arch

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "engine/core/json_text.h"
+#include "engine/core/limits.h"
 #include "engine/runtime/forward.h"
 
 namespace arch {
@@ -61,6 +62,18 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   return p;
 }
 
+namespace {
+
+// The image a run makes is held as floats three times over (the VAE's
+// output, the image, the PNG's bytes): its size is bounded as an image to
+// decode is, before the loop starts.
+Status check_image_pixels(int64_t height, int64_t width) {
+  return check_limit("image_pixels", saturating_product({height, width}),
+                     "an image of " + std::to_string(height) + "x" + std::to_string(width), "its pixels");
+}
+
+}  // namespace
+
 int64_t vae_scale(const Pipeline& p) {
   const auto& boc = p.vae->checkpoint.config.value("block_out_channels", nlohmann::json::array());
   return int64_t(1) << std::max<int64_t>(0, int64_t(boc.size()) - 1);
@@ -84,12 +97,19 @@ Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
                    " only, not " + std::to_string(px));
     shape.push_back(px / scale);
   }
+  ARCH_TRY_STATUS(check_image_pixels(shape[1] * scale, shape[2] * scale));
   return shape;
 }
 
 Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   using clock = std::chrono::steady_clock;
   auto since = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  const Dims& z = opt.latents.shape;
+  if (z.size() >= 2) {
+    const int64_t scale = vae_scale(p);
+    ARCH_TRY_STATUS(check_image_pixels(saturating_product({z[z.size() - 2], scale}), saturating_product({z.back(), scale})));
+  }
+  ARCH_TRY_STATUS(check_guidance(opt.guidance));
   ImagineResult r;
   auto t = clock::now();
   auto embed = [&](const std::vector<int32_t>& ids, const char* what) -> Result<Tensor> {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/core/limits.h"
 #include "engine/runtime/session.h"
 
 namespace arch {
@@ -43,6 +44,9 @@ Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOp
   if (!mg) return error(m.family + " (" + m.template_path + ") has no graph with a waveform output: not a speech model");
   const Graph& g = mg->graph;
   if (ids.empty()) return error("no ids to speak");
+  // One run's memory grows with its frames, so with its ids: a long text is
+  // cut into pieces (speak_text), and ids given as they are are bounded.
+  ARCH_TRY_STATUS(check_limit("speech_ids", int64_t(ids.size()), "", "the ids one run of the voice takes"));
   const int64_t vocab = m.config_int("vocab_size", 0);
   for (int32_t id : ids)
     if (id < 0 || (vocab > 0 && id >= vocab))
@@ -51,17 +55,22 @@ Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOp
   Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
   std::copy(ids.begin(), ids.end(), t.i32());
   in["input_ids"] = t;
-  auto knob = [&](const char* name, float v, bool positive) -> Status {
+  // The knobs' sensible ranges: a rate below 0.1 makes every sound ten
+  // times longer and more (the frames, and the memory, grow as much); a
+  // noise scale past 10 swamps the prior's means (exp of it, durations
+  // without end); Inf and 1e38 are neither.
+  auto knob = [&](const char* name, float v, float lo, float hi) -> Status {
     if (std::isnan(v)) return {};
-    if (!std::isfinite(v) || (positive ? !(v > 0) : !(v >= 0)))
-      return error(std::string(name) + " is " + number_text(v) + ": it must be " + (positive ? "> 0" : ">= 0"));
+    if (!(v >= lo && v <= hi))
+      return error(std::string(name) + " is " + number_text(v) + ": it must be a number from " + number_text(lo) +
+                   " to " + number_text(hi));
     if (g.find_input(name) < 0) return error(m.family + "'s graph " + g.name + " takes no " + name);
     in[name] = scalar_f32(v);
     return {};
   };
-  ARCH_TRY_STATUS(knob("speaking_rate", opt.speaking_rate, true));
-  ARCH_TRY_STATUS(knob("noise_scale", opt.noise_scale, false));
-  ARCH_TRY_STATUS(knob("noise_scale_duration", opt.noise_scale_duration, false));
+  ARCH_TRY_STATUS(knob("speaking_rate", opt.speaking_rate, 0.1f, 10.0f));
+  ARCH_TRY_STATUS(knob("noise_scale", opt.noise_scale, 0.0f, 10.0f));
+  ARCH_TRY_STATUS(knob("noise_scale_duration", opt.noise_scale_duration, 0.0f, 10.0f));
   if (opt.speaker >= 0) {
     const int64_t speakers = m.config_int("num_speakers", 1);
     if (opt.speaker >= speakers)

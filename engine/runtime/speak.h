@@ -42,9 +42,10 @@ struct Speech {
 // The graph of `m` that outputs `waveform`, or null.
 const ModelGraph* speech_graph(const Model& m);
 
-// Errors name the fault: a model with no waveform graph, no ids, an id
-// outside the vocabulary, a rate <= 0, a negative noise scale, a speaker
-// the voice does not have.
+// Errors name the fault: a model with no waveform graph, no ids, more ids
+// than the limit 'speech_ids', an id outside the vocabulary, a rate
+// outside 0.1 .. 10, a noise scale outside 0 .. 10 (Inf included; NaN
+// means the config's), a speaker the voice does not have.
 Result<Speech> speak(const Model& m, std::span<const int32_t> ids, const SpeakOptions& opt = {});
 
 // A long text cut into pieces to speak one after another (as Piper speaks

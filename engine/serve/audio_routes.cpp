@@ -3,6 +3,7 @@
 // any sound file libsndfile reads to text), one request at a time each.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -105,6 +106,11 @@ void Server::transcription(const httplib::Request& req, httplib::Response& res) 
     std::string why = audio.error().message;
     if (auto at = why.find(upload.path); at != std::string::npos) why.replace(at, upload.path.size(), "the upload");
     return reply_error(res, bad_request("the upload is not audio this server reads (WAV, FLAC, OGG): " + why, "file"));
+  }
+  if (!audio->warning.empty()) {  // served as far as the data goes; said where the operator sees it
+    std::string why = audio->warning;
+    if (auto at = why.find(upload.path); at != std::string::npos) why.replace(at, upload.path.size(), "an upload");
+    std::fprintf(stderr, "archrun serve: warning: %s\n", why.c_str());
   }
   auto samples = resample(audio->samples, audio->sample_rate, 16000);
   if (!samples.ok()) return reply_error(res, bad_request("the upload cannot be resampled: " + samples.error().message, "file"));

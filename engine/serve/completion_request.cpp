@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "engine/core/json_text.h"
+
 namespace arch::serve {
 
 namespace {
@@ -200,10 +202,26 @@ Check read_fields(const json& j, CompletionRequest& r) {
 }  // namespace
 
 std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return bad_request("the request body is not valid JSON");
+  // The core's reader: nesting held to json_depth (everything after walks
+  // the value recursively), a key given twice refused rather than one kept.
+  auto parsed = parse_json(body, "the request body");
+  if (!parsed.ok()) {
+    const std::string& why = parsed.error().message;
+    const size_t reason = why.find("invalid JSON: ");
+    if (reason == std::string::npos) return bad_request(why);  // over json_depth
+    return bad_request("the request body is not valid JSON (" + why.substr(reason + 14) + ")");
+  }
+  json& j = *parsed;
   if (!j.is_object()) return bad_request("the request body must be a JSON object");
-  return j;
+  return std::move(j);
+}
+
+int64_t prompt_bytes(const CompletionRequest& r) {
+  if (!r.chat) return r.prompt_is_ids ? int64_t(r.prompt_ids.size() * sizeof(int32_t)) : int64_t(r.prompt.size());
+  int64_t bytes = 0;
+  for (const auto& m : r.messages)
+    if (auto c = m.find("content"); c != m.end()) bytes += c->is_string() ? int64_t(c->get_ref<const std::string&>().size()) : int64_t(c->dump().size());
+  return bytes;
 }
 
 std::variant<std::string, ApiError> string_field(const nlohmann::json& j, const char* name, std::string fallback) {

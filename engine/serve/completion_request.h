@@ -39,7 +39,12 @@ struct CompletionRequest {
 // The request, or the error to reply with (status 400, the field named).
 std::variant<CompletionRequest, ApiError> parse_completion_request(const std::string& body, bool chat);
 
-// The body as a JSON object, or the 400 for one that is not.
+// The bytes of the request's prompt text (chat: its messages' contents),
+// as the server bounds them before tokenizing.
+int64_t prompt_bytes(const CompletionRequest& r);
+
+// The body as a JSON object, or the 400 for one that is not (nested past
+// json_depth, a key given twice).
 std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body);
 
 // Field `name` of object `j` as text: `fallback` where it is absent or

@@ -5,6 +5,7 @@
 
 #include <httplib.h>
 
+#include "engine/core/limits.h"
 #include "engine/serve/completion_request.h"
 #include "engine/serve/http_reply.h"
 #include "engine/serve/server.h"
@@ -40,6 +41,15 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   if (!r.model.empty() && r.model != name_)
     return reply_error(res, unknown_model(r.model));
   if (!batcher_) return reply_error(res, bad_request("model '" + name_ + "' does not generate text: it serves " + serves(), "model"));
+  // A prompt no context could hold is refused before the tokenizer spends
+  // time and memory on it.
+  const int64_t most_bytes = limit("prompt_bytes") > 0 ? limit("prompt_bytes") : 64 * opt_.context;
+  if (const int64_t bytes = prompt_bytes(r); bytes > most_bytes)
+    return reply_error(res, {413,
+                             "the prompt (" + std::to_string(bytes) + " bytes) exceeds the limit 'prompt_bytes' (" +
+                                 std::to_string(most_bytes) + (limit("prompt_bytes") > 0 ? "" : ": 64 per position of the " + std::to_string(opt_.context) + "-position context") +
+                                 "); raise it with archrun serve --limit prompt_bytes=N if this is meant",
+                             "invalid_request_error", r.chat ? "messages" : "prompt", "prompt_too_large"});
   auto made = prompt_ids(r);
   if (auto* e = std::get_if<ApiError>(&made)) return reply_error(res, *e);
   std::vector<int32_t>& prompt = std::get<std::vector<int32_t>>(made);

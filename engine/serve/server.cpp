@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 #include <omp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "engine/runtime/generate.h"
@@ -13,6 +14,7 @@
 #include "engine/runtime/model_text.h"
 #include "engine/runtime/speak.h"
 #include "engine/serve/completion_request.h"
+#include "engine/serve/gated_http_server.h"
 #include "engine/serve/http_reply.h"
 
 namespace arch::serve {
@@ -102,7 +104,12 @@ void Server::start(const std::string& path, ServeOptions opt) {
   created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   opt_ = opt;
   threads_ = omp_get_max_threads();
-  http_ = std::make_unique<httplib::Server>();
+  // Each request being served holds a thread while it streams: room for
+  // every running and waiting request, and a few more for the rest.
+  // Connections still sending their request hold none (ConnectionGate).
+  http_ = std::make_unique<GatedHttpServer>(GateOptions{.max_waiting = opt.max_waiting,
+                                                        .first_request_seconds = opt.request_seconds,
+                                                        .workers = opt.parallel + opt.queue + 8});
   routes();
 }
 
@@ -113,8 +120,12 @@ std::unique_lock<std::mutex> Server::hold_work() {
 }
 
 Server::~Server() {
-  if (http_) http_->stop();
+  if (http_) {
+    http_->stop();
+    http_->close_waiting();
+  }
   batcher_.reset();  // ends what still runs: every stream sees its end
+  http_.reset();     // then its workers are joined
 }
 
 int64_t Server::cache_bytes() const { return batcher_ ? batcher_->cache_bytes() : 0; }
@@ -144,6 +155,13 @@ std::variant<nlohmann::json, ApiError> Server::json_request(const httplib::Reque
 }
 
 Result<int> Server::bind() {
+  // Every waiting connection is a descriptor: the soft limit (often 1024)
+  // raised to the hard one, so that they are refused by the gate's bound
+  // (503) before accept() fails for want of descriptors.
+  if (rlimit r{}; ::getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &r);
+  }
   // httplib listens with a backlog of 5: 64 clients connecting at once
   // would overflow it, and some of them see their connection dropped. The
   // socket is caught as it is made and listened on again with room for
@@ -163,12 +181,8 @@ void Server::stop() { http_->stop(); }
 
 void Server::routes() {
   httplib::Server& h = *http_;
-  // Each open connection holds a thread while it streams: room for every
-  // running and waiting request, and a few more for the rest.
-  const size_t threads = size_t(opt_.parallel + opt_.queue + 8);
-  h.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   h.set_payload_max_length(size_t(64) << 20);
-  h.set_read_timeout(30);
+  h.set_read_timeout(10);  // a body that stops arriving for this long
   h.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (opt_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + opt_.api_key) return httplib::Server::HandlerResponse::Unhandled;
@@ -199,7 +213,10 @@ void Server::routes() {
     reply_error(res, {500, what, "server_error", "", ""});
   });
   h.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json j = {{"status", "ok"}, {"model", name_}};
+    const GateCounts g = http_->counts();
+    nlohmann::json j = {{"status", "ok"}, {"model", name_},
+                        {"connections", {{"waiting", g.waiting}, {"most_waiting", opt_.max_waiting}, {"refused", g.refused},
+                                         {"timed_out", g.timed_out}, {"headers_too_large", g.too_large}}}};
     if (batcher_) {
       auto l = batcher_->load();
       j["slots"] = {{"total", opt_.parallel}, {"running", l.running}, {"waiting", l.waiting}, {"queue", opt_.queue},

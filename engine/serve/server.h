@@ -23,12 +23,13 @@
 #include "importer/text/tokenizer/tokenizer.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }
 
 namespace arch::serve {
+
+class GatedHttpServer;
 
 struct ServeOptions {
   std::string host = "127.0.0.1";
@@ -41,6 +42,8 @@ struct ServeOptions {
   std::string chat_template;     // a Jinja file to use in place of the checkpoint's ("": the checkpoint's)
   int adaptive_threads = 0;      // decode steps' threads governed up to this many (0: as set)
   BatchProfile* profile = nullptr;  // set: the batch worker times its runs into it (engine/runtime/batcher.h)
+  int max_waiting = 1024;        // connections waiting to send a request (idle or slow); past it refused at once
+  double request_seconds = 10;   // a new connection's request must arrive within this
 };
 
 class Server {
@@ -100,7 +103,7 @@ class Server {
   int threads_ = 1;                     // OpenMP threads they run on: the creator's (--threads)
   std::vector<int32_t> stop_ids_;
   int64_t vocab_ = 0, created_ = 0;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<GatedHttpServer> http_;
   int listen_fd_ = -1;                  // the listening socket, its backlog widened after bind
 };
 

@@ -13,15 +13,8 @@
 namespace arch {
 
 Status check_writable(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  std::error_code ec;
   if (path.empty()) return error("no output path given");
-  if (fs::is_directory(target, ec)) return error(path + ": is a directory");
-  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  if (!fs::is_directory(folder, ec)) return error(path + ": the folder " + folder.string() + " does not exist");
-  if (access(folder.c_str(), W_OK) != 0) return error(path + ": the folder " + folder.string() + " is not writable");
-  return {};
+  return OutputFile::check(path);  // a device or "-" written in place; else a writable folder
 }
 
 Status write_wav(const std::string& path, std::span<const float> samples, int sample_rate) {

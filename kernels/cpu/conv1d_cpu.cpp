@@ -58,6 +58,8 @@ struct ConvPrimitives {
   std::map<decltype(std::declval<ConvShape>().key()), ConvPrimitive> cache;
 };
 
+constexpr size_t kMostPrimitives = 64;
+
 ConvPrimitives& primitives() {
   static ConvPrimitives p;
   return p;
@@ -122,7 +124,11 @@ Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const float*
     std::lock_guard<std::mutex> guard(cp.lock);
     auto it = cp.cache.find(s.key());
     if (it == cp.cache.end()) {
-      if (cp.cache.size() >= 512) cp.cache.clear();
+      // A primitive holds memory that grows with its length, and a voice
+      // makes some fifty at new lengths for every piece of text it speaks:
+      // kept by the hundred, they grew memory with the whole text, not with
+      // its longest piece. About one piece's worth is kept.
+      if (cp.cache.size() >= kMostPrimitives) cp.cache.clear();
       it = cp.cache.emplace(s.key(), make_primitive(s, Lo, cp.engine)).first;
     }
     ConvPrimitive& p = it->second;

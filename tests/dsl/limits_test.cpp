@@ -9,6 +9,7 @@
 #include "dsl/instantiate.h"
 #include "kernels/kernels.h"
 #include "tests/dsl/dsl_test_util.h"
+#include "tests/test_files.h"
 #include "tests/time_bound.h"
 
 namespace arch::dsl {
@@ -49,6 +50,30 @@ TEST(TemplateLimits, AMegabyteLineOfOperators) {
   const std::string line = with_config_default("1" + repeat(" + 1", 250000));
   const std::string msg = first_line(parse_error(line));
   EXPECT_NE(msg.find("operators in one chain (250000) exceeds the limit 'template_depth'"), std::string::npos) << msg;
+}
+
+// f0.arch imports f1.arch imports f2.arch ... 5000 deep: each import is a
+// level of recursion in the loader and the parser, bounded like any other
+// nesting, and refused at the import that goes too deep.
+TEST(TemplateLimits, AnImportChainThousandsDeepIsRefusedNotOverflowed) {
+  arch::testing::TempDir dir;
+  const int files = 5000;
+  auto name = [](int k) { return "f" + std::to_string(k) + ".arch"; };
+  for (int k = 0; k < files; ++k)
+    arch::testing::write_file(dir / name(k), "family T\nimport \"" + name(k + 1) + "\"\n");
+  arch::testing::write_file(dir / name(files), "family T\ngraph step(x: f32[seq]) { output y = x }\n");
+  auto deep = parse_template_file(dir / name(0));
+  ASSERT_FALSE(deep.ok());
+  EXPECT_EQ(first_line(deep.error().message),
+            dir / name(200) +
+                ":2:8: error: the nesting of imports (201) exceeds the limit 'template_depth' (200); if this is "
+                "meant, raise it with --limit template_depth=N or ARCHETYPE_LIMITS=template_depth=N");
+  // A chain within the limit reads to its end.
+  auto shallow = parse_template_file(dir / name(files - 50));
+  ASSERT_TRUE(shallow.ok()) << shallow.error().message;
+  EXPECT_EQ(shallow->files.size(), 51u);
+  ASSERT_EQ(shallow->graphs.size(), 1u);
+  EXPECT_EQ(shallow->graphs[0].name, "step");
 }
 
 TEST(TemplateLimits, NestingWithinTheLimitParses) {
@@ -126,6 +151,35 @@ graph step(x: f32[seq]) {
   auto r = instantiate_text(nested, json::object());
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("exceeds the limit 'loop_iterations'"), std::string::npos) << r.error().message;
+}
+
+// A loop without a scope names its values again each iteration: a, a#2,
+// a#3, ... Each name is found in time independent of how many came before,
+// so thousands of iterations instantiate in well under a second.
+std::string unrolled(int iterations) {
+  return "family T\ngraph step(x: f32[seq, 4]) {\n  h = x\n  for i in 0.." + std::to_string(iterations) +
+         " {\n    a = h * 2.0\n    b = a + h\n    h = b - a\n  }\n  output y = h\n}\n";
+}
+
+double seconds_to_instantiate(int iterations, Result<Instance>& out) {
+  const auto start = std::chrono::steady_clock::now();
+  out = instantiate_text(unrolled(iterations), json::object());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+TEST(TemplateLimits, NamingValuesInALongLoopIsNotQuadratic) {
+  Result<Instance> r = error("not run");
+  const double seconds = seconds_to_instantiate(4000, r);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_LT(seconds, arch::testing::time_bound(1.0));
+  const Graph& g = r->graph;
+  ASSERT_EQ(g.nodes.size(), 4000u * 4);  // constant, mul, add, sub
+  auto named = [&](const std::string& n) { return g.find_value(n) >= 0; };
+  for (const char* n : {"a", "a.constant", "b", "h", "a#2", "a.constant#2", "b#2", "h#2", "a#4000", "a.constant#4000",
+                        "b#4000", "h#4000"})
+    EXPECT_TRUE(named(n)) << n;
+  EXPECT_FALSE(named("a#4001"));
+  EXPECT_EQ(g.values[size_t(g.outputs.at(0).value)].name, "h#4000");
 }
 
 TEST(TemplateLimits, IntegerOverflowIsAnError) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/dsl/dsl_test_util.h"
+#include "tests/test_files.h"
 
 namespace arch::dsl {
 namespace {
@@ -438,6 +439,73 @@ TEST(Parse, ImportsMergeByName) {
   EXPECT_EQ(norms, 1);
   EXPECT_TRUE(t->imports.empty());
   EXPECT_EQ(path_str(t->weights.front().pattern), "model.layers.{i}.pre_feedforward_layernorm.weight");
+}
+
+// a.arch imports b.arch imports a.arch: an error at the import that closes
+// the cycle, as is a file importing itself.
+TEST(Parse, AnImportCycleIsAnError) {
+  arch::testing::TempDir dir;
+  arch::testing::write_file(dir / "a.arch", "family T\nimport \"b.arch\"\ngraph step(x: f32[seq]) { output y = x }\n");
+  arch::testing::write_file(dir / "b.arch", "family T\nimport \"a.arch\"\n");
+  arch::testing::write_file(dir / "self.arch", "family T\n\nimport \"self.arch\"\n");
+  auto cycle = parse_template_file(dir / "a.arch");
+  ASSERT_FALSE(cycle.ok());
+  EXPECT_EQ(first_line(cycle.error().message),
+            dir / "b.arch" + ":2:8: error: import cycle: " + (dir / "a.arch") + " imports itself");
+  auto self = parse_template_file(dir / "self.arch");
+  ASSERT_FALSE(self.ok());
+  EXPECT_EQ(first_line(self.error().message),
+            dir / "self.arch" + ":3:8: error: import cycle: " + (dir / "self.arch") + " imports itself");
+}
+
+// Two graphs of one name in one file: the later would silently replace the
+// earlier, so it is an error naming both places.
+TEST(Parse, AGraphDefinedTwiceInOneFileNamesBoth) {
+  const std::string twice =
+      "family T\ngraph step(x: f32[seq]) { output y = x }\ngraph encode(x: f32[seq]) { output e = x }\n"
+      "graph step(x: f32[seq]) {\n  output z = x\n}\n";
+  EXPECT_EQ(first_line(parse_error(twice)), "t.arch:4:1: error: graph 'step' is defined twice (first at t.arch:2:1)");
+  arch::testing::TempDir dir;
+  arch::testing::write_file(dir / "base.arch", twice);
+  arch::testing::write_file(dir / "top.arch", "family T\nimport \"base.arch\"\n");
+  auto imported = parse_template_file(dir / "top.arch");
+  ASSERT_FALSE(imported.ok());
+  EXPECT_EQ(first_line(imported.error().message), dir / "base.arch" +
+                                                      ":4:1: error: graph 'step' is defined twice (first at " +
+                                                      (dir / "base.arch") + ":2:1)");
+}
+
+// Two imports defining one graph: which one the template runs would be the
+// order of its imports, silently. The importer defining it itself chooses
+// (that is how a family extends another), and one file reached along two
+// import paths is one definition.
+TEST(Parse, AGraphFromTwoImportsNamesBoth) {
+  arch::testing::TempDir dir;
+  const std::string step = "graph step(x: f32[seq]) { output y = x }\n";
+  arch::testing::write_file(dir / "a.arch", "family A\n" + step);
+  arch::testing::write_file(dir / "b.arch", "family B\n\n" + step);
+  arch::testing::write_file(dir / "both.arch", "family T\nimport \"a.arch\"\nimport \"b.arch\"\n");
+  auto both = parse_template_file(dir / "both.arch");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(first_line(both.error().message),
+            dir / "both.arch" + ":3:8: error: graph 'step' is defined twice: at " + (dir / "b.arch") +
+                ":3:1 (imported here) and at " + (dir / "a.arch") + ":2:1 (imported before); define it in " +
+                (dir / "both.arch") + " to choose one");
+
+  arch::testing::write_file(dir / "chooses.arch", "family T\nimport \"a.arch\"\nimport \"b.arch\"\n" + step);
+  auto chooses = parse_template_file(dir / "chooses.arch");
+  ASSERT_TRUE(chooses.ok()) << chooses.error().message;
+  ASSERT_EQ(chooses->graphs.size(), 1u);
+  EXPECT_EQ(chooses->graphs[0].loc.file, 0);  // its own
+  EXPECT_EQ(chooses->graphs[0].loc.line, 4);
+
+  arch::testing::write_file(dir / "left.arch", "family L\nimport \"a.arch\"\n");
+  arch::testing::write_file(dir / "right.arch", "family R\nimport \"a.arch\"\n");
+  arch::testing::write_file(dir / "diamond.arch", "family T\nimport \"left.arch\"\nimport \"right.arch\"\n");
+  auto diamond = parse_template_file(dir / "diamond.arch");
+  ASSERT_TRUE(diamond.ok()) << diamond.error().message;
+  ASSERT_EQ(diamond->graphs.size(), 1u);
+  EXPECT_EQ(diamond->files[size_t(diamond->graphs[0].loc.file)].path, dir / "a.arch");
 }
 
 TEST(Parse, TheRealTemplateParses) {

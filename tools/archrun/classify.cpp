@@ -12,7 +12,9 @@
 
 namespace arch::cli {
 
-int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json) {
+namespace {
+
+int classify_command(const Common& c, const std::string& image_path, int top_k, bool as_json) {
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   const Model& model = **m;
@@ -46,6 +48,12 @@ int run_classify(const Common& c, const std::string& image_path, int top_k, bool
     for (auto& [p, id] : ranked) std::printf("%6.2f%%  %s (%d)\n", 100 * p, label(id).c_str(), id);
   }
   return 0;
+}
+
+}  // namespace
+
+int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json) {
+  return guarded([&] { return classify_command(c, image_path, top_k, as_json); });
 }
 
 }  // namespace arch::cli

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <sstream>
 
 #include <unistd.h>
@@ -50,7 +52,44 @@ LoadProgress load_progress_line() {
   };
 }
 
+const char kOutOfMemory[] =
+    "out of memory: an allocation failed (std::bad_alloc); what was asked needs more memory than this machine "
+    "has free (smaller sizes, fewer steps or shorter text need less)";
+
+// An exception nothing caught ends the process through std::terminate: one
+// thrown inside a kernel's parallel loop can be caught by no caller at all.
+// std::bad_alloc is said as the one error and exit 1, never an abort; any
+// other goes on to the runtime's own handler.
+std::terminate_handler previous_terminate = nullptr;
+
+[[noreturn]] void say_out_of_memory_on_terminate() {
+  if (std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::bad_alloc&) {
+      std::fprintf(stderr, "archrun: error: %s\n", kOutOfMemory);
+      std::_Exit(1);
+    } catch (...) {
+    }
+  }
+  if (previous_terminate) previous_terminate();
+  std::abort();
+}
+
+[[maybe_unused]] const bool terminate_installed = [] {
+  previous_terminate = std::set_terminate(say_out_of_memory_on_terminate);
+  return true;
+}();
+
 }  // namespace
+
+int guarded(const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const std::bad_alloc&) {
+    return fail(error(kOutOfMemory));
+  }
+}
 
 Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite) {
   LoadOptions opt;

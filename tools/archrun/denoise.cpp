@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include "engine/core/finite.h"
+#include "engine/core/output_file.h"
 #include "importer/checkpoint/safetensors.h"
 #include "engine/runtime/denoise.h"
 #include "tools/archrun/commands.h"
@@ -15,22 +17,25 @@ namespace arch::cli {
 
 namespace {
 
-// The one tensor a file holds (by any name).
+// The one tensor a file holds (by any name), all numbers: a NaN in a
+// latent or a context is named here, where it enters, not found later as
+// NaN latents.
 Result<Tensor> only_tensor(const std::string& path, const char* what) {
   auto f = read_safetensors(path);
   if (!f.ok()) return f.error();
   if (f->tensors.size() != 1)
     return error(path + ": " + what + " must be one tensor, the file holds " + std::to_string(f->tensors.size()));
-  Tensor t = f->tensors.begin()->second;
-  if (t.dtype != DType::F32) t = to_f32(t);
-  return t;
+  const auto& [name, stored] = *f->tensors.begin();
+  ARCH_TRY_STATUS(check_finite(stored, path + ": " + what + " (tensor '" + name + "')"));
+  return stored.dtype == DType::F32 ? stored : to_f32(stored);
 }
 
-}  // namespace
-
-int run_denoise(const DenoiseArgs& a) {
+int denoise_command(const DenoiseArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
   if (a.context.empty()) return fail(error("give the context (encoder_hidden_states) as --context FILE.safetensors"));
+  if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());  // before the work, not after
+  if (!std::isnan(a.guidance))
+    if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   std::string config_path;
@@ -84,6 +89,7 @@ int run_denoise(const DenoiseArgs& a) {
                           ": give --latent-height and --latent-width, or --latents"));
       shape.push_back(d.concrete() ? d.n : given);
     }
+    if (Status st = check_loop_size(shape, a.steps); !st.ok()) return fail(st.error());  // before the noise is made
     latents = Tensor::zeros(DType::F32, shape);
     std::mt19937_64 rng(a.seed);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -123,6 +129,12 @@ int run_denoise(const DenoiseArgs& a) {
                config_path.c_str(), how.c_str(),
                seconds, seconds / a.steps, a.out.c_str());
   return 0;
+}
+
+}  // namespace
+
+int run_denoise(const DenoiseArgs& a) {
+  return guarded([&] { return denoise_command(a); });
 }
 
 }  // namespace arch::cli

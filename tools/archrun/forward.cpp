@@ -1,15 +1,22 @@
 // archrun forward: one pass over named inputs; named outputs written to safetensors.
 #include <algorithm>
 
+#include "engine/core/finite.h"
 #include "engine/runtime/forward.h"
 #include "importer/checkpoint/safetensors.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
 
-int run_forward(const ForwardArgs& a) {
+namespace {
+
+int forward_command(const ForwardArgs& a) {
   auto in = read_safetensors(a.inputs);
   if (!in.ok()) return fail(in.error());
+  // One pass where the inputs enter: a NaN in pixel_values would come out
+  // as NaN logits, said nowhere.
+  for (const auto& [name, t] : in->tensors)
+    if (Status st = check_finite(t, a.inputs + ": tensor '" + name + "'"); !st.ok()) return fail(st.error());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   auto graph = (*m)->find_graph(a.graph);
@@ -44,6 +51,12 @@ int run_forward(const ForwardArgs& a) {
   Status st = write_safetensors(a.out, tensors);
   if (!st.ok()) return fail(st.error());
   return 0;
+}
+
+}  // namespace
+
+int run_forward(const ForwardArgs& a) {
+  return guarded([&] { return forward_command(a); });
 }
 
 }  // namespace arch::cli

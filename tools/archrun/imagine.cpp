@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include "engine/core/finite.h"
+#include "engine/core/output_file.h"
 #include "importer/image/image_write.h"
 #include "importer/checkpoint/safetensors.h"
 #include "engine/runtime/pipeline.h"
@@ -15,16 +17,31 @@
 
 namespace arch::cli {
 
-int run_imagine(const ImagineArgs& a) {
+namespace {
+
+// --latents: one tensor, all numbers (a NaN there is an all-black image).
+Result<Tensor> read_latents(const std::string& path) {
+  ARCH_TRY(SafetensorsFile f, read_safetensors(path));
+  if (f.tensors.size() != 1) return error(path + ": the latents must be one tensor");
+  const auto& [name, stored] = *f.tensors.begin();
+  ARCH_TRY_STATUS(check_finite(stored, path + ": the latents (tensor '" + name + "')"));
+  return to_f32(stored);
+}
+
+int imagine_command(const ImagineArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
   if (a.out.empty()) return fail(error("give the PNG to write as -o OUT.png"));
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 49406,...,49407 (one of them)"));
   if (!is_pipeline(a.common.model)) return fail(error(a.common.model + ": not a pipeline folder (no model_index.json)"));
   if (a.height < 0 || a.width < 0)
     return fail(error("--height and --width must be positive, not " + std::to_string(a.height) + "x" + std::to_string(a.width)));
-  {
-    // The output's folder must be writable before any work starts (no
-    // file is made until the image is whole).
+  if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
+  // The output must be writable before any work starts (no file is made
+  // until the image is whole). "-" (standard output) and a device are
+  // written in place.
+  if (OutputFile::in_place(a.out)) {
+    if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());
+  } else {
     const std::filesystem::path parent = std::filesystem::absolute(a.out).parent_path();
     if (access(parent.c_str(), W_OK) != 0) return fail(error(a.out + ": cannot write the image there (" + parent.string() + " is not a writable folder)"));
   }
@@ -52,14 +69,15 @@ int run_imagine(const ImagineArgs& a) {
       opt.negative_ids = *n;
     }
   }
+  // Sizes from the command line bounded before anything of theirs is made.
   auto shape = latent_shape(*p, a.height, a.width);
   if (!shape.ok()) return fail(shape.error());
   if (!a.latents.empty()) {
-    auto f = read_safetensors(a.latents);
-    if (!f.ok()) return fail(f.error());
-    if (f->tensors.size() != 1) return fail(error(a.latents + ": the latents must be one tensor"));
-    opt.latents = to_f32(f->tensors.begin()->second);
+    auto l = read_latents(a.latents);
+    if (!l.ok()) return fail(l.error());
+    opt.latents = *l;
   } else {
+    if (Status st = check_loop_size(*shape, a.steps); !st.ok()) return fail(st.error());
     opt.latents = seeded_latents(*shape, a.seed);
     std::fprintf(stderr, "seed %llu\n", (unsigned long long)a.seed);
   }
@@ -85,8 +103,14 @@ int run_imagine(const ImagineArgs& a) {
     if (!s2.ok()) return fail(s2.error());
   }
   std::fprintf(stderr, "%s: %d steps (%s%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), a.steps,
-               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, a.out.c_str());
+               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, (a.out == "-" ? "standard output" : a.out).c_str());
   return 0;
+}
+
+}  // namespace
+
+int run_imagine(const ImagineArgs& a) {
+  return guarded([&] { return imagine_command(a); });
 }
 
 }  // namespace arch::cli

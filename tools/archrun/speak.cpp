@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/output_file.h"
 #include "importer/audio/wav_write.h"
 #include "engine/runtime/model_text.h"
 #include "engine/runtime/speak.h"
@@ -12,11 +13,15 @@
 
 namespace arch::cli {
 
-int run_speak(const SpeakArgs& a) {
+namespace {
+
+int speak_command(const SpeakArgs& a) {
   if (a.has_prompt == !a.ids.empty()) return fail(error("give the text with -p, or ids with --ids (one of them)"));
   if (a.has_prompt && a.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(error("the text is empty: nothing to speak"));
-  if (Status st = check_writable(a.out); !st.ok()) return fail(st.error());  // before the work, not after
+  if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());  // before the work, not after
+  // "-o -": the WAV is standard output, so everything for people goes to stderr.
+  std::FILE* said = a.out == "-" ? stderr : stdout;
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   SpeakOptions opt;
@@ -55,14 +60,20 @@ int run_speak(const SpeakArgs& a) {
                         {"compute_seconds", all.compute_seconds},
                         {"real_time_factor", all.real_time_factor()},
                         {"seed", a.seed}};
-    std::printf("%s\n", j.dump().c_str());
+    std::fprintf(said, "%s\n", j.dump().c_str());
     return 0;
   }
   const std::string in_pieces = all.pieces > 1 ? " in " + std::to_string(all.pieces) + " pieces" : "";
   std::fprintf(stderr, "wrote %s: %.2f s of audio at %d Hz (%lld frames from %zu ids%s) in %.3f s: real-time factor %.3f\n",
-               a.out.c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
+               (a.out == "-" ? "standard output" : a.out).c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
                all.compute_seconds, all.real_time_factor());
   return 0;
+}
+
+}  // namespace
+
+int run_speak(const SpeakArgs& a) {
+  return guarded([&] { return speak_command(a); });
 }
 
 }  // namespace arch::cli

@@ -19,6 +19,7 @@ namespace {
 // The file's samples, mono, at 16 kHz.
 Result<std::vector<float>> speech_samples(const std::string& path, int rate = 16000) {
   ARCH_TRY(Audio a, read_audio(path));
+  if (!a.warning.empty()) std::fprintf(stderr, "archrun: warning: %s\n", a.warning.c_str());
   auto r = resample(a.samples, a.sample_rate, rate);
   if (!r.ok()) return error(path + ": " + r.error().message);
   return r;
@@ -30,9 +31,7 @@ std::string seconds_str(double s) {
   return buf;
 }
 
-}  // namespace
-
-int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json) {
+int mel_command(const std::string& audio, int bins, const std::string& out, bool as_json) {
   auto samples = speech_samples(audio);
   if (!samples.ok()) return fail(samples.error());
   LogMelOptions opt;
@@ -59,7 +58,7 @@ int run_mel(const std::string& audio, int bins, const std::string& out, bool as_
   return 0;
 }
 
-int run_transcribe(const TranscribeArgs& a) {
+int transcribe_command(const TranscribeArgs& a) {
   auto samples = speech_samples(a.audio);
   if (!samples.ok()) return fail(samples.error());
   auto m = open_model(a.common);
@@ -105,6 +104,16 @@ int run_transcribe(const TranscribeArgs& a) {
                r->windows == 1 ? "" : "s", r->encode_seconds, r->decode_seconds,
                r->language.empty() ? "" : ("; language " + r->language).c_str(), tok ? "" : "; no tokenizer: ids");
   return 0;
+}
+
+}  // namespace
+
+int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json) {
+  return guarded([&] { return mel_command(audio, bins, out, as_json); });
+}
+
+int run_transcribe(const TranscribeArgs& a) {
+  return guarded([&] { return transcribe_command(a); });
 }
 
 }  // namespace arch::cli

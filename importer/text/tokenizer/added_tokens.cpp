@@ -4,6 +4,7 @@
 
 #include "engine/core/json_text.h"
 #include "importer/text/tokenizer/unicode.h"
+#include "importer/text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
 
@@ -22,6 +23,32 @@ bool starts_with_word_char(std::string_view s) {
 }
 
 }  // namespace
+
+// `tokenizers` gives an added token its id itself (the model's, else the
+// next free one) and only logs a warning when the file said otherwise; the
+// token then encodes to an id the model was not trained with, or shares one
+// with another token. So the id the file gives must be the one the rule
+// gives (ids past the vocabulary follow it, one after another), and it must
+// not be another token's.
+Status AddedVocabulary::check_given_id(const AddedToken& a, int32_t given, const Model& model,
+                                       const std::string& at) const {
+  const std::string name = "'" + shown(a.content) + "'";
+  const std::string* holder = model.id_to_token(given);
+  if (!holder)
+    if (auto it = by_id_.find(given); it != by_id_.end()) holder = &tokens_[it->second].content;
+  if (holder && *holder != a.content)
+    return error(at + ": " + name + " has id " + std::to_string(given) + ", which '" + shown(*holder) +
+                 "' already has");
+  if (given == a.id) return {};
+  if (auto id = model.token_to_id(a.content))
+    return error(at + ": " + name + " has id " + std::to_string(given) + ", but the vocabulary has it as id " +
+                 std::to_string(*id));
+  if (by_content_.count(a.content))
+    return error(at + ": " + name + " has id " + std::to_string(given) +
+                 ", but an earlier entry of added_tokens gave it id " + std::to_string(a.id));
+  return error(at + ": " + name + " has id " + std::to_string(given) + ", but the next free id is " +
+               std::to_string(a.id) + " (the ids of added tokens past the vocabulary follow it without a gap)");
+}
 
 Result<AddedVocabulary> AddedVocabulary::build(const json& tokens, const Model& model, const Normalizer* normalizer,
                                                const std::string& where) {
@@ -52,6 +79,10 @@ Result<AddedVocabulary> AddedVocabulary::build(const json& tokens, const Model& 
     } else {
       int32_t model_size = int32_t(model.size());
       a.id = (max_added < 0) ? model_size : (max_added >= model_size || model_size == 0 ? max_added + 1 : model_size);
+    }
+    if (auto given = t.find("id"); given != t.end() && !given->is_null()) {
+      ARCH_TRY(int32_t id, token_id(*given, at, "'" + shown(a.content) + "'"));
+      ARCH_TRY_STATUS(v.check_given_id(a, id, model, at));
     }
     max_added = std::max(max_added, a.id);
     auto by_id = v.by_id_.find(a.id);

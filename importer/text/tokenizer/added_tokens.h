@@ -25,7 +25,9 @@ class AddedVocabulary {
  public:
   // `tokens` is tokenizer.json's "added_tokens" array. Ids follow the
   // library's rule: a token the model already has keeps the model's id, a
-  // new one takes the next free id past the model's vocabulary.
+  // new one takes the next free id past the model's vocabulary. An id the
+  // file gives that differs (a gap past the vocabulary, another token's id)
+  // is an error naming the token and the id.
   static Result<AddedVocabulary> build(const json& tokens, const Model& model, const Normalizer* normalizer,
                                        const std::string& where);
 
@@ -50,6 +52,8 @@ class AddedVocabulary {
     int32_t id;  // -1: text between matches
   };
   void find_matches(std::string_view s, const Matcher& m, std::vector<Match>& out) const;
+  // The id tokenizer.json gives `a` against the one the rule gave it (a.id).
+  Status check_given_id(const AddedToken& a, int32_t given, const Model& model, const std::string& at) const;
 
   std::vector<AddedToken> tokens_;
   std::unordered_map<std::string, size_t, StringHash, std::equal_to<>> by_content_;

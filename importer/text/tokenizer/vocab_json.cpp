@@ -26,6 +26,11 @@ Status read_vocab_map(const json& model, const std::string& where, Vocab& vocab)
   vocab.reserve(vit->size());  // its size was held to tokenizer_entries as it was parsed
   for (auto it = vit->begin(); it != vit->end(); ++it) {
     ARCH_TRY(int32_t id, token_id(it.value(), where, "vocab entry '" + shown(it.key()) + "'"));
+    // Two tokens under one id: decoding the id can give only one of them
+    // (which one `tokenizers` keeps depends on its hash map's order).
+    if (const std::string* other = vocab.token(id))
+      return error(where + ": vocab entries '" + shown(*other) + "' and '" + shown(it.key()) + "' both have id " +
+                   std::to_string(id));
     vocab.add(it.key(), id);
   }
   return {};

@@ -23,7 +23,8 @@ Status check_entries(size_t n, const std::string& where, const std::string& what
 // stays within tokenizer_entries. `what` names its owner ("vocab entry 'x'").
 Result<int32_t> token_id(const json& id, const std::string& where, const std::string& what);
 
-// The model's "vocab": an object {token: id}.
+// The model's "vocab": an object {token: id}; two tokens with one id are an
+// error naming both.
 Status read_vocab_map(const json& model, const std::string& where, Vocab& vocab);
 
 // A token or line for a message: at most 60 bytes of it (a hostile file's

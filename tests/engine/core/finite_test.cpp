@@ -24,6 +24,28 @@ TEST(NonFinite, FloatsOneByOne) {
   EXPECT_FALSE(all_finite(std::vector<float>{1.f, NAN}));
 }
 
+// An input's first value that is not a number, named with its index and
+// element, as a user sees it (docs/malformed-inputs.md).
+TEST(NonFinite, AnInputsFirstBadValueIsNamed) {
+  std::vector<float> x(2 * 3 * 4, 0.5f);
+  Tensor t = Tensor::view(DType::F32, {2, 3, 4}, x.data(), nullptr);
+  EXPECT_EQ(first_non_finite(t), -1);
+  EXPECT_TRUE(check_finite(t, "x").ok());
+  x[17] = NAN;
+  x[20] = -INFINITY;
+  EXPECT_EQ(first_non_finite(t), 17);
+  Status st = check_finite(t, "in.safetensors: tensor 'pixel_values'");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "in.safetensors: tensor 'pixel_values' holds NaN at index 17 (element [1, 1, 1] of [2, 3, 4]; 2 of 24 "
+            "values are NaN or Inf): an input must be all numbers");
+  std::vector<uint16_t> b = {0x3f80, 0x3f80, 0xff80};  // 1, 1, -Inf
+  EXPECT_EQ(check_finite(Tensor::view(DType::BF16, {3}, b.data(), nullptr), "c").error().message,
+            "c holds -inf at index 2 (element [2] of [3]; 1 of 3 values are NaN or Inf): an input must be all numbers");
+  std::vector<int32_t> ids = {1, 2};
+  EXPECT_TRUE(check_finite(Tensor::view(DType::I32, {2}, ids.data(), nullptr), "ids").ok());
+}
+
 TEST(NonFinite, QuantizedRowsByTheirScales) {
   std::vector<float> w(2 * 64, 0.5f);
   for (DType q : {DType::Q8_0, DType::Q4_0}) {

@@ -27,6 +27,18 @@ TEST(Limits, AMessageNamesTheLimitAndHowToRaiseIt) {
   EXPECT_TRUE(check_limit("image_pixels", 178956970, "", "").ok());
 }
 
+// A request's sizes multiplied for a check never wrap to something small:
+// 100000 x 100000 x 16 x 41 is past int64 and stays the largest figure.
+TEST(Limits, SaturatingProductNeverWraps) {
+  EXPECT_EQ(saturating_product({4, 64, 64}), 16384);
+  EXPECT_EQ(saturating_product({41, 16, 100000, 100000, 10000000}), INT64_MAX);
+  EXPECT_EQ(saturating_product({int64_t(1) << 62, 4}), INT64_MAX);
+  EXPECT_EQ(saturating_product({5, 0, int64_t(1) << 62}), 0);
+  EXPECT_EQ(saturating_product({}), 1);
+  EXPECT_FALSE(check_limit("latent_elements", saturating_product({41, 16, 100000, 100000}), "", "latents").ok());
+  EXPECT_EQ(limit("latent_elements"), int64_t(1) << 28);
+}
+
 TEST(Limits, RaisedAndRestored) {
   const int64_t before = limit("graph_nodes");
   ASSERT_TRUE(set_limits("graph_nodes=1e7,loop_iterations=100000").ok());

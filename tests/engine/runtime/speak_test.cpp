@@ -69,13 +69,43 @@ TEST(Speak, RefusalsNameTheFault) {
             std::string::npos);
   SpeakOptions o;
   o.speaking_rate = 0;
-  EXPECT_NE(speak(**m, ids, o).error().message.find("speaking_rate is 0: it must be > 0"), std::string::npos);
+  EXPECT_EQ(speak(**m, ids, o).error().message, "speaking_rate is 0: it must be a number from 0.1 to 10");
   o = {};
   o.noise_scale = -1;
-  EXPECT_NE(speak(**m, ids, o).error().message.find("noise_scale is -1: it must be >= 0"), std::string::npos);
+  EXPECT_EQ(speak(**m, ids, o).error().message, "noise_scale is -1: it must be a number from 0 to 10");
   o = {};
   o.speaker = 1;
   EXPECT_NE(speak(**m, ids, o).error().message.find("this voice has 1 speaker"), std::string::npos);
+}
+
+// Knobs that would make the frames (and the memory) grow past bounds, or
+// the arithmetic Inf: a rate of 1e-30 is 1e30 times as many frames; ids
+// past 'speech_ids' one run's memory without end.
+TEST(Speak, KnobsAndIdsPastTheirBoundsAreRefusedBeforeTheRun) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("vits"));
+  auto m = load_model(testing::golden_dir("vits"));
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  const auto ids = golden_ids();
+  SpeakOptions o;
+  o.speaking_rate = 1e-30f;
+  EXPECT_EQ(speak(**m, ids, o).error().message, "speaking_rate is 1e-30: it must be a number from 0.1 to 10");
+  o.speaking_rate = 11;
+  EXPECT_EQ(speak(**m, ids, o).error().message, "speaking_rate is 11: it must be a number from 0.1 to 10");
+  o = {};
+  o.noise_scale = INFINITY;
+  EXPECT_EQ(speak(**m, ids, o).error().message, "noise_scale is inf: it must be a number from 0 to 10");
+  o = {};
+  o.noise_scale_duration = 1e38f;
+  EXPECT_EQ(speak(**m, ids, o).error().message, "noise_scale_duration is 1e+38: it must be a number from 0 to 10");
+  o = {};
+  o.speaking_rate = 0.1f;
+  o.noise_scale = 10;
+  EXPECT_TRUE(speak(**m, ids, o).ok()) << "the bounds themselves are allowed";
+  EXPECT_EQ(speak(**m, std::vector<int32_t>(5000, 1)).error().message,
+            "the ids one run of the voice takes (5000) exceeds the limit 'speech_ids' (4096); if this is meant, raise "
+            "it with --limit speech_ids=N or ARCHETYPE_LIMITS=speech_ids=N");
+  // A long text never meets it: its pieces of 400 bytes are at most 801 ids.
+  for (const auto& piece : speech_pieces(std::string(20000, 'a'))) EXPECT_LE(piece.size(), 400u);
 }
 
 TEST(Speak, SpeakersOfAMultiSpeakerVoice) {

@@ -28,6 +28,8 @@ TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
   const std::vector<Case> cases = {
       {"not JSON", "/v1/chat/completions", "{\"messages\": [", 400, "not valid JSON"},
       {"not an object", "/v1/completions", "[1, 2]", 400, "JSON object"},
+      {"nested past json_depth", "/v1/completions", "{\"prompt\": \"hi\", \"x\": " + std::string(600, '[') + std::string(600, ']') + "}", 400, "'json_depth'"},
+      {"a key given twice", "/v1/completions", "{\"prompt\": \"hi\", \"prompt\": [1, 2]}", 400, "duplicate key 'prompt'"},
       {"missing messages", "/v1/chat/completions", json{{"model", "stories260K"}}.dump(), 400, "messages"},
       {"empty messages", "/v1/chat/completions", json{{"messages", json::array()}}.dump(), 400, "messages"},
       {"a message without content", "/v1/chat/completions", json{{"messages", {{{"role", "user"}}}}}.dump(), 400, "messages[0].content"},
@@ -84,6 +86,52 @@ TEST(ServeBadRequests, EachGetsItsStatusAndAJsonError) {
   auto ok = c.Post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump(), "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200);
+}
+
+TEST(ServeBadRequests, A60MBPromptIsRefusedBeforeItIsTokenized) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s(testing::options(2, 256));
+  auto c = s.client();
+  const std::string huge = json{{"prompt", std::string(60 << 20, 'a')}, {"max_tokens", 2}}.dump();
+  const auto t = std::chrono::steady_clock::now();
+  auto r = c.Post("/v1/completions", huge, "application/json");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 413);
+  auto e = testing::body_of(r)["error"];
+  EXPECT_EQ(e["code"], "prompt_too_large");
+  EXPECT_EQ(e["param"], "prompt");
+  EXPECT_NE(e["message"].get<std::string>().find("the prompt (62914560 bytes) exceeds the limit 'prompt_bytes' (16384: 64 per "
+                                                  "position of the 256-position context)"),
+            std::string::npos)
+      << e["message"];
+  EXPECT_LT(took, 5.0);  // read and parsed, never tokenized
+  // Chat: the messages' contents count.
+  auto chat = c.Post("/v1/chat/completions",
+                     json{{"messages", {{{"role", "user"}, {"content", std::string(20000, 'b')}}}}}.dump(), "application/json");
+  ASSERT_TRUE(chat);
+  EXPECT_EQ(chat->status, 413);
+  EXPECT_EQ(testing::body_of(chat)["error"]["param"], "messages");
+  // Just under the bound it is the context's to refuse, after tokenizing.
+  auto under = c.Post("/v1/completions", json{{"prompt", std::string(16384, 'a')}}.dump(), "application/json");
+  ASSERT_TRUE(under);
+  EXPECT_EQ(testing::body_of(under)["error"]["code"], "context_length_exceeded");
+}
+
+TEST(ServeBadRequests, AReplyBeforeTheBodyWasReadLeavesTheConnectionsNextRequestWhole) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s(testing::options(4, 0, 0, "sesame"));
+  auto c = s.client();
+  c.set_keep_alive(true);
+  const std::string body = json{{"prompt", "hi"}, {"max_tokens", 2}}.dump();
+  for (int round = 0; round < 2; ++round) {
+    auto refused = c.Post("/v1/completions", body, "application/json");  // 401 before its body is read
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->status, 401);
+    auto right = c.Post("/v1/completions", {{"Authorization", "Bearer sesame"}}, body, "application/json");
+    ASSERT_TRUE(right);
+    EXPECT_EQ(right->status, 200) << right->body;
+  }
 }
 
 TEST(ServeBadRequests, AWrongApiKeyIs401) {

@@ -88,8 +88,8 @@ TEST(TokenizerComponents, AddedTokenFlags) {
   const std::vector<std::string> words = {"x", "x ", "y", " y", "xab ", " world"};
   // lstrip / rstrip take the spaces around the token with it.
   auto strip = make(tokenizer(word_level(words), nullptr, nullptr, nullptr, nullptr,
-                              {added_token(10, "<m>", false, {{"lstrip", true}, {"rstrip", true}})}));
-  auto plain = make(tokenizer(word_level(words), nullptr, nullptr, nullptr, nullptr, {added_token(10, "<m>", false)}));
+                              {added_token(7, "<m>", false, {{"lstrip", true}, {"rstrip", true}})}));
+  auto plain = make(tokenizer(word_level(words), nullptr, nullptr, nullptr, nullptr, {added_token(7, "<m>", false)}));
   ASSERT_TRUE(strip && plain);
   EXPECT_EQ(strip->encode("x <m> y"), (Ids{0, 7, 2}));  // new ids start past the model's 7 entries
   EXPECT_EQ(plain->encode("x <m> y"), (Ids{1, 7, 3}));

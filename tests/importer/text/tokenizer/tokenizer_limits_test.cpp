@@ -52,10 +52,65 @@ TEST(TokenizerLimits, IdsFarPastTheVocabularyAreRefused) {
                                          "entry 'x' (100000000) exceeds the limit 'tokenizer_entries'");
   json wordlevel = {{"model", {{"type", "WordLevel"}, {"vocab", {{"<unk>", 20000000}}}, {"unk_token", "<unk>"}}}};
   EXPECT_CONTAINS(load_error(wordlevel), "model (WordLevel): the vocabulary size implied by the id 20000000");
-  // Duplicate ids are harmless: the later token is what the id decodes to.
-  auto dup = tokenizer_from_json(bpe({{"a", 0}, {"b", 0}}, json::array()).dump(), kFile);
-  ASSERT_TRUE(dup.ok()) << dup.error().message;
-  EXPECT_EQ((*dup)->vocab_size(), 1u);
+}
+
+// Two tokens under one id: the id could decode to only one of them, and
+// which one `tokenizers` keeps depends on its hash map's order.
+TEST(TokenizerLimits, DuplicateIdsInTheVocabularyAreRefused) {
+  EXPECT_EQ(load_error(bpe({{"a", 0}, {"b", 1}, {"c", 1}}, json::array())),
+            std::string(kFile) + ": model (BPE): vocab entries 'b' and 'c' both have id 1");
+  json wordpiece = {{"model", {{"type", "WordPiece"}, {"vocab", {{"[UNK]", 0}, {"x", 1}, {"##x", 0}}}}}};
+  EXPECT_EQ(load_error(wordpiece), std::string(kFile) + ": model (WordPiece): vocab entries '##x' and '[UNK]' both have id 0");
+  json wordlevel = {{"model", {{"type", "WordLevel"}, {"vocab", {{"<unk>", 0}, {"y", 2}, {"z", 2}}}, {"unk_token", "<unk>"}}}};
+  EXPECT_EQ(load_error(wordlevel), std::string(kFile) + ": model (WordLevel): vocab entries 'y' and 'z' both have id 2");
+  // A vocab.json (CLIP's slow files) is read the same way.
+  TempDir dir;
+  write_file(dir / "vocab.json", R"({"<|startoftext|>": 0, "<|endoftext|>": 1, "a</w>": 1})");
+  write_file(dir / "merges.txt", "#version: 0.2\n");
+  auto clip = load_tokenizer(dir.path());
+  ASSERT_FALSE(clip.ok());
+  EXPECT_CONTAINS(clip.error().message, "vocab entries '<|endoftext|>' and 'a</w>' both have id 1");
+}
+
+// `tokenizers` numbers an added token itself (the model's id, else the next
+// free one) and only logs a warning when the file's id differs, so the
+// token would encode to an id the model was not trained with. An id that
+// extends the vocabulary one after another is what real files hold; a gap
+// or another token's id is refused, naming the token and the id.
+json with_added(json added) {
+  json j = bpe({{"a", 0}, {"b", 1}, {"ab", 2}}, {"a b"});
+  j["added_tokens"] = std::move(added);
+  return j;
+}
+
+json added(int64_t id, const std::string& content) {
+  return {{"id", id}, {"content", content}, {"special", true}, {"normalized", false}};
+}
+
+TEST(TokenizerLimits, AddedTokenIdsThatLeaveAGapOrCollideAreRefused) {
+  auto fine = tokenizer_from_json(with_added({added(3, "<s>"), added(4, "</s>"), added(2, "ab")}).dump(), kFile);
+  ASSERT_TRUE(fine.ok()) << fine.error().message;
+  EXPECT_EQ((*fine)->token_to_id("</s>"), 4);
+  EXPECT_EQ((*fine)->encode("<s>ab</s>", false), (std::vector<int32_t>{3, 2, 4}));
+  EXPECT_EQ((*fine)->vocab_size(), 5u);
+
+  const std::string at = std::string(kFile) + ": added_tokens[";
+  EXPECT_EQ(load_error(with_added({added(1000, "<x>")})),
+            at + "0]: '<x>' has id 1000, but the next free id is 3 (the ids of added tokens past the vocabulary "
+                 "follow it without a gap)");
+  EXPECT_EQ(load_error(with_added({added(3, "<s>"), added(5, "</s>")})),
+            at + "1]: '</s>' has id 5, but the next free id is 4 (the ids of added tokens past the vocabulary "
+                 "follow it without a gap)");
+  EXPECT_EQ(load_error(with_added({added(1, "<x>")})), at + "0]: '<x>' has id 1, which 'b' already has");
+  EXPECT_EQ(load_error(with_added({added(3, "<s>"), added(3, "</s>")})),
+            at + "1]: '</s>' has id 3, which '<s>' already has");
+  EXPECT_EQ(load_error(with_added({added(3, "a")})), at + "0]: 'a' has id 3, but the vocabulary has it as id 0");
+  EXPECT_EQ(load_error(with_added({added(3, "<s>"), added(4, "<s>")})),
+            at + "1]: '<s>' has id 4, but an earlier entry of added_tokens gave it id 3");
+  EXPECT_EQ(load_error(with_added({added(-1, "<x>")})), at + "0]: '<x>' has id -1, expected an integer >= 0");
+  EXPECT_CONTAINS(load_error(with_added({added(4000000000, "<x>")})),
+                  "added_tokens[0]: the vocabulary size implied by the id 4000000000 of '<x>' (4000000001) exceeds "
+                  "the limit 'tokenizer_entries'");
 }
 
 TEST(TokenizerLimits, LongListsAreRefusedWhileTheFileIsParsed) {
