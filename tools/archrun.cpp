@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   gen->add_flag("--greedy", g.greedy, "argmax decoding (the default when no temperature is given)");
   gen->add_option("--temperature", g.temperature, "sampling temperature")->check(kFinite & CLI::Range(0.0, 100.0));
   gen->add_option("--top-k", g.top_k, "sample among the k most likely tokens")->check(CLI::Range(0, 1 << 30));
-  gen->add_option("--top-p", g.top_p, "sample among the smallest set with this probability mass")->check(kFinite & CLI::Range(0.0, 1.0));
+  gen->add_option("--top-p", g.top_p, "sample among the smallest set with this probability mass (never empty: 0 keeps the likeliest token alone, greedy)")->check(kFinite & CLI::Range(0.0, 1.0));
   gen->add_option("--seed", g.seed, "sampling seed");
   gen->add_flag("--ignore-eos", g.ignore_eos, "keep going after the end-of-sequence token");
   gen->add_flag("--json", g.json, "print {\"tokens\": [...]}");

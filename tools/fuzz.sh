@@ -109,7 +109,19 @@ case "$TARGET" in
     for f in $(find "$SHARED/tokenizers" -name tokenizer.json); do
       python3 tests/fuzz/small_tokenizer.py "$f" "$SEED_DIR/$(basename "$(dirname "$f")").json" 256 || true
     done ;;
-  tokenizer_model) link $(find "$SHARED" -name tokenizer.model -size -4194304c) ;;
+  tokenizer_model)
+    # Small models trained here (spm_train, Debian's sentencepiece), each
+    # kind the loader takes: a real 500 KB model costs two runs a millisecond.
+    if command -v spm_train > /dev/null; then
+      for kind in unigram:120:false bpe:400:true; do
+        IFS=: read -r type size fallback <<< "$kind"
+        spm_train --input=README.md --model_prefix="$SEED_DIR/$type" --vocab_size="$size" --model_type="$type" \
+          --byte_fallback="$fallback" --normalization_rule_name=identity > /dev/null 2>&1 || true
+        rm -f "$SEED_DIR/$type.vocab"
+      done
+    else
+      link $(find "$SHARED" -name tokenizer.model -size -4194304c)
+    fi ;;
   chat_template)
     link $(find "$SHARED/tokenizers" -name '*.jinja')
     # The templates tokenizer_config.json files carry (a string, or a list
@@ -161,7 +173,7 @@ mkdir -p "$CORPUS" "$CRASHES"
 # Inputs past this are cut: a header's faults lie in its first bytes, and a
 # megabyte input costs a hundred small ones.
 case "$TARGET" in
-  safetensors_header | image_decode | tokenizer_json) MAX_LEN=65536 ;;
+  safetensors_header | image_decode | tokenizer_json | tokenizer_model) MAX_LEN=65536 ;;
   audio_decode) MAX_LEN=16384 ;;  # a twentieth of a second of 16 kHz sound, any container
   canonical_model) MAX_LEN=262144 ;;  # room for an imported tiny model, whole
   *) MAX_LEN=1048576 ;;

@@ -119,12 +119,14 @@ int32_t Sampler::draw(std::span<const float> logits) {
   for (int32_t i : ids_) sum += weights_[size_t(i)] = std::exp((logits[size_t(i)] - top) * inv_t);
   size_t keep = k;
   if (opt_.top_p < 1.0f) {
-    // The smallest head of the sorted candidates whose share reaches top_p.
+    // The smallest head of the sorted candidates whose share reaches top_p,
+    // never empty: top_p 0 keeps the likeliest alone (greedy), as
+    // transformers' TopPLogitsWarper keeps at least one.
     for (size_t head = std::min<size_t>(k, 64);; head = std::min(k, head * 8)) {
       std::nth_element(ids_.begin(), ids_.begin() + std::ptrdiff_t(head - 1), ids_.end(), before);
       std::sort(ids_.begin(), ids_.begin() + std::ptrdiff_t(head), before);
       double acc = 0;
-      for (keep = 0; keep < head && acc < opt_.top_p;) acc += weights_[size_t(ids_[keep++])] / sum;
+      for (keep = 0; keep < head && (keep == 0 || acc < opt_.top_p);) acc += weights_[size_t(ids_[keep++])] / sum;
       if (acc >= opt_.top_p || head == k) break;
     }
   }

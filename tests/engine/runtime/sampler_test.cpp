@@ -48,6 +48,18 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingIt) {
   EXPECT_NEAR(seen[0] / 2000.0, 2.0 / 3.0, 0.05);  // 0.6 / 0.9
 }
 
+TEST(Sampler, TopPOfZeroKeepsTheLikeliestAlone) {
+  // An empty head drew past its end: id 0 every step, whatever the logits.
+  std::vector<float> l = {0.5f, 0.1f, 3.0f, 2.9f};
+  SamplingOptions o;
+  o.greedy = false;
+  o.top_p = 0.0f;
+  o.temperature = 5.0f;
+  o.seed = 1;
+  Sampler s(o);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.next(l), 2);
+}
+
 // A vocabulary's worth, as a decoder's head gives: 300 ids far above the
 // rest, so that top-p 0.9 needs a head of about 270 (past the first 64 the
 // sampler sorts) and top-k 5 the five best, ties to the lower id.
