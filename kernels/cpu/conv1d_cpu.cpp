@@ -10,12 +10,14 @@
 // words every error.
 #include <omp.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include <dnnl.hpp>
 
@@ -209,6 +211,43 @@ std::optional<std::pair<ConvShape, int64_t>> shape_of_call(const KernelContext& 
 
 int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
+// A convolution's output positions per primitive at most. oneDNN's
+// primitive, and the descriptors it weighs while making one, take memory
+// that grows with the length: a vocoder's 600,000 samples took gigabytes
+// in them alone. Longer outputs are made window by window (each reading
+// its input span, the padding where the span passes an end), so every
+// window but the last runs one cached primitive.
+constexpr int64_t kWindow = 8192;
+
+// A non-transposed convolution's output [O, Lo] (row stride Lo), by
+// windows of at most kWindow positions.
+Status run_conv_in_windows(KernelContext& ctx, const ConvShape& s, int64_t Lo, const float* x, const float* w,
+                           const float* bias, float* out, const char* op) {
+  if (s.transposed || Lo <= kWindow) return run_conv(ctx, s, Lo, x, w, bias, out, op);
+  const int64_t span = s.dilation * (s.K - 1) + 1;
+  thread_local std::vector<float> window;
+  for (int64_t q0 = 0; q0 < Lo; q0 += kWindow) {
+    const int64_t N = std::min(kWindow, Lo - q0);
+    // Input columns [a, b] feed outputs [q0, q0 + N); the part inside x.
+    const int64_t a = q0 * s.stride - s.pad_l, b = (q0 + N - 1) * s.stride - s.pad_l + span - 1;
+    const int64_t begin = std::max<int64_t>(a, 0), end = std::min(b, s.L - 1);
+    window.resize(size_t(s.O * N));
+    if (end < begin) {  // all padding: the bias (through the folded activation)
+      for (int64_t o = 0; o < s.O; ++o) {
+        float v = bias ? bias[o] : 0.0f;
+        if (s.leaky && v < 0) v *= s.slope;
+        std::fill_n(window.data() + o * N, N, v);
+      }
+    } else {
+      ConvShape p = s;
+      p.L = end - begin + 1, p.pad_l = begin - a, p.pad_r = b - end;
+      ARCH_TRY_STATUS(run_conv(ctx, p, N, x + begin, w, bias, window.data(), op));
+    }
+    for (int64_t o = 0; o < s.O; ++o) std::copy_n(window.data() + o * N, N, out + o * Lo + q0);
+  }
+  return {};
+}
+
 // conv_transpose1d with a stride, as `stride` convolutions, one per output
 // phase: the positions t with (t + padding) % stride = r read only the taps
 // j = r, r + stride, ..., so out[t = q stride + r - padding] is a plain
@@ -239,7 +278,7 @@ Status run_by_phases(KernelContext& ctx, const ConvShape& s, int64_t Lo) {
       ConvShape p = s;
       p.transposed = false, p.stride = 1, p.dilation = 1, p.K = M, p.L = end - begin + 1, p.row = L;
       p.pad_l = begin - a, p.pad_r = b - end;
-      ARCH_TRY_STATUS(run_conv(ctx, p, N, x + begin, taps.data(), bias, phase.data(), "conv_transpose1d"));
+      ARCH_TRY_STATUS(run_conv_in_windows(ctx, p, N, x + begin, taps.data(), bias, phase.data(), "conv_transpose1d"));
     }
     for (int64_t o = 0; o < O; ++o) {                      // into place: t = q S + r - P
       float* row = out + o * Lo + q_lo * S + r - P;
@@ -255,8 +294,8 @@ Status conv_cpu(KernelContext& ctx, const Kernel& reference, bool transposed) {
   if (!call) return reference(ctx);
   const auto& [s, Lo] = *call;
   if (transposed && s.stride > 1 && s.dilation == 1 && s.groups == 1 && !s.leaky) return run_by_phases(ctx, s, Lo);
-  return run_conv(ctx, s, Lo, ctx.inputs[0].f32(), ctx.inputs[1].f32(), s.bias ? ctx.inputs[2].f32() : nullptr,
-                  ctx.outputs[0].f32(), transposed ? "conv_transpose1d" : "conv1d");
+  return run_conv_in_windows(ctx, s, Lo, ctx.inputs[0].f32(), ctx.inputs[1].f32(), s.bias ? ctx.inputs[2].f32() : nullptr,
+                             ctx.outputs[0].f32(), transposed ? "conv_transpose1d" : "conv1d");
 }
 
 }  // namespace

@@ -67,6 +67,24 @@ TEST(CpuConv1d, MatchesReferenceWithDilationAndGroups) {
   }
 }
 
+TEST(CpuConv1d, MatchesReferenceOnOutputsLongerThanOneWindow) {
+  // Past 8192 output positions the cpu kernel runs window by window, each
+  // reading its input span with the padding at the ends: strides,
+  // dilation, groups, a folded leaky_relu, and an end window of a few.
+  struct Case { int64_t C, L, O, K, stride, padding, dilation, groups; bool leaky; };
+  const Case cases[] = {{4, 20000, 3, 7, 1, 9, 3, 1, false}, {3, 40001, 2, 5, 2, 2, 1, 1, true},
+                        {6, 8200, 6, 3, 1, 1, 1, 6, false}, {2, 16390, 3, 4, 1, 0, 2, 1, true}};
+  uint64_t seed = 31;
+  for (const Case& c : cases) {
+    Tensor x = f32({c.C, c.L}, scaled_values(size_t(c.C * c.L), seed++, 1.0f));
+    Tensor w = f32({c.O, c.C / c.groups, c.K}, scaled_values(size_t(c.O * c.C / c.groups * c.K), seed++, 0.3f));
+    Tensor b = f32({c.O}, scaled_values(size_t(c.O), seed++, 1.0f));
+    Attrs attrs = {{"stride", c.stride}, {"padding", c.padding}, {"dilation", c.dilation}, {"groups", c.groups}};
+    if (c.leaky) attrs["activation"] = "leaky_relu", attrs["activation_slope"] = 0.1;
+    expect_cpu_matches_reference("conv1d", {x, w, b}, attrs, "L=" + std::to_string(c.L) + " stride=" + std::to_string(c.stride));
+  }
+}
+
 TEST(Conv1d, AFoldedLeakyReluIsTheOpAfterIt) {
   // The planner's activation: leaky_relu(conv1d(x)) in one op, on both paths.
   Tensor x = f32({4, 30}, scaled_values(120, 3, 1.0f));

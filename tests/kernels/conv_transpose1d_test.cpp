@@ -80,7 +80,9 @@ TEST(CpuConvTranspose1d, MatchesReference) {
                         {6, 9, 4, 3, 2, 1, 1, 1, 2, true},     {5, 7, 3, 3, 1, 0, 0, 2, 1, false},
                         // by phases: a kernel shorter than the stride (phases of bias alone), output_padding
                         {4, 6, 3, 2, 3, 0, 0, 1, 1, true},     {3, 5, 2, 3, 2, 1, 1, 1, 1, true},
-                        {2, 4, 1, 5, 3, 0, 2, 1, 1, false},    {512, 30, 256, 16, 8, 4, 0, 1, 1, true}};
+                        {2, 4, 1, 5, 3, 0, 2, 1, 1, false},    {512, 30, 256, 16, 8, 4, 0, 1, 1, true},
+                        // phases longer than the cpu kernel's window of 8192 positions
+                        {4, 9000, 3, 16, 8, 4, 0, 1, 1, true}};
   uint64_t seed = 21;
   for (const Case& c : cases) {
     Tensor x = f32({c.C, c.L}, scaled_values(size_t(c.C * c.L), seed++, 1.0f));
