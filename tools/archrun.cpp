@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   add_common(spk, sk.common);
   spk->add_option("-p,--prompt", sk.prompt, "the text (through the voice's vocab.json)");
   spk->add_option("--ids", sk.ids, "token or phoneme ids instead of text, comma-separated (a Piper-style voice's phonemes)");
-  spk->add_option("-o,--out", sk.out, "the WAV file to write")->required();
+  spk->add_option("-o,--out", sk.out, "the WAV file to write (-: standard output; a device or FIFO is written in place)")->required();
   spk->add_option("--speaking-rate", sk.speaking_rate, "faster above 1, slower below (default: the config's speaking_rate)")->check(kFinite);
   spk->add_option("--noise-scale", sk.noise_scale, "the prior's sampling noise (default: the config's, MMS 0.667)")->check(kFinite);
   spk->add_option("--noise-scale-duration", sk.noise_scale_duration, "the duration predictor's noise (default: the config's, MMS 0.8)")->check(kFinite);
@@ -297,66 +297,68 @@ int main(int argc, char** argv) {
   img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8)");
   img->add_option("--width", im.width, "image width in pixels (as --height)");
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
-  img->add_option("-o,--out", im.out, "the PNG to write")->required();
+  img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place)")->required();
   img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W]");
 
   CLI11_PARSE(app, argc, argv);
   if (auto st = prepare_tool_environment(limits); !st) return fail(st.error());
-  if (img->parsed()) return run_imagine(im);
-  if (den->parsed()) return run_denoise(dn);
-  if (gen->parsed()) {
-    // Greedy unless a sampling option is given (and --greedy is not).
-    bool sampling = gen->count("--temperature") || gen->count("--top-k") || gen->count("--top-p");
-    g.greedy = g.greedy || !sampling;
-    g.sampling_given = sampling;
-    return run_generate(g);
-  }
-  if (fwd->parsed()) return run_forward(f);
-  if (info->parsed()) return run_info(ic, info_json);
-  if (emb->parsed()) return run_embed(e);
-  if (cmp->parsed()) return run_compare(cc, golden, compare_json);
-  if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
-  if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);
-  if (trn->parsed()) return run_transcribe(tr);
-  if (spk->parsed()) {
-    sk.has_prompt = spk->get_option("--prompt")->count() > 0;
-    return run_speak(sk);
-  }
-  if (srv->parsed()) return run_serve(sv);
-  if (bsv->parsed()) return run_bench_serve(bs);
-  if (tkz->parsed()) {
-    if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
-    return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);
-  }
-  if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
-  if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
-  if (cht->parsed()) return run_chat(ch);
-  if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps, bench_audio_s);
-  if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
-  if (toy->parsed()) {
-    auto progress = [](int64_t done, int64_t total, const std::string& name) {
-      show_progress_count("toy", done, total, name);
-    };
-    Status st;
-    if (auto shape = llama_shape(toy_shape)) {
-      shape->bf16 = toy_dtype == "bf16";
-      st = write_random_checkpoint(toy_dir, *shape, toy_seed, progress);
-    } else {
-      const std::string spec = families_dir(toy_families) + "/toys/" + toy_shape + ".json";
-      if (!std::filesystem::exists(spec))
-        return fail(error("--shape " + toy_shape + ": neither a built-in shape (toy, qwen2.5-0.5b, llama-3.2-1b) nor a spec " + spec));
-      st = write_toy_from_spec(spec, toy_dir, toy_seed, toy_dtype == "bf16", progress);
+  return guarded([&]() -> int {
+    if (img->parsed()) return run_imagine(im);
+    if (den->parsed()) return run_denoise(dn);
+    if (gen->parsed()) {
+      // Greedy unless a sampling option is given (and --greedy is not).
+      bool sampling = gen->count("--temperature") || gen->count("--top-k") || gen->count("--top-p");
+      g.greedy = g.greedy || !sampling;
+      g.sampling_given = sampling;
+      return run_generate(g);
     }
-    clear_progress_line();
-    if (!st.ok()) return fail(st.error());
-    if (std::filesystem::exists(std::filesystem::path(toy_dir) / "model_index.json"))
-      std::printf("wrote the pipeline folder %s (model_index.json, its components' folders, scheduler/)\n", toy_dir.c_str());
-    else {
-      std::string files;  // what the spec wrote beside the weights (a voice's vocabulary)
-      for (const auto& e : std::filesystem::directory_iterator(toy_dir))
-        if (e.path().filename() != "model.safetensors") files += (files.empty() ? "" : ", ") + e.path().filename().string();
-      std::printf("wrote %s/model.safetensors and %s\n", toy_dir.c_str(), files.c_str());
+    if (fwd->parsed()) return run_forward(f);
+    if (info->parsed()) return run_info(ic, info_json);
+    if (emb->parsed()) return run_embed(e);
+    if (cmp->parsed()) return run_compare(cc, golden, compare_json);
+    if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
+    if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);
+    if (trn->parsed()) return run_transcribe(tr);
+    if (spk->parsed()) {
+      sk.has_prompt = spk->get_option("--prompt")->count() > 0;
+      return run_speak(sk);
     }
-  }
-  return 0;
+    if (srv->parsed()) return run_serve(sv);
+    if (bsv->parsed()) return run_bench_serve(bs);
+    if (tkz->parsed()) {
+      if (tk_text.empty() == tk_file.empty()) return fail(error("give the text, or --file PATH (one of them)"));
+      return run_tokenize(tk_model, tk_text, tk_file, tk_no_special, tk_json);
+    }
+    if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
+    if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
+    if (cht->parsed()) return run_chat(ch);
+    if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps, bench_audio_s);
+    if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
+    if (toy->parsed()) {
+      auto progress = [](int64_t done, int64_t total, const std::string& name) {
+        show_progress_count("toy", done, total, name);
+      };
+      Status st;
+      if (auto shape = llama_shape(toy_shape)) {
+        shape->bf16 = toy_dtype == "bf16";
+        st = write_random_checkpoint(toy_dir, *shape, toy_seed, progress);
+      } else {
+        const std::string spec = families_dir(toy_families) + "/toys/" + toy_shape + ".json";
+        if (!std::filesystem::exists(spec))
+          return fail(error("--shape " + toy_shape + ": neither a built-in shape (toy, qwen2.5-0.5b, llama-3.2-1b) nor a spec " + spec));
+        st = write_toy_from_spec(spec, toy_dir, toy_seed, toy_dtype == "bf16", progress);
+      }
+      clear_progress_line();
+      if (!st.ok()) return fail(st.error());
+      if (std::filesystem::exists(std::filesystem::path(toy_dir) / "model_index.json"))
+        std::printf("wrote the pipeline folder %s (model_index.json, its components' folders, scheduler/)\n", toy_dir.c_str());
+      else {
+        std::string files;  // what the spec wrote beside the weights (a voice's vocabulary)
+        for (const auto& e : std::filesystem::directory_iterator(toy_dir))
+          if (e.path().filename() != "model.safetensors") files += (files.empty() ? "" : ", ") + e.path().filename().string();
+        std::printf("wrote %s/model.safetensors and %s\n", toy_dir.c_str(), files.c_str());
+      }
+    }
+    return 0;
+  });
 }

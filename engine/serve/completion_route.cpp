@@ -43,11 +43,11 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   if (!batcher_) return reply_error(res, bad_request("model '" + name_ + "' does not generate text: it serves " + serves(), "model"));
   // A prompt no context could hold is refused before the tokenizer spends
   // time and memory on it.
-  const int64_t most_bytes = limit("prompt_bytes") > 0 ? limit("prompt_bytes") : 64 * opt_.context;
+  const int64_t set = limit("prompt_bytes"), most_bytes = set > 0 ? set : 64 * opt_.context;
   if (const int64_t bytes = prompt_bytes(r); bytes > most_bytes)
     return reply_error(res, {413,
                              "the prompt (" + std::to_string(bytes) + " bytes) exceeds the limit 'prompt_bytes' (" +
-                                 std::to_string(most_bytes) + (limit("prompt_bytes") > 0 ? "" : ": 64 per position of the " + std::to_string(opt_.context) + "-position context") +
+                                 std::to_string(most_bytes) + (set > 0 ? "" : ": 64 per position of the " + std::to_string(opt_.context) + "-position context") +
                                  "); raise it with archrun serve --limit prompt_bytes=N if this is meant",
                              "invalid_request_error", r.chat ? "messages" : "prompt", "prompt_too_large"});
   auto made = prompt_ids(r);

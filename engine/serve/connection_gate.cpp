@@ -137,6 +137,7 @@ void ConnectionGate::admit(int fd) {
 void ConnectionGate::hold(std::unique_ptr<Connection> c) {
   c->pending.erase(0, c->read_at);
   c->read_at = 0;
+  c->unexamined = true;  // the next request may have come with the last
   c->deadline = GateClock::now() +
                 std::chrono::duration_cast<GateClock::duration>(std::chrono::duration<double>(opt_.idle_seconds));
   {
@@ -197,7 +198,7 @@ void ConnectionGate::run() {
       if (fds[i + 1].revents & (POLLIN | POLLHUP | POLLERR)) {
         const size_t room = most_pending > c->unread() ? most_pending - c->unread() : 0;
         const ssize_t n = room == 0 ? 0 : ::recv(c->fd, chunk.data(), std::min(room, chunk.size()), MSG_DONTWAIT);
-        if (n > 0) c->pending.append(chunk.data(), size_t(n));
+        if (n > 0) c->pending.append(chunk.data(), size_t(n)), c->unexamined = true;
         if (room > 0 && (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))) {  // the client left
           close_quietly(c->fd);
           --waiting_;
@@ -205,7 +206,10 @@ void ConnectionGate::run() {
           continue;
         }
       }
-      const int64_t ready = request_ready(c->pending, c->read_at, opt_, &c->body_bytes);
+      // Scanned again only when something changed: a slow client's
+      // kilobytes are not rescanned whenever another connection stirs.
+      const int64_t ready = c->unexamined ? request_ready(c->pending, c->read_at, opt_, &c->body_bytes) : 0;
+      c->unexamined = false;
       if (ready < 0) {
         ++too_large_;
         --waiting_;

@@ -39,6 +39,7 @@ struct Connection {
   // The request given to a worker: its line and headers, and its body's
   // length (-1: not known ahead, chunked).
   int64_t head_bytes = 0, body_bytes = -1;
+  bool unexamined = true;  // bytes came, or it (re)entered the gate, since request_ready last looked
 
   size_t unread() const { return pending.size() - read_at; }
 };

@@ -1,26 +1,16 @@
 #include "importer/audio/wav_write.h"
 
 #include <sndfile.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 
 #include "engine/core/output_file.h"
 
 namespace arch {
 
-Status check_writable(const std::string& path) {
-  if (path.empty()) return error("no output path given");
-  return OutputFile::check(path);  // a device or "-" written in place; else a writable folder
-}
-
 Status write_wav(const std::string& path, std::span<const float> samples, int sample_rate) {
   if (sample_rate <= 0) return error(path + ": a sample rate of " + std::to_string(sample_rate) + " Hz");
   if (samples.empty()) return error(path + ": no samples to write");
-  ARCH_TRY_STATUS(check_writable(path));
   // Whole or absent (engine/core/output_file.h): libsndfile writes into the unnamed
   // file by its descriptor, which the output keeps (close_desc false).
   ARCH_TRY(OutputFile out, OutputFile::create(path));

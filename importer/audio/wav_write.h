@@ -14,8 +14,4 @@ namespace arch {
 // name the path and the fault (a folder that does not exist, no room).
 Status write_wav(const std::string& path, std::span<const float> samples, int sample_rate);
 
-// Whether a file could be written at `path` (its folder exists and takes
-// files, it is no folder itself): asked before a long job, not after.
-Status check_writable(const std::string& path);
-
 }  // namespace arch

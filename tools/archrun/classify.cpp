@@ -12,9 +12,7 @@
 
 namespace arch::cli {
 
-namespace {
-
-int classify_command(const Common& c, const std::string& image_path, int top_k, bool as_json) {
+int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json) {
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   const Model& model = **m;
@@ -48,12 +46,6 @@ int classify_command(const Common& c, const std::string& image_path, int top_k, 
     for (auto& [p, id] : ranked) std::printf("%6.2f%%  %s (%d)\n", 100 * p, label(id).c_str(), id);
   }
   return 0;
-}
-
-}  // namespace
-
-int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json) {
-  return guarded([&] { return classify_command(c, image_path, top_k, as_json); });
 }
 
 }  // namespace arch::cli

@@ -141,10 +141,11 @@ SessionOptions session_options(const Common& c, int64_t max_context);
 int governed_threads(const Common& c);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
 int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
-// A command run with std::bad_alloc turned into one error ("archrun:
-// error: out of memory ..."), its outputs dropped as on any error; an
-// uncaught one elsewhere (a kernel's parallel loop) says the same through
-// std::terminate (common.cpp).
+// The command (main's dispatch, every command) run with std::bad_alloc
+// turned into one error ("archrun: error: out of memory ..."), its outputs
+// dropped as on any error; one thrown where no caller can catch it (a
+// kernel's parallel loop) says the same through std::terminate
+// (common.cpp).
 int guarded(const std::function<int()>& command);
 // "LABEL: done/total name" over the line before, when stderr is a terminal
 // (a long job's progress per tensor); clear_progress_line() after.

@@ -30,7 +30,9 @@ Result<Tensor> only_tensor(const std::string& path, const char* what) {
   return stored.dtype == DType::F32 ? stored : to_f32(stored);
 }
 
-int denoise_command(const DenoiseArgs& a) {
+}  // namespace
+
+int run_denoise(const DenoiseArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
   if (a.context.empty()) return fail(error("give the context (encoder_hidden_states) as --context FILE.safetensors"));
   if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());  // before the work, not after
@@ -129,12 +131,6 @@ int denoise_command(const DenoiseArgs& a) {
                config_path.c_str(), how.c_str(),
                seconds, seconds / a.steps, a.out.c_str());
   return 0;
-}
-
-}  // namespace
-
-int run_denoise(const DenoiseArgs& a) {
-  return guarded([&] { return denoise_command(a); });
 }
 
 }  // namespace arch::cli

@@ -8,9 +8,7 @@
 
 namespace arch::cli {
 
-namespace {
-
-int forward_command(const ForwardArgs& a) {
+int run_forward(const ForwardArgs& a) {
   auto in = read_safetensors(a.inputs);
   if (!in.ok()) return fail(in.error());
   // One pass where the inputs enter: a NaN in pixel_values would come out
@@ -51,12 +49,6 @@ int forward_command(const ForwardArgs& a) {
   Status st = write_safetensors(a.out, tensors);
   if (!st.ok()) return fail(st.error());
   return 0;
-}
-
-}  // namespace
-
-int run_forward(const ForwardArgs& a) {
-  return guarded([&] { return forward_command(a); });
 }
 
 }  // namespace arch::cli

@@ -13,9 +13,7 @@
 
 namespace arch::cli {
 
-namespace {
-
-int speak_command(const SpeakArgs& a) {
+int run_speak(const SpeakArgs& a) {
   if (a.has_prompt == !a.ids.empty()) return fail(error("give the text with -p, or ids with --ids (one of them)"));
   if (a.has_prompt && a.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return fail(error("the text is empty: nothing to speak"));
@@ -68,12 +66,6 @@ int speak_command(const SpeakArgs& a) {
                (a.out == "-" ? "standard output" : a.out).c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
                all.compute_seconds, all.real_time_factor());
   return 0;
-}
-
-}  // namespace
-
-int run_speak(const SpeakArgs& a) {
-  return guarded([&] { return speak_command(a); });
 }
 
 }  // namespace arch::cli

@@ -31,7 +31,9 @@ std::string seconds_str(double s) {
   return buf;
 }
 
-int mel_command(const std::string& audio, int bins, const std::string& out, bool as_json) {
+}  // namespace
+
+int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json) {
   auto samples = speech_samples(audio);
   if (!samples.ok()) return fail(samples.error());
   LogMelOptions opt;
@@ -58,7 +60,7 @@ int mel_command(const std::string& audio, int bins, const std::string& out, bool
   return 0;
 }
 
-int transcribe_command(const TranscribeArgs& a) {
+int run_transcribe(const TranscribeArgs& a) {
   auto samples = speech_samples(a.audio);
   if (!samples.ok()) return fail(samples.error());
   auto m = open_model(a.common);
@@ -104,16 +106,6 @@ int transcribe_command(const TranscribeArgs& a) {
                r->windows == 1 ? "" : "s", r->encode_seconds, r->decode_seconds,
                r->language.empty() ? "" : ("; language " + r->language).c_str(), tok ? "" : "; no tokenizer: ids");
   return 0;
-}
-
-}  // namespace
-
-int run_mel(const std::string& audio, int bins, const std::string& out, bool as_json) {
-  return guarded([&] { return mel_command(audio, bins, out, as_json); });
-}
-
-int run_transcribe(const TranscribeArgs& a) {
-  return guarded([&] { return transcribe_command(a); });
 }
 
 }  // namespace arch::cli
