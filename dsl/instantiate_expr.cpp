@@ -253,13 +253,17 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
     if (a[0].kind == Val::Json) return Val::of_int((long long)a[0].json.size());
     return fail(e.loc, "len() of " + a[0].describe());
   }
-  if (f == "sqrt" || f == "int" || f == "float") {
+  if (f == "sqrt" || f == "int" || f == "float" || f == "log") {
     ARCH_TRY_STATUS(want(1));
     // sqrt of a tensor is the sqrt op; of a number, this builtin.
     if (f == "sqrt" && (a[0].kind == Val::Tensor || a[0].kind == Val::Path))
       return call_op("sqrt", e.loc, {a[0]}, {}, {});
     if (!a[0].is_number()) return fail(e.loc, f + "() needs a number, not " + a[0].describe());
     if (f == "sqrt") return Val::of_float(std::sqrt(a[0].num()));
+    if (f == "log") {  // the natural log, as Python's math.log (yarn's mscale)
+      if (!(a[0].num() > 0)) return fail(e.loc, "log() needs a positive number, not " + a[0].describe());
+      return Val::of_float(std::log(a[0].num()));
+    }
     if (f == "int") return Val::of_int((long long)a[0].num());
     return Val::of_float(a[0].num());
   }
@@ -315,7 +319,9 @@ Instantiator::R Instantiator::call_block(const Expr& e, const BlockDef& b, std::
   std::string saved = prefix_;
   prefix_ = join(scope_, b.name);
   Val ret;
+  calls_.emplace_back(&b, e.loc);
   Status st = exec(b.body, env, &ret);
+  calls_.pop_back();
   prefix_ = saved;
   --block_depth_;
   if (!st.ok()) return st.error();

@@ -8,7 +8,8 @@
 
 namespace arch::dsl::detail {
 
-Result<int> Instantiator::as_input(const Val& v, Loc loc, const std::string& what, bool optional) {
+Result<int> Instantiator::as_input(const Val& v, Loc loc, const std::string& what, bool optional,
+                                   const std::string& reader) {
   switch (v.kind) {
     case Val::Tensor:
       if (v.transposed) return fail(loc, "W^T is only meaningful on the right of '@'");
@@ -17,6 +18,9 @@ Result<int> Instantiator::as_input(const Val& v, Loc loc, const std::string& wha
       if (v.transposed) return fail(loc, "W^T is only meaningful on the right of '@'");
       ARCH_TRY(int id, bind_weight(v.path, loc));
       if (id < 0 && !optional) return fail(loc, what + ": optional weight " + v.path_str() + " is absent from the checkpoint");
+      // Bound just now: where it is first read.
+      if (id >= 0 && !g().weights.empty() && g().weights.back().value == id && g().weights.back().read_at.empty())
+        g().weights.back().read_at = read_chain(reader.empty() ? what : reader, loc);
       return id;
     }
     case Val::Int:
@@ -102,7 +106,7 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
     if (optional || in_name.back() == '*') in_name.pop_back();
     int id = -1;
     if (k < args.size()) {
-      ARCH_TRY(id, as_input(args[k], loc, name + "(): argument '" + in_name + "'", optional));
+      ARCH_TRY(id, as_input(args[k], loc, name + "(): argument '" + in_name + "'", optional, name + "'s " + in_name));
     }
     node.inputs.push_back(id);
     in_types.push_back(id >= 0 ? g().values[id].type : TypedShape{});
@@ -133,6 +137,7 @@ Instantiator::R Instantiator::call_op(const std::string& name, Loc loc, std::vec
   }
   auto outs = def->shape(in_types, std::span<const bool>(present.get(), in_types.size()), node.attrs);
   if (!outs.ok()) {
+    if (auto e = weight_shape_error(name, loc, node.inputs, outs.error().message)) return *e;
     std::string shapes;
     for (size_t k = 0; k < in_types.size(); ++k)
       if (present[k]) shapes += (shapes.empty() ? "" : ", ") + shape_str(in_types[k].shape);

@@ -171,9 +171,53 @@ Result<int> Instantiator::bind_weight(const std::vector<std::string>& path, Loc 
   int id = g().add_value(v);
   provisional_.push_back("");
   used_names_.insert(tensor);
-  g().weights.push_back({id, tensor, tensor == declared ? "" : declared, sloc(decl->loc)});
+  g().weights.push_back({id, tensor, tensor == declared ? "" : declared, sloc(decl->loc), ""});
   weight_ids_[tensor] = id;
   return id;
+}
+
+namespace {
+
+std::string at(const SourceLoc& l) {
+  return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
+}
+
+}  // namespace
+
+std::string Instantiator::read_chain(const std::string& reader, Loc loc) {
+  std::string out = reader + " in ";
+  Loc here = loc;
+  for (size_t k = calls_.size(); k-- > 0;) {
+    out += calls_[k].first->name + " (" + at(sloc(here)) + ") <- ";
+    here = calls_[k].second;
+  }
+  return out + g().name + " (" + at(sloc(here)) + ")";
+}
+
+std::optional<Error> Instantiator::weight_shape_error(const std::string& op, Loc loc, const std::vector<int>& inputs,
+                                                      const std::string& refusal) {
+  if (!opt_.tensor_shape) return std::nullopt;
+  // The weight whose checkpoint shape its declaration misstates, else the first.
+  const WeightRef* chosen = nullptr;
+  Shape chosen_shape;
+  for (int id : inputs) {
+    const WeightRef* w = id >= 0 ? g().weight_of(id) : nullptr;
+    if (!w) continue;
+    auto dims = opt_.tensor_shape(w->tensor);
+    if (!dims) continue;
+    Shape have;
+    for (int64_t n : *dims) have.push_back(Dim::of(n));
+    const bool differs = have != g().values[size_t(id)].type.shape;
+    if (!chosen || differs) chosen = w, chosen_shape = std::move(have);
+    if (differs) break;
+  }
+  if (!chosen) return std::nullopt;
+  const Shape& declared = g().values[size_t(chosen->value)].type.shape;
+  std::string msg = chosen->tensor + (chosen->declared_as.empty() ? "" : " (read as " + chosen->declared_as + ")") +
+                    " is " + shape_str(chosen_shape) + " in the checkpoint";
+  msg += chosen_shape == declared ? " (declared at " + at(chosen->loc) + ")"
+                                  : "; the template declares " + shape_str(declared) + " (" + at(chosen->loc) + ")";
+  return Error{msg + "; " + refusal + "\n  at " + read_chain(op, loc)};
 }
 
 }  // namespace arch::dsl::detail

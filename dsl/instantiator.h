@@ -67,7 +67,18 @@ class Instantiator {
   R call_op(const std::string& op, Loc loc, std::vector<Val> args,
             const std::vector<std::pair<std::string, Val>>& kwargs,
             const std::vector<Loc>& kwarg_locs);
-  Result<int> as_input(const Val& v, Loc loc, const std::string& what, bool optional);
+  // `reader` says what reads a weight (`rms_norm's weight`), for the
+  // weight's read_at; empty: `what`.
+  Result<int> as_input(const Val& v, Loc loc, const std::string& what, bool optional,
+                       const std::string& reader = "");
+  // "READER in norm (llama.arch:76:10) <- norm_of (llama.arch:82:10) <-
+  // step (llama.arch:170:9)": `loc` in the innermost block being called,
+  // then each caller at the place it called it.
+  std::string read_chain(const std::string& reader, Loc loc);
+  // An op's shape rule refused `inputs`, one of them a checkpoint weight
+  // whose shape is known: the error names that tensor and its shape first.
+  std::optional<Error> weight_shape_error(const std::string& op, Loc loc, const std::vector<int>& inputs,
+                                          const std::string& refusal);
   Result<int> bind_weight(const std::vector<std::string>& path, Loc loc);
   Result<bool> weight_declared(const std::vector<std::string>& path, Loc loc,
                                const WeightDecl** decl, std::map<std::string, long long>& vars,
@@ -95,6 +106,7 @@ class Instantiator {
   std::string scope_;   // the loop scopes alone (layers.3)
   Env inputs_;          // the graph's inputs and seq, over the globals: what blocks see
   int block_depth_ = 0;
+  std::vector<std::pair<const BlockDef*, Loc>> calls_;  // the blocks being called, outermost first, each with its call
   long long loop_iterations_ = 0;  // of every loop so far: nested loops are bounded together
 };
 

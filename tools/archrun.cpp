@@ -36,7 +36,11 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("--families", c.families, "directory of family templates and registry.toml");
   cmd->add_option("--template", c.template_path, "run this .arch template instead of dispatching");
   cmd->add_option("--force-family", c.force_family,
-                  "run this family (a name, or a template's file name) whatever the checkpoint says; warns");
+                  "run this family (a name, or a template's file name) whatever the checkpoint says, even one "
+                  "refused for config fields or tensors the family leaves unread; warns");
+  cmd->add_flag("--strict", c.strict,
+                "refuse a checkpoint holding tensors no graph of its template reads (the template's `unread` "
+                "declarations aside); without it they are a warning naming them");
   cmd->add_option("--flag", c.flags, "override a template flag: NAME=true|false")->take_all();
   cmd->add_option("--path", c.path, "cpu: fast kernels where there are some (default); reference: the plain kernels only")
       ->check(CLI::IsMember({"cpu", "reference"}));

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/core/dtype.h"
+#include "engine/core/fp8.h"
 #include "engine/core/quant.h"
 
 namespace arch {
@@ -12,6 +13,8 @@ namespace {
 
 // bf16 and f16 are non-finite when their exponent bits are all ones.
 bool half_non_finite(uint16_t v, bool bf16) { return bf16 ? (v & 0x7f80) == 0x7f80 : (v & 0x7c00) == 0x7c00; }
+
+bool f8_non_finite(uint8_t v, DType t) { return t == DType::F8_E4M3 ? f8e4m3_non_finite(v) : f8e5m2_non_finite(v); }
 
 }  // namespace
 
@@ -30,6 +33,12 @@ int64_t non_finite_values(const Tensor& t) {
       const auto* x = static_cast<const uint16_t*>(t.data);
       const bool bf16 = t.dtype == DType::BF16;
       for (int64_t i = 0; i < n; ++i) bad += half_non_finite(x[i], bf16);
+      return bad;
+    }
+    case DType::F8_E4M3:
+    case DType::F8_E5M2: {
+      const auto* x = static_cast<const uint8_t*>(t.data);
+      for (int64_t i = 0; i < n; ++i) bad += f8_non_finite(x[i], t.dtype);
       return bad;
     }
     case DType::Q8_0:
@@ -62,6 +71,10 @@ int64_t first_non_finite(const Tensor& t) {
     const auto* x = static_cast<const uint16_t*>(t.data);
     for (int64_t i = 0; i < n; ++i)
       if (half_non_finite(x[i], t.dtype == DType::BF16)) return i;
+  } else if (t.dtype == DType::F8_E4M3 || t.dtype == DType::F8_E5M2) {
+    const auto* x = static_cast<const uint8_t*>(t.data);
+    for (int64_t i = 0; i < n; ++i)
+      if (f8_non_finite(x[i], t.dtype)) return i;
   }
   return -1;
 }
@@ -72,6 +85,8 @@ namespace {
 std::string bad_value(const Tensor& t, int64_t i) {
   float v;
   if (t.dtype == DType::F32) v = t.f32()[i];
+  else if (t.dtype == DType::F8_E4M3) v = f8e4m3_to_f32(static_cast<const uint8_t*>(t.data)[i]);
+  else if (t.dtype == DType::F8_E5M2) v = f8e5m2_to_f32(static_cast<const uint8_t*>(t.data)[i]);
   else {
     const uint16_t h = static_cast<const uint16_t*>(t.data)[i];
     const bool bf16 = t.dtype == DType::BF16;
@@ -80,23 +95,13 @@ std::string bad_value(const Tensor& t, int64_t i) {
   return std::isnan(v) ? "NaN" : v < 0 ? "-inf" : "inf";
 }
 
-// [0, 0, 1, 3]: the row-major index `i` in `shape`.
-std::string element_of(const Dims& shape, int64_t i) {
-  Dims at(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    at[d] = shape[d] > 0 ? i % shape[d] : 0;
-    i = shape[d] > 0 ? i / shape[d] : 0;
-  }
-  return dims_str(at);
-}
-
 }  // namespace
 
 Status check_finite(const Tensor& t, const std::string& what) {
   const int64_t i = first_non_finite(t);
   if (i < 0) return {};
   return error(what + " holds " + bad_value(t, i) + " at index " + std::to_string(i) + " (element " +
-               element_of(t.shape, i) + " of " + dims_str(t.shape) + "; " + std::to_string(non_finite_values(t)) +
+               element_str(t.shape, i) + " of " + dims_str(t.shape) + "; " + std::to_string(non_finite_values(t)) +
                " of " + std::to_string(t.numel()) + " values are NaN or Inf): an input must be all numbers");
 }
 

@@ -16,13 +16,14 @@
 
 namespace arch {
 
-// NaN or +-Inf values of a tensor as stored: F32, F16, BF16 element by
-// element; Q8_0 / Q4_0 rows by their block scales (a block of 32 values
-// counts whole). Other types (ints) hold none.
+// NaN or +-Inf values of a tensor as stored: F32, F16, BF16, F8_E4M3,
+// F8_E5M2 element by element; Q8_0 / Q4_0 rows by their block scales (a
+// block of 32 values counts whole). Other types (ints) hold none.
 int64_t non_finite_values(const Tensor& t);
 
-// The index of the first NaN or +-Inf element of an F32, F16 or BF16 tensor
-// (row-major), or -1 where there is none (or the type holds none).
+// The index of the first NaN or +-Inf element of a float tensor (F32, F16,
+// BF16, F8_E4M3, F8_E5M2; row-major), or -1 where there is none (or the
+// type holds none).
 int64_t first_non_finite(const Tensor& t);
 
 // Where `t` holds a value that is not a number: an error "WHAT holds NaN

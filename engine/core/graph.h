@@ -38,6 +38,10 @@ struct WeightRef {
   std::string tensor;        // the checkpoint tensor bound to it
   std::string declared_as;   // its name in the template, if an alias ("lm_head.weight")
   SourceLoc loc;             // where the template declares it
+  // Where a graph first reads it, through the blocks that led there:
+  // "rms_norm's weight in norm (families/llama.arch:76:10) <- norm_of
+  // (families/llama.arch:82:10) <- step (families/llama.arch:170:9)".
+  std::string read_at;
 };
 
 struct GraphOutput {

@@ -132,6 +132,10 @@ struct OpDef {
   bool stateful = false;  // keeps an OpState across calls (KV cache)
   bool view = false;      // output aliases input 0 (reshape): no allocation
   bool fills = false;     // the reference kernel writes every output element: outputs need no zeroing
+  // The sequence length past which this op's outputs at earlier positions
+  // change (LongRoPE's switch to its long factors), so state cached from
+  // them is recomputed there (engine/runtime/session.h); null or 0: never.
+  std::function<int64_t(const Attrs&)> history_changes_past = nullptr;
   std::string doc;        // one line: what it computes
 };
 

@@ -1,5 +1,6 @@
 #include "engine/core/tensor.h"
 
+#include "engine/core/fp8.h"
 #include "engine/core/huge_pages.h"
 #include "engine/core/quant.h"
 
@@ -50,6 +51,15 @@ std::string dims_str(const Dims& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string element_str(const Dims& shape, int64_t flat) {
+  Dims at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = shape[d] > 0 ? flat % shape[d] : 0;
+    flat = shape[d] > 0 ? flat / shape[d] : 0;
+  }
+  return dims_str(at);
 }
 
 Tensor Tensor::zeros(DType dtype, Dims shape) {
@@ -115,6 +125,16 @@ void widen_row(DType dtype, const void* row, int64_t k, float* out) {
     case DType::F32: std::memcpy(out, row, size_t(k) * 4); break;
     case DType::BF16: for (int64_t i = 0; i < k; ++i) out[i] = bf16_to_f32(src16[i]); break;
     case DType::F16: for (int64_t i = 0; i < k; ++i) out[i] = f16_to_f32(src16[i]); break;
+    case DType::F8_E4M3: {  // the codes alone: block scales are the importer's (fp8_weights.h)
+      const auto* s = static_cast<const uint8_t*>(row);
+      for (int64_t i = 0; i < k; ++i) out[i] = f8e4m3_to_f32(s[i]);
+      break;
+    }
+    case DType::F8_E5M2: {
+      const auto* s = static_cast<const uint8_t*>(row);
+      for (int64_t i = 0; i < k; ++i) out[i] = f8e5m2_to_f32(s[i]);
+      break;
+    }
     case DType::F64: {
       const auto* s = static_cast<const double*>(row);
       for (int64_t i = 0; i < k; ++i) out[i] = float(s[i]);

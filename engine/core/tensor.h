@@ -15,6 +15,8 @@ using Dims = std::vector<int64_t>;
 
 int64_t numel(const Dims& shape);
 std::string dims_str(const Dims& shape);  // "[12, 64]"
+// The row-major element `flat` of `shape` as its index: "[0, 0, 1, 3]".
+std::string element_str(const Dims& shape, int64_t flat);
 
 struct Tensor {
   DType dtype = DType::F32;

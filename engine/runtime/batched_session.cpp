@@ -35,7 +35,7 @@ Status check_batchable(const Program& p, const std::string& graph) {
 }  // namespace
 
 BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context)
-    : m_(m), g_(g), context_(context), positions_(size_t(slots), 0) {
+    : m_(m), g_(g), context_(context), positions_(size_t(slots), 0), history_(size_t(slots)) {
   state_.ops = &op_table();
   state_.max_context = int64_t(slots) * context;
   state_.sequences = &rows_;
@@ -81,18 +81,38 @@ Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int
   return std::unique_ptr<BatchedSession>(new BatchedSession(m, *g, slots, context));
 }
 
-Result<Tensor> BatchedSession::run(std::span<const Piece> pieces) {
-  if (pieces.empty()) return error("a batched call needs at least one sequence");
+Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
+  if (given.empty()) return error("a batched call needs at least one sequence");
+  // A piece taking its sequence past a length where every earlier
+  // position's keys change (ModelGraph::history_changes_past: LongRoPE)
+  // runs the whole sequence again from position 0, as Session::step does.
+  std::vector<Piece> pieces(given.begin(), given.end());
+  std::vector<std::vector<int32_t>> whole(pieces.size());
+  std::vector<int64_t> start(pieces.size(), 0);  // where each piece runs from
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    Piece& p = pieces[k];
+    if (p.slot < 0 || size_t(p.slot) >= positions_.size()) continue;  // refused below
+    const int64_t at = positions_[size_t(p.slot)], n = int64_t(p.tokens.size());
+    start[k] = at;
+    bool recompute = false;
+    for (int64_t b : g_.history_changes_past) recompute = recompute || (at > 0 && at <= b && at + n > b);
+    if (!recompute) continue;
+    whole[k] = history_[size_t(p.slot)];
+    whole[k].insert(whole[k].end(), p.tokens.begin(), p.tokens.end());
+    start[k] = 0;
+    p.tokens = whole[k];
+  }
   rows_.pieces.clear();
   int64_t total = 0;
   bool one_each = true;
   std::vector<char> seen(positions_.size(), 0);
-  for (const Piece& p : pieces) {
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const Piece& p = pieces[k];
     if (p.slot < 0 || size_t(p.slot) >= positions_.size())
       return error("slot " + std::to_string(p.slot) + " is not one of the " + std::to_string(positions_.size()));
     if (seen[size_t(p.slot)]++) return error("slot " + std::to_string(p.slot) + " appears twice in one call");
     if (p.tokens.empty()) return error("slot " + std::to_string(p.slot) + ": a piece needs at least one token");
-    const int64_t at = positions_[size_t(p.slot)], n = int64_t(p.tokens.size());
+    const int64_t at = start[k], n = int64_t(p.tokens.size());
     if (at + n > context_)
       return error("the context is full: " + std::to_string(at) + " + " + std::to_string(n) + " tokens exceed the " +
                    std::to_string(context_) + " positions a sequence has");
@@ -130,7 +150,13 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> pieces) {
   ARCH_TRY(auto outs, collect_outputs(graph, vals, {"logits"}));
   Tensor& logits = outs.at("logits");
   const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
-  for (const auto& r : rows_.pieces) positions_[size_t(r.slot)] += r.rows;
+  for (const auto& r : rows_.pieces) positions_[size_t(r.slot)] = r.position + r.rows;
+  if (!g_.history_changes_past.empty())
+    for (size_t k = 0; k < pieces.size(); ++k) {
+      auto& h = history_[size_t(pieces[k].slot)];
+      if (!whole[k].empty()) h.clear();  // it ran whole
+      h.insert(h.end(), pieces[k].tokens.begin(), pieces[k].tokens.end());
+    }
   if (last_only || (one_each && rows == total)) return logits.reshaped({rows, vocab});
   Tensor last = Tensor::zeros(DType::F32, {int64_t(pieces.size()), vocab});
   for (size_t k = 0; k < pieces.size(); ++k) {

@@ -35,10 +35,14 @@ class BatchedSession {
   // Runs each piece's tokens at its slot's position, advancing it, all in one
   // call; returns each piece's last row of logits, [pieces, vocab], in order.
   // A slot appears at most once; its position plus its tokens must fit the
-  // context.
+  // context. A piece that takes its sequence past a length where the
+  // model's earlier positions change (LongRoPE) runs its whole sequence.
   Result<Tensor> run(std::span<const Piece> pieces);
   // The slot's sequence is over: its region starts again from position 0.
-  void release(int slot) { positions_.at(size_t(slot)) = 0; }
+  void release(int slot) {
+    positions_.at(size_t(slot)) = 0;
+    history_.at(size_t(slot)).clear();
+  }
   int64_t position(int slot) const { return positions_.at(size_t(slot)); }
   int slots() const { return int(positions_.size()); }
   int64_t context() const { return context_; }
@@ -54,6 +58,9 @@ class BatchedSession {
   const ModelGraph& g_;
   int64_t context_;
   std::vector<int64_t> positions_;
+  // Each slot's tokens so far, kept where the model recomputes its cache
+  // at some length (ModelGraph::history_changes_past).
+  std::vector<std::vector<int32_t>> history_;
   RunState state_;
   SequenceRows rows_;
   int tokens_input_ = -1, positions_input_ = -1;

@@ -18,14 +18,18 @@ Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt)
     const Tensor* t = ckpt.find(w.tensor);
     std::string what = "tensor '" + w.tensor + "'" +
                        (w.declared_as.empty() ? "" : " (read as " + w.declared_as + ")");
+    // Which op reads it, through which blocks: an imported template's line
+    // alone does not say which family's call led there.
+    const std::string read = w.read_at.empty() ? "" : "\n  read by " + w.read_at;
     if (!t)
       return error(ckpt.dir + ": the checkpoint lacks " + what + ", which the template needs (declared at " +
-                   where(w.loc) + ")");
+                   where(w.loc) + ")" + read);
     Dims want = concretize(g.values[w.value].type.shape, 0);
     if (t->shape != want) {
       std::string file = ckpt.tensor_file.count(w.tensor) ? ckpt.tensor_file.at(w.tensor) : ckpt.dir;
-      return error(file + ": " + what + " has shape " + dims_str(t->shape) + ", but the config gives " +
-                   dims_str(want) + " (declared at " + where(w.loc) + ")");
+      return error(w.tensor + (w.declared_as.empty() ? "" : " (read as " + w.declared_as + ")") + " is " +
+                   dims_str(t->shape) + " in the checkpoint (" + file + "); the template needs " + dims_str(want) +
+                   " (declared at " + where(w.loc) + ", from the config)" + read);
     }
     if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_quantized(t->dtype))
       return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +

@@ -82,6 +82,13 @@ Result<Registry> load_registry(const std::string& dir) {
             else if (auto b = value.value<bool>()) u.defaults[std::string(key.str())] = *b;
             else if (auto str = value.value<std::string>()) u.defaults[std::string(key.str())] = *str;
           }
+        if (auto* notes = toml::node_view<const toml::node>(*wt)["unread"].as_array())
+          for (auto& pr : *notes) {
+            auto* a = pr.as_array();
+            if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
+              return error(reg.path + ": error: unread of wrapper '" + mt + "' must be [\"name\", \"why\"] pairs");
+            f.wrapper_unread[mt].push_back({a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string())});
+          }
         f.wrappers[mt] = std::move(u);
       }
     }
@@ -125,11 +132,14 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
                                       " in " + reg.path};
   for (const auto& f : reg.families) {
     auto w = f.wrappers.find(model_type);
-    if (w != f.wrappers.end())
-      return DispatchResult{&f, "model_type '" + model_type + "' wraps a " + f.name + " text model (" +
-                                    (w->second.config_key.empty() ? std::string("its config") : w->second.config_key) +
-                                    ", per " + reg.path + ")",
-                            &w->second};
+    if (w != f.wrappers.end()) {
+      DispatchResult d{&f, "model_type '" + model_type + "' wraps a " + f.name + " text model (" +
+                               (w->second.config_key.empty() ? std::string("its config") : w->second.config_key) +
+                               ", per " + reg.path + ")",
+                       &w->second};
+      if (auto u = f.wrapper_unread.find(model_type); u != f.wrapper_unread.end()) d.unread = u->second;
+      return d;
+    }
   }
   std::vector<const FamilyEntry*> matches;
   // A signature tensor counts under the family's own tensor prefixes too.

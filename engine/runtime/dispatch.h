@@ -13,6 +13,15 @@
 
 namespace arch {
 
+// Checkpoint tensors no graph of the family reads, and why: a wrapper's
+// (`unread = [["vision_tower", "why"]]` under [[family.wrapper]]), written
+// as a template's `unread` declarations are (segments a prefix of the
+// tensor's; `*` and `{i}` match any one).
+struct UnreadNote {
+  std::string pattern;
+  std::string reason;
+};
+
 struct FamilyEntry {
   std::string name;                      // LlamaStyle
   std::string template_path;             // absolute: <families>/llama.arch
@@ -22,6 +31,9 @@ struct FamilyEntry {
   // Wrapper model types whose inner text model is this family
   // ([[family.wrapper]] model_type, config, tensor_prefixes).
   std::map<std::string, Unwrap> wrappers;
+  // What each wrapper holds beside the family's model (its image tower),
+  // by wrapper model_type.
+  std::map<std::string, std::vector<UnreadNote>> wrapper_unread;
   // Tensor name prefixes every checkpoint of the family is read through
   // (BertForMaskedLM's "bert." and BertModel's bare names alike).
   Unwrap tensor_names;
@@ -44,6 +56,7 @@ struct DispatchResult {
   std::string reason;            // one line: how it was chosen
   const Unwrap* unwrap = nullptr;  // set when the checkpoint wraps the family's model
   bool by_signature = false;       // its model_type is not listed: only its tensors chose
+  std::vector<UnreadNote> unread = {};  // the wrapper's tensors the family leaves unread (the registry's)
 };
 
 // seeds/004's priority: model_type, then tensor presence, then refusal.

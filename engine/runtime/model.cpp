@@ -9,6 +9,7 @@
 #include "engine/runtime/dispatch.h"
 #include "engine/runtime/graph_outputs.h"
 #include "engine/runtime/load_progress.h"
+#include "engine/runtime/unread.h"
 
 namespace arch {
 
@@ -64,6 +65,12 @@ Status make_programs(ModelGraph& mg, std::vector<Tensor> weights, const LoadOpti
   ARCH_TRY(mg.program, make_program(mg.graph, op_table(), std::move(weights), opt.backend, opt.plan, opt.kernels,
                                     &prepared));
   for (const Step& s : mg.program.steps) mg.has_kv_cache = mg.has_kv_cache || s.def->stateful;
+  for (const Node& n : mg.graph.nodes)
+    if (const OpDef* def = op_table().find(n.op); def && def->history_changes_past)
+      if (int64_t at = def->history_changes_past(n.attrs); at > 0) mg.history_changes_past.push_back(at);
+  std::sort(mg.history_changes_past.begin(), mg.history_changes_past.end());
+  mg.history_changes_past.erase(std::unique(mg.history_changes_past.begin(), mg.history_changes_past.end()),
+                                mg.history_changes_past.end());
   std::vector<int> origin;
   if (auto g = last_row_graph(*mg.program.graph, mg.program.weights, "logits", origin)) {
     // Only a shortcut: where it cannot be built, generation runs the full program.
@@ -89,6 +96,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   auto has = [&](const std::string& name) { return m->checkpoint.has(name); };
   std::optional<Registry> reg;  // also what counts as a generic config field
   bool by_signature = false;
+  std::vector<UnreadNote> wrapper_unread;  // a wrapper's own tensors (an image tower), the registry's
   if (!opt.template_path.empty()) {
     m->template_path = opt.template_path;
     m->reason = "template given on the command line";
@@ -102,6 +110,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
       ARCH_TRY(d, dispatch(*reg, m->checkpoint.config, has));
     }
     by_signature = d.by_signature;
+    wrapper_unread = d.unread;
     m->family = d.family->name;
     m->template_path = d.family->template_path;
     m->reason = d.reason;
@@ -125,6 +134,14 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->warnings.push_back("--force-family " + opt.force_family + ": model_type '" + model_type + "' runs on " +
                           m->family + " (" + m->template_path + ") as asked" +
                           (unread.empty() ? "" : "; config fields it does not read: " + unread));
+  // Tensors alone chose the family: whatever fails from here on may fail
+  // because the checkpoint is another architecture's.
+  auto chosen_by_tensors = [&](Error e) {
+    if (by_signature)
+      e.message += "\n(model_type '" + model_type + "' is not listed in " + reg->path + "; its tensors alone chose " +
+                   m->family + ": the checkpoint may be another architecture's)";
+    return e;
+  };
   m->kernel_options = opt.kernels;
   dsl::InstantiateOptions io;
   io.config = m->checkpoint.config;
@@ -133,7 +150,9 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   io.flag_overrides = opt.flags;
   for (const auto& gd : m->tmpl.graphs) {
     io.graph = gd.name;
-    ARCH_TRY(dsl::Instance inst, dsl::instantiate(m->tmpl, io, op_table()));
+    auto instantiated = dsl::instantiate(m->tmpl, io, op_table());
+    if (!instantiated.ok()) return chosen_by_tensors(instantiated.error());
+    dsl::Instance inst = std::move(instantiated).value();
     auto mg = std::make_unique<ModelGraph>();
     mg->graph = std::move(inst.graph);
     if (opt.rewrite) {
@@ -146,6 +165,31 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->graphs.push_back(std::move(mg));
   }
   if (m->graphs.empty()) return error(m->template_path + ": the template defines no graph");
+  std::vector<const Graph*> graphs;
+  for (const auto& mg : m->graphs) graphs.push_back(&mg->graph);
+  m->unused_tensors = unread_tensors(graphs, m->checkpoint);
+  m->unread_declared = m->tmpl.unread;
+  for (const auto& note : wrapper_unread) m->unread_declared.push_back(unread_decl(note));
+  m->unexplained_tensors = unexplained_tensors(m->unused_tensors, m->unread_declared);
+  if (!m->unexplained_tensors.empty()) {
+    const size_t n = m->unexplained_tensors.size();
+    const std::string which = std::to_string(n) + (n == 1 ? " checkpoint tensor" : " checkpoint tensors");
+    const std::string listed = summarize_tensors(m->unexplained_tensors);
+    // Chosen by its tensors alone, a checkpoint with more than the template
+    // reads is another architecture whose tensor names happen to fit.
+    if (by_signature)
+      return error(dir + ": model_type '" + model_type + "' is not listed in " + reg->path + "; its tensors fit " +
+                   m->family + "'s signature, but " + m->family + " (" + m->template_path + ") leaves " + which +
+                   " unread: " + listed + ". It is likely another architecture; --force-family " + m->family +
+                   " runs it anyway");
+    if (opt.strict)
+      return error(dir + ": " + which + (n == 1 ? " is" : " are") + " read by no graph of " + m->template_path +
+                   ": " + listed + " (--strict: a template must read every tensor but those its `unread` "
+                   "declarations explain)");
+    m->warnings.push_back(which + (n == 1 ? " is" : " are") + " read by no graph of " + m->template_path + ": " +
+                          listed + "; a template that leaves a tensor out may compute something else (--strict "
+                          "refuses)");
+  }
   if (!opt.programs) return m;
   int64_t total_bytes = 0;
   for (const auto& [name, t] : m->checkpoint.tensors) total_bytes += int64_t(t.nbytes());
@@ -153,13 +197,11 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   // Every graph binds its weights by name from the one checkpoint; what the
   // programs prepare from them (widened, tiled) is made once for all.
   PreparedWeights prepared;
-  std::vector<const Graph*> graphs;
   for (auto& mg : m->graphs) {
-    ARCH_TRY(std::vector<Tensor> weights, bind_weights(mg->graph, m->checkpoint));
-    ARCH_TRY_STATUS(make_programs(*mg, std::move(weights), opt, prepared));
-    graphs.push_back(&mg->graph);
+    auto weights = bind_weights(mg->graph, m->checkpoint);
+    if (!weights.ok()) return chosen_by_tensors(weights.error());
+    ARCH_TRY_STATUS(make_programs(*mg, std::move(weights).value(), opt, prepared));
   }
-  m->unused_tensors = unread_tensors(graphs, m->checkpoint);
   weights_read(total_bytes);  // the rest is mapped, read when first used
   return m;
 }

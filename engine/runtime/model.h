@@ -39,6 +39,9 @@ struct LoadOptions {
   // False: instantiate the graphs only, binding no weights and making no
   // programs (what reads a model's IR and checkpoint alone: the NPU2 lowering).
   bool programs = true;
+  // Checkpoint tensors no graph reads and no `unread` declaration explains
+  // refuse the load (false: the model carries a warning naming them).
+  bool strict = false;
 };
 
 // One of a template's graphs, instantiated, bound and ready to run.
@@ -50,6 +53,9 @@ struct ModelGraph {
   // (no graph) when the template's logits are not reached row by row.
   Program last_logits;
   bool has_kv_cache = false;            // runs at a session's position, advancing it
+  // Sequence lengths past which an op's outputs at earlier positions change
+  // (LongRoPE's long factors): a session's caches are recomputed there.
+  std::vector<int64_t> history_changes_past;
 
   const std::string& name() const { return graph.name; }
 };
@@ -62,11 +68,16 @@ struct Model {
   dsl::Template tmpl;
   dsl::Instance instance;               // config and flags (the graphs are in `graphs`)
   std::vector<std::string> unused_tensors;  // read by no graph
+  // What says why some are unread: the template's `unread` declarations,
+  // then the registry's for a wrapper's own tensors (an image tower).
+  std::vector<dsl::UnreadDecl> unread_declared;
+  // Of unused_tensors, those nothing explains (warned of; --strict refuses).
+  std::vector<std::string> unexplained_tensors;
   // config.json's fields the template does not declare (the registry's
   // generic ones aside): where a checkpoint was matched by its tensors
   // alone, they are what tells another architecture.
   std::vector<std::string> unread_config;
-  std::vector<std::string> warnings;    // for the tools to print (a forced family)
+  std::vector<std::string> warnings;    // for the tools to print (a forced family, unread tensors)
   std::vector<std::unique_ptr<ModelGraph>> graphs;  // in template order; the first is the default
   KernelOptions kernel_options;         // as loaded
 

@@ -8,6 +8,32 @@
 
 namespace arch {
 
+namespace {
+
+// Each value running over the call's positions (a `seq` dim) cut to its
+// last n positions: what a step of n tokens returns when it ran more.
+void keep_last_positions(const Graph& g, std::map<int, Tensor>& vals, int64_t n) {
+  for (auto& [v, t] : vals) {
+    const Shape& declared = g.values[size_t(v)].type.shape;
+    size_t axis = 0;
+    while (axis < declared.size() && declared[axis].sym != kSeqSym) ++axis;
+    if (axis == declared.size() || axis >= t.shape.size() || t.shape[axis] <= n) continue;
+    Dims shape = t.shape;
+    const int64_t rows = shape[axis];
+    shape[axis] = n;
+    Tensor cut = Tensor::zeros(t.dtype, shape);
+    int64_t outer = 1, inner = int64_t(dtype_size(t.dtype));
+    for (size_t d = 0; d < axis; ++d) outer *= t.shape[d];
+    for (size_t d = axis + 1; d < t.shape.size(); ++d) inner *= t.shape[d];
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<char*>(cut.data) + o * n * inner,
+                  static_cast<const char*>(t.data) + (o * rows + rows - n) * inner, size_t(n * inner));
+    t = cut;
+  }
+}
+
+}  // namespace
+
 Session::Session(const Model& m, SessionOptions opt) : m_(m), max_context_(opt.max_context) {
   if (opt.adaptive_threads > 1) governor_ = std::make_unique<ThreadGovernor>(opt.adaptive_threads);
 }
@@ -37,6 +63,8 @@ void Session::profile_with(OpProfile* profile) {
 void Session::reset() {
   states_.clear();
   position_ = 0;
+  history_.clear();
+  history_known_ = true;
 }
 
 Status Session::rewind(int64_t n) {
@@ -47,6 +75,7 @@ Status Session::rewind(int64_t n) {
     for (auto& st : s.states)
       if (st && !st->rewind(n)) return error("an op's state cannot be rewound; reset the session instead");
   position_ = n;
+  if (history_.size() > size_t(n)) history_.resize(size_t(n));
   return {};
 }
 
@@ -71,6 +100,8 @@ Result<Tensor> conform_input(const std::string& name, Tensor t, const Value& wan
 Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTensors inputs,
                                                   const std::vector<int>& keep, bool last_only) {
   const Graph& g = mg.graph;
+  // Tokens given other than through step() leave the history unknown.
+  if (&mg == m_.token_graph() && mg.has_kv_cache && !stepping_) history_known_ = false;
   if (!pending_state_.empty() && &mg == m_.token_graph()) {  // what encode() made
     for (auto& [name, t] : pending_state_) inputs.try_emplace(name, t);
     pending_state_.clear();
@@ -158,9 +189,35 @@ Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vect
     return error("the model has no graph with a 'tokens' input (it has: " + have + ")");
   }
   if (ids.empty()) return error("a step needs at least one token");
+  const int64_t n = int64_t(ids.size());
+  // Where this step takes the sequence past a length at which every earlier
+  // position's keys change (LongRoPE's switch to its long factors), the
+  // cache is recomputed: the whole sequence runs again from position 0, as
+  // transformers' Phi-3 drops its cache there.
+  bool recompute = false;
+  for (int64_t at : tg->history_changes_past)
+    recompute = recompute || (position_ > 0 && position_ <= at && position_ + n > at);
+  std::vector<int32_t> all;
+  if (recompute) {
+    if (!history_known_ || history_.size() != size_t(position_))
+      return error("the sequence passes a length where the model's rotary embedding changes for every position, "
+                   "and the session does not hold the tokens it has seen (they came other than through step()) "
+                   "to recompute its cache");
+    all = history_;
+    all.insert(all.end(), ids.begin(), ids.end());
+    if (!rewind(0).ok()) reset();
+    ids = all;
+  }
   Tensor tok = Tensor::zeros(DType::I32, {int64_t(ids.size())});
   std::memcpy(tok.data, ids.data(), ids.size() * 4);
-  return run(tg->name(), {{"tokens", tok}}, outputs, last_only);
+  ARCH_TRY(std::vector<int> keep, output_values(tg->graph, outputs));
+  stepping_ = true;
+  auto vals = run_values(*tg, {{"tokens", tok}}, keep, last_only);
+  stepping_ = false;
+  if (!vals.ok()) return vals.error();
+  if (history_known_) history_.insert(history_.end(), ids.begin(), ids.end());
+  if (recompute) keep_last_positions(tg->graph, *vals, n);
+  return collect_outputs(tg->graph, *vals, outputs);
 }
 
 Result<NamedTensors> Session::encode(NamedTensors inputs, const std::vector<std::string>& also) {

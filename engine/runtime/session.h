@@ -57,7 +57,10 @@ class Session {
 
   // The token graph (Model::token_graph) on token ids: a prompt chunk, or
   // one token for a decode step. An encoder-decoder's first step also
-  // takes what encode() made.
+  // takes what encode() made. A step taking the sequence past a length
+  // where the model's earlier positions change (ModelGraph::
+  // history_changes_past: LongRoPE) runs the whole sequence again, its
+  // outputs still those of `ids`' positions.
   Result<NamedTensors> step(std::span<const int32_t> ids, const std::vector<std::string>& outputs = {"logits"},
                             bool last_only = false);
 
@@ -97,6 +100,12 @@ class Session {
   int64_t position_ = 0;
   std::map<const ModelGraph*, RunState> states_;  // one per graph run so far
   NamedTensors pending_state_;                     // encode()'s outputs, for the next step
+  // The tokens step() has run at positions 0.. (to recompute the cache
+  // where Graph::history_changes_past says); unknown once the token graph
+  // ran on tokens given otherwise.
+  std::vector<int32_t> history_;
+  bool history_known_ = true;
+  bool stepping_ = false;
   std::shared_ptr<BufferPool> buffers_ = BufferPool::make();  // shared by the graphs' runs
   CheckStats* check_ = nullptr;
   OpProfile* profile_ = nullptr;

@@ -8,6 +8,7 @@
 
 #include "engine/core/quant.h"
 #include "importer/checkpoint/config.h"
+#include "importer/checkpoint/fp8_weights.h"
 #include "engine/core/json_text.h"
 #include "engine/core/mapped_file.h"
 #include "importer/checkpoint/safetensors.h"
@@ -260,6 +261,7 @@ Result<Checkpoint> load_canonical(const std::string& file) {
     ckpt.tensor_file[name] = file;
     ckpt.tensors.emplace(name, std::move(t));
   }
+  ARCH_TRY_STATUS(dequantize_fp8_weights(ckpt));  // import writes none, but a file may hold them
   return ckpt;
 }
 

@@ -8,6 +8,7 @@
 
 #include "importer/checkpoint/canonical.h"
 #include "importer/checkpoint/config.h"
+#include "importer/checkpoint/fp8_weights.h"
 #include "engine/core/json_text.h"
 #include "engine/core/mapped_file.h"
 #include "importer/checkpoint/safetensors.h"
@@ -135,6 +136,7 @@ Result<Checkpoint> load_checkpoint(const std::string& dir) {
   ckpt.dir = dir;
   ARCH_TRY(ckpt.config, read_config((fs::path(dir) / "config.json").string()));
   ARCH_TRY_STATUS(load_weights(ckpt, fs::path(dir)));
+  ARCH_TRY_STATUS(dequantize_fp8_weights(ckpt));
   return ckpt;
 }
 

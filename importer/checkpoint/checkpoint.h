@@ -37,7 +37,9 @@ struct Checkpoint {
 // Weights are looked for in this order: model.safetensors;
 // model.safetensors.index.json with its shards; the same two under
 // diffusers' name (diffusion_pytorch_model.*); else the directory's only
-// *.safetensors file. Errors name the directory, file and tensor.
+// *.safetensors file. FP8 tensors are dequantized with their block scales,
+// which are consumed (fp8_weights.h). Errors name the directory, file and
+// tensor.
 Result<Checkpoint> load_checkpoint(const std::string& dir);
 
 }  // namespace arch

@@ -26,7 +26,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* kSupportedDTypes = "F32, F16, BF16, I32, I64, U8, I8, F64, BOOL";
+constexpr const char* kSupportedDTypes = "F32, F16, BF16, I32, I64, U8, I8, F64, BOOL, F8_E4M3, F8_E5M2";
 
 // One header entry after its checks: where its bytes are and what they mean.
 struct Entry {

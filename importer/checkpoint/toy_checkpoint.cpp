@@ -183,19 +183,28 @@ Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, 
 
 namespace {
 
-// The names a spec's pattern stands for: each `{i<N}` segment 0 .. N-1.
+// The names a spec's pattern stands for: each `{i<N}` segment 0 .. N-1,
+// each `{M<=i<N}` M .. N-1 (DeepSeek's MoE layers after its dense ones).
 Result<std::vector<std::string>> expand_layers(const std::string& pattern, const std::string& spec_path) {
   const size_t open = pattern.find('{');
   if (open == std::string::npos) return std::vector<std::string>{pattern};
   const size_t close = pattern.find('}', open);
-  const size_t lt = pattern.find('<', open);
-  if (close == std::string::npos || lt == std::string::npos || lt > close)
-    return error(spec_path + ": tensor '" + pattern + "': a layer segment is written {i<N}");
+  const size_t lt = pattern.rfind('<', close);
+  if (close == std::string::npos || lt == std::string::npos || lt < open)
+    return error(spec_path + ": tensor '" + pattern + "': a layer segment is written {i<N} or {M<=i<N}");
+  auto number = [](const std::string& t) {
+    return !t.empty() && t.size() < 10 && t.find_first_not_of("0123456789") == std::string::npos;
+  };
   const std::string count = pattern.substr(lt + 1, close - lt - 1);
-  if (count.empty() || count.find_first_not_of("0123456789") != std::string::npos)
-    return error(spec_path + ": tensor '" + pattern + "': N in {i<N} must be a number");
+  if (!number(count)) return error(spec_path + ": tensor '" + pattern + "': N in {i<N} must be a number");
+  int64_t first = 0;
+  if (const size_t le = pattern.find("<=", open); le < lt) {
+    const std::string from = pattern.substr(open + 1, le - open - 1);
+    if (!number(from)) return error(spec_path + ": tensor '" + pattern + "': M in {M<=i<N} must be a number");
+    first = std::stoll(from);
+  }
   std::vector<std::string> out;
-  for (int64_t i = 0; i < std::stoll(count); ++i) {
+  for (int64_t i = first; i < std::stoll(count); ++i) {
     ARCH_TRY(auto rest, expand_layers(pattern.substr(close + 1), spec_path));
     for (auto& r : rest) out.push_back(pattern.substr(0, open) + std::to_string(i) + r);
   }

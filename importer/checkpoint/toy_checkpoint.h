@@ -41,7 +41,7 @@ Status write_random_checkpoint(const std::string& dir, const LlamaShape& shape, 
 // families/toys/NAME.json holds a config.json, optionally a
 // generation_config.json, side files under "files" (a voice's vocab.json),
 // and every tensor's name and shape, a `{i<N}` segment standing for layers
-// 0 .. N-1): `archrun toy --shape whisper-base`. Matrices and convolutions
+// 0 .. N-1 and `{M<=i<N}` for M .. N-1): `archrun toy --shape whisper-base`. Matrices and convolutions
 // draw N(0, 1/sqrt(fan_in)), embedding tables (a name with "embed" or
 // "shared") N(0, 1), norm weights 1 + N(0, 0.1), other vectors (biases)
 // N(0, 0.02); a tensor given as [name, shape, value] holds that value

@@ -189,7 +189,7 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
   // working them out allocated.
   struct LastFrequencies {
     double theta = 0;
-    int64_t d = 0, max_pos = 0, seq_len = 0;
+    int64_t d = 0, max_pos = 0, original_max_pos = 0, seq_len = 0;
     Attrs scaling;
     bool reads_seq_len = true;
     std::optional<RopeFrequencies> freqs;
@@ -197,12 +197,17 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
   thread_local LastFrequencies last;
   const double theta = attr_float(ctx.attrs, "theta", 10000.0);
   const int64_t max_pos = attr_int(ctx.attrs, "max_position_embeddings", 0);
+  const int64_t original_max_pos = attr_int(ctx.attrs, "original_max_position_embeddings", 0);
   const Attrs& scaling = attr_json(ctx.attrs, "scaling");
-  if (!last.freqs || last.theta != theta || last.d != d || last.max_pos != max_pos || last.scaling != scaling ||
+  // Several sequences' rows whose frequencies follow each one's length:
+  // the reference kernel takes them piece by piece.
+  if (ctx.sequences && rope_frequencies_read_seq_len(scaling)) return reference(ctx);
+  if (!last.freqs || last.theta != theta || last.d != d || last.max_pos != max_pos ||
+      last.original_max_pos != original_max_pos || last.scaling != scaling ||
       (last.reads_seq_len && last.seq_len != seq_len)) {
-    auto computed = rope_frequencies(theta, d, scaling, max_pos, seq_len);
+    auto computed = rope_frequencies(theta, d, scaling, max_pos, seq_len, original_max_pos);
     if (!computed.ok()) return reference(ctx);
-    last = LastFrequencies{theta, d, max_pos, seq_len, scaling, rope_frequencies_read_seq_len(scaling),
+    last = LastFrequencies{theta, d, max_pos, original_max_pos, seq_len, scaling, rope_frequencies_read_seq_len(scaling),
                            std::move(*computed)};
   }
   const RopeFrequencies* freqs = &*last.freqs;

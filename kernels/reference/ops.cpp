@@ -40,6 +40,8 @@ void define_reference_ops(OpTable& t) {
   define_conv2d(t);
   define_pool(t);
   define_arange(t);
+  define_gather(t);
+  define_one_hot(t);
   define_relative_position_bucket(t);
   define_flip(t);
   define_cumsum(t);

@@ -50,6 +50,8 @@ void define_conv_transpose1d(OpTable& t);  // conv_transpose1d
 void define_conv2d(OpTable& t);       // conv2d
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
 void define_arange(OpTable& t);       // arange
+void define_gather(OpTable& t);       // gather
+void define_one_hot(OpTable& t);      // one_hot
 void define_relative_position_bucket(OpTable& t);  // relative_position_bucket
 void define_flip(OpTable& t);         // flip
 void define_cumsum(OpTable& t);       // cumsum

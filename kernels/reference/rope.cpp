@@ -54,6 +54,8 @@ Result<std::string> scaling_type(const Attrs& scaling) {
     auto it = scaling.find(key);
     if (it == scaling.end() || it->is_null()) continue;
     if (!it->is_string()) return error("rope_scaling '" + std::string(key) + "' must be a string");
+    // "su": the first Phi-3-128k checkpoints' name for LongRoPE.
+    if (it->get<std::string>() == "su") return std::string("longrope");
     return it->get<std::string>();
   }
   return std::string("default");
@@ -190,15 +192,81 @@ Result<RopeFrequencies> yarn_frequencies(double theta, int64_t d, const Attrs& s
   return out;
 }
 
+// The length LongRoPE's factor sets switch at, and its factor: the config's
+// original_max_position_embeddings where it has one (Phi-3: factor =
+// max_position_embeddings / it), else the object's (transformers 5.x
+// standardises it there) with the object's factor, else
+// max_position_embeddings itself.
+struct LongRopeSpan {
+  double original = 0;
+  std::optional<double> factor;
+};
+Result<LongRopeSpan> longrope_span(const Attrs& scaling, const std::string& type, int64_t max_pos,
+                                   int64_t original_max_pos) {
+  ARCH_TRY(auto factor, optional_field(scaling, type, "factor"));
+  ARCH_TRY(auto orig_field, optional_field(scaling, type, "original_max_position_embeddings"));
+  if (original_max_pos > 0) {
+    if (max_pos <= 0)
+      return error("rope_scaling type 'longrope' with original_max_position_embeddings needs the config's "
+                   "max_position_embeddings (rope attribute max_position_embeddings is 0, unknown)");
+    return LongRopeSpan{double(original_max_pos), double(max_pos) / double(original_max_pos)};
+  }
+  if (truthy(orig_field) && *orig_field > 0) return LongRopeSpan{*orig_field, factor};
+  if (max_pos > 0) return LongRopeSpan{double(max_pos), factor};
+  return error("rope_scaling type 'longrope' needs original_max_position_embeddings (the config's or the "
+               "object's) or the config's max_position_embeddings");
+}
+
+// _compute_longrope_parameters as longrope_frequency_update drives it:
+// short_factor while the sequence is at most the original length, long_factor
+// past it (for every position: rows cached before the switch must be
+// recomputed, rope_history_changes_past); inv[j] = 1 / (factor[j] *
+// theta^(2j / d)) in float32; cos and sin scaled by the attention factor
+// sqrt(1 + ln(factor) / ln(original)) unless the object gives one.
+Result<RopeFrequencies> longrope_frequencies(double theta, int64_t d, const Attrs& scaling, const std::string& type,
+                                             int64_t max_pos, int64_t seq_len, int64_t original_max_pos) {
+  ARCH_TRY(LongRopeSpan span, longrope_span(scaling, type, max_pos, original_max_pos));
+  ARCH_TRY(auto attention, optional_field(scaling, type, "attention_factor"));
+  const char* which = double(seq_len) > span.original ? "long_factor" : "short_factor";
+  auto it = scaling.find(which);
+  if (it == scaling.end() || !it->is_array() || it->size() != size_t(d / 2))
+    return error("rope_scaling type 'longrope' needs '" + std::string(which) + "', a list of " +
+                 std::to_string(d / 2) + " numbers (one per rotated pair of the " + std::to_string(d) +
+                 " rope dims)");
+  RopeFrequencies out;
+  out.inv_freq.resize(size_t(d / 2));
+  for (int64_t j = 0; j < d / 2; ++j) {
+    const auto& f = (*it)[size_t(j)];
+    if (!f.is_number() || !(f.get<double>() > 0))
+      return error("rope_scaling type 'longrope': " + std::string(which) + "[" + std::to_string(j) +
+                   "] must be a positive number, got " + f.dump());
+    out.inv_freq[size_t(j)] = 1.0f / (float(f.get<double>()) * rope_power(float(theta), j, d));
+  }
+  double att = 1.0;
+  if (attention)
+    att = *attention;
+  else if (span.factor && *span.factor > 1.0)
+    att = std::sqrt(1.0 + std::log(*span.factor) / std::log(span.original));
+  out.attention_factor = float(att);
+  return out;
+}
+
 }  // namespace
 
 bool rope_frequencies_read_seq_len(const Attrs& scaling) {
   auto type = scaling_type(scaling);
-  return type.ok() && *type == "dynamic";
+  return type.ok() && (*type == "dynamic" || *type == "longrope");
+}
+
+int64_t rope_history_changes_past(const Attrs& scaling, int64_t max_pos, int64_t original_max_pos) {
+  auto type = scaling_type(scaling);
+  if (!type.ok() || *type != "longrope") return 0;
+  auto span = longrope_span(scaling, *type, max_pos, original_max_pos);
+  return span.ok() ? int64_t(span->original) : 0;
 }
 
 Result<RopeFrequencies> rope_frequencies(double theta, int64_t d, const Attrs& scaling, int64_t max_pos,
-                                         int64_t seq_len) {
+                                         int64_t seq_len, int64_t original_max_pos) {
   if (!(theta > 0)) return error("rope theta must be positive, got " + std::to_string(theta));
   ARCH_TRY(std::string type, scaling_type(scaling));
   RopeFrequencies out;
@@ -207,6 +275,7 @@ Result<RopeFrequencies> rope_frequencies(double theta, int64_t d, const Attrs& s
     return out;
   }
   if (type == "yarn") return yarn_frequencies(theta, d, scaling, type, max_pos);
+  if (type == "longrope") return longrope_frequencies(theta, d, scaling, type, max_pos, seq_len, original_max_pos);
   if (type == "proportional") return proportional_rope_frequencies(theta, d, scaling);
   // inv[j] = 1 / theta^(2j / d): exponent, power and reciprocal in float32
   out.inv_freq = plain_inv_freq(float(theta), d);
@@ -245,8 +314,8 @@ Result<RopeFrequencies> rope_frequencies(double theta, int64_t d, const Attrs& s
 }
 
 Result<std::vector<float>> rope_inv_freq(double theta, int64_t d, const Attrs& scaling, int64_t max_pos,
-                                         int64_t seq_len) {
-  ARCH_TRY(RopeFrequencies f, rope_frequencies(theta, d, scaling, max_pos, seq_len));
+                                         int64_t seq_len, int64_t original_max_pos) {
+  ARCH_TRY(RopeFrequencies f, rope_frequencies(theta, d, scaling, max_pos, seq_len, original_max_pos));
   return std::move(f.inv_freq);
 }
 
@@ -272,7 +341,8 @@ static Result<std::vector<TypedShape>> rope_shape(std::span<const TypedShape> in
   // Refuse an unsupported or incomplete rope_scaling now rather than at the
   // first call.
   auto freqs = rope_frequencies(attr_float(attrs, "theta", 10000.0), *d, attr_json(attrs, "scaling"),
-                                attr_int(attrs, "max_position_embeddings", 0));
+                                attr_int(attrs, "max_position_embeddings", 0), 0,
+                                attr_int(attrs, "original_max_position_embeddings", 0));
   if (!freqs.ok()) return error("rope: " + freqs.error().message);
   return one_output(x);
 }
@@ -291,30 +361,41 @@ static Status rope_kernel(KernelContext& ctx) {
   if (!d_or.ok()) return kernel_error(ctx, "rope", d_or.error().message);
   const int64_t d = *d_or, half = d / 2;
   // The sequence length seen so far, as transformers' dynamic_rope_update
-  // takes it: max(position_ids) + 1 of this call. ("dynamic" only; rows
-  // already in the KV cache keep the rotation they were given.)
-  int64_t seq_len = 0;
-  for (int64_t t = 0; t < S; ++t) seq_len = std::max(seq_len, int64_t(P.i32()[t]) + 1);
-  auto freqs_or = rope_frequencies(attr_float(ctx.attrs, "theta", 10000.0), d, attr_json(ctx.attrs, "scaling"),
-                                   attr_int(ctx.attrs, "max_position_embeddings", 0), seq_len);
-  if (!freqs_or.ok()) return kernel_error(ctx, "rope", freqs_or.error().message);
-  const std::vector<float>& inv = freqs_or->inv_freq;
-  const float attention_factor = freqs_or->attention_factor;
+  // takes it: max(position_ids) + 1 of this call, each sequence's own where
+  // the rows are several sequences'. ("dynamic" and "longrope" only; rows
+  // already in the KV cache keep the rotation they were given, unless the
+  // session recomputes them: OpDef::history_changes_past.)
+  const Attrs& scaling = attr_json(ctx.attrs, "scaling");
+  std::vector<std::pair<int64_t, int64_t>> spans;  // [first row, end) sharing one seq_len
+  if (ctx.sequences && rope_frequencies_read_seq_len(scaling))
+    for (const auto& p : ctx.sequences->pieces) spans.push_back({p.row, p.row + p.rows});
+  else
+    spans.push_back({0, S});
   const bool interleaved = attr_bool(ctx.attrs, "interleaved", false);
   std::vector<float> c(half), s(half);
-  for (int64_t t = 0; t < S; ++t) {
-    for (int64_t j = 0; j < half; ++j) rope_cos_sin(P.i32()[t], inv[j], &c[j], &s[j], attention_factor);
-    for (int64_t h = 0; h < H; ++h) {
-      const float* x = X.f32() + (t * H + h) * D;
-      float* y = ctx.outputs[0].f32() + (t * H + h) * D;
-      for (int64_t j = 0; j < half; ++j) {
-        // (y_a, y_b) = (x_a cos - x_b sin, x_b cos + x_a sin) for pair (a, b)
-        int64_t a = interleaved ? 2 * j : j;
-        int64_t b = interleaved ? 2 * j + 1 : j + half;
-        y[a] = x[a] * c[j] - x[b] * s[j];
-        y[b] = x[b] * c[j] + x[a] * s[j];
+  for (auto [first, end] : spans) {
+    int64_t seq_len = 0;
+    for (int64_t t = first; t < end; ++t) seq_len = std::max(seq_len, int64_t(P.i32()[t]) + 1);
+    auto freqs_or = rope_frequencies(attr_float(ctx.attrs, "theta", 10000.0), d, scaling,
+                                     attr_int(ctx.attrs, "max_position_embeddings", 0), seq_len,
+                                     attr_int(ctx.attrs, "original_max_position_embeddings", 0));
+    if (!freqs_or.ok()) return kernel_error(ctx, "rope", freqs_or.error().message);
+    const std::vector<float>& inv = freqs_or->inv_freq;
+    const float attention_factor = freqs_or->attention_factor;
+    for (int64_t t = first; t < end; ++t) {
+      for (int64_t j = 0; j < half; ++j) rope_cos_sin(P.i32()[t], inv[j], &c[j], &s[j], attention_factor);
+      for (int64_t h = 0; h < H; ++h) {
+        const float* x = X.f32() + (t * H + h) * D;
+        float* y = ctx.outputs[0].f32() + (t * H + h) * D;
+        for (int64_t j = 0; j < half; ++j) {
+          // (y_a, y_b) = (x_a cos - x_b sin, x_b cos + x_a sin) for pair (a, b)
+          int64_t a = interleaved ? 2 * j : j;
+          int64_t b = interleaved ? 2 * j + 1 : j + half;
+          y[a] = x[a] * c[j] - x[b] * s[j];
+          y[b] = x[b] * c[j] + x[a] * s[j];
+        }
+        for (int64_t i = d; i < D; ++i) y[i] = x[i];  // past rope_dim: unchanged
       }
-      for (int64_t i = d; i < D; ++i) y[i] = x[i];  // past rope_dim: unchanged
     }
   }
   return {};
@@ -328,12 +409,19 @@ void define_rope(OpTable& t) {
                          {"rope_dim", AttrSpec::Int, 0},
                          {"scaling", AttrSpec::Json, nullptr},
                          {"max_position_embeddings", AttrSpec::Int, 0},
+                         {"original_max_position_embeddings", AttrSpec::Int, 0},
                          {"interleaved", AttrSpec::Bool, false}},
                .shape = rope_shape,
                .tolerance = {1e-5, 1e-6},
+               .history_changes_past =
+                   [](const Attrs& a) {
+                     return rope_history_changes_past(attr_json(a, "scaling"), attr_int(a, "max_position_embeddings", 0),
+                                                      attr_int(a, "original_max_position_embeddings", 0));
+                   },
                .doc = "rope(x [seq, H, D], positions [seq] i32) -> [seq, H, D]: rotary embedding of the first rope_dim features (0: all); "
-                      "scaling: the config's rope_scaling (default, linear, llama3, dynamic, yarn, proportional); "
-                      "max_position_embeddings: the config's (0: unknown), for dynamic and yarn",
+                      "scaling: the config's rope_scaling (default, linear, llama3, dynamic, yarn, longrope, proportional); "
+                      "max_position_embeddings: the config's (0: unknown), for dynamic, yarn and longrope; "
+                      "original_max_position_embeddings: the config's top-level one (Phi-3's; 0: none), for longrope",
            }),
            rope_kernel);
 }

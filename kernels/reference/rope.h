@@ -23,18 +23,27 @@ struct RopeFrequencies {
 //     decorator calls it: the unscaled frequencies while seq_len <=
 //     max_position_embeddings, else a base grown with seq_len;
 //   "yarn": _compute_yarn_parameters, with its attention factor.
+//   "longrope": _compute_longrope_parameters as longrope_frequency_update
+//     drives it: short_factor while seq_len <= the original length, else
+//     long_factor; original_max_pos is the config's top-level
+//     original_max_position_embeddings (Phi-3; 0: none).
 //   "proportional": _compute_proportional_rope_parameters (transformers 5.x,
 //     Gemma 4), rope_proportional.cpp.
 // max_position_embeddings is the config's (0 = unknown: "dynamic" and "yarn"
 // then use the object's original_max_position_embeddings, or fail).
 // seq_len is the sequence length seen so far, max(position) + 1 (0 = none,
-// as at model init); only "dynamic" reads it. Any other type is an error
-// naming it.
+// as at model init); only "dynamic" and "longrope" read it. Any other type
+// is an error naming it.
 Result<RopeFrequencies> rope_frequencies(double theta, int64_t rope_dim, const Attrs& scaling,
-                                         int64_t max_position_embeddings = 0, int64_t seq_len = 0);
-// Whether rope_frequencies reads seq_len for this rope_scaling ("dynamic");
-// otherwise the attributes alone decide the frequencies.
+                                         int64_t max_position_embeddings = 0, int64_t seq_len = 0,
+                                         int64_t original_max_pos = 0);
+// Whether rope_frequencies reads seq_len for this rope_scaling ("dynamic",
+// "longrope"); otherwise the attributes alone decide the frequencies.
 bool rope_frequencies_read_seq_len(const Attrs& scaling);
+// The sequence length past which every position's rotation changes, so keys
+// cached before must be recomputed ("longrope": the original length; 0:
+// never). transformers' Phi-3 drops its cache there.
+int64_t rope_history_changes_past(const Attrs& scaling, int64_t max_position_embeddings, int64_t original_max_pos);
 
 // "proportional" rope (transformers 5.x _compute_proportional_rope_parameters):
 // over the whole rope_dim d, the first int(partial_rotary_factor * d // 2)
@@ -48,7 +57,8 @@ float rope_power(float base, int64_t j, int64_t d);
 
 // The inverse frequencies alone (the attention factor dropped).
 Result<std::vector<float>> rope_inv_freq(double theta, int64_t rope_dim, const Attrs& scaling,
-                                         int64_t max_position_embeddings = 0, int64_t seq_len = 0);
+                                         int64_t max_position_embeddings = 0, int64_t seq_len = 0,
+                                         int64_t original_max_pos = 0);
 
 // cos and sin of the float32 angle pos * inv_freq, rounded to float32 from a
 // double evaluation (torch evaluates them in float32 to within an ulp), then

@@ -121,7 +121,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gemma3_text", "LlamaStylePlus"}, Case{"mixtral", "MoEStyle"},
                       Case{"qwen2_moe", "MoEStyle"}, Case{"qwen3_moe", "MoEStyle"},
                       Case{"gemma4_text", "LlamaStylePlus4"}, Case{"gemma4_moe", "LlamaStylePlus4"},
-                      Case{"gpt2", "GPT2Style"}, Case{"gpt_neox", "NeoXStyle"}, Case{"phi", "PhiStyle"}),
+                      Case{"gpt2", "GPT2Style"}, Case{"gpt_neox", "NeoXStyle"}, Case{"phi", "PhiStyle"},
+                      Case{"phi3", "Phi3Style"}, Case{"phi3_longrope", "Phi3Style"},
+                      Case{"starcoder2", "StarCoder2Style"}, Case{"deepseek_v2", "DeepSeekStyle"},
+                      Case{"deepseek_v2_lite", "DeepSeekStyle"}, Case{"deepseek_v3", "DeepSeekStyle"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -346,6 +346,53 @@ TEST(Rope, YarnAttentionFactorChoices) {
   EXPECT_EQ(unit->attention_factor, 1.0f);
 }
 
+// LongRoPE (_compute_longrope_parameters, longrope_frequency_update): the
+// short factors while the sequence is at most the original length, the
+// long ones past it; inv[j] = 1 / (factor[j] theta^(2j/d)); the attention
+// factor from max_position_embeddings / original_max_position_embeddings.
+TEST(Rope, LongRope) {
+  const double theta = 1e4;
+  const int64_t d = 12, max_pos = 256, orig = 24;
+  const std::vector<double> shorts = {1.0, 1.05, 1.15, 1.3, 1.6, 2.0}, longs = {1.0, 1.6, 3.0, 6.5, 14.0, 30.0};
+  Attrs s = {{"type", "longrope"}, {"short_factor", shorts}, {"long_factor", longs}};
+  const double att = std::sqrt(1 + std::log(double(max_pos) / orig) / std::log(double(orig)));
+  for (int64_t seq_len : {0, 1, 24, 25, 36}) {
+    auto f = rope_frequencies(theta, d, s, max_pos, seq_len, orig);
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    const auto& factors = seq_len > orig ? longs : shorts;
+    for (int64_t j = 0; j < d / 2; ++j)
+      EXPECT_NEAR(f->inv_freq[size_t(j)], 1.0 / (factors[size_t(j)] * std::pow(theta, 2.0 * j / d)), 1e-7)
+          << "seq_len " << seq_len << " pair " << j;
+    EXPECT_NEAR(f->attention_factor, att, 1e-6);
+  }
+  // Past the original length every position's rotation changes.
+  EXPECT_EQ(rope_history_changes_past(s, max_pos, orig), orig);
+  EXPECT_EQ(rope_history_changes_past({{"rope_type", "yarn"}, {"factor", 4.0}}, max_pos, orig), 0);
+  EXPECT_TRUE(rope_frequencies_read_seq_len(s));
+  // Without the config's original length: the object's, with its factor.
+  Attrs in_object = s;
+  in_object["original_max_position_embeddings"] = 64;
+  in_object["factor"] = 4.0;
+  auto obj = rope_frequencies(theta, d, in_object, 0, 65, 0);
+  ASSERT_TRUE(obj.ok()) << obj.error().message;
+  EXPECT_NEAR(obj->inv_freq[5], 1.0 / (30.0 * std::pow(theta, 10.0 / 12)), 1e-9);
+  EXPECT_NEAR(obj->attention_factor, std::sqrt(1 + std::log(4.0) / std::log(64.0)), 1e-6);
+  EXPECT_EQ(rope_history_changes_past(in_object, 0, 0), 64);
+  // An explicit attention_factor wins; "su" is LongRoPE's first name.
+  in_object["attention_factor"] = 1.5;
+  in_object["type"] = "su";
+  auto su = rope_frequencies(theta, d, in_object, 0, 10, 0);
+  ASSERT_TRUE(su.ok()) << su.error().message;
+  EXPECT_EQ(su->attention_factor, 1.5f);
+  EXPECT_NEAR(su->inv_freq[1], 1.0 / (1.05 * std::pow(theta, 2.0 / 12)), 1e-7);
+  // A factor that is not a positive number is refused naming it.
+  Attrs bad = s;
+  bad["long_factor"][3] = -1;
+  auto neg = rope_frequencies(theta, d, bad, max_pos, 30, orig);
+  ASSERT_FALSE(neg.ok());
+  EXPECT_EQ(neg.error().message, "rope_scaling type 'longrope': long_factor[3] must be a positive number, got -1");
+}
+
 TEST(Rope, YarnBetasAndTruncate) {
   const double theta = 1e6, factor = 4, orig = 32768;
   const int64_t d = 64;
@@ -373,12 +420,17 @@ TEST(Rope, YarnBetasAndTruncate) {
 TEST(Rope, Errors) {
   const std::vector<TypedShape> in = {{DType::F32, {Dim::seq(), Dim::of(4), Dim::of(8)}},
                                       {DType::I32, {Dim::seq()}}};
-  auto longrope = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"rope_type", "longrope"}, {"factor", 4.0}}}});
-  ASSERT_FALSE(longrope.ok());
-  EXPECT_EQ(longrope.error().message, "rope: rope_scaling type 'longrope' is not supported yet");
-  auto unknown = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"type", "su"}, {"factor", 4.0}}}});
+  auto unknown = infer("rope", in, {{"theta", 1e4}, {"scaling", {{"type", "ntk-by-parts"}, {"factor", 4.0}}}});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_EQ(unknown.error().message, "rope: rope_scaling type 'su' is not supported yet");
+  EXPECT_EQ(unknown.error().message, "rope: rope_scaling type 'ntk-by-parts' is not supported yet");
+  // longrope needs a factor list of rope_dim / 2 (here 4) numbers.
+  auto short_list = infer("rope", in, {{"theta", 1e4}, {"max_position_embeddings", 256},
+                                       {"scaling", {{"rope_type", "longrope"}, {"short_factor", {1, 2}},
+                                                    {"long_factor", {1, 2, 3, 4}}}}});
+  ASSERT_FALSE(short_list.ok());
+  EXPECT_EQ(short_list.error().message,
+            "rope: rope_scaling type 'longrope' needs 'short_factor', a list of 4 numbers (one per rotated pair of "
+            "the 8 rope dims)");
   // dynamic and yarn need a length: the config's max_position_embeddings,
   // or (0 = unknown) the object's original_max_position_embeddings.
   for (const char* type : {"dynamic", "yarn"}) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -582,6 +583,40 @@ TEST(Archrun, UnlistedCheckpointWithUnreadFieldsIsRefusedUnlessForced) {
   EXPECT_NE(forced.out.find("archrun: warning: --force-family LlamaStyle"), std::string::npos) << forced.out;
   EXPECT_NE(forced.out.find("config fields the template leaves unread: logit_multiplier"), std::string::npos)
       << forced.out;
+}
+
+// A tensor no graph reads: generate warns on stderr naming it, and runs;
+// --strict refuses it.
+TEST(Archrun, UnreadTensorsWarnAndStrictRefuses) {
+  TempDir tmp("unread");
+  const std::string dir = (tmp / "m").string();
+  ASSERT_EQ(run_tool(testing::archrun() + " toy -o " + dir).exit_code, 0);
+  {
+    auto ckpt = read_safetensors(dir + "/model.safetensors");
+    ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    for (const auto& [name, t] : ckpt->tensors) {
+      Tensor copy = Tensor::zeros(t.dtype, t.shape);
+      std::memcpy(copy.data, t.data, t.nbytes());
+      tensors.emplace_back(name, copy);
+    }
+    tensors.emplace_back("model.layers.0.self_attn.sinks", Tensor::zeros(DType::F32, {4}));
+    ASSERT_TRUE(write_safetensors((tmp / "extra.safetensors").string(), tensors).ok());
+  }
+  fs::rename(tmp / "extra.safetensors", tmp / "m" / "model.safetensors");
+  auto warned = run_tool(testing::archrun() + " generate " + dir + " --ids 1,2 -n 2 --greedy");
+  EXPECT_EQ(warned.exit_code, 0) << warned.out;
+  EXPECT_NE(warned.out.find("archrun: warning: 1 checkpoint tensor is read by no graph of "), std::string::npos)
+      << warned.out;
+  EXPECT_NE(warned.out.find("llama.arch: model.layers.0.self_attn.sinks; "), std::string::npos) << warned.out;
+  auto strict = run_tool(testing::archrun() + " generate " + dir + " --ids 1,2 -n 2 --greedy --strict");
+  EXPECT_EQ(strict.exit_code, 1) << strict.out;
+  EXPECT_NE(strict.out.find("archrun: error: " + dir + ": 1 checkpoint tensor is read by no graph of "),
+            std::string::npos)
+      << strict.out;
+  EXPECT_NE(strict.out.find("model.layers.0.self_attn.sinks (--strict:"), std::string::npos) << strict.out;
+  auto help = run_tool(testing::archrun() + " forward --help");
+  EXPECT_NE(help.out.find("--strict"), std::string::npos) << help.out;
 }
 
 }  // namespace

@@ -467,9 +467,7 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = clock::now();
-  LoadOptions lo;
-  lo.backend = c.path;
-  auto p = load_pipeline(c.model, lo);
+  auto p = open_pipeline(c);
   if (!p.ok()) return fail(p.error());
   auto t1 = clock::now();
   auto shape = latent_shape(*p);

@@ -15,6 +15,7 @@
 #include "engine/core/error.h"
 #include "engine/runtime/interpreter.h"
 #include "engine/runtime/model.h"
+#include "engine/runtime/pipeline.h"
 #include "engine/runtime/session.h"
 #include "engine/serve/server.h"
 #include "importer/text/tokenizer/tokenizer.h"
@@ -33,6 +34,7 @@ struct Common {
   std::string families;
   std::string template_path;
   std::string force_family;  // --force-family NAME
+  bool strict = false;       // --strict: checkpoint tensors no graph reads refuse the load (else a warning)
   std::vector<std::string> flags;
 };
 
@@ -132,6 +134,9 @@ struct ImagineArgs {
 // MODEL: a checkpoint directory, or "toy" for the embedded default.
 Result<std::shared_ptr<Model>> open_model(const Common& c,
                                           GraphRewrite rewrite = nullptr);
+// A pipeline folder's components (--path, --strict as `c` asks), their
+// warnings printed.
+Result<Pipeline> open_pipeline(const Common& c, const std::string& scheduler = "");
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model);
 // A session of the model's, its decode threads governed unless --threads
 // (or OMP_NUM_THREADS) fixed them.

@@ -98,6 +98,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
   opt.families = c.families;
   opt.template_path = c.template_path;
   opt.force_family = c.force_family;
+  opt.strict = c.strict;
   opt.backend = c.path;
   opt.plan = !c.no_plan;
   opt.progress = load_progress_line();
@@ -121,6 +122,18 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
   fs::remove_all(dir, ec);
   if (m.ok()) (*m)->checkpoint.dir = "toy (the embedded default, seed 0)";
   return m;
+}
+
+Result<Pipeline> open_pipeline(const Common& c, const std::string& scheduler) {
+  LoadOptions lo;
+  lo.backend = c.path;
+  lo.strict = c.strict;
+  ARCH_TRY(Pipeline p, load_pipeline(c.model, lo, scheduler));
+  const std::pair<const char*, const Model*> parts[] = {
+      {"text_encoder", p.text_encoder.get()}, {"unet", p.unet.get()}, {"vae", p.vae.get()}};
+  for (const auto& [name, m] : parts)
+    for (const auto& w : m->warnings) std::fprintf(stderr, "archrun: warning: %s: %s\n", name, w.c_str());
+  return p;
 }
 
 int governed_threads(const Common& c) {

@@ -38,9 +38,7 @@ int run_imagine(const ImagineArgs& a) {
   // The output must be writable before any work starts (no file is made
   // until the image is whole; "-" and a device are written in place).
   if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());
-  LoadOptions lo;
-  lo.backend = a.common.path;
-  auto p = load_pipeline(a.common.model, lo, a.scheduler);
+  auto p = open_pipeline(a.common, a.scheduler);
   if (!p.ok()) return fail(p.error());
   ImagineOptions opt;
   opt.steps = a.steps;

@@ -16,6 +16,7 @@ namespace {
 int pipeline_info(const Common& c, bool as_json) {
   LoadOptions lo;
   lo.programs = false;
+  lo.strict = c.strict;
   auto p = load_pipeline(c.model, lo);
   if (!p.ok()) return fail(p.error());
   nlohmann::json j;
@@ -61,12 +62,13 @@ int run_info(const Common& c, bool as_json) {
   j["tensors"] = model.checkpoint.tensors.size();
   j["weights_bound"] = model.graph().weights.size();
   j["unused_tensors"] = model.unused_tensors;
-  // What the template says of them (its `unread` declarations), grouped.
+  // What the template (or the registry, of a wrapper's own tensors) says
+  // of them, grouped.
   std::vector<std::pair<const dsl::UnreadDecl*, std::vector<std::string>>> groups;
   std::vector<std::string> unexplained;
   for (const auto& u : model.unused_tensors) {
     const dsl::UnreadDecl* why = nullptr;
-    for (const auto& d : model.tmpl.unread)
+    for (const auto& d : model.unread_declared)
       if (dsl::unread_matches(d, u)) {
         why = &d;
         break;

@@ -28,9 +28,7 @@ int run_serve(const ServeArgs& a) {
   Result<std::unique_ptr<serve::Server>> s = error("");
   std::string family;
   if (is_pipeline(a.common.model)) {
-    LoadOptions lo;
-    lo.backend = a.common.path;
-    auto p = load_pipeline(a.common.model, lo);
+    auto p = open_pipeline(a.common);
     if (!p.ok()) return fail(p.error());
     family = p->index.value("_class_name", "a pipeline");
     s = serve::Server::make(std::make_shared<Pipeline>(std::move(p).value()), a.common.model, o);

@@ -46,6 +46,21 @@ TEST(NonFinite, AnInputsFirstBadValueIsNamed) {
   EXPECT_TRUE(check_finite(Tensor::view(DType::I32, {2}, ids.data(), nullptr), "ids").ok());
 }
 
+// FP8 codes one by one: e4m3fn's NaN (it has no Inf), e5m2's NaN and Inf.
+TEST(NonFinite, Fp8CodesOneByOne) {
+  std::vector<uint8_t> e4 = {0x38, 0x7f, 0x7e, 0xff, 0x78, 0x80};  // 1, NaN, 448, -NaN, 256, -0
+  Tensor t = Tensor::view(DType::F8_E4M3, {2, 3}, e4.data(), nullptr);
+  EXPECT_EQ(non_finite_values(t), 2);
+  EXPECT_EQ(first_non_finite(t), 1);
+  EXPECT_EQ(check_finite(t, "w").error().message,
+            "w holds NaN at index 1 (element [0, 1] of [2, 3]; 2 of 6 values are NaN or Inf): an input must be all numbers");
+  std::vector<uint8_t> e5 = {0x3c, 0x7b, 0x7c, 0xfd};  // 1, 57344, Inf, NaN
+  Tensor u = Tensor::view(DType::F8_E5M2, {4}, e5.data(), nullptr);
+  EXPECT_EQ(non_finite_values(u), 2);
+  EXPECT_EQ(first_non_finite(u), 2);
+  EXPECT_NE(check_finite(u, "u").error().message.find("u holds inf at index 2"), std::string::npos);
+}
+
 TEST(NonFinite, QuantizedRowsByTheirScales) {
   std::vector<float> w(2 * 64, 0.5f);
   for (DType q : {DType::Q8_0, DType::Q4_0}) {
