@@ -5,6 +5,7 @@
 
 #include "kernels/kernels.h"
 #include "engine/runtime/graph_outputs.h"
+#include "engine/runtime/kv_footprint.h"
 
 namespace arch {
 
@@ -46,18 +47,7 @@ BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, i
 }
 
 int64_t BatchedSession::cache_bytes() const {
-  // Each kv_cache keeps a row of k and one of v per position: [seq, KH, D].
-  const Graph& g = *g_.program.graph;
-  const int64_t element = g_.program.options.kv_f16 ? 2 : 4;
-  int64_t per_position = 0;
-  for (const Node& node : g.nodes) {
-    if (node.op != "kv_cache") continue;
-    for (size_t i = 0; i < 2 && i < node.inputs.size(); ++i) {
-      const Shape& s = g.values[size_t(node.inputs[i])].type.shape;
-      if (s.size() == 3 && s[1].concrete() && s[2].concrete()) per_position += s[1].n * s[2].n * element;
-    }
-  }
-  return per_position * int64_t(positions_.size()) * context_;
+  return kv_bytes_per_position(g_.program) * int64_t(positions_.size()) * context_;
 }
 
 Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context) {

@@ -292,13 +292,18 @@ Status write_toy_from_spec(const std::string& spec_path, const std::string& dir,
       ARCH_TRY_STATUS(write_text((fs::path(dir) / name).string(), body.dump(2) + "\n"));
     }
   }
+  // Each tensor drawn as it is written, in order (the same draws as all at
+  // once): a 15B shape is more than memory holds.
   NormalSource normal(seed);
-  std::vector<std::pair<std::string, Tensor>> tensors;
-  for (const TensorSpec& t : specs) {
-    tensors.emplace_back(t.name, draw(normal, t.shape, t.base, t.std, bf16));
-    if (progress) progress(int64_t(tensors.size()), int64_t(specs.size()), t.name);
-  }
-  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
+  std::vector<std::pair<std::string, Tensor>> layout;
+  for (const TensorSpec& t : specs) layout.emplace_back(t.name, Tensor::view(bf16 ? DType::BF16 : DType::F32, t.shape, nullptr, nullptr));
+  return write_safetensors((fs::path(dir) / "model.safetensors").string(), layout, {{"format", "pt"}},
+                           [&](size_t i) -> Result<Tensor> {
+                             const TensorSpec& t = specs[i];
+                             Tensor drawn = draw(normal, t.shape, t.base, t.std, bf16);
+                             if (progress) progress(int64_t(i) + 1, int64_t(specs.size()), t.name);
+                             return drawn;
+                           });
 }
 
 Status write_toy_checkpoint(const std::string& dir, uint64_t seed) {

@@ -37,10 +37,11 @@ namespace arch::cpu_attention {
 struct Params {
   const float* q;  // [S, H, D]
   const void* k;   // [T, KH, D], F32, or F16 if kv_f16
-  const void* v;   // [T, KH, Dv], the same type
+  const void* v;   // [T, KH, Vw], the same type: each row's first Dv are the values
   bool kv_f16 = false;  // the KV cache's rows kept as F16 (--kv-f16)
   float* out;      // [S, H, Dv]
   int64_t S, H, D, T, KH, Dv;
+  int64_t Vw = 0;  // v's row width: Dv, or more where attention's value_dim reads the first Dv
   int64_t past;    // absolute position of query row 0: T - S
   int64_t window;  // 0: none
   bool causal;
@@ -563,7 +564,7 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
       if (together) {
         for (int64_t gi = 0; gi < ng; ++gi)
           add_groups(gi, static_cast<const float*>(p.k) + (kb * p.KH + g0 + gi) * D,
-                     static_cast<const float*>(p.v) + (kb * p.KH + g0 + gi) * Dv, p.KH * D, p.KH * Dv);
+                     static_cast<const float*>(p.v) + (kb * p.KH + g0 + gi) * p.Vw, p.KH * D, p.KH * p.Vw);
         // Scores: the keys every query sees, 16 at a time for all the heads,
         // then each group's own ends.
         ScoresAsStored(std::span<QueryGroup>(groups), n, sc, D, by_four);
@@ -590,15 +591,15 @@ void AttendTaskT(const Params& p, int64_t g0, int64_t ng, int64_t h0, int64_t nh
       // widened once here for all the queries that read them (keys only
       // when read as stored: prompts take kt).
       const KV* k_rows = static_cast<const KV*>(p.k) + (kb * p.KH + g) * D;
-      const KV* v_rows = static_cast<const KV*>(p.v) + (kb * p.KH + g) * Dv;
+      const KV* v_rows = static_cast<const KV*>(p.v) + (kb * p.KH + g) * p.Vw;
       const float *k, *v;
       int64_t kstride, vstride;
       if constexpr (kF16) {
         if (!kt) WidenRows(k_rows, p.KH * D, n, D, k_wide);
-        WidenRows(v_rows, p.KH * Dv, n, Dv, v_wide);
+        WidenRows(v_rows, p.KH * p.Vw, n, Dv, v_wide);
         k = k_wide, v = v_wide, kstride = D, vstride = Dv;
       } else {
-        k = k_rows, v = v_rows, kstride = p.KH * D, vstride = p.KH * Dv;
+        k = k_rows, v = v_rows, kstride = p.KH * D, vstride = p.KH * p.Vw;
       }
       const size_t first = groups.size();
       add_groups(gi, k, v, kstride, vstride);
@@ -838,7 +839,10 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
       Q.dim(1) % K.dim(1) != 0)
     return reference(ctx);
   Params p;
-  p.S = Q.dim(0), p.H = Q.dim(1), p.D = Q.dim(2), p.T = K.dim(0), p.KH = K.dim(1), p.Dv = V.dim(2);
+  p.S = Q.dim(0), p.H = Q.dim(1), p.D = Q.dim(2), p.T = K.dim(0), p.KH = K.dim(1), p.Vw = V.dim(2);
+  const int64_t value_dim = attr_int(ctx.attrs, "value_dim", 0);
+  if (value_dim < 0 || value_dim > p.Vw) return reference(ctx);
+  p.Dv = value_dim > 0 ? value_dim : p.Vw;
   const Dims& out_shape = ctx.outputs[0].shape;  // compared in place: no Dims made per call
   const bool out_fits = out_shape.size() == 3 && out_shape[0] == p.S && out_shape[1] == p.H && out_shape[2] == p.Dv;
   if ((causal && p.T < p.S) || ctx.outputs[0].dtype != DType::F32 || !out_fits) return reference(ctx);
@@ -857,7 +861,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
     p.bias = B.f32();
   }
   if (p.S == 0 || p.H == 0) return {};
-  if (attention_by_matmul_fits(p.S, p.T, p.causal, p.window, p.softcap, kv))
+  if (p.Dv == p.Vw && attention_by_matmul_fits(p.S, p.T, p.causal, p.window, p.softcap, kv))
     return attention_by_matmul(Q, K, V, p.bias, p.scale, ctx.outputs[0], ctx.where);
 
   // Tasks: (kv head, slice of its query heads, block of rows). A group's

@@ -49,7 +49,11 @@ Result<std::vector<TypedShape>> attention_shape(std::span<const TypedShape> in, 
   }
   if (attr_int(attrs, "window", 0) < 0) return error("attention: window must be >= 0");
   if (attr_float(attrs, "softcap", 0.0) < 0) return error("attention: softcap must be >= 0");
-  return one_output(Shape{q[0], q[1], v[2]});
+  const int64_t value_dim = attr_int(attrs, "value_dim", 0);
+  if (value_dim < 0 || (value_dim > 0 && v[2].concrete() && value_dim > v[2].n))
+    return error("attention: value_dim " + std::to_string(value_dim) + " must be in 1.." + dim_str(v[2]) +
+                 " (v's head_dim), or 0 for all of it (" + names() + ")");
+  return one_output(Shape{q[0], q[1], value_dim > 0 ? Dim::of(value_dim) : v[2]});
 }
 
 // Whether the query at absolute position i sees the key at position j.
@@ -73,7 +77,12 @@ Status attention_kernel(KernelContext& ctx) {
       K.dim(1) != V.dim(1) || Q.dim(2) != K.dim(2) || K.dim(1) <= 0 || Q.dim(1) % K.dim(1) != 0)
     return kernel_error(ctx, "attention", "bad shapes q " + dims_str(Q.shape) + ", k " + dims_str(K.shape) +
                                               ", v " + dims_str(V.shape));
-  const int64_t S = Q.dim(0), H = Q.dim(1), D = Q.dim(2), T = K.dim(0), KH = K.dim(1), Dv = V.dim(2);
+  // The values: the first value_dim features of each of v's rows (width Vw).
+  const int64_t S = Q.dim(0), H = Q.dim(1), D = Q.dim(2), T = K.dim(0), KH = K.dim(1), Vw = V.dim(2);
+  const int64_t value_dim = attr_int(ctx.attrs, "value_dim", 0);
+  if (value_dim < 0 || value_dim > Vw)
+    return kernel_error(ctx, "attention", "value_dim " + std::to_string(value_dim) + " is past v's " + std::to_string(Vw));
+  const int64_t Dv = value_dim > 0 ? value_dim : Vw;
   if (causal && T < S)
     return kernel_error(ctx, "attention", "causal attention with " + std::to_string(S) +
                                               " queries needs at least as many keys, got " +
@@ -125,7 +134,7 @@ Status attention_kernel(KernelContext& ctx) {
       for (int64_t j = 0; j < T; ++j) {
         if (!seen[j]) continue;
         const float w = p[j] / total;
-        const float* v = V.f32() + (j * KH + g) * Dv;
+        const float* v = V.f32() + (j * KH + g) * Vw;
         for (int64_t e = 0; e < Dv; ++e) out[e] += w * v[e];
       }
     }
@@ -142,10 +151,11 @@ void define_attention(OpTable& t) {
                .attrs = {{"causal", AttrSpec::Bool, true},
                          {"window", AttrSpec::Int, 0},
                          {"scale", AttrSpec::Float, 0.0},
-                         {"softcap", AttrSpec::Float, 0.0}},
+                         {"softcap", AttrSpec::Float, 0.0},
+                         {"value_dim", AttrSpec::Int, 0}},
                .shape = attention_shape,
                .tolerance = {1e-5, 1e-6},
-               .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T]) -> [S, H, Dv]: softmax(scale q k^T + bias, causal/window mask) v, GQA; the queries are the last S of the T positions",
+               .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T]) -> [S, H, Dv]: softmax(scale q k^T + bias, causal/window mask) v, GQA; the queries are the last S of the T positions; value_dim: only v's first value_dim features (a latent cache whose keys hold the values)",
            }),
            attention_kernel);
 }

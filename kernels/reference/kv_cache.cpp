@@ -2,6 +2,9 @@
 // appends this call's rows to a per-session cache (rows [len, len + seq)) and
 // returns views of every row held so far. Stateful (a KvCache, kv_cache.h,
 // sized once to max_context) and a view op (outputs alias the cache).
+// Without v the cache holds k's rows alone and v_all is k_all again: a
+// latent cache whose values are the keys' first features (attention's
+// value_dim), DeepSeek's compressed kv and rope key.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -28,10 +31,10 @@ static void append_rows(const float* rows, int64_t n, Tensor& cache, int64_t at,
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(rows[i]);
 }
 
-static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape> in, std::span<const bool>,
-                                                      const Attrs&) {
+static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape> in,
+                                                      std::span<const bool> present, const Attrs&) {
   const Shape& k = in[0].shape;
-  const Shape& v = in[1].shape;
+  const Shape& v = is_present(present, 1) ? in[1].shape : in[0].shape;  // none: the keys again
   auto names = [&] { return "k " + shape_str(k) + ", v " + shape_str(v); };
   if (k.size() != 3 || v.size() != 3)
     return error("kv_cache: k and v must be [seq, kv_heads, head_dim], got " + names());
@@ -45,9 +48,10 @@ static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape
 
 Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
   ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 0));
-  ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 1));
-  const Tensor& K = ctx.inputs[0];  // [S, KH, D]
-  const Tensor& V = ctx.inputs[1];  // [S, KH, Dv]
+  const bool has_v = ctx.inputs.size() > 1 && ctx.inputs[1].data;  // none: the keys are the values too
+  if (has_v) ARCH_TRY_STATUS(expect_f32(ctx, "kv_cache", 1));
+  const Tensor& K = ctx.inputs[0];               // [S, KH, D]
+  const Tensor& V = has_v ? ctx.inputs[1] : K;   // [S, KH, Dv]
   if (K.shape.size() != 3 || V.shape.size() != 3 || K.dim(0) != V.dim(0) || K.dim(1) != V.dim(1))
     return kernel_error(ctx, "kv_cache", "bad shapes k " + dims_str(K.shape) + ", v " + dims_str(V.shape));
   if (ctx.outputs.size() != 2)
@@ -61,7 +65,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
                                                std::to_string(ctx.max_context));
     auto c = std::make_unique<KvCache>();
     c->k = Tensor::zeros(storage, {ctx.max_context, KH, D});
-    c->v = Tensor::zeros(storage, {ctx.max_context, KH, Dv});
+    if (has_v) c->v = Tensor::zeros(storage, {ctx.max_context, KH, Dv});
     // Several sequences' caches (a server's slots, reused request after
     // request) are made resident now, as the first call sizes them: left
     // to fault in as positions fill, a 0.5B's 16 fresh slots cleared pages
@@ -69,7 +73,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
     // kv_cache 235 ms in the first round of 16 streams, 36 in the next).
     if (seqs) {
       std::memset(c->k.data, 0, c->k.nbytes());
-      std::memset(c->v.data, 0, c->v.nbytes());
+      if (has_v) std::memset(c->v.data, 0, c->v.nbytes());
     }
     ctx.state = std::move(c);
   }
@@ -78,7 +82,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
   if (c->k.dtype != storage)
     return kernel_error(ctx, "kv_cache", "the KV cache holds " + std::string(dtype_name(c->k.dtype)) +
                                              " rows; this call would add " + std::string(dtype_name(storage)));
-  if (c->k.dim(1) != KH || c->k.dim(2) != D || c->v.dim(2) != Dv)
+  if (c->k.dim(1) != KH || c->k.dim(2) != D || has_v != !c->v.shape.empty() || (has_v && c->v.dim(2) != Dv))
     return kernel_error(ctx, "kv_cache", "k " + dims_str(K.shape) + " / v " + dims_str(V.shape) +
                                              " do not match the KV cache rows " + dims_str(c->k.shape) +
                                              " / " + dims_str(c->v.shape));
@@ -94,8 +98,9 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
                                                  " does not fit its region of " + std::to_string(cap) + " positions");
       append_rows(K.f32() + piece.row * KH * D, piece.rows * KH * D, c->k, (piece.slot * cap + piece.position) * KH * D,
                   to_f16);
-      append_rows(V.f32() + piece.row * KH * Dv, piece.rows * KH * Dv, c->v,
-                  (piece.slot * cap + piece.position) * KH * Dv, to_f16);
+      if (has_v)
+        append_rows(V.f32() + piece.row * KH * Dv, piece.rows * KH * Dv, c->v,
+                    (piece.slot * cap + piece.position) * KH * Dv, to_f16);
     }
     c->len = c->capacity();
   } else {
@@ -105,7 +110,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
                                                ", this call adds " + std::to_string(S) + ")");
     // cache.k[len : len + S] = k; cache.v[len : len + S] = v; len += S
     append_rows(K.f32(), K.numel(), c->k, c->len * KH * D, to_f16);
-    append_rows(V.f32(), V.numel(), c->v, c->len * KH * Dv, to_f16);
+    if (has_v) append_rows(V.f32(), V.numel(), c->v, c->len * KH * Dv, to_f16);
     c->len += S;
   }
   // k_all = cache.k[: len]; v_all = cache.v[: len]  (views sharing the buffers' owners)
@@ -118,7 +123,7 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16) {
     out.mapped = false;
   };
   view(ctx.outputs[0], c->k, D);
-  view(ctx.outputs[1], c->v, Dv);
+  view(ctx.outputs[1], has_v ? c->v : c->k, Dv);
   return {};
 }
 
@@ -179,14 +184,14 @@ static Status kv_cache_kernel(KernelContext& ctx) { return kv_cache_append(ctx, 
 void define_kv_cache(OpTable& t) {
   t.define(checked(OpDef{
                .name = "kv_cache",
-               .inputs = {"k", "v"},
+               .inputs = {"k", "v?"},
                .attrs = {},
                .num_outputs = 2,
                .shape = kv_cache_shape,
                .tolerance = {1e-6, 1e-6},
                .stateful = true,
                .view = true,
-               .doc = "kv_cache(k [seq, KH, D], v [seq, KH, Dv]) -> (k_all [ctx, KH, D], v_all [ctx, KH, Dv]): append this step's rows to the session's cache, return views of every row held",
+               .doc = "kv_cache(k [seq, KH, D], v? [seq, KH, Dv]) -> (k_all [ctx, KH, D], v_all [ctx, KH, Dv]): append this step's rows to the session's cache, return views of every row held (no v: k's rows alone, v_all = k_all)",
            }),
            kv_cache_kernel);
 }

@@ -12,7 +12,7 @@ namespace arch {
 
 struct KvCache : OpState {
   Tensor k;         // [capacity, KH, D]
-  Tensor v;         // [capacity, KH, Dv]
+  Tensor v;         // [capacity, KH, Dv]; empty where the keys are the values too
   int64_t len = 0;  // rows [0, len) hold the positions seen so far
 
   int64_t capacity() const { return k.shape.empty() ? 0 : k.shape[0]; }

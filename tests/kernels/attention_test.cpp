@@ -247,7 +247,7 @@ TEST(Attention, HasNoCacheOfItsOwn) {
   auto cache = infer("attention", {s, s, s}, {{"cache", true}});
   ASSERT_FALSE(cache.ok());
   EXPECT_EQ(cache.error().message,
-            "attention: unknown attribute 'cache' (it takes: causal, window, scale, softcap)");
+            "attention: unknown attribute 'cache' (it takes: causal, window, scale, softcap, value_dim)");
 }
 
 TEST(Attention, BiasIsAddedToTheScores) {

@@ -182,6 +182,33 @@ TEST(CpuAttention, BiasMatchesReference) {
     }
 }
 
+// value_dim: the values are the first value_dim features of v's rows (a
+// latent cache passing its keys as values: DeepSeek's 512 of 576), decode
+// and prompt, one kv head for many query heads, F32 and F16 rows.
+TEST(CpuAttention, ValueDimReadsTheFirstFeatures) {
+  for (const Case& c : {Case{1, 300, 16, 1, 40, 40}, Case{7, 7, 8, 1, 24, 24}, Case{3, 150, 4, 1, 72, 72}}) {
+    const int64_t value_dim = c.D - 8;
+    Tensor q = f32({c.S, c.H, c.D}, scaled_values(size_t(c.S * c.H * c.D), 5, 3.0f));
+    Tensor kv = f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), 6, 1.0f));
+    Attrs attrs = {{"value_dim", value_dim}};
+    expect_cpu_matches_reference("attention", {q, kv, kv}, attrs, name(c, attrs));
+    // The reference against values cut to their first features.
+    std::vector<float> cut;
+    for (int64_t t = 0; t < c.T; ++t)
+      for (int64_t e = 0; e < value_dim; ++e) cut.push_back(kv.f32()[t * c.D + e]);
+    Tensor whole = run1("attention", {q, kv, kv}, attrs);
+    Tensor want = run1("attention", {q, kv, f32({c.T, c.KH, value_dim}, cut)});
+    ASSERT_EQ(whole.shape, (Dims{c.S, c.H, value_dim}));
+    EXPECT_EQ(values(whole), values(want)) << name(c, attrs);
+  }
+  auto past = infer("attention", {{DType::F32, {Dim::of(1), Dim::of(2), Dim::of(8)}},
+                                  {DType::F32, {Dim::of(3), Dim::of(1), Dim::of(8)}},
+                                  {DType::F32, {Dim::of(3), Dim::of(1), Dim::of(8)}}},
+                    {{"value_dim", 9}, {"causal", false}});
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.error().message.find("value_dim 9 must be in 1..8"), std::string::npos) << past.error().message;
+}
+
 TEST(CpuAttention, ErrorsAreTheReferences) {
   // Causal with fewer keys than queries, and an int32 q, past the shape rule.
   std::vector<Tensor> out{Tensor::zeros(DType::F32, {3, 2, 4})};

@@ -15,7 +15,7 @@ TEST(KvCache, Declaration) {
   EXPECT_EQ(d.num_outputs, 2);
   EXPECT_TRUE(d.stateful);
   EXPECT_TRUE(d.view);
-  EXPECT_EQ(d.inputs, (std::vector<std::string>{"k", "v"}));
+  EXPECT_EQ(d.inputs, (std::vector<std::string>{"k", "v?"}));
   EXPECT_TRUE(d.attrs.empty());
 }
 
@@ -138,6 +138,30 @@ TEST(KvCache, RowsOfAnotherShapeAreRefused) {
   msg = run_error(r, "kv_cache", {i32({1, 1, 2}, {1, 2}), f32({1, 1, 2}, {3, 4})});
   EXPECT_NE(msg.find("input 0 must be F32, got I32"), std::string::npos) << msg;
   EXPECT_EQ(dynamic_cast<KvCache*>(r.state.get())->len, 1);
+}
+
+// No v: the keys are cached alone (a latent cache whose keys hold the
+// values) and both views show them; a cache made so refuses a v later.
+TEST(KvCache, KeysAloneServeAsValues) {
+  Runner r;
+  r.max_context = 5;
+  std::vector<float> k = random_values(3 * 1 * 6, 41);
+  auto out = r.run("kv_cache", {f32({3, 1, 6}, k), absent()});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_EQ(out->at(0).shape, (Dims{3, 1, 6}));
+  EXPECT_EQ(out->at(1).shape, (Dims{3, 1, 6}));
+  EXPECT_EQ(values(out->at(0)), k);
+  EXPECT_EQ(out->at(1).data, out->at(0).data);
+  auto* c = dynamic_cast<KvCache*>(r.state.get());
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->v.shape.empty());  // nothing kept for values
+  auto shapes = infer("kv_cache", {{DType::F32, {Dim::seq(), Dim::of(1), Dim::of(6)}}, {DType::F32, {}}}, {},
+                      {true, false});
+  ASSERT_TRUE(shapes.ok()) << shapes.error().message;
+  EXPECT_EQ(shape_str((*shapes)[1].shape), "[ctx, 1, 6]");
+  std::string msg = run_error(r, "kv_cache", {f32({1, 1, 6}, std::vector<float>(6, 1)), f32({1, 1, 6}, std::vector<float>(6, 2))});
+  EXPECT_NE(msg.find("do not match the KV cache rows"), std::string::npos) << msg;
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "engine/runtime/generate.h"
 #include "engine/runtime/sampler.h"
+#include "engine/runtime/kv_footprint.h"
 #include "engine/runtime/session.h"
 #include "engine/runtime/speak.h"
 #include "kernels/cpu/cpu_features.h"
@@ -48,11 +49,21 @@ int64_t weight_bytes_per_token(const Program& p) {
   std::vector<char> seen(p.weights.size(), 0);
   for (size_t i = 0; i < p.graph->nodes.size(); ++i) {
     const Node& n = p.graph->nodes[i];
-    if (n.op == "routed_matmul") return -1;
     if (n.op == "embed" || p.steps[i].folded || p.steps[i].per_session) continue;  // once, not per token
-    for (int in : n.inputs)
-      if (in >= 0 && size_t(in) < p.weights.size() && p.weights[size_t(in)].data && !seen[size_t(in)]++)
-        bytes += int64_t(p.weights[size_t(in)].nbytes());
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int in = n.inputs[k];
+      if (in < 0 || size_t(in) >= p.weights.size() || !p.weights[size_t(in)].data || seen[size_t(in)]++) continue;
+      const Tensor& w = p.weights[size_t(in)];
+      int64_t b = int64_t(w.nbytes());
+      // Experts [E, N, K]: a token reads the k of them its router picks
+      // (k = the indices' last dim; a per-head product picks every one).
+      if (n.op == "routed_matmul" && k == 1 && n.inputs.size() > 2 && !w.shape.empty() && w.shape[0] > 0) {
+        const Shape& idx = p.graph->values[size_t(n.inputs[2])].type.shape;
+        if (idx.empty() || !idx.back().concrete()) return -1;
+        b = b * std::min<int64_t>(idx.back().n, w.shape[0]) / w.shape[0];
+      }
+      bytes += b;
+    }
   }
   return bytes;
 }
@@ -616,6 +627,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / decode_s : 0.0},
                       {"runs", each},
                       {"peak_rss_mb", peak_rss},
+                      {"kv_bytes_per_position", kv_bytes_per_position((*m)->program())},
+                      {"kv_bytes", kv_bytes_per_position((*m)->program()) * (prompt_tokens + new_tokens)},
                       {"fused_matmuls", (*m)->program().plan.merged_nodes},
                       {"folded_adds", (*m)->program().plan.folded_adds},
                       {"fused_glus", (*m)->program().plan.fused_glus},
@@ -662,6 +675,9 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       : "  bf16 weights: prompts kept f32-grade (two bf16 passes); --bf16-activations rounds the "
                         "activations to bf16 as llama.cpp does: one pass, faster, not f32-accurate\n");
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+    if (j["kv_bytes_per_position"].get<int64_t>() > 0)
+      std::printf("  KV cache        %10.1f MB for %d positions (%lld bytes each)\n", j["kv_bytes"].get<int64_t>() / 1e6,
+                  prompt_tokens + new_tokens, (long long)j["kv_bytes_per_position"].get<int64_t>());
     if (j.contains("decode_gb_s"))
       std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "
                   "read (each run against the probes before and after it)\n",

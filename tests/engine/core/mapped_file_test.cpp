@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "tests/test_files.h"
 
@@ -18,6 +21,24 @@ TEST(MappedFile, MapsTheWholeFile) {
   EXPECT_EQ((*m)->size(), 14u);
   EXPECT_EQ((*m)->text(), "hello, mapping");
   EXPECT_EQ((*m)->path(), dir / "a.bin");
+}
+
+// A checkpoint larger than memory and swap maps (read-only where the commit
+// limit refuses writable pages): a sparse file of four times the memory.
+TEST(MappedFile, MapsAFileLargerThanMemory) {
+  TempDir dir;
+  const std::string path = dir / "huge.bin";
+  const int64_t memory = int64_t(sysconf(_SC_PHYS_PAGES)) * int64_t(sysconf(_SC_PAGESIZE));
+  const int64_t size = 4 * memory;
+  {
+    std::ofstream(path) << "x";
+  }
+  if (::truncate(path.c_str(), off_t(size)) != 0) GTEST_SKIP() << "no sparse file of " << size << " bytes here";
+  auto m = MappedFile::open(path);
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ((*m)->size(), size_t(size));
+  EXPECT_EQ(char((*m)->data()[0]), 'x');
+  EXPECT_EQ(int((*m)->data()[size - 1]), 0);  // a hole reads as zeros
 }
 
 TEST(MappedFile, EmptyFileMapsToNothing) {
