@@ -25,7 +25,18 @@ class Checker {
     bool in_block = false;
   };
 
-  void report(Loc loc, const std::string& msg) { errors_.push_back(diag(t_, loc, msg)); }
+  // Past this many faults the rest are counted, not listed, and no "did
+  // you mean" is worked out for them: a file of thousands reads no better
+  // for each, and each suggestion weighs every name in scope.
+  static constexpr size_t kMostErrors = 50;
+  bool full() const { return errors_.size() >= kMostErrors; }
+  void report(Loc loc, const std::string& msg) {
+    if (full()) {
+      ++unlisted_;
+      return;
+    }
+    errors_.push_back(diag(t_, loc, msg));
+  }
   void literal_type(const ConfigField& f);
   void expr(const Expr& e, const Scope& s);
   void path(const Expr& e, const Scope& s);
@@ -47,6 +58,7 @@ class Checker {
   const OpTable& ops_;
   std::set<std::string> globals_;
   std::vector<Error> errors_;
+  size_t unlisted_ = 0;     // faults past kMostErrors
   bool prefix_ok_ = false;  // `L = path`, a block's argument: a prefix of a weight name will do
 };
 
@@ -95,7 +107,7 @@ void Checker::path(const Expr& e, const Scope& s) {
   if (e.path.size() == 1) {
     // A lone weight root (`layernorm`) is a prefix, fine where one is.
     if (!local && !global && !(prefix_ok_ && weight_matches(e.path, true)))
-      report(e.loc, "undefined name '" + head + "'" + did_you_mean(head, known(s)));
+      report(e.loc, "undefined name '" + head + "'" + (full() ? "" : did_you_mean(head, known(s))));
     return;
   }
   std::vector<PathSeg> full;
@@ -141,6 +153,7 @@ void Checker::call(const Expr& e, const Scope& s) {
   if (is_builtin(e.text)) return;
   const OpDef* def = ops_.find(e.text);
   if (!def) {
+    if (full()) return report(e.loc, "");
     std::vector<std::string> names = ops_.names();
     for (auto& b : t_.blocks) names.push_back(b.name);
     for (auto& b : builtin_names()) names.push_back(b);
@@ -165,7 +178,7 @@ void Checker::call(const Expr& e, const Scope& s) {
     }
     if (!found)
       report(e.kwarg_locs[k], e.text + "() has no attribute '" + e.kwargs[k].first + "'" +
-                                  did_you_mean(e.kwargs[k].first, names));
+                                  (full() ? "" : did_you_mean(e.kwargs[k].first, names)));
   }
 }
 
@@ -308,6 +321,9 @@ std::vector<Error> Checker::run() {
     collect(g.body, s);
     body(g.body, s);
   }
+  if (unlisted_ > 0)
+    errors_.push_back(error(t_.path + ": " + std::to_string(unlisted_) + " more error" + (unlisted_ == 1 ? "" : "s") +
+                            " after these " + std::to_string(kMostErrors) + " not listed"));
   return std::move(errors_);
 }
 

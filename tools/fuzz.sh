@@ -176,6 +176,7 @@ case "$TARGET" in
   safetensors_header | image_decode | tokenizer_json | tokenizer_model) MAX_LEN=65536 ;;
   audio_decode) MAX_LEN=16384 ;;  # a twentieth of a second of 16 kHz sound, any container
   canonical_model) MAX_LEN=262144 ;;  # room for an imported tiny model, whole
+  arch_template) MAX_LEN=24576 ;;  # the longest template with its config (vits.arch: 16 KB)
   *) MAX_LEN=1048576 ;;
 esac
 EXTRA=()

@@ -260,3 +260,22 @@ graph decode(tokens: i32[seq], state memory: f32[src, hidden]) {
 
 }  // namespace
 }  // namespace arch::dsl
+
+namespace arch::dsl {
+namespace {
+
+// A file of hundreds of faults: the first 50 listed (with their "did you
+// mean"), the rest counted in one line, no suggestion worked out for them.
+TEST(Check, ListsFiftyFaultsAndCountsTheRest) {
+  std::string src = "family T\ngraph step(x: f32[seq, 4]) {\n";
+  for (int k = 0; k < 200; ++k) src += "  y" + std::to_string(k) + " = x + missing_name" + std::to_string(k) + "\n";
+  src += "  output y = x\n}\n";
+  Lines got = check(src);
+  ASSERT_EQ(got.size(), 51u);
+  EXPECT_NE(got[0].find("3:12: error: undefined name 'missing_name0'"), std::string::npos) << got[0];
+  EXPECT_NE(got[49].find("undefined name 'missing_name49'"), std::string::npos) << got[49];
+  EXPECT_EQ(got[50], "t.arch: 150 more errors after these 50 not listed");
+}
+
+}  // namespace
+}  // namespace arch::dsl
