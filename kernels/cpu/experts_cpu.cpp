@@ -14,7 +14,11 @@
 #include <vector>
 
 #include "engine/core/quant.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/quant_dot.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/reference/shape_rules.h"
 
 namespace arch {
@@ -31,7 +35,22 @@ Status stack_stored(KernelContext& ctx, const Kernel& reference) {
                stored_float_or_block(first.dtype);
   for (const Tensor& t : ctx.inputs) plain = plain && t.dtype == first.dtype && t.shape == first.shape && t.data;
   if (!plain) return reference(ctx);
-  Tensor out = Tensor::zeros(first.dtype, {int64_t(ctx.inputs.size()), first.dim(0), first.dim(1)});
+  // In tiles where the dense matmuls' decode reads its weights so (each
+  // expert whole tiles: its rows a multiple of a tile's), one expert after
+  // another: the tiling of all their rows in turn, each expert's share a
+  // matrix of its own (routed_matmul's views).
+  const int64_t E = int64_t(ctx.inputs.size()), N = first.dim(0), K = first.dim(1);
+  if (tileable(first.dtype, K) && N % rows_per_tile(tiles_for(first.dtype)) == 0 &&
+      (tiles_for(first.dtype) == Tiles::BF16x64 ? has_avx512_bf16_dot()
+                                                : has_avx512_vnni() || cpu_features().avx2)) {
+    std::vector<const Tensor*> parts;
+    for (const Tensor& t : ctx.inputs) parts.push_back(&t);
+    Tensor tiled = interleave_rows(parts);  // [E * N, K]
+    tiled.shape = {E, N, K};
+    ctx.outputs[0] = std::move(tiled);
+    return {};
+  }
+  Tensor out = Tensor::zeros(first.dtype, {E, N, K});
   auto* dst = static_cast<uint8_t*>(out.data);
   for (const Tensor& t : ctx.inputs) {
     std::memcpy(dst, t.data, t.nbytes());
@@ -61,6 +80,8 @@ Status routed_matmul_cpu(KernelContext& ctx, const Kernel& reference) {
                                                     std::to_string(E) + " experts");
     chosen[size_t(e)].push_back(i);
   }
+  // A tiled stack holds whole tiles per expert (stack_stored tiles only then).
+  if (W.layout && N % rows_per_tile(tiles_of(W)) != 0) return reference(ctx);
   const size_t expert_bytes = W.nbytes() / size_t(E);
   float* out = ctx.outputs[0].f32();
   std::vector<int64_t> used;  // the experts some row chose
@@ -79,6 +100,7 @@ Status routed_matmul_cpu(KernelContext& ctx, const Kernel& reference) {
       std::memcpy(a.f32() + r * K, X.f32() + (per_choice ? i : i / k) * K, size_t(K) * 4);
     }
     Tensor w = Tensor::view(W.dtype, {N, K}, static_cast<uint8_t*>(W.data) + size_t(e) * expert_bytes, W.owner);
+    w.layout = W.layout;  // tiles: each expert's whole ones
     ARCH_TRY_STATUS(matmul_rows(a, w, y, ctx.where));
     for (int64_t r = 0; r < M; ++r) std::memcpy(out + rows[size_t(r)] * N, y.f32() + r * N, size_t(N) * 4);
     return {};

@@ -8,6 +8,7 @@
 
 #include "engine/core/quant.h"
 #include "kernels/cpu/cpu_kernels.h"
+#include "kernels/cpu/tiles.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/cpu_test_util.h"
 
@@ -22,6 +23,44 @@ Status run(const std::string& op, const std::string& backend, std::vector<Tensor
   std::string where = "test";
   KernelContext ctx{attrs, inputs, outputs, none, 0, where};
   return (*op_table().kernel(op, backend))(ctx);
+}
+
+// Experts whose rows fill whole tiles (64 here: Q4_0 / Q8_0 tiles hold 16,
+// BF16 ones 64) are stacked in the tiles the dense decode reads, one expert
+// after another, where the CPU has the kernels for them; routed_matmul reads
+// each expert's tiles as a matrix of its own, a decode step's few rows and a
+// prompt's many alike, as the cpu matmul does on that expert tiled alone.
+TEST(CpuExperts, WholeTileExpertsAreStackedInTiles) {
+  const int64_t E = 3, N = 64, K = 64, k = 2;
+  std::vector<Tensor> experts_f32;
+  for (int64_t e = 0; e < E; ++e) experts_f32.push_back(random_f32({N, K}, uint32_t(40 + e)));
+  for (DType dtype : {DType::BF16, DType::Q8_0, DType::Q4_0}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    std::vector<Tensor> experts;
+    for (const Tensor& w : experts_f32) experts.push_back(convert_to(w, dtype));
+    std::vector<Tensor> stacked{Tensor::zeros(DType::F32, {E, N, K})};
+    ASSERT_TRUE(run("stack", "cpu", experts, stacked, {{"axis", 0}}).ok());
+    EXPECT_EQ(stacked[0].dtype, dtype);
+    EXPECT_EQ(stacked[0].shape, (Dims{E, N, K}));
+    if (!stacked[0].layout) continue;  // no tile kernels on this CPU: rows, tested below
+    for (int64_t S : {1, 9}) {
+      Tensor x = random_f32({S, K}, uint32_t(7 + S));
+      Tensor idx = Tensor::zeros(DType::I32, {S, k});
+      for (int64_t i = 0; i < S * k; ++i) idx.i32()[i] = int32_t((i * 2 + i / k) % E);
+      std::vector<Tensor> got{Tensor::zeros(DType::F32, {S, k, N})};
+      ASSERT_TRUE(run("routed_matmul", "cpu", {x, stacked[0], idx}, got, {}).ok());
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t j = 0; j < k; ++j) {
+          Tensor one = interleave_rows(experts[size_t(idx.i32()[s * k + j])]);
+          Tensor row = Tensor::zeros(DType::F32, {1, K}), want = Tensor::zeros(DType::F32, {1, N});
+          std::memcpy(row.f32(), x.f32() + s * K, size_t(K) * 4);
+          ASSERT_TRUE(matmul_rows(row, one, want, "test").ok());
+          for (int64_t n = 0; n < N; ++n)
+            EXPECT_NEAR(got[0].f32()[(s * k + j) * N + n], want.f32()[n], 2e-2 * (1 + std::abs(want.f32()[n])))
+                << "S " << S << " row " << s << " choice " << j << " n " << n;
+        }
+    }
+  }
 }
 
 TEST(CpuExperts, StackKeepsTheStoredTypeAndRoutedMatmulReadsIt) {
