@@ -2,7 +2,9 @@
 // stored (BF16, F16, Q8_0, Q4_0): a q4 import of a MoE model keeps its
 // experts q4 instead of widening them back to F32 at load.
 //   - stack along axis 0 (how a template gathers per-expert matrices into
-//     [E, N, K], folded at load) concatenates the stored rows as they are;
+//     [E, N, K], folded at load) concatenates the stored rows as they are,
+//     or, where each expert's rows fill whole tiles and the CPU has the
+//     tile kernels, their tiles (kernels/cpu/tiles.h), as dense decode reads;
 //   - routed_matmul groups the rows of a step by the expert they chose and
 //     runs each expert's rows as one matmul through the cpu matmul's paths
 //     (oneDNN for a prompt's many rows, gemv / integer dot for a few), so
