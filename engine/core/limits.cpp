@@ -28,8 +28,8 @@ std::vector<LimitInfo> defaults() {
       {"image_pixels", 0, 2 * 89478485, "pixels of an image to decode (PIL's decompression-bomb bound)"},
       {"audio_samples", 0, 1ll << 28, "samples of a sound file per channel (4.6 hours at 16 kHz)"},
       {"prompt_bytes", 0, 0,
-       "bytes of one served request's prompt text, refused before it is tokenized (default 0: 64 per position of "
-       "the server's context)"},
+       "bytes of one completion or chat request's prompt text, refused before it is tokenized (default 0: 64 per "
+       "position of the server's context)"},
       {"latent_elements", 0, 1ll << 28,
        "elements of the latents a diffusion loop keeps: every step's latents and noise prediction (1 GiB as f32)"},
       {"speech_ids", 0, 4096,

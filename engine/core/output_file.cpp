@@ -25,13 +25,12 @@ std::string hidden_name(const fs::path& target, const char* what) {
   return (folder_of(target) / ("." + target.filename().string() + "." + std::to_string(getpid()) + what)).string();
 }
 
-// How errors name "-".
-std::string shown(const std::string& path) { return path == "-" ? "standard output" : path; }
-
 // An unnamed scratch file (nothing to clean up after a kill): in the temp
 // folder, else in memory.
 int scratch_file() {
-  int fd = open(fs::temp_directory_path().c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  std::error_code ec;  // a TMPDIR that is no folder throws from the other overload
+  const fs::path temp = fs::temp_directory_path(ec);
+  int fd = ec ? -1 : open(temp.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) fd = memfd_create("archetype-output", MFD_CLOEXEC);
   return fd;
 }
@@ -55,6 +54,8 @@ bool copy_all(int fd, int to) {
 }
 
 }  // namespace
+
+std::string OutputFile::shown(const std::string& path) { return path == "-" ? "standard output" : path; }
 
 bool OutputFile::in_place(const std::string& path) {
   struct stat st;

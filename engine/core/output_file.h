@@ -10,7 +10,9 @@
 // what else uses it, and as root the machine. "-" (standard output) and an
 // existing device, FIFO or socket (symlinks followed to decide, so
 // /dev/stdout too) are written in place, opened as they are, nothing made
-// beside them. One that can seek (a device) takes the bytes as they come;
+// beside them. One that can seek (a device, or "-" the shell sent to a
+// regular file it made: a failure leaves that one part written) takes the
+// bytes as they come;
 // one that cannot (a pipe, a FIFO, a terminal) gets them at commit(), from
 // an unnamed scratch file, because some writers (libsndfile's WAV) seek back
 // to finish a header, and so a reader gets the output whole or nothing.
@@ -36,6 +38,8 @@ class OutputFile {
   // Whether `path` is written in place: "-", or an existing file that is
   // not a regular file (a device, a FIFO, a socket; symlinks followed).
   static bool in_place(const std::string& path);
+  // How messages name `path` ("-": standard output).
+  static std::string shown(const std::string& path);
 
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&&) = delete;

@@ -215,7 +215,7 @@ Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vect
   auto vals = run_values(*tg, {{"tokens", tok}}, keep, last_only);
   stepping_ = false;
   if (!vals.ok()) return vals.error();
-  if (history_known_) history_.insert(history_.end(), ids.begin(), ids.end());
+  if (history_known_ && !tg->history_changes_past.empty()) history_.insert(history_.end(), ids.begin(), ids.end());
   if (recompute) keep_last_positions(tg->graph, *vals, n);
   return collect_outputs(tg->graph, *vals, outputs);
 }

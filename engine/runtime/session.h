@@ -100,9 +100,9 @@ class Session {
   int64_t position_ = 0;
   std::map<const ModelGraph*, RunState> states_;  // one per graph run so far
   NamedTensors pending_state_;                     // encode()'s outputs, for the next step
-  // The tokens step() has run at positions 0.. (to recompute the cache
-  // where Graph::history_changes_past says); unknown once the token graph
-  // ran on tokens given otherwise.
+  // The tokens step() has run at positions 0.., kept only for a model whose
+  // cache is recomputed at some length (ModelGraph::history_changes_past);
+  // unknown once the token graph ran on tokens given otherwise.
   std::vector<int32_t> history_;
   bool history_known_ = true;
   bool stepping_ = false;

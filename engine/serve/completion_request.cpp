@@ -217,7 +217,7 @@ std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body
 }
 
 int64_t prompt_bytes(const CompletionRequest& r) {
-  if (!r.chat) return r.prompt_is_ids ? int64_t(r.prompt_ids.size() * sizeof(int32_t)) : int64_t(r.prompt.size());
+  if (!r.chat) return r.prompt_is_ids ? 0 : int64_t(r.prompt.size());  // ids are never tokenized
   int64_t bytes = 0;
   for (const auto& m : r.messages)
     if (auto c = m.find("content"); c != m.end()) bytes += c->is_string() ? int64_t(c->get_ref<const std::string&>().size()) : int64_t(c->dump().size());

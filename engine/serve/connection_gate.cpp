@@ -60,29 +60,55 @@ void refuse_connection(int fd, int status, const std::string& message) {
   ::close(fd);
 }
 
-int64_t ConnectionGate::request_ready(const std::string& b, size_t from, const GateOptions& opt, int64_t* body_bytes) {
-  const size_t end = b.find("\r\n\r\n", from);
-  const size_t scan_to = end == std::string::npos ? b.size() : end + 2;
-  size_t line_start = from;
-  for (size_t i = from; i < scan_to; ++i) {
-    if (b[i] != '\n') continue;
-    if (i - line_start > opt.max_line_bytes) return -1;
-    line_start = i + 1;
+int64_t ConnectionGate::request_ready(const std::string& b, size_t from, const GateOptions& opt, int64_t* body_bytes,
+                                      RequestScan* scan) {
+  RequestScan fresh;
+  RequestScan& s = scan ? *scan : fresh;
+  const size_t have = b.size() - from;
+  if (s.head_bytes == 0) {
+    // Resumed where the last look stopped (3 bytes back: an end may straddle).
+    const size_t resume = from + std::min(s.scanned, have);
+    const size_t end = b.find("\r\n\r\n", resume >= from + 3 ? resume - 3 : from);
+    const size_t scan_to = end == std::string::npos ? b.size() : end + 2;
+    size_t line_start = from + std::min(s.line_start, have);
+    for (size_t i = resume; i < scan_to; ++i) {
+      if (b[i] != '\n') continue;
+      if (i - line_start > opt.max_line_bytes) return -1;
+      line_start = i + 1;
+    }
+    s.scanned = scan_to - from;
+    s.line_start = line_start - from;
+    if (end == std::string::npos)
+      return (b.size() - line_start > opt.max_line_bytes || have > opt.max_header_bytes) ? -1 : 0;
+    const size_t head_bytes = end + 4 - from;
+    if (head_bytes > opt.max_header_bytes) return -1;
+    // A small body is awaited here too, unless the client waits for a
+    // 100 Continue first or sends it in chunks.
+    const std::string head = lowered(std::string_view(b).substr(from, head_bytes));
+    const size_t at = header_value_at(head, "content-length");
+    const bool chunked = header_value_at(head, "transfer-encoding") != std::string::npos;
+    // A plain number, bounded: anything else (a sign, 2^63) is no length to
+    // count the body by.
+    int64_t length = 0;
+    if (at != std::string::npos) {
+      size_t k = head.find_first_not_of(" \t", at);
+      const size_t digits_end = head.find_first_not_of("0123456789", k);
+      const size_t line_end = head.find("\r\n", at);
+      const size_t rest = head.find_first_not_of(" \t", digits_end);
+      if (k == digits_end || digits_end - k > 13 || rest != line_end)
+        length = -1;
+      else
+        length = std::stoll(head.substr(k, digits_end - k));
+      if (length > (int64_t(1) << 40)) length = -1;
+    }
+    s.head_bytes = head_bytes;
+    s.body_bytes = chunked ? -1 : length;
+    s.wait_body = !chunked && header_value_at(head, "expect") == std::string::npos && length > 0 &&
+                  size_t(length) <= opt.small_body_bytes;
   }
-  if (end == std::string::npos)
-    return (b.size() - line_start > opt.max_line_bytes || b.size() - from > opt.max_header_bytes) ? -1 : 0;
-  const size_t head_bytes = end + 4 - from;
-  if (head_bytes > opt.max_header_bytes) return -1;
-  // A small body is awaited here too, unless the client waits for a
-  // 100 Continue first or sends it in chunks.
-  const std::string head = lowered(std::string_view(b).substr(from, head_bytes));
-  const size_t at = header_value_at(head, "content-length");
-  const bool chunked = header_value_at(head, "transfer-encoding") != std::string::npos;
-  const long long length = at == std::string::npos ? 0 : std::max(0LL, std::strtoll(head.c_str() + at, nullptr, 10));
-  if (body_bytes) *body_bytes = chunked ? -1 : int64_t(length);
-  if (chunked || header_value_at(head, "expect") != std::string::npos) return int64_t(head_bytes);
-  if (length == 0 || size_t(length) > opt.small_body_bytes) return int64_t(head_bytes);
-  return b.size() - from >= head_bytes + size_t(length) ? int64_t(head_bytes) : 0;
+  if (body_bytes) *body_bytes = s.body_bytes;
+  if (!s.wait_body) return int64_t(s.head_bytes);
+  return have >= s.head_bytes + size_t(s.body_bytes) ? int64_t(s.head_bytes) : 0;
 }
 
 ConnectionGate::ConnectionGate(GateOptions opt, Serve serve) : opt_(opt), serve_(std::move(serve)) {
@@ -137,6 +163,7 @@ void ConnectionGate::admit(int fd) {
 void ConnectionGate::hold(std::unique_ptr<Connection> c) {
   c->pending.erase(0, c->read_at);
   c->read_at = 0;
+  c->scan = {};  // the next request's
   c->unexamined = true;  // the next request may have come with the last
   c->deadline = GateClock::now() +
                 std::chrono::duration_cast<GateClock::duration>(std::chrono::duration<double>(opt_.idle_seconds));
@@ -208,7 +235,7 @@ void ConnectionGate::run() {
       }
       // Scanned again only when something changed: a slow client's
       // kilobytes are not rescanned whenever another connection stirs.
-      const int64_t ready = c->unexamined ? request_ready(c->pending, c->read_at, opt_, &c->body_bytes) : 0;
+      const int64_t ready = c->unexamined ? request_ready(c->pending, c->read_at, opt_, &c->body_bytes, &c->scan) : 0;
       c->unexamined = false;
       if (ready < 0) {
         ++too_large_;

@@ -30,6 +30,18 @@ using GateClock = std::chrono::steady_clock;
 
 // One client connection: its socket and the bytes read from it that no
 // request has consumed yet.
+// How far request_ready has looked at a connection's bytes (offsets from
+// where its request starts), so that each arrival is scanned once: a client
+// sending a byte at a time would otherwise cost its whole header again per
+// byte.
+struct RequestScan {
+  size_t scanned = 0;     // bytes with no header end in them and every whole line checked
+  size_t line_start = 0;  // where the line being received starts
+  size_t head_bytes = 0;  // the request line and headers, once their end is seen (0: not yet)
+  int64_t body_bytes = 0; // its Content-Length (-1: chunked, or a length not to trust)
+  bool wait_body = false; // a small body the gate awaits before a worker is given
+};
+
 struct Connection {
   int fd = -1;
   std::string pending;  // bytes read, from `read_at` on not yet consumed
@@ -40,6 +52,7 @@ struct Connection {
   // length (-1: not known ahead, chunked).
   int64_t head_bytes = 0, body_bytes = -1;
   bool unexamined = true;  // bytes came, or it (re)entered the gate, since request_ready last looked
+  RequestScan scan;        // request_ready's progress on the request being received
 
   size_t unread() const { return pending.size() - read_at; }
 };
@@ -79,8 +92,12 @@ class ConnectionGate {
   // Whether `bytes` (from `from` on) hold a whole request under `opt`:
   // 0 not yet, > 0 its length up to the body's start (the body then there
   // too when small), < 0 headers over their bounds. `body_bytes`, when
-  // given, is set to the body's Content-Length (0 none, -1 chunked).
-  static int64_t request_ready(const std::string& bytes, size_t from, const GateOptions& opt, int64_t* body_bytes = nullptr);
+  // given, is set to the body's Content-Length (0 none; -1 chunked, or a
+  // length that is not a plain number up to 2^40: the connection then ends
+  // after its reply). `scan`, when given, carries what earlier calls on the
+  // same growing bytes saw, so each call looks only at what arrived since.
+  static int64_t request_ready(const std::string& bytes, size_t from, const GateOptions& opt,
+                               int64_t* body_bytes = nullptr, RequestScan* scan = nullptr);
 
  private:
   void run();

@@ -131,7 +131,7 @@ bool GatedHttpServer::serve_one(Connection& c) {
   // A reply made before the body was read (a wrong API key) leaves the body
   // where the next request would start: skipped when the gate holds it,
   // else the connection ends.
-  if (c.body_bytes < 0) return false;  // chunked: where it ended is not known here
+  if (c.body_bytes < 0) return false;  // chunked, or a length not to trust: where it ended is not known here
   const int64_t unread_body = c.head_bytes + c.body_bytes - stream.consumed();
   if (unread_body <= 0) return true;
   if (int64_t(c.unread()) < unread_body) return false;

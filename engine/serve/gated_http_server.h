@@ -35,6 +35,11 @@ class ConnectionStream final : public httplib::Stream {
   int read_timeout_ms_, write_timeout_ms_;
 };
 
+// httplib's server whose accepted sockets wait in a ConnectionGate until a
+// request has arrived. How long a connection may wait is the gate's
+// (GateOptions::first_request_seconds, idle_seconds): httplib's
+// set_keep_alive_timeout and set_idle_interval change nothing here; its
+// keep-alive count, read and write timeouts hold as set.
 class GatedHttpServer : public httplib::Server {
  public:
   explicit GatedHttpServer(GateOptions opt);

@@ -10,6 +10,7 @@
 
 #include <httplib.h>
 
+#include "engine/runtime/denoise.h"
 #include "importer/image/image_write.h"
 #include "engine/serve/completion_request.h"
 #include "engine/serve/http_reply.h"
@@ -52,9 +53,11 @@ void Server::image(const httplib::Request& req, httplib::Response& res) {
     opt.steps = j["num_inference_steps"].get<int>();
   }
   if (j.contains("guidance_scale")) {
-    if (!j["guidance_scale"].is_number() || j["guidance_scale"].get<double>() < 0 || j["guidance_scale"].get<double>() > 100)
+    if (!j["guidance_scale"].is_number())
       return reply_error(res, bad_request("'guidance_scale' must be a number from 0 to 100", "guidance_scale"));
-    opt.guidance = j["guidance_scale"].get<float>();
+    opt.guidance = float(j["guidance_scale"].get<double>());  // 1e300: inf, refused below
+    if (Status st = check_guidance(opt.guidance, "'guidance_scale'"); !st.ok())
+      return reply_error(res, bad_request(st.error().message, "guidance_scale"));
   }
   int64_t height = 0, width = 0;
   if (j.contains("size") && !j["size"].is_null()) {

@@ -16,10 +16,7 @@
 #include <vector>
 
 #include "engine/core/quant.h"
-#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
-#include "kernels/cpu/gemv.h"
-#include "kernels/cpu/quant_dot.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -42,9 +39,7 @@ Status stack_stored(KernelContext& ctx, const Kernel& reference) {
   // another: the tiling of all their rows in turn, each expert's share a
   // matrix of its own (routed_matmul's views).
   const int64_t E = int64_t(ctx.inputs.size()), N = first.dim(0), K = first.dim(1);
-  if (tileable(first.dtype, K) && N % rows_per_tile(tiles_for(first.dtype)) == 0 &&
-      (tiles_for(first.dtype) == Tiles::BF16x64 ? has_avx512_bf16_dot()
-                                                : has_avx512_vnni() || cpu_features().avx2)) {
+  if (tiles_pay(first.dtype, K) && N % rows_per_tile(tiles_for(first.dtype)) == 0) {
     std::vector<const Tensor*> parts;
     for (const Tensor& t : ctx.inputs) parts.push_back(&t);
     Tensor tiled = interleave_rows(parts);  // [E * N, K]

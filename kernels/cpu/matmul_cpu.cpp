@@ -513,11 +513,7 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 // each is copied).
 uint8_t matmul_layout(const Attrs& attrs, size_t input, const Tensor& stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true) || stored.shape.size() != 2 || stored.layout) return 0;
-  if (tileable(stored.dtype, stored.dim(1))) {
-    const Tiles tiles = tiles_for(stored.dtype);
-    const bool pays = tiles == Tiles::BF16x64 ? has_avx512_bf16_dot() : has_avx512_vnni() || cpu_features().avx2;
-    if (pays) return uint8_t(tiles);
-  }
+  if (tiles_pay(stored.dtype, stored.dim(1))) return uint8_t(tiles_for(stored.dtype));
   return stored.mapped ? kResidentRows : 0;
 }
 

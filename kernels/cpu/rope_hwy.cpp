@@ -177,75 +177,84 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
   const int64_t d = rope_dim == 0 ? D : rope_dim;
   if (d <= 0 || d % 2 != 0 || d > D) return reference(ctx);
   const int64_t half = d / 2;
-  // seq_len as the reference takes it ("dynamic" scaling reads it): max(position) + 1.
-  const int32_t* pos = P.i32();
-  int64_t seq_len = 0, min_pos = 0;
-  for (int64_t t = 0; t < S; ++t) {
-    seq_len = std::max(seq_len, int64_t(pos[t]) + 1);
-    min_pos = std::min(min_pos, int64_t(pos[t]));
-  }
-  // The frequencies, kept from this thread's last call when they would come
-  // out the same: every layer of every step asks for the same ones, and
-  // working them out allocated.
-  struct LastFrequencies {
-    double theta = 0;
-    int64_t d = 0, max_pos = 0, original_max_pos = 0, seq_len = 0;
-    Attrs scaling;
-    bool reads_seq_len = true;
-    std::optional<RopeFrequencies> freqs;
-  };
-  thread_local LastFrequencies last;
+  if (S == 0 || H == 0) return {};
   const double theta = attr_float(ctx.attrs, "theta", 10000.0);
   const int64_t max_pos = attr_int(ctx.attrs, "max_position_embeddings", 0);
   const int64_t original_max_pos = attr_int(ctx.attrs, "original_max_position_embeddings", 0);
   const Attrs& scaling = attr_json(ctx.attrs, "scaling");
-  // Several sequences' rows whose frequencies follow each one's length:
-  // the reference kernel takes them piece by piece.
-  if (ctx.sequences && rope_frequencies_read_seq_len(scaling)) return reference(ctx);
-  if (!last.freqs || last.theta != theta || last.d != d || last.max_pos != max_pos ||
-      last.original_max_pos != original_max_pos || last.scaling != scaling ||
-      (last.reads_seq_len && last.seq_len != seq_len)) {
-    auto computed = rope_frequencies(theta, d, scaling, max_pos, seq_len, original_max_pos);
-    if (!computed.ok()) return reference(ctx);
-    last = LastFrequencies{theta, d, max_pos, original_max_pos, seq_len, scaling, rope_frequencies_read_seq_len(scaling),
-                           std::move(*computed)};
-  }
-  const RopeFrequencies* freqs = &*last.freqs;
   const bool interleaved = attr_bool(ctx.attrs, "interleaved", false);
-  if (S == 0 || H == 0) return {};
-  std::shared_ptr<const CosSinTable> table;
-  if (min_pos >= 0) table = cos_sin_table(*freqs, std::min(seq_len, kMaxCachedPositions), S);
-
+  const int32_t* pos = P.i32();
   const float* x = X.f32();
   float* y = ctx.outputs[0].f32();
-  // Per thread: cos / sin of an uncached position, and the interleaved
-  // expansion (kept: not allocated per call).
-  auto position = [&](int64_t t) {
-    thread_local std::vector<float> cs, expanded;
-    if (cs.size() < size_t(2 * half)) cs.resize(size_t(2 * half));
-    if (expanded.size() < size_t(2 * d)) expanded.resize(size_t(2 * d));
-    const float *c, *s;
-    if (table && pos[t] < table->positions) {
-      c = table->cos.data() + pos[t] * half;
-      s = table->sin.data() + pos[t] * half;
-    } else {
-      fill_cos_sin(*freqs, pos[t], cs.data(), cs.data() + half);
-      c = cs.data();
-      s = cs.data() + half;
+  // Rows [first, end) rotated by the frequencies of their sequence, whose
+  // length so far is max(position) + 1 as the reference takes it ("dynamic"
+  // and "longrope" scaling read it).
+  auto rotate = [&](int64_t first, int64_t end) -> bool {
+    int64_t seq_len = 0, min_pos = 0;
+    for (int64_t t = first; t < end; ++t) {
+      seq_len = std::max(seq_len, int64_t(pos[t]) + 1);
+      min_pos = std::min(min_pos, int64_t(pos[t]));
     }
-    float* ce = expanded.data();
-    float* se = expanded.data() + d;
-    if (interleaved)
-      for (int64_t j = 0; j < half; ++j) {
-        ce[2 * j] = ce[2 * j + 1] = c[j];
-        se[2 * j] = -s[j];
-        se[2 * j + 1] = s[j];
+    // The frequencies, kept from this thread's last call when they would
+    // come out the same: every layer of every step asks for the same ones,
+    // and working them out allocated.
+    struct LastFrequencies {
+      double theta = 0;
+      int64_t d = 0, max_pos = 0, original_max_pos = 0, key = 0;
+      Attrs scaling;
+      std::optional<RopeFrequencies> freqs;
+    };
+    thread_local LastFrequencies last;
+    const int64_t key = rope_frequencies_key(scaling, max_pos, original_max_pos, seq_len);
+    if (!last.freqs || last.theta != theta || last.d != d || last.max_pos != max_pos ||
+        last.original_max_pos != original_max_pos || last.key != key || last.scaling != scaling) {
+      auto computed = rope_frequencies(theta, d, scaling, max_pos, seq_len, original_max_pos);
+      if (!computed.ok()) return false;
+      last = LastFrequencies{theta, d, max_pos, original_max_pos, key, scaling, std::move(*computed)};
+    }
+    const RopeFrequencies* freqs = &*last.freqs;
+    std::shared_ptr<const CosSinTable> table;
+    if (min_pos >= 0) table = cos_sin_table(*freqs, std::min(seq_len, kMaxCachedPositions), end - first);
+    // Per thread: cos / sin of an uncached position, and the interleaved
+    // expansion (kept: not allocated per call).
+    auto position = [&](int64_t i) {
+      const int64_t t = first + i;
+      thread_local std::vector<float> cs, expanded;
+      if (cs.size() < size_t(2 * half)) cs.resize(size_t(2 * half));
+      if (expanded.size() < size_t(2 * d)) expanded.resize(size_t(2 * d));
+      const float *c, *s;
+      if (table && pos[t] < table->positions) {
+        c = table->cos.data() + pos[t] * half;
+        s = table->sin.data() + pos[t] * half;
+      } else {
+        fill_cos_sin(*freqs, pos[t], cs.data(), cs.data() + half);
+        c = cs.data();
+        s = cs.data() + half;
       }
-    HWY_DYNAMIC_DISPATCH(RotatePosition)(x + t * H * D, y + t * H * D, size_t(H), size_t(D), size_t(d), c, s,
-                                         interleaved, ce, se);
+      float* ce = expanded.data();
+      float* se = expanded.data() + d;
+      if (interleaved)
+        for (int64_t j = 0; j < half; ++j) {
+          ce[2 * j] = ce[2 * j + 1] = c[j];
+          se[2 * j] = -s[j];
+          se[2 * j + 1] = s[j];
+        }
+      HWY_DYNAMIC_DISPATCH(RotatePosition)(x + t * H * D, y + t * H * D, size_t(H), size_t(D), size_t(d), c, s,
+                                           interleaved, ce, se);
+    };
+    const int64_t rows = end - first;
+    parallel_for(rows, rows * H * D >= (1 << 17), position);  // below, one thread beats waking the pool
+    return true;
   };
-  parallel_for(S, S * H * D >= (1 << 17), position);  // below, one thread beats waking the pool
-  return {};
+  // Several sequences' rows whose frequencies follow each one's length:
+  // piece by piece; otherwise all rows at once.
+  if (ctx.sequences && rope_frequencies_read_seq_len(scaling)) {
+    for (const auto& piece : ctx.sequences->pieces)
+      if (piece.row < 0 || piece.row + piece.rows > S || !rotate(piece.row, piece.row + piece.rows))
+        return reference(ctx);
+    return {};
+  }
+  return rotate(0, S) ? Status{} : reference(ctx);
 }
 
 }  // namespace

@@ -9,11 +9,19 @@
 
 #include "engine/core/quant.h"
 #include "engine/core/weight_arena.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemv.h"
+#include "kernels/cpu/quant_dot.h"
 
 namespace arch {
 
 bool tileable(DType rows, int64_t k) {
   return rows == DType::Q8_0 || rows == DType::Q4_0 || (rows == DType::BF16 && k > 0 && k % 16 == 0);
+}
+
+bool tiles_pay(DType rows, int64_t k) {
+  if (!tileable(rows, k)) return false;
+  return tiles_for(rows) == Tiles::BF16x64 ? has_avx512_bf16_dot() : has_avx512_vnni() || cpu_features().avx2;
 }
 
 Tiles tiles_for(DType rows) {

@@ -54,6 +54,11 @@ inline int64_t rows_per_tile(Tiles t) { return t == Tiles::BF16x64 ? kBf16TileRo
 bool tileable(DType rows, int64_t k);
 // Q8_0 -> Q8_0x16, Q4_0 -> Q4_0x16, BF16 -> BF16x64; and back.
 Tiles tiles_for(DType rows);
+// Whether this CPU's kernels read a [N, k] matrix stored as `rows` faster in
+// tiles than in rows (tileable, and BF16 tiles with AVX-512 BF16, integer
+// ones with VNNI or AVX2): the matmul's prepare hook and the experts'
+// stacks ask the same.
+bool tiles_pay(DType rows, int64_t k);
 DType rows_type(Tiles t);
 const char* tiles_name(Tiles t);
 

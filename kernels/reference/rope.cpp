@@ -258,6 +258,20 @@ bool rope_frequencies_read_seq_len(const Attrs& scaling) {
   return type.ok() && (*type == "dynamic" || *type == "longrope");
 }
 
+int64_t rope_frequencies_key(const Attrs& scaling, int64_t max_pos, int64_t original_max_pos, int64_t seq_len) {
+  auto type = scaling_type(scaling);
+  if (!type.ok()) return seq_len;
+  if (*type == "longrope") {
+    auto span = longrope_span(scaling, *type, max_pos, original_max_pos);
+    return span.ok() ? int64_t(double(seq_len) > span->original) : seq_len;
+  }
+  if (*type == "dynamic") {
+    auto known = known_max_positions(scaling, *type, max_pos);
+    return known.ok() && !(double(seq_len) > *known) ? 0 : seq_len;
+  }
+  return 0;
+}
+
 int64_t rope_history_changes_past(const Attrs& scaling, int64_t max_pos, int64_t original_max_pos) {
   auto type = scaling_type(scaling);
   if (!type.ok() || *type != "longrope") return 0;

@@ -40,6 +40,12 @@ Result<RopeFrequencies> rope_frequencies(double theta, int64_t rope_dim, const A
 // Whether rope_frequencies reads seq_len for this rope_scaling ("dynamic",
 // "longrope"); otherwise the attributes alone decide the frequencies.
 bool rope_frequencies_read_seq_len(const Attrs& scaling);
+// What of seq_len the frequencies depend on: "dynamic" seq_len itself
+// past max_position_embeddings (0 up to it), "longrope" 0 up to the
+// original length and 1 past it, any other type 0. Equal keys give equal
+// frequencies, so a kernel may keep them from call to call.
+int64_t rope_frequencies_key(const Attrs& scaling, int64_t max_position_embeddings, int64_t original_max_pos,
+                             int64_t seq_len);
 // The sequence length past which every position's rotation changes, so keys
 // cached before must be recomputed ("longrope": the original length; 0:
 // never). transformers' Phi-3 drops its cache there.

@@ -25,6 +25,24 @@ Status run(const std::string& op, const std::string& backend, std::vector<Tensor
   return (*op_table().kernel(op, backend))(ctx);
 }
 
+// routed_matmul on `stacked` against the cpu matmul on each row and the
+// expert it chose (`alone[e]`, stored as routed_matmul reads expert e).
+void expect_each_choice_as_alone(const Tensor& x, const Tensor& stacked, const Tensor& idx,
+                                 const std::vector<Tensor>& alone, double rel) {
+  const int64_t S = idx.dim(0), k = idx.dim(1), N = stacked.dim(1), K = stacked.dim(2);
+  std::vector<Tensor> got{Tensor::zeros(DType::F32, {S, k, N})};
+  ASSERT_TRUE(run("routed_matmul", "cpu", {x, stacked, idx}, got, {}).ok());
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t j = 0; j < k; ++j) {
+      Tensor row = Tensor::zeros(DType::F32, {1, K}), want = Tensor::zeros(DType::F32, {1, N});
+      std::memcpy(row.f32(), x.f32() + s * K, size_t(K) * 4);
+      ASSERT_TRUE(matmul_rows(row, alone[size_t(idx.i32()[s * k + j])], want, "test").ok());
+      for (int64_t n = 0; n < N; ++n)
+        EXPECT_NEAR(got[0].f32()[(s * k + j) * N + n], want.f32()[n], rel * (1 + std::abs(want.f32()[n])))
+            << "S " << S << " row " << s << " choice " << j << " n " << n;
+    }
+}
+
 // Experts whose rows fill whole tiles (64 here: Q4_0 / Q8_0 tiles hold 16,
 // BF16 ones 64) are stacked in the tiles the dense decode reads, one expert
 // after another, where the CPU has the kernels for them; routed_matmul reads
@@ -42,23 +60,16 @@ TEST(CpuExperts, WholeTileExpertsAreStackedInTiles) {
     ASSERT_TRUE(run("stack", "cpu", experts, stacked, {{"axis", 0}}).ok());
     EXPECT_EQ(stacked[0].dtype, dtype);
     EXPECT_EQ(stacked[0].shape, (Dims{E, N, K}));
+    // Tiled exactly where the dense matmul would tile such a matrix.
+    EXPECT_EQ(stacked[0].layout != 0, tiles_pay(dtype, K));
     if (!stacked[0].layout) continue;  // no tile kernels on this CPU: rows, tested below
+    std::vector<Tensor> tiled_alone;
+    for (const Tensor& w : experts) tiled_alone.push_back(interleave_rows(w));
     for (int64_t S : {1, 9}) {
       Tensor x = random_f32({S, K}, uint32_t(7 + S));
       Tensor idx = Tensor::zeros(DType::I32, {S, k});
       for (int64_t i = 0; i < S * k; ++i) idx.i32()[i] = int32_t((i * 2 + i / k) % E);
-      std::vector<Tensor> got{Tensor::zeros(DType::F32, {S, k, N})};
-      ASSERT_TRUE(run("routed_matmul", "cpu", {x, stacked[0], idx}, got, {}).ok());
-      for (int64_t s = 0; s < S; ++s)
-        for (int64_t j = 0; j < k; ++j) {
-          Tensor one = interleave_rows(experts[size_t(idx.i32()[s * k + j])]);
-          Tensor row = Tensor::zeros(DType::F32, {1, K}), want = Tensor::zeros(DType::F32, {1, N});
-          std::memcpy(row.f32(), x.f32() + s * K, size_t(K) * 4);
-          ASSERT_TRUE(matmul_rows(row, one, want, "test").ok());
-          for (int64_t n = 0; n < N; ++n)
-            EXPECT_NEAR(got[0].f32()[(s * k + j) * N + n], want.f32()[n], 2e-2 * (1 + std::abs(want.f32()[n])))
-                << "S " << S << " row " << s << " choice " << j << " n " << n;
-        }
+      expect_each_choice_as_alone(x, stacked[0], idx, tiled_alone, 1e-4);
     }
   }
 }
@@ -81,18 +92,10 @@ TEST(CpuExperts, StackKeepsTheStoredTypeAndRoutedMatmulReadsIt) {
     EXPECT_EQ(stacked[0].shape, (Dims{E, N, K}));
     EXPECT_TRUE(op_table().takes_stored("routed_matmul", "cpu", {}, 1, dtype));
 
-    std::vector<Tensor> got{Tensor::zeros(DType::F32, {S, k, N})};
-    ASSERT_TRUE(run("routed_matmul", "cpu", {x, stacked[0], idx}, got, {}).ok());
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t j = 0; j < k; ++j) {
-        // The cpu matmul on this row and its expert, as stored.
-        Tensor row = Tensor::zeros(DType::F32, {1, K}), want = Tensor::zeros(DType::F32, {1, N});
-        std::memcpy(row.f32(), x.f32() + s * K, size_t(K) * 4);
-        ASSERT_TRUE(matmul_rows(row, experts[size_t(idx.i32()[s * k + j])], want, "test").ok());
-        for (int64_t n = 0; n < N; ++n)
-          EXPECT_NEAR(got[0].f32()[(s * k + j) * N + n], want.f32()[n], 1e-4 * (1 + std::abs(want.f32()[n])));
-      }
+    expect_each_choice_as_alone(x, stacked[0], idx, experts, 1e-4);  // each expert as stored
     if (dtype == DType::F32) {  // and the reference kernel itself
+      std::vector<Tensor> got{Tensor::zeros(DType::F32, {S, k, N})};
+      ASSERT_TRUE(run("routed_matmul", "cpu", {x, stacked[0], idx}, got, {}).ok());
       std::vector<Tensor> ref{Tensor::zeros(DType::F32, {S, k, N})};
       ASSERT_TRUE(run("routed_matmul", "reference", {x, stacked[0], idx}, ref, {}).ok());
       for (int64_t i = 0; i < ref[0].numel(); ++i) EXPECT_NEAR(got[0].f32()[i], ref[0].f32()[i], 1e-4);

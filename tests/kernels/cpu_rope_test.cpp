@@ -87,6 +87,46 @@ TEST(CpuRope, DynamicScalingDecodeSteps) {
   }
 }
 
+// LongRoPE: the short factors up to the original length, the long ones past
+// it, decode steps across the switch; and several sequences' rows in one
+// call, each rotated by its own regime (a server's batch), as each alone.
+TEST(CpuRope, LongRopeAcrossTheSwitchAndPerSequence) {
+  const int64_t H = 2, D = 12;
+  const Attrs attrs = {{"theta", 10000.0},
+                       {"scaling", {{"type", "longrope"},
+                                    {"short_factor", {1.0, 1.1, 1.3, 1.6, 2.0, 2.5}},
+                                    {"long_factor", {1.0, 2.0, 4.0, 8.0, 16.0, 32.0}}}},
+                       {"max_position_embeddings", 256},
+                       {"original_max_position_embeddings", 24}};
+  uint64_t seed = 500;
+  for (int32_t p = 20; p < 30; ++p) {
+    Tensor x = f32({1, H, D}, scaled_values(size_t(H * D), seed++, 1.0f));
+    EXPECT_GT(expect_cpu_matches_reference("rope", {x, i32({1}, {p})}, attrs, "longrope at " + std::to_string(p)), 0.1);
+  }
+  // Rows 0-3: a sequence at positions 20-23 (short); row 4: one at 30 (long).
+  Tensor x = f32({5, H, D}, scaled_values(size_t(5 * H * D), seed++, 1.0f));
+  Tensor pos = i32({5}, {20, 21, 22, 23, 30});
+  SequenceRows rows;
+  rows.slot_capacity = 64;
+  rows.pieces = {{0, 20, 0, 4}, {1, 30, 4, 1}};
+  for (const char* backend : {"reference", "cpu"}) {
+    SCOPED_TRACE(backend);
+    Runner r;
+    r.backend = backend;
+    r.sequences = &rows;
+    auto both = r.run("rope", {x, pos}, attrs);
+    ASSERT_TRUE(both.ok()) << both.error().message;
+    for (auto [first, n] : {std::pair<int64_t, int64_t>{0, 4}, {4, 1}}) {
+      std::vector<float> part(x.f32() + first * H * D, x.f32() + (first + n) * H * D);
+      std::vector<int32_t> at(pos.i32() + first, pos.i32() + first + n);
+      auto alone = run_on("reference", "rope", {f32({n, H, D}, part), i32({n}, at)}, attrs);
+      ASSERT_TRUE(alone.ok());
+      for (int64_t i = 0; i < n * H * D; ++i)
+        EXPECT_NEAR((*both)[0].f32()[first * H * D + i], (*alone)[0].f32()[i], 1e-6) << "row " << first + i / (H * D);
+    }
+  }
+}
+
 TEST(CpuRope, ErrorsAreTheReferences) {
   // An odd rope_dim and an unknown scaling type, past the shape rule.
   Tensor x = f32({2, 1, 8}, scaled_values(16, 1, 1.0f));

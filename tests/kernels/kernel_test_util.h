@@ -89,6 +89,7 @@ struct Runner {
   std::string backend = "reference";  // whose kernel runs
   KernelOptions options;              // as a model is loaded with them
   bool poison = false;                // outputs start as all-ones bytes (F32: NaN), not zeros
+  const SequenceRows* sequences = nullptr;  // set: the rows are several sequences'
 
   // Shape rule, then the kernel on zero-filled outputs of the inferred shapes
   // (inputs concrete; `seq` stands for any seq dim the rule returns, `ctx` for
@@ -116,7 +117,7 @@ struct Runner {
     }
     const Kernel* k = op_table().kernel(op, backend);
     if (!k) return error("no kernel for " + op);
-    KernelContext kctx{attrs, inputs, outputs, state, max_context, where, &options};
+    KernelContext kctx{attrs, inputs, outputs, state, max_context, where, &options, sequences};
     ARCH_TRY_STATUS((*k)(kctx));
     if (outputs.size() != size_t(d.num_outputs))
       return error(op + ": " + std::to_string(outputs.size()) + " outputs, the op declares " +

@@ -369,6 +369,16 @@ TEST(Rope, LongRope) {
   EXPECT_EQ(rope_history_changes_past(s, max_pos, orig), orig);
   EXPECT_EQ(rope_history_changes_past({{"rope_type", "yarn"}, {"factor", 4.0}}, max_pos, orig), 0);
   EXPECT_TRUE(rope_frequencies_read_seq_len(s));
+  // What the frequencies depend on: the regime alone (kernels keep them
+  // from step to step within one).
+  EXPECT_EQ(rope_frequencies_key(s, max_pos, orig, 1), 0);
+  EXPECT_EQ(rope_frequencies_key(s, max_pos, orig, 24), 0);
+  EXPECT_EQ(rope_frequencies_key(s, max_pos, orig, 25), 1);
+  EXPECT_EQ(rope_frequencies_key(s, max_pos, orig, 4000), 1);
+  Attrs dyn = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  EXPECT_EQ(rope_frequencies_key(dyn, 256, 0, 256), 0);
+  EXPECT_EQ(rope_frequencies_key(dyn, 256, 0, 300), 300);
+  EXPECT_EQ(rope_frequencies_key(nullptr, 256, 0, 300), 0);
   // Without the config's original length: the object's, with its factor.
   Attrs in_object = s;
   in_object["original_max_position_embeddings"] = 64;

@@ -616,6 +616,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     each.back()["read_bandwidth_gb_s"] = b / 1e9;
     each.back()["decode_share_of_bandwidth"] = shares.back();
   }
+  const int64_t kv_per_position = kv_bytes_per_position((*m)->program());
   nlohmann::json j = {{"model", (*m)->checkpoint.dir},
                       {"family", (*m)->family},
                       {"backend", (*m)->program().backend},
@@ -627,8 +628,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"decode_tok_s", new_tokens > 1 ? (new_tokens - 1) / decode_s : 0.0},
                       {"runs", each},
                       {"peak_rss_mb", peak_rss},
-                      {"kv_bytes_per_position", kv_bytes_per_position((*m)->program())},
-                      {"kv_bytes", kv_bytes_per_position((*m)->program()) * (prompt_tokens + new_tokens)},
+                      {"kv_bytes_per_position", kv_per_position},
+                      {"kv_bytes", kv_per_position * (prompt_tokens + new_tokens)},  // the session is sized so
                       {"fused_matmuls", (*m)->program().plan.merged_nodes},
                       {"folded_adds", (*m)->program().plan.folded_adds},
                       {"fused_glus", (*m)->program().plan.fused_glus},

@@ -145,6 +145,10 @@ SessionOptions session_options(const Common& c, int64_t max_context);
 // (or OMP_NUM_THREADS) fixed them.
 int governed_threads(const Common& c);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
+// The one tensor a safetensors file holds (by any name), as F32, all
+// numbers: a NaN in latents or a context is named where it enters (--latents,
+// --context, ...), not found later as NaN latents or a black image.
+Result<Tensor> only_tensor(const std::string& path, const char* what);
 int fail(const Error& e);  // prints "archrun: error: ..." and gives the exit code
 // The command (main's dispatch, every command) run with std::bad_alloc
 // turned into one error ("archrun: error: out of memory ..."), its outputs

@@ -11,8 +11,10 @@
 
 #include <unistd.h>
 
+#include "engine/core/finite.h"
 #include "engine/runtime/model_text.h"
 #include "engine/runtime/thread_governor.h"
+#include "importer/checkpoint/safetensors.h"
 #include "importer/checkpoint/toy_checkpoint.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/cpu_kernels.h"
@@ -155,6 +157,15 @@ void show_progress_count(const char* label, int64_t done, int64_t total, const s
 
 void clear_progress_line() {
   if (isatty(2)) std::fprintf(stderr, "\r\033[K");
+}
+
+Result<Tensor> only_tensor(const std::string& path, const char* what) {
+  ARCH_TRY(SafetensorsFile f, read_safetensors(path));
+  if (f.tensors.size() != 1)
+    return error(path + ": " + what + " must be one tensor, the file holds " + std::to_string(f.tensors.size()));
+  const auto& [name, stored] = *f.tensors.begin();
+  ARCH_TRY_STATUS(check_finite(stored, path + ": " + what + " (tensor '" + name + "')"));
+  return stored.dtype == DType::F32 ? stored : to_f32(stored);
 }
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {

@@ -7,30 +7,12 @@
 
 #include <unistd.h>
 
-#include "engine/core/finite.h"
 #include "engine/core/output_file.h"
 #include "importer/checkpoint/safetensors.h"
 #include "engine/runtime/denoise.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
-
-namespace {
-
-// The one tensor a file holds (by any name), all numbers: a NaN in a
-// latent or a context is named here, where it enters, not found later as
-// NaN latents.
-Result<Tensor> only_tensor(const std::string& path, const char* what) {
-  auto f = read_safetensors(path);
-  if (!f.ok()) return f.error();
-  if (f->tensors.size() != 1)
-    return error(path + ": " + what + " must be one tensor, the file holds " + std::to_string(f->tensors.size()));
-  const auto& [name, stored] = *f->tensors.begin();
-  ARCH_TRY_STATUS(check_finite(stored, path + ": " + what + " (tensor '" + name + "')"));
-  return stored.dtype == DType::F32 ? stored : to_f32(stored);
-}
-
-}  // namespace
 
 int run_denoise(const DenoiseArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
@@ -129,7 +111,7 @@ int run_denoise(const DenoiseArgs& a) {
                                             : std::string("no guidance");
   std::fprintf(stderr, "%s: %d steps (%s, %s) in %.2f s, %.3f s per step; wrote %s\n", (*m)->family.c_str(), a.steps,
                config_path.c_str(), how.c_str(),
-               seconds, seconds / a.steps, a.out.c_str());
+               seconds, seconds / a.steps, OutputFile::shown(a.out).c_str());
   return 0;
 }
 

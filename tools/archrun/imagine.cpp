@@ -5,27 +5,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/core/finite.h"
 #include "engine/core/output_file.h"
-#include "importer/image/image_write.h"
 #include "importer/checkpoint/safetensors.h"
+#include "importer/image/image_write.h"
 #include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
-
-namespace {
-
-// --latents: one tensor, all numbers (a NaN there is an all-black image).
-Result<Tensor> read_latents(const std::string& path) {
-  ARCH_TRY(SafetensorsFile f, read_safetensors(path));
-  if (f.tensors.size() != 1) return error(path + ": the latents must be one tensor");
-  const auto& [name, stored] = *f.tensors.begin();
-  ARCH_TRY_STATUS(check_finite(stored, path + ": the latents (tensor '" + name + "')"));
-  return to_f32(stored);
-}
-
-}  // namespace
 
 int run_imagine(const ImagineArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
@@ -64,7 +50,7 @@ int run_imagine(const ImagineArgs& a) {
   auto shape = latent_shape(*p, a.height, a.width);
   if (!shape.ok()) return fail(shape.error());
   if (!a.latents.empty()) {
-    auto l = read_latents(a.latents);
+    auto l = only_tensor(a.latents, "the latents");
     if (!l.ok()) return fail(l.error());
     opt.latents = *l;
   } else {
@@ -94,7 +80,7 @@ int run_imagine(const ImagineArgs& a) {
     if (!s2.ok()) return fail(s2.error());
   }
   std::fprintf(stderr, "%s: %d steps (%s%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), a.steps,
-               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, (a.out == "-" ? "standard output" : a.out).c_str());
+               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, OutputFile::shown(a.out).c_str());
   return 0;
 }
 

@@ -63,7 +63,7 @@ int run_speak(const SpeakArgs& a) {
   }
   const std::string in_pieces = all.pieces > 1 ? " in " + std::to_string(all.pieces) + " pieces" : "";
   std::fprintf(stderr, "wrote %s: %.2f s of audio at %d Hz (%lld frames from %zu ids%s) in %.3f s: real-time factor %.3f\n",
-               (a.out == "-" ? "standard output" : a.out).c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
+               OutputFile::shown(a.out).c_str(), all.seconds(), all.sample_rate, (long long)all.frames, ids, in_pieces.c_str(),
                all.compute_seconds, all.real_time_factor());
   return 0;
 }

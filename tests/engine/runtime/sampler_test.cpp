@@ -25,14 +25,21 @@ TEST(Sampler, GreedyIsArgmaxWithTiesToTheLowestId) {
   EXPECT_EQ(s.next(l), 1);
 }
 
-TEST(Sampler, TopKOfOneIsGreedy) {
+// top_k 1 and top_p 0 keep the likeliest id alone, however hot the
+// temperature (top_p 0 once drew id 0 every step: an empty head drawn past
+// its end).
+TEST(Sampler, TopKOfOneAndTopPOfZeroAreGreedy) {
   std::vector<float> l = {0.5f, 0.1f, 3.0f, 2.9f};
-  SamplingOptions o;
-  o.greedy = false;
-  o.top_k = 1;
-  o.temperature = 5.0f;
-  Sampler s(o);
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(s.next(l), 2);
+  for (bool by_k : {true, false}) {
+    SamplingOptions o;
+    o.greedy = false;
+    if (by_k) o.top_k = 1;
+    else o.top_p = 0.0f;
+    o.temperature = 5.0f;
+    o.seed = 1;
+    Sampler s(o);
+    for (int i = 0; i < 50; ++i) EXPECT_EQ(s.next(l), 2) << (by_k ? "top_k 1" : "top_p 0");
+  }
 }
 
 TEST(Sampler, TopPKeepsTheSmallestSetReachingIt) {
@@ -46,18 +53,6 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingIt) {
   std::map<int, int> seen = draws(s, l, 2000);
   EXPECT_EQ(seen.count(2), 0u);
   EXPECT_NEAR(seen[0] / 2000.0, 2.0 / 3.0, 0.05);  // 0.6 / 0.9
-}
-
-TEST(Sampler, TopPOfZeroKeepsTheLikeliestAlone) {
-  // An empty head drew past its end: id 0 every step, whatever the logits.
-  std::vector<float> l = {0.5f, 0.1f, 3.0f, 2.9f};
-  SamplingOptions o;
-  o.greedy = false;
-  o.top_p = 0.0f;
-  o.temperature = 5.0f;
-  o.seed = 1;
-  Sampler s(o);
-  for (int i = 0; i < 50; ++i) EXPECT_EQ(s.next(l), 2);
 }
 
 // A vocabulary's worth, as a decoder's head gives: 300 ids far above the

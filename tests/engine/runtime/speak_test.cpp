@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/limits.h"
 #include "importer/checkpoint/toy_checkpoint.h"
 #include "tests/shared_data.h"
 #include "tests/test_files.h"
@@ -104,8 +105,12 @@ TEST(Speak, KnobsAndIdsPastTheirBoundsAreRefusedBeforeTheRun) {
   EXPECT_EQ(speak(**m, std::vector<int32_t>(5000, 1)).error().message,
             "the ids one run of the voice takes (5000) exceeds the limit 'speech_ids' (4096); if this is meant, raise "
             "it with --limit speech_ids=N or ARCHETYPE_LIMITS=speech_ids=N");
-  // A long text never meets it: its pieces of 400 bytes are at most 801 ids.
-  for (const auto& piece : speech_pieces(std::string(20000, 'a'))) EXPECT_LE(piece.size(), 400u);
+  // A long text never meets it: it is cut into pieces of at most 400 bytes,
+  // each at most 801 ids (a blank between and around its characters).
+  const auto pieces = speech_pieces(std::string(20000, 'a'));
+  EXPECT_GE(pieces.size(), 50u);
+  for (const auto& piece : pieces) EXPECT_LE(piece.size(), 400u);
+  EXPECT_LE(2 * 400 + 1, limit("speech_ids"));
 }
 
 TEST(Speak, SpeakersOfAMultiSpeakerVoice) {

@@ -186,5 +186,53 @@ TEST(ConnectionGate, ARequestIsReadyWhenItsHeadersAndSmallBodyHaveArrived) {
   EXPECT_EQ(ConnectionGate::request_ready(many, 0, o), -1);  // all lines short, too many of them
 }
 
+// A Content-Length that is no plain, bounded number (2^63 - 1, a sign, a
+// word) counts no body: -1, so the connection ends after its reply instead
+// of summing an overflowing length or reading the body as the next request.
+TEST(ConnectionGate, AContentLengthNotToTrustEndsTheConnection) {
+  serve::GateOptions o;
+  using serve::ConnectionGate;
+  for (const char* value : {"9223372036854775807", "-5", "5x", "1099511627777", "", "+5"}) {
+    const std::string head = std::string("POST / HTTP/1.1\r\nContent-Length: ") + value + "\r\n\r\n";
+    int64_t body = 0;
+    EXPECT_EQ(ConnectionGate::request_ready(head, 0, o, &body), int64_t(head.size())) << value;
+    EXPECT_EQ(body, -1) << value;
+  }
+  int64_t body = 0;
+  const std::string spaced = "POST / HTTP/1.1\r\nContent-Length:  12 \r\n\r\n";
+  EXPECT_EQ(ConnectionGate::request_ready(spaced + "0123456789ab", 0, o, &body), int64_t(spaced.size()));
+  EXPECT_EQ(body, 12);
+}
+
+// Bytes arriving one at a time, each call carrying the last one's scan,
+// give what the whole bytes give at once, every verdict at the same byte.
+TEST(ConnectionGate, AScanResumedByteByByteAgreesWithOneWhole) {
+  serve::GateOptions o;
+  o.max_header_bytes = 200;
+  o.max_line_bytes = 60;
+  o.small_body_bytes = 10;
+  using serve::ConnectionGate;
+  std::string many = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 40; ++i) many += "X-" + std::to_string(i) + ": 1\r\n";
+  const std::string inputs[] = {
+      "xxGET /health HTTP/1.1\r\nHost: a\r\n\r\n",
+      "xxPOST /v1/completions HTTP/1.1\r\nContent-Length: 5\r\n\r\nabcde",
+      "xxGET / HTTP/1.1\r\nX: " + std::string(80, 'a') + "\r\n\r\n",
+      "xx" + many,
+  };
+  for (const std::string& whole : inputs) {
+    serve::RequestScan scan;
+    for (size_t n = 2; n <= whole.size(); ++n) {
+      const std::string part = whole.substr(0, n);
+      int64_t body_a = 7, body_b = 7;
+      const int64_t once = ConnectionGate::request_ready(part, 2, o, &body_a);
+      const int64_t resumed = ConnectionGate::request_ready(part, 2, o, &body_b, &scan);
+      ASSERT_EQ(resumed, once) << whole.substr(0, 30) << " at " << n;
+      if (once < 0) break;  // refused: the gate stops there
+      if (once > 0) EXPECT_EQ(body_b, body_a);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace arch
