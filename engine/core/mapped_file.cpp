@@ -36,12 +36,10 @@ Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::string& pa
   size_t size = size_t(st.st_size);
   void* p = nullptr;
   if (size > 0) {
-    // Writable copy-on-write pages where the commit limit allows them;
-    // else read-only, which it does not count: a checkpoint larger than
-    // memory (31 GB on a 24 GB machine, whose decode reads a few experts
-    // a token) still maps. Nothing writes through a checkpoint's tensors.
-    p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED && errno == ENOMEM) p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Read-only: writable private pages count against the commit limit, so
+    // a checkpoint larger than memory (31 GB on a 24 GB machine, whose
+    // decode reads a few experts a token) could not be mapped at all.
+    p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
       Error e = system_error(path, "cannot map");
       ::close(fd);

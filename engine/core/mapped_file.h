@@ -22,8 +22,9 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
 
   const std::string& path() const { return path_; }
-  // Private copy-on-write pages: a stray write through a Tensor's non-const
-  // `data` changes this process's copy only, never the file, and never faults.
+  // Read-only pages (a checkpoint larger than memory still maps): what
+  // changes a tensor's values makes a copy first (to_f32, convert_to,
+  // prepared layouts); a write through a mapped Tensor's `data` faults.
   std::byte* data() const { return data_; }
   size_t size() const { return size_; }
   std::string_view text() const { return {reinterpret_cast<const char*>(data_), size_}; }

@@ -54,18 +54,20 @@ Status dequantize_fp8_weights(Checkpoint& ckpt) {
   const std::string config_where = ckpt.dir + ": config.json";
   ARCH_TRY(Fp8Blocks blocks, fp8_block_size(ckpt.config, config_where));
   const DType to = target_type(ckpt);
-  std::string method;  // for the message on missing scales: another method's FP8 is not this one
+  // Another method's FP8 (per-channel or per-tensor scales: fbgemm,
+  // compressed-tensors) means something else by its tensors: refused by name.
+  std::string method;
   if (auto q = ckpt.config.find("quantization_config"); q != ckpt.config.end() && q->is_object())
     if (auto m = q->find("quant_method"); m != q->end() && m->is_string()) method = m->get<std::string>();
+  if (!method.empty() && method != "fp8")
+    return error(config_where + ": quantization_config.quant_method is '" + method + "' over FP8 tensors ('" +
+                 fp8.front() + "', ...); what loads is block-scaled FP8 as DeepSeek-V3 stores it, quant_method 'fp8'");
 
   for (const std::string& name : fp8) {
     const std::string scale_name = name + kScaleSuffix;
     Tensor& x = ckpt.tensors.at(name);
     const Tensor* scale = ckpt.find(scale_name);
-    std::string scale_where = scale ? where(ckpt, scale_name) : "tensor '" + scale_name + "' beside it";
-    if (!scale && !method.empty() && method != "fp8")
-      scale_where += " (quantization_config.quant_method is '" + method +
-                     "'; what loads is block-scaled FP8 as DeepSeek-V3 stores it, quant_method 'fp8')";
+    const std::string scale_where = scale ? where(ckpt, scale_name) : "tensor '" + scale_name + "' beside it";
     ARCH_TRY(Tensor wide, dequantize_fp8(x, scale, blocks, to, where(ckpt, name), scale_where));
     release_pages(x);  // the codes are read once; their mapped pages need not stay resident
     x = std::move(wide);

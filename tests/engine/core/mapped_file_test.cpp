@@ -23,8 +23,8 @@ TEST(MappedFile, MapsTheWholeFile) {
   EXPECT_EQ((*m)->path(), dir / "a.bin");
 }
 
-// A checkpoint larger than memory and swap maps (read-only where the commit
-// limit refuses writable pages): a sparse file of four times the memory.
+// A checkpoint larger than memory and swap maps (read-only pages, which the
+// commit limit does not count): a sparse file of four times the memory.
 TEST(MappedFile, MapsAFileLargerThanMemory) {
   TempDir dir;
   const std::string path = dir / "huge.bin";

@@ -124,13 +124,17 @@ TEST(Fp8Weights, FaultsAreNamedWithFileAndTensor) {
   EXPECT_EQ(missing.error().message, file + ": tensor 'a.weight' is F8_E4M3[3, 5], whose codes mean nothing without "
                                             "their block scales, but there is no tensor 'a.weight_scale_inv' beside it");
 
-  // Another method's FP8 (per-channel weight_scale) is said to be another.
-  write_dir(dir, {{"a.weight", codes({3, 5})}, {"a.weight_scale", filled(DType::F32, {3, 1}, 1.f)}},
-            R"({"quantization_config": {"quant_method": "fbgemm_fp8"}})");
-  auto other = load_checkpoint(dir.path());
-  ASSERT_FALSE(other.ok());
-  EXPECT_CONTAINS(other.error().message, "(quantization_config.quant_method is 'fbgemm_fp8'; what loads is "
-                                         "block-scaled FP8 as DeepSeek-V3 stores it, quant_method 'fp8')");
+  // Another method's FP8 (per-channel weight_scale) is refused by its name,
+  // with block scales beside it or not.
+  for (const char* scale : {"a.weight_scale", "a.weight_scale_inv"}) {
+    write_dir(dir, {{"a.weight", codes({3, 5})}, {scale, filled(DType::F32, {1, 1}, 1.f)}},
+              R"({"quantization_config": {"quant_method": "fbgemm_fp8"}})");
+    auto other = load_checkpoint(dir.path());
+    ASSERT_FALSE(other.ok()) << scale;
+    EXPECT_EQ(other.error().message, dir.path() + ": config.json: quantization_config.quant_method is 'fbgemm_fp8' "
+                                                  "over FP8 tensors ('a.weight', ...); what loads is block-scaled FP8 "
+                                                  "as DeepSeek-V3 stores it, quant_method 'fp8'");
+  }
 
   Named nan = fp8_tensors();
   static_cast<uint8_t*>(nan[0].second.data)[7] = 0x7f;

@@ -97,11 +97,7 @@ TEST(Safetensors, TensorsAreViewsThatOutliveTheFileObject) {
   }
   ASSERT_NE(kept.owner, nullptr);
   EXPECT_EQ(values_of<float>(kept), (std::vector<float>{3.f, 4.f}));
-  // A write through the view changes this process's copy only, not the file.
-  kept.f32()[0] = 99.f;
-  auto again = read_safetensors(path);
-  ASSERT_TRUE(again.ok());
-  EXPECT_EQ(again->tensors.at("a").f32()[0], 3.f);
+  EXPECT_TRUE(kept.mapped);  // a view of the file's read-only pages, not a copy
 }
 
 TEST(Safetensors, SameInputWritesIdenticalBytes) {
