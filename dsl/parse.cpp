@@ -418,15 +418,17 @@ bool unread_matches(const UnreadDecl& u, const std::string& tensor) {
 
 namespace {
 
-// A graph defined twice in one file would have the later silently replace
-// the earlier (or the earlier shadow the later): refused, naming both.
-Status no_graph_twice(const Template& t, const SourceRef& src) {
+// A graph or a block defined twice in one file would have one silently
+// shadow the other: refused, naming both. (Config fields and flags declared
+// twice are check_template's.)
+template <class T>
+Status none_twice(const std::vector<T>& defs, const char* kind, const SourceRef& src) {
   std::map<std::string, Loc> seen;
-  for (const auto& gd : t.graphs) {
-    auto [first, fresh] = seen.emplace(gd.name, gd.loc);
+  for (const auto& d : defs) {
+    auto [first, fresh] = seen.emplace(d.name, d.loc);
     if (!fresh)
-      return diag(src, gd.loc, "graph '" + gd.name + "' is defined twice (first at " + src.path + ":" +
-                                   std::to_string(first->second.line) + ":" + std::to_string(first->second.col) + ")");
+      return diag(src, d.loc, std::string(kind) + " '" + d.name + "' is defined twice (first at " + src.path + ":" +
+                                  std::to_string(first->second.line) + ":" + std::to_string(first->second.col) + ")");
   }
   return {};
 }
@@ -446,7 +448,8 @@ Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::s
     building_file = 0;
     t.path = path;
     t.source = text;
-    ARCH_TRY_STATUS(no_graph_twice(t, src));
+    ARCH_TRY_STATUS(none_twice(t.graphs, "graph", src));
+    ARCH_TRY_STATUS(none_twice(t.blocks, "block", src));
     return t;
   } catch (const tao::pegtl::parse_error& e) {
     const auto& pos = e.positions().front();
@@ -495,20 +498,28 @@ struct Loader {
                std::filesystem::weakly_canonical(files.at(size_t(b.file)).path, ec);
   }
 
-  // Two imports of `t` defining the same graph: merging would keep the
-  // first import's silently. `t` choosing (defining it itself, in `own`) is
-  // the documented way to extend a family and stays allowed.
-  Status no_graph_from_two_imports(const Template& t, const std::set<std::string>& own, const Template& base,
-                                   Loc import_loc) const {
-    for (const auto& b : base.graphs) {
+  // Two imports of `t` defining the same graph, block, config field or
+  // flag: merging would keep the first import's silently. `t` choosing
+  // (defining it itself, in `own`) is the documented way to extend a family
+  // and stays allowed.
+  template <class T>
+  Status not_from_two_imports(const char* kind, const std::vector<T>& merged, const std::vector<T>& base,
+                              const std::set<std::string>& own, const Template& t, Loc import_loc) const {
+    for (const auto& b : base) {
       if (own.count(b.name)) continue;
-      for (const auto& earlier : t.graphs)
+      for (const auto& earlier : merged)
         if (earlier.name == b.name && !same_place(earlier.loc, b.loc))
-          return diag(t, import_loc, "graph '" + b.name + "' is defined twice: at " + place(b.loc) +
+          return diag(t, import_loc, std::string(kind) + " '" + b.name + "' is defined twice: at " + place(b.loc) +
                                          " (imported here) and at " + place(earlier.loc) +
                                          " (imported before); define it in " + t.path + " to choose one");
     }
     return {};
+  }
+  template <class T>
+  static std::set<std::string> names_of(const std::vector<T>& defs) {
+    std::set<std::string> out;
+    for (const auto& d : defs) out.insert(d.name);
+    return out;
   }
 
   Result<Template> load(const std::string& path, const Template* importer, Loc from) {
@@ -536,12 +547,15 @@ struct Loader {
     loading.push_back(canonical);
     auto imports = std::move(t.imports);
     t.imports.clear();
-    std::set<std::string> own;
-    for (const auto& gd : t.graphs) own.insert(gd.name);
+    const auto own_config = names_of(t.config), own_flags = names_of(t.flags), own_blocks = names_of(t.blocks),
+               own_graphs = names_of(t.graphs);
     for (const auto& [file, loc] : imports) {
       std::string p = (std::filesystem::path(path).parent_path() / file).string();
       ARCH_TRY(Template base, load(p, &t, loc));
-      ARCH_TRY_STATUS(no_graph_from_two_imports(t, own, base, loc));
+      ARCH_TRY_STATUS(not_from_two_imports("config field", t.config, base.config, own_config, t, loc));
+      ARCH_TRY_STATUS(not_from_two_imports("flag", t.flags, base.flags, own_flags, t, loc));
+      ARCH_TRY_STATUS(not_from_two_imports("block", t.blocks, base.blocks, own_blocks, t, loc));
+      ARCH_TRY_STATUS(not_from_two_imports("graph", t.graphs, base.graphs, own_graphs, t, loc));
       merge(t, base);
     }
     loading.pop_back();

@@ -475,6 +475,34 @@ TEST(Parse, AGraphDefinedTwiceInOneFileNamesBoth) {
                                                       (dir / "base.arch") + ":2:1)");
 }
 
+// Blocks too: two of one name in one file, or from two imports (a block, a
+// config field, a flag), would have one shadow the other silently.
+TEST(Parse, BlocksAndFieldsDefinedTwiceNameBoth) {
+  const std::string twice = "family T\nblock f(x) { return x }\nblock f(x) { return x + 1 }\n"
+                            "graph step(x: f32[seq]) { output y = f(x) }\n";
+  EXPECT_EQ(first_line(parse_error(twice)), "t.arch:3:1: error: block 'f' is defined twice (first at t.arch:2:1)");
+  arch::testing::TempDir dir;
+  arch::testing::write_file(dir / "a.arch", "family A\nconfig {\n  eps: float = 1e-5\n}\nblock f(x) { return x }\n");
+  arch::testing::write_file(dir / "b.arch", "family B\nconfig {\n  eps: float = 1e-6\n}\n\nblock f(x) { return x + 1 }\n");
+  arch::testing::write_file(dir / "both.arch", "family T\nimport \"a.arch\"\nimport \"b.arch\"\n");
+  auto both = parse_template_file(dir / "both.arch");
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(first_line(both.error().message),
+            dir / "both.arch" + ":3:8: error: config field 'eps' is defined twice: at " + (dir / "b.arch") +
+                ":3:3 (imported here) and at " + (dir / "a.arch") + ":3:3 (imported before); define it in " +
+                (dir / "both.arch") + " to choose one");
+  // Choosing both itself, the block's two imports remain.
+  arch::testing::write_file(dir / "field.arch", "family T\nimport \"a.arch\"\nimport \"b.arch\"\nconfig {\n  eps: float = 1e-5\n}\n");
+  auto field = parse_template_file(dir / "field.arch");
+  ASSERT_FALSE(field.ok());
+  EXPECT_NE(first_line(field.error().message).find("block 'f' is defined twice: at " + (dir / "b.arch") + ":6:1"),
+            std::string::npos) << field.error().message;
+  arch::testing::write_file(dir / "chooses.arch", "family T\nimport \"a.arch\"\nimport \"b.arch\"\nconfig {\n  eps: float = 1e-5\n}\n"
+                                                  "block f(x) { return x }\n");
+  auto chooses = parse_template_file(dir / "chooses.arch");
+  EXPECT_TRUE(chooses.ok()) << chooses.error().message;
+}
+
 // Two imports defining one graph: which one the template runs would be the
 // order of its imports, silently. The importer defining it itself chooses
 // (that is how a family extends another), and one file reached along two
