@@ -176,22 +176,14 @@ Result<int> Instantiator::bind_weight(const std::vector<std::string>& path, Loc 
   return id;
 }
 
-namespace {
-
-std::string at(const SourceLoc& l) {
-  return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
-}
-
-}  // namespace
-
 std::string Instantiator::read_chain(const std::string& reader, Loc loc) {
   std::string out = reader + " in ";
   Loc here = loc;
   for (size_t k = calls_.size(); k-- > 0;) {
-    out += calls_[k].first->name + " (" + at(sloc(here)) + ") <- ";
+    out += calls_[k].first->name + " (" + str(sloc(here)) + ") <- ";
     here = calls_[k].second;
   }
-  return out + g().name + " (" + at(sloc(here)) + ")";
+  return out + g().name + " (" + str(sloc(here)) + ")";
 }
 
 std::optional<Error> Instantiator::weight_shape_error(const std::string& op, Loc loc, const std::vector<int>& inputs,
@@ -215,8 +207,8 @@ std::optional<Error> Instantiator::weight_shape_error(const std::string& op, Loc
   const Shape& declared = g().values[size_t(chosen->value)].type.shape;
   std::string msg = chosen->tensor + (chosen->declared_as.empty() ? "" : " (read as " + chosen->declared_as + ")") +
                     " is " + shape_str(chosen_shape) + " in the checkpoint";
-  msg += chosen_shape == declared ? " (declared at " + at(chosen->loc) + ")"
-                                  : "; the template declares " + shape_str(declared) + " (" + at(chosen->loc) + ")";
+  msg += chosen_shape == declared ? " (declared at " + str(chosen->loc) + ")"
+                                  : "; the template declares " + shape_str(declared) + " (" + str(chosen->loc) + ")";
   return Error{msg + "; " + refusal + "\n  at " + read_chain(op, loc)};
 }
 

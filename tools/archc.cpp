@@ -44,11 +44,12 @@ struct ConfigSource {
   std::string graph;  // which of the template's graphs (empty: the first)
 };
 
-Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::shared_ptr<Checkpoint>& ckpt) {
+Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::shared_ptr<Checkpoint>& ckpt,
+                                                    std::vector<dsl::UnreadDecl>& wrapper_unread) {
   dsl::InstantiateOptions opt;
   if (!c.model.empty()) {
     ARCH_TRY(Checkpoint loaded, load_checkpoint(c.model));
-    ARCH_TRY_STATUS(apply_family_view(loaded));  // nested text model, family tensor prefixes
+    ARCH_TRY(wrapper_unread, apply_family_view(loaded));  // nested text model, family tensor prefixes
     ckpt = std::make_shared<Checkpoint>(std::move(loaded));
     opt.config = ckpt->config;
     opt.tensor_exists = [ckpt](const std::string& n) { return ckpt->has(n); };
@@ -65,9 +66,10 @@ Result<dsl::InstantiateOptions> instantiate_options(const ConfigSource& c, std::
 int check_files(const std::vector<std::string>& files, bool quiet, const ConfigSource& cs) {
   int problems = 0;
   std::shared_ptr<Checkpoint> ckpt;
+  std::vector<dsl::UnreadDecl> wrapper_unread;  // the registry's notes on a wrapper's own tensors
   std::optional<dsl::InstantiateOptions> opt;
   if (!cs.config.empty() || !cs.model.empty()) {
-    auto o = instantiate_options(cs, ckpt);
+    auto o = instantiate_options(cs, ckpt, wrapper_unread);
     if (!o.ok()) return std::fprintf(stderr, "archc: error: %s\n", o.error().message.c_str()), 1;
     opt = *o;
   }
@@ -103,7 +105,9 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
         // convention, over all the graphs together.
         std::vector<const Graph*> all;
         for (const auto& g : graphs) all.push_back(&g);
-        auto found = check_against_checkpoint(all, *ckpt, t->unread);
+        std::vector<dsl::UnreadDecl> unread = t->unread;
+        unread.insert(unread.end(), wrapper_unread.begin(), wrapper_unread.end());
+        auto found = check_against_checkpoint(all, *ckpt, unread);
         for (const auto& e : found.errors) std::fprintf(stderr, "%s\n", e.c_str());
         for (const auto& w : found.warnings) std::fprintf(stderr, "%s\n", w.c_str());
         for (const auto& n : found.notes) std::fprintf(stderr, "%s\n", n.c_str());
@@ -129,7 +133,8 @@ std::optional<dsl::Instance> instantiated(const char* command, const std::string
   auto t = dsl::parse_template_file(tmpl_path);
   if (!t.ok()) return std::fprintf(stderr, "%s\n", t.error().message.c_str()), std::nullopt;
   std::shared_ptr<Checkpoint> ckpt;
-  auto opt = instantiate_options(cs, ckpt);
+  std::vector<dsl::UnreadDecl> wrapper_unread;  // a dump reads no tensors' absence
+  auto opt = instantiate_options(cs, ckpt, wrapper_unread);
   if (!opt.ok()) return std::fprintf(stderr, "archc: error: %s\n", opt.error().message.c_str()), std::nullopt;
   auto inst = dsl::instantiate(*t, *opt, op_table());
   if (!inst.ok()) return std::fprintf(stderr, "%s\n", inst.error().message.c_str()), std::nullopt;

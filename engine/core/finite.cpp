@@ -97,12 +97,18 @@ std::string bad_value(const Tensor& t, int64_t i) {
 
 }  // namespace
 
+std::string non_finite_value(const Tensor& t, int64_t i) { return bad_value(t, i); }
+
+std::string non_finite_at(const Tensor& t, int64_t i) {
+  return bad_value(t, i) + " at index " + std::to_string(i) + " (element " + element_str(t.shape, i) + " of " +
+         dims_str(t.shape) + "; " + std::to_string(non_finite_values(t)) + " of " + std::to_string(t.numel()) +
+         " values are NaN or Inf)";
+}
+
 Status check_finite(const Tensor& t, const std::string& what) {
   const int64_t i = first_non_finite(t);
   if (i < 0) return {};
-  return error(what + " holds " + bad_value(t, i) + " at index " + std::to_string(i) + " (element " +
-               element_str(t.shape, i) + " of " + dims_str(t.shape) + "; " + std::to_string(non_finite_values(t)) +
-               " of " + std::to_string(t.numel()) + " values are NaN or Inf): an input must be all numbers");
+  return error(what + " holds " + non_finite_at(t, i) + ": an input must be all numbers");
 }
 
 bool all_finite(std::span<const float> row) {

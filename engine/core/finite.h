@@ -26,6 +26,12 @@ int64_t non_finite_values(const Tensor& t);
 // type holds none).
 int64_t first_non_finite(const Tensor& t);
 
+// The value at `i` of a tensor first_non_finite found: "NaN", "inf" or
+// "-inf"; and that value with where it is: "NaN at index 7 (element
+// [0, 0, 1, 3] of [1, 3, 8, 8]; 2 of 192 values are NaN or Inf)".
+std::string non_finite_value(const Tensor& t, int64_t i);
+std::string non_finite_at(const Tensor& t, int64_t i);
+
 // Where `t` holds a value that is not a number: an error "WHAT holds NaN
 // at index 7 (element [0, 0, 1, 3] of [1, 3, 8, 8]; 2 of 192 values are NaN
 // or Inf): an input must be all numbers".

@@ -17,6 +17,10 @@ struct SourceLoc {
   int line = 0;
   int col = 0;
 };
+// "llama.arch:76:10", as messages name a place in a template.
+inline std::string str(const SourceLoc& l) {
+  return l.file + ":" + std::to_string(l.line) + ":" + std::to_string(l.col);
+}
 
 struct Value {
   std::string name;

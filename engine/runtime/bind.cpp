@@ -6,12 +6,6 @@
 
 namespace arch {
 
-namespace {
-std::string where(const SourceLoc& loc) {
-  return loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-}
-}  // namespace
-
 Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt) {
   std::vector<Tensor> by_value(g.values.size());
   for (const auto& w : g.weights) {
@@ -23,13 +17,13 @@ Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt)
     const std::string read = w.read_at.empty() ? "" : "\n  read by " + w.read_at;
     if (!t)
       return error(ckpt.dir + ": the checkpoint lacks " + what + ", which the template needs (declared at " +
-                   where(w.loc) + ")" + read);
+                   str(w.loc) + ")" + read);
     Dims want = concretize(g.values[w.value].type.shape, 0);
     if (t->shape != want) {
       std::string file = ckpt.tensor_file.count(w.tensor) ? ckpt.tensor_file.at(w.tensor) : ckpt.dir;
       return error(w.tensor + (w.declared_as.empty() ? "" : " (read as " + w.declared_as + ")") + " is " +
                    dims_str(t->shape) + " in the checkpoint (" + file + "); the template needs " + dims_str(want) +
-                   " (declared at " + where(w.loc) + ", from the config)" + read);
+                   " (declared at " + str(w.loc) + ", from the config)" + read);
     }
     if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_quantized(t->dtype))
       return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +

@@ -39,6 +39,19 @@ Result<Registry> load_registry(const std::string& dir) {
         if (auto s = x.value<std::string>()) out.push_back(*s);
     return out;
   };
+  // A list of ["a", "b"] pairs (absent: none); what names the list in errors.
+  auto string_pairs = [&](const toml::node_view<const toml::node> n, const std::string& what,
+                          const char* shape) -> Result<std::vector<std::pair<std::string, std::string>>> {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (auto* pairs = n.as_array())
+      for (auto& pr : *pairs) {
+        auto* a = pr.as_array();
+        if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
+          return error(reg.path + ": error: " + what + " must be " + shape + " pairs");
+        out.emplace_back(a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string()));
+      }
+    return out;
+  };
   for (const auto& node : *fams) {
     const toml::table* t = node.as_table();
     if (!t) return error(reg.path + ": error: each [[family]] must be a table");
@@ -54,42 +67,29 @@ Result<Registry> load_registry(const std::string& dir) {
       if (!s.empty() && s[0] == '!') f.absent.push_back(s.substr(1));
       else f.signature.push_back(std::move(s));
     }
-    if (auto* pairs = view["tensor_prefixes"].as_array())
-      for (auto& pr : *pairs) {
-        auto* a = pr.as_array();
-        if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
-          return error(reg.path + ": error: tensor_prefixes of " + f.name + " must be [\"from\", \"to\"] pairs");
-        f.tensor_names.prefixes.emplace_back(a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string()));
-      }
+    ARCH_TRY(f.tensor_names.prefixes,
+             string_pairs(view["tensor_prefixes"], "tensor_prefixes of " + f.name, "[\"from\", \"to\"]"));
     if (auto* wrappers = view["wrapper"].as_array()) {
       for (auto& w : *wrappers) {
         const toml::table* wt = w.as_table();
         std::string mt = wt && wt->get("model_type") ? wt->get("model_type")->value_or(std::string()) : "";
         if (mt.empty()) return error(reg.path + ": error: a [[family.wrapper]] of " + f.name + " needs 'model_type'");
-        Unwrap u;
+        Wrapper wrapper;
+        Unwrap& u = wrapper.unwrap;
         u.config_key = wt->get("config") ? wt->get("config")->value_or(std::string()) : "";
-        if (auto* pairs = toml::node_view<const toml::node>(*wt)["tensor_prefixes"].as_array())
-          for (auto& pr : *pairs) {
-            auto* a = pr.as_array();
-            if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
-              return error(reg.path + ": error: tensor_prefixes of wrapper '" + mt + "' must be [\"from\", \"to\"] pairs");
-            u.prefixes.emplace_back(a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string()));
-          }
-        if (auto* d = toml::node_view<const toml::node>(*wt)["defaults"].as_table())
+        const toml::node_view<const toml::node> wview(*wt);
+        ARCH_TRY(u.prefixes, string_pairs(wview["tensor_prefixes"], "tensor_prefixes of wrapper '" + mt + "'",
+                                          "[\"from\", \"to\"]"));
+        if (auto* d = wview["defaults"].as_table())
           for (auto& [key, value] : *d) {
             if (auto i = value.value<int64_t>(); value.is_integer()) u.defaults[std::string(key.str())] = *i;
             else if (auto x = value.value<double>()) u.defaults[std::string(key.str())] = *x;
             else if (auto b = value.value<bool>()) u.defaults[std::string(key.str())] = *b;
             else if (auto str = value.value<std::string>()) u.defaults[std::string(key.str())] = *str;
           }
-        if (auto* notes = toml::node_view<const toml::node>(*wt)["unread"].as_array())
-          for (auto& pr : *notes) {
-            auto* a = pr.as_array();
-            if (!a || a->size() != 2 || !a->get(0)->is_string() || !a->get(1)->is_string())
-              return error(reg.path + ": error: unread of wrapper '" + mt + "' must be [\"name\", \"why\"] pairs");
-            f.wrapper_unread[mt].push_back({a->get(0)->value_or(std::string()), a->get(1)->value_or(std::string())});
-          }
-        f.wrappers[mt] = std::move(u);
+        ARCH_TRY(auto notes, string_pairs(wview["unread"], "unread of wrapper '" + mt + "'", "[\"name\", \"why\"]"));
+        for (auto& [name, why] : notes) wrapper.unread.push_back({name, why});
+        f.wrappers[mt] = std::move(wrapper);
       }
     }
     for (const auto& other : reg.families)
@@ -133,12 +133,11 @@ Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& confi
   for (const auto& f : reg.families) {
     auto w = f.wrappers.find(model_type);
     if (w != f.wrappers.end()) {
-      DispatchResult d{&f, "model_type '" + model_type + "' wraps a " + f.name + " text model (" +
-                               (w->second.config_key.empty() ? std::string("its config") : w->second.config_key) +
-                               ", per " + reg.path + ")",
-                       &w->second};
-      if (auto u = f.wrapper_unread.find(model_type); u != f.wrapper_unread.end()) d.unread = u->second;
-      return d;
+      const Unwrap& u = w->second.unwrap;
+      return DispatchResult{&f, "model_type '" + model_type + "' wraps a " + f.name + " text model (" +
+                                    (u.config_key.empty() ? std::string("its config") : u.config_key) + ", per " +
+                                    reg.path + ")",
+                            &u, false, w->second.unread};
     }
   }
   std::vector<const FamilyEntry*> matches;

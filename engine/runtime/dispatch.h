@@ -22,6 +22,13 @@ struct UnreadNote {
   std::string reason;
 };
 
+// A [[family.wrapper]]: how its checkpoints are read as the family's, and
+// what it holds beside the family's model (its image tower).
+struct Wrapper {
+  Unwrap unwrap;
+  std::vector<UnreadNote> unread;
+};
+
 struct FamilyEntry {
   std::string name;                      // LlamaStyle
   std::string template_path;             // absolute: <families>/llama.arch
@@ -29,11 +36,8 @@ struct FamilyEntry {
   std::vector<std::string> signature;    // tensors whose presence identifies it
   std::vector<std::string> absent;       // tensors whose presence rules it out ("!name" in the signature)
   // Wrapper model types whose inner text model is this family
-  // ([[family.wrapper]] model_type, config, tensor_prefixes).
-  std::map<std::string, Unwrap> wrappers;
-  // What each wrapper holds beside the family's model (its image tower),
-  // by wrapper model_type.
-  std::map<std::string, std::vector<UnreadNote>> wrapper_unread;
+  // ([[family.wrapper]] model_type, config, tensor_prefixes, unread).
+  std::map<std::string, Wrapper> wrappers;
   // Tensor name prefixes every checkpoint of the family is read through
   // (BertForMaskedLM's "bert." and BertModel's bare names alike).
   Unwrap tensor_names;

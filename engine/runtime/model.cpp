@@ -124,12 +124,16 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   std::string unread;
   for (const auto& f : m->unread_config) unread += (unread.empty() ? "" : ", ") + f;
   const std::string model_type = model_type_of(m->checkpoint.config);
-  // Tensors alone chose the family: a config with fields it never reads is
-  // another architecture's whose tensors happen to fit, and would run wrong.
-  if (by_signature && !m->unread_config.empty())
+  // Tensors alone chose the family: what the family leaves unread (config
+  // fields, tensors) is the tell of another architecture whose tensors
+  // happen to fit, and would run wrong.
+  auto another_architecture = [&](const std::string& left) {
     return error(dir + ": model_type '" + model_type + "' is not listed in " + reg->path + "; its tensors fit " +
-                 m->family + "'s signature, but its config has fields " + m->family + " does not read: " + unread +
-                 ". It is likely another architecture; --force-family " + m->family + " runs it anyway");
+                 m->family + "'s signature, but " + left + ". It is likely another architecture; --force-family " +
+                 m->family + " runs it anyway");
+  };
+  if (by_signature && !m->unread_config.empty())
+    return another_architecture("its config has fields " + m->family + " does not read: " + unread);
   if (!opt.force_family.empty())
     m->warnings.push_back("--force-family " + opt.force_family + ": model_type '" + model_type + "' runs on " +
                           m->family + " (" + m->template_path + ") as asked" +
@@ -178,10 +182,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     // Chosen by its tensors alone, a checkpoint with more than the template
     // reads is another architecture whose tensor names happen to fit.
     if (by_signature)
-      return error(dir + ": model_type '" + model_type + "' is not listed in " + reg->path + "; its tensors fit " +
-                   m->family + "'s signature, but " + m->family + " (" + m->template_path + ") leaves " + which +
-                   " unread: " + listed + ". It is likely another architecture; --force-family " + m->family +
-                   " runs it anyway");
+      return another_architecture(m->family + " (" + m->template_path + ") leaves " + which + " unread: " + listed);
     if (opt.strict)
       return error(dir + ": " + which + (n == 1 ? " is" : " are") + " read by no graph of " + m->template_path +
                    ": " + listed + " (--strict: a template must read every tensor but those its `unread` "

@@ -21,23 +21,9 @@ std::string num(double v) {
   return buf;
 }
 
-// "NaN", "inf" or "-inf": element i of a float tensor that is not a number.
-std::string value_word(const Tensor& t, int64_t i) {
-  auto* at = static_cast<uint8_t*>(t.data) + size_t(i) * dtype_size(t.dtype);
-  const float v = to_f32(Tensor::view(t.dtype, {1}, at, nullptr)).f32()[0];
-  return std::isnan(v) ? "NaN" : v < 0 ? "-inf" : "inf";
-}
-
 std::string typed(const Tensor& t) { return std::string(dtype_name(t.dtype)) + dims_str(t.shape); }
 
 std::string blocks_str(Fp8Blocks b) { return std::to_string(b.rows) + " x " + std::to_string(b.cols); }
-
-// A float tensor's first value that is not a number, said with where it is.
-std::string first_bad(const Tensor& t, int64_t i) {
-  return value_word(t, i) + " at element " + element_str(t.shape, i) + " of " +
-         dims_str(t.shape) + " (" + std::to_string(non_finite_values(t)) + " of " + std::to_string(t.numel()) +
-         " values)";
-}
 
 // The scales as float32, once their type, shape and values are checked.
 Result<Tensor> checked_scales(const Tensor& s, const Tensor& x, Fp8Blocks b, const std::string& scale_where) {
@@ -49,7 +35,7 @@ Result<Tensor> checked_scales(const Tensor& s, const Tensor& x, Fp8Blocks b, con
                  " it scales, in blocks of " + blocks_str(b) + ", needs " + dims_str(want));
   const int64_t i = first_non_finite(s);
   if (i >= 0)
-    return error(scale_where + " holds " + value_word(s, i) + " at block " +
+    return error(scale_where + " holds " + non_finite_value(s, i) + " at block " +
                  element_str(s.shape, i) + " of " + dims_str(s.shape) + ": a block scale must be a finite number");
   return s.dtype == DType::F32 ? s : to_f32(s);
 }
@@ -58,7 +44,7 @@ Result<Tensor> checked_scales(const Tensor& s, const Tensor& x, Fp8Blocks b, con
 // is none, or a product past the range of `to`.
 Error not_numbers(const Tensor& x, const Tensor& scales, const Tensor& out, Fp8Blocks b, const std::string& where) {
   if (int64_t i = first_non_finite(x); i >= 0)
-    return error(where + " holds " + first_bad(x, i) + ": FP8 weights must be all numbers");
+    return error(where + " holds " + non_finite_at(x, i) + ": FP8 weights must be all numbers");
   const Tensor wide = to_f32(out);
   int64_t i = 0;
   while (i < wide.numel() && std::isfinite(wide.f32()[i])) ++i;
@@ -161,7 +147,7 @@ Result<Fp8Matrix> quantize_fp8(const Tensor& x, Fp8Blocks b, const std::string& 
     return error(where + " is " + typed(x) + "; only float matrices (F32, F16, BF16) quantize to FP8");
   if (x.shape.size() < 2) return error(where + " is " + typed(x) + ", but FP8 blocks are for matrices");
   if (int64_t i = first_non_finite(x); i >= 0)
-    return error(where + " holds " + first_bad(x, i) + ": only numbers quantize");
+    return error(where + " holds " + non_finite_at(x, i) + ": only numbers quantize");
   const Tensor f = x.dtype == DType::F32 ? x : to_f32(x);
   Fp8Matrix m{Tensor::zeros(DType::F8_E4M3, x.shape), Tensor::zeros(DType::F32, fp8_scale_shape(x.shape, b))};
   const int64_t cols = x.shape.back(), rows = x.shape[x.shape.size() - 2];

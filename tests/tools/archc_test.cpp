@@ -175,5 +175,16 @@ TEST(ArchcCheck, WhatTheTemplateSaysItLeavesUnreadIsANoteNotAWarning) {
       << r.out;
 }
 
+// A wrapper's own tensors (Gemma 3's image tower) are what the registry
+// says they are, as archrun loading the model takes them: notes.
+TEST(ArchcCheck, TheRegistrysNotesOnAWrappersTensorsAreNotes) {
+  const std::string vlm = testing::golden_dir("gemma3_vlm");
+  ARCH_REQUIRE_SHARED(vlm);
+  auto r = testing::run_tool(testing::archc() + " --check " ARCHETYPE_SOURCE_DIR "/families/gemma.arch --model " + vlm);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tensors under vision_tower are read by nothing: the image tower"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace arch

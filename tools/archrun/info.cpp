@@ -65,7 +65,7 @@ int run_info(const Common& c, bool as_json) {
   // What the template (or the registry, of a wrapper's own tensors) says
   // of them, grouped.
   std::vector<std::pair<const dsl::UnreadDecl*, std::vector<std::string>>> groups;
-  std::vector<std::string> unexplained;
+  const std::vector<std::string>& unexplained = model.unexplained_tensors;
   for (const auto& u : model.unused_tensors) {
     const dsl::UnreadDecl* why = nullptr;
     for (const auto& d : model.unread_declared)
@@ -73,10 +73,7 @@ int run_info(const Common& c, bool as_json) {
         why = &d;
         break;
       }
-    if (!why) {
-      unexplained.push_back(u);
-      continue;
-    }
+    if (!why) continue;  // among the unexplained
     auto it = std::find_if(groups.begin(), groups.end(), [&](auto& g) { return g.first == why; });
     if (it == groups.end()) groups.push_back({why, {u}});
     else it->second.push_back(u);

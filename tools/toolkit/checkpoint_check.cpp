@@ -7,14 +7,11 @@
 
 #include "engine/runtime/bind.h"
 #include "engine/runtime/dispatch.h"
+#include "engine/runtime/unread.h"
 
 namespace arch {
 
 namespace {
-
-std::string at(const SourceLoc& loc) {
-  return loc.file + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col);
-}
 
 double mean_of(const Tensor& t) {
   Tensor f = to_f32(t);
@@ -53,7 +50,7 @@ void check_norms(const Graph& g, const Checkpoint& ckpt, std::set<std::string>& 
     if (!t || t->numel() < 8) continue;
     double mean = mean_of(*t), scale = plus_one ? 1.0 + mean : mean;
     if (std::abs(scale) < 0.2)
-      f.warnings.push_back(at(n.loc) + ": warning: " + ref->tensor + " averages " + std::to_string(mean) +
+      f.warnings.push_back(str(n.loc) + ": warning: " + ref->tensor + " averages " + std::to_string(mean) +
                            ": read as " + (plus_one ? "1 + w" : "w") + " the norm would scale by about " +
                            std::to_string(scale) + (plus_one ? "; is it stored as it is?" : "; is it stored as w - 1?"));
   }
@@ -70,15 +67,15 @@ CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& gra
       if (!reported.insert(w.tensor).second) continue;
       const Tensor* t = ckpt.find(w.tensor);
       if (!t) {
-        f.errors.push_back(at(w.loc) + ": error: the template reads " + w.tensor + ", which " + ckpt.dir + " lacks");
+        f.errors.push_back(str(w.loc) + ": error: the template reads " + w.tensor + ", which " + ckpt.dir + " lacks");
         continue;
       }
       if (const int64_t bad = non_finite_values(*t))
-        f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " holds " + std::to_string(bad) + " NaN or Inf values of " +
+        f.errors.push_back(str(w.loc) + ": error: " + w.tensor + " holds " + std::to_string(bad) + " NaN or Inf values of " +
                            std::to_string(t->numel()) + " (the checkpoint is damaged or diverged)");
       Dims want = concretize(g->values[w.value].type.shape, 0);
       if (t->shape != want)
-        f.errors.push_back(at(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) +
+        f.errors.push_back(str(w.loc) + ": error: " + w.tensor + " is " + dims_str(t->shape) +
                            " in the checkpoint, the template declares " + dims_str(want) + " for this config");
     }
   std::vector<size_t> explained(unread.size(), 0);
@@ -97,11 +94,14 @@ CheckpointFindings check_against_checkpoint(const std::vector<const Graph*>& gra
   return f;
 }
 
-Status apply_family_view(Checkpoint& ckpt, const std::string& families) {
+Result<std::vector<dsl::UnreadDecl>> apply_family_view(Checkpoint& ckpt, const std::string& families) {
   ARCH_TRY(Registry reg, load_registry(families_dir(families)));
   auto d = dispatch(reg, ckpt.config, [&](const std::string& n) { return ckpt.has(n); });
-  if (!d.ok()) return {};  // no family: the checkpoint is taken as it is
-  return apply_views(ckpt, *d);
+  if (!d.ok()) return std::vector<dsl::UnreadDecl>{};  // no family: the checkpoint is taken as it is
+  ARCH_TRY_STATUS(apply_views(ckpt, *d));
+  std::vector<dsl::UnreadDecl> notes;
+  for (const auto& note : d->unread) notes.push_back(unread_decl(note));
+  return notes;
 }
 
 }  // namespace arch

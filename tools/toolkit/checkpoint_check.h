@@ -30,7 +30,9 @@ inline CheckpointFindings check_against_checkpoint(const Graph& g, const Checkpo
 }
 
 // Applies the registry's view of the checkpoint (a wrapper's nested text
-// model, a family's tensor prefixes), as loading a model would.
-Status apply_family_view(Checkpoint& ckpt, const std::string& families_dir = "");
+// model, a family's tensor prefixes), as loading a model would; returns the
+// registry's notes on what the wrapper holds beside the family's model (an
+// image tower), as `unread` declarations for check_against_checkpoint.
+Result<std::vector<dsl::UnreadDecl>> apply_family_view(Checkpoint& ckpt, const std::string& families_dir = "");
 
 }  // namespace arch

@@ -142,7 +142,8 @@ TEST(Fp8Weights, FaultsAreNamedWithFileAndTensor) {
   auto n = load_checkpoint(dir.path());
   ASSERT_FALSE(n.ok());
   EXPECT_EQ(n.error().message,
-            file + ": tensor 'a.weight' holds NaN at element [1, 2] of [3, 5] (1 of 15 values): FP8 weights must be all numbers");
+            file + ": tensor 'a.weight' holds NaN at index 7 (element [1, 2] of [3, 5]; 1 of 15 values are NaN or Inf): "
+                   "FP8 weights must be all numbers");
 
   Named inf = fp8_tensors();
   inf[1].second.f32()[4] = INFINITY;
