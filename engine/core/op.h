@@ -33,6 +33,9 @@ struct OpState {
   // Forget what was appended after the first `positions` (a chat turn whose
   // text differs from what the session holds). False: this state cannot.
   virtual bool rewind(int64_t positions) { return false; }
+  // A copy to run the reference kernel on beside the fast one (--check);
+  // null: this state is not copied (a KV cache), the op goes unchecked.
+  virtual std::unique_ptr<OpState> clone() const { return nullptr; }
 };
 
 // How a model's kernels compute, chosen when it is loaded (per program,
@@ -130,6 +133,13 @@ struct OpDef {
   ValueShapeRule value_shape = nullptr;  // set only where an output's size is data-dependent
   Tolerance tolerance;
   bool stateful = false;  // keeps an OpState across calls (KV cache)
+  // A stateful op that keeps each sequence of a batched call (SequenceRows)
+  // apart, so a batched session may run it.
+  bool sequences = false;
+  // A stateful op whose state is the same size at any position (a
+  // recurrent state): its bytes per sequence, from its inputs' and
+  // outputs' types. Null: the state grows with the positions (kv_cache).
+  std::function<int64_t(std::span<const TypedShape> in, std::span<const TypedShape> out)> state_bytes = nullptr;
   bool view = false;      // output aliases input 0 (reshape): no allocation
   bool fills = false;     // the reference kernel writes every output element: outputs need no zeroing
   // The sequence length past which this op's outputs at earlier positions

@@ -12,7 +12,8 @@ namespace arch {
 namespace {
 
 // Whether program p's graph can run several sequences' rows in one call:
-// its only state is KV caches, and every attention reads its keys and
+// every op keeping state keeps each sequence's apart (KV caches, recurrent
+// states), and every attention reads its keys and
 // values straight from one (the ops that mix positions know the sequences'
 // regions; the rest are row by row).
 Status check_batchable(const Program& p, const std::string& graph) {
@@ -24,8 +25,8 @@ Status check_batchable(const Program& p, const std::string& graph) {
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     const std::string at = "graph " + graph + ": " + g.values[size_t(node.outputs[0])].name + " (" + node.op + ")";
-    if (p.steps[n].def && p.steps[n].def->stateful && node.op != "kv_cache")
-      return error(at + " keeps state other than a KV cache: its sequences cannot be batched");
+    if (p.steps[n].def && p.steps[n].def->stateful && !p.steps[n].def->sequences)
+      return error(at + " keeps state that does not keep sequences apart: its sequences cannot be batched");
     if (node.op == "attention" && (node.inputs.size() < 3 || !from_cache(node.inputs[1]) || !from_cache(node.inputs[2]) ||
                                    (node.inputs.size() > 3 && node.inputs[3] >= 0)))
       return error(at + " attends over keys that are not a KV cache's: its sequences cannot be batched");

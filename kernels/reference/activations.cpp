@@ -55,6 +55,8 @@ const Activation kActivations[] = {
      [](float x) { return x * sigmoid(1.702f * x); }},
     {"relu", "relu(x): max(x, 0)", [](float x) { return x > 0.0f ? x : 0.0f; }},
     {"sigmoid", "sigmoid(x): 1 / (1 + exp(-x))", [](float x) { return sigmoid(x); }},
+    // torch's softplus (beta 1, threshold 20): x itself past 20.
+    {"softplus", "softplus(x): log(1 + exp(x)), x past 20", [](float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }},
     {"tanh", "tanh(x)", [](float x) { return std::tanh(x); }},
     {"exp", "exp(x)", [](float x) { return std::exp(x); }},
     {"sqrt", "sqrt(x)", [](float x) { return std::sqrt(x); }},

@@ -190,6 +190,7 @@ void define_kv_cache(OpTable& t) {
                .shape = kv_cache_shape,
                .tolerance = {1e-6, 1e-6},
                .stateful = true,
+               .sequences = true,
                .view = true,
                .doc = "kv_cache(k [seq, KH, D], v? [seq, KH, Dv]) -> (k_all [ctx, KH, D], v_all [ctx, KH, Dv]): append this step's rows to the session's cache, return views of every row held (no v: k's rows alone, v_all = k_all)",
            }),

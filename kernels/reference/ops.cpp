@@ -49,6 +49,8 @@ void define_reference_ops(OpTable& t) {
   define_spline(t);
   define_normal_noise(t);
   define_relative_attention(t);
+  define_causal_conv1d(t);
+  define_gated_delta_rule(t);
 }
 
 }  // namespace arch

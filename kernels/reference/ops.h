@@ -17,7 +17,7 @@ void define_embed(OpTable& t);        // embed
 void define_matmul(OpTable& t);       // matmul
 void define_binary(OpTable& t);       // add sub mul div
 void define_constant(OpTable& t);     // constant
-void define_activations(OpTable& t);  // silu gelu gelu_tanh quick_gelu relu sigmoid tanh exp sqrt neg ceil leaky_relu
+void define_activations(OpTable& t);  // silu gelu gelu_tanh quick_gelu relu sigmoid softplus tanh exp sqrt neg ceil leaky_relu
 void define_glu(OpTable& t);          // glu
 void define_rms_norm(OpTable& t);     // rms_norm
 void define_layer_norm(OpTable& t);   // layer_norm
@@ -59,6 +59,8 @@ void define_expand_by_durations(OpTable& t);  // expand_by_durations
 void define_spline(OpTable& t);       // rational_quadratic_spline
 void define_normal_noise(OpTable& t);  // normal_noise
 void define_relative_attention(OpTable& t);  // relative_attention
+void define_causal_conv1d(OpTable& t);  // causal_conv1d (its state: RecurrentState, recurrent_state.h)
+void define_gated_delta_rule(OpTable& t);  // gated_delta_rule (its state: RecurrentState)
 
 // The reference function of a unary activation by op name (null if none):
 // what glu applies to its gate.

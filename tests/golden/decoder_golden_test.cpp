@@ -124,7 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gpt2", "GPT2Style"}, Case{"gpt_neox", "NeoXStyle"}, Case{"phi", "PhiStyle"},
                       Case{"phi3", "Phi3Style"}, Case{"phi3_longrope", "Phi3Style"},
                       Case{"starcoder2", "StarCoder2Style"}, Case{"deepseek_v2", "DeepSeekStyle"},
-                      Case{"deepseek_v2_lite", "DeepSeekStyle"}, Case{"deepseek_v3", "DeepSeekStyle"}),
+                      Case{"deepseek_v2_lite", "DeepSeekStyle"}, Case{"deepseek_v3", "DeepSeekStyle"},
+                      Case{"qwen3_next", "Qwen3NextStyle"}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -41,7 +41,8 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu",
                                    "arange", "gather", "one_hot", "relative_position_bucket", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "patchify", "unpatchify", "patch_ids", "flatten", "reshape_as", "rope_axes_tables", "rotary", "pad", "clamp",
                                    "conv_transpose1d", "leaky_relu", "ceil", "flip", "cumsum", "expand_by_durations",
-                                   "rational_quadratic_spline", "normal_noise", "relative_attention"};
+                                   "rational_quadratic_spline", "normal_noise", "relative_attention",
+                                   "softplus", "causal_conv1d", "gated_delta_rule"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -61,7 +62,8 @@ std::map<std::string, Sample> sample_calls() {
   s["matmul"] = {{x({3, 4}), x({2, 4})}};
   for (const char* op : {"add", "sub", "mul", "div"}) s[op] = {{x({3, 4}), x({4}, 2)}};
   s["constant"] = {{}, {{"value", 1.5}}};
-  for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg"})
+  for (const char* op : {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh", "exp", "sqrt", "neg",
+                         "softplus"})
     s[op] = {{x({3, 4})}};
   s["glu"] = {{x({3, 8}), x({3, 8}, 2)}, {{"act", "silu"}, {"gate_start", 1}, {"up_start", 4}, {"width", 3}}};
   s["rms_norm"] = {{x({3, 4}), x({4})}, {{"eps", 1e-6}}};
@@ -112,6 +114,8 @@ std::map<std::string, Sample> sample_calls() {
   s["rational_quadratic_spline"] = {{x({2, 3}), x({2, 3, 5}, 2), x({2, 3, 5}, 3), x({2, 3, 4}, 4)}, {{"inverse", true}}};
   s["normal_noise"] = {{x({3, 4}), f32({}, {0.5f}), i32({}, {7})}, {{"stream", 1}}};
   s["relative_attention"] = {{x({5, 2, 4}), x({5, 2, 4}, 2), x({5, 2, 4}, 3), x({3, 4}, 4), x({3, 4}, 5)}};
+  s["causal_conv1d"] = {{x({5, 6}), x({6, 4}, 2)}};
+  s["gated_delta_rule"] = {{x({5, 2, 4}), x({5, 2, 4}, 2), x({5, 4, 3}, 3), x({5, 4}, 4), x({5, 4}, 5)}};
   s["max_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 3}, {"stride", 2}, {"padding", 1}}};
   s["avg_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 2}, {"ceil_mode", true}}};
   return s;
