@@ -30,9 +30,10 @@ struct TypedShape {
 // Per-instance state an op keeps across calls of one session (a KV cache).
 struct OpState {
   virtual ~OpState() = default;
-  // Forget what was appended after the first `positions` (a chat turn whose
-  // text differs from what the session holds). False: this state cannot.
-  virtual bool rewind(int64_t positions) { return false; }
+  // Whether it can forget what came after the first `positions` (a chat
+  // turn whose text differs from what the session holds), and doing so.
+  virtual bool can_rewind(int64_t positions) const { return false; }
+  virtual void rewind(int64_t positions) {}
   // A copy to run the reference kernel on beside the fast one (--check);
   // null: this state is not copied (a KV cache), the op goes unchecked.
   virtual std::unique_ptr<OpState> clone() const { return nullptr; }

@@ -48,7 +48,8 @@ BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, i
 }
 
 int64_t BatchedSession::cache_bytes() const {
-  return kv_bytes_per_position(g_.program) * int64_t(positions_.size()) * context_;
+  return (kv_bytes_per_position(g_.program) * context_ + state_bytes_per_sequence(g_.program)) *
+         int64_t(positions_.size());
 }
 
 Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context) {

@@ -46,8 +46,9 @@ class BatchedSession {
   int64_t position(int slot) const { return positions_.at(size_t(slot)); }
   int slots() const { return int(positions_.size()); }
   int64_t context() const { return context_; }
-  // The KV caches' bytes for every slot's positions: what the first call
-  // makes resident (kernels/reference/kv_cache.cpp).
+  // The KV caches' bytes for every slot's positions and the recurrent
+  // states' for every slot: what the first call makes resident
+  // (kernels/reference/kv_cache.cpp, recurrent_state.cpp).
   int64_t cache_bytes() const;
   // Time every kernel call of the following runs into `profile` (null: stop).
   void profile_with(OpProfile* profile) { state_.profile = profile; }

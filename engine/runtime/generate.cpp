@@ -99,6 +99,7 @@ Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, 
   std::vector<int32_t> next = prompt;
   for (int k = 0; k < opt.max_new_tokens; ++k) {
     ARCH_TRY(auto outs, s.step(next, {"logits"}, /*last_only=*/true));
+    if (k == 0 && opt.after_prompt) opt.after_prompt();
     Tensor& logits = outs.at("logits");
     int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
     std::span<float> last(logits.f32() + (rows - 1) * vocab, size_t(vocab));

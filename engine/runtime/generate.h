@@ -25,6 +25,7 @@ struct GenerateOptions {
   // suppressed tokens and timestamp rules). May set entries to -inf.
   std::function<void(std::span<float> logits, const std::vector<int32_t>& so_far)> process_logits;
   CheckStats* check = nullptr;                      // --check: compare fast steps with the reference
+  std::function<void()> after_prompt;               // once the prompt ran (a chat marks its session there)
 };
 
 struct GenerateResult {

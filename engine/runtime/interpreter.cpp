@@ -164,9 +164,12 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
 
 // Re-runs step n with its op's reference kernel and compares every output
 // within the op's tolerance: max|fast - ref| <= rel * max|ref| + abs.
+// `before`: a stateful op's state as the fast kernel found it, copied, for
+// the reference kernel to start from (`fresh`: there was none yet).
 static Status check_step(const Program& p, RunState& state, size_t n, std::span<const Tensor> in,
                          const std::vector<Tensor>& fast, const std::vector<TypedShape>& types,
-                         const DimValues& dims, int64_t max_context) {
+                         const DimValues& dims, int64_t max_context, std::unique_ptr<OpState> before,
+                         bool fresh) {
   const Graph& g = *p.graph;
   const Node& node = g.nodes[n];
   const Kernel* reference = state.ops ? state.ops->kernel(node.op, "reference") : nullptr;
@@ -174,7 +177,10 @@ static Status check_step(const Program& p, RunState& state, size_t n, std::span<
     ++state.check->skipped;
     return {};
   }
-  if (p.steps[n].def->stateful) {
+  // A KV cache is not copied to check against: its rows are checked where
+  // the attention reads them. A recurrent state is (OpDef::state_bytes).
+  const bool stateful = p.steps[n].def->stateful;
+  if (stateful && (!p.steps[n].def->state_bytes || (!fresh && !before))) {
     ++state.check->stateful;
     return {};
   }
@@ -189,8 +195,8 @@ static Status check_step(const Program& p, RunState& state, size_t n, std::span<
     Dims d = concretize(t.shape, dims);
     ref.push_back(p.steps[n].view ? Tensor{t.dtype, d, nullptr, nullptr} : Tensor::zeros(t.dtype, d));
   }
-  std::unique_ptr<OpState> none;
-  KernelContext ctx{node.attrs, ref_in, ref, none, max_context, g.values[node.outputs[0]].name, &p.options};
+  KernelContext ctx{node.attrs, ref_in, ref, before, max_context, g.values[node.outputs[0]].name,
+                    &p.options, stateful ? state.sequences : nullptr};
   ARCH_TRY_STATUS((*reference)(ctx));
   const Tolerance tol = state.ops->check_tolerance(node.op, p.backend, in);
   for (size_t k = 0; k < ref.size(); ++k) {
@@ -348,6 +354,9 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
     }
     KernelContext kctx{node.attrs, ins, outs, state.states[size_t(step.state_slot)], state.max_context,
                        g.values[node.outputs[0]].name, &p.options, state.sequences};
+    std::unique_ptr<OpState> before;  // --check: the state the fast kernel starts from
+    const bool fresh = !kctx.state;
+    if (state.check && step.def && step.def->state_bytes && !fresh) before = kctx.state->clone();
     auto started = state.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status st = (*step.kernel)(kctx);
     if (!st.ok()) {
@@ -364,7 +373,8 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       in_kernels += seconds;
       ++e.calls;
     }
-    if (state.check) ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, dims, kctx.max_context));
+    if (state.check)
+      ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, dims, kctx.max_context, std::move(before), fresh));
     // Swapped, not moved: the slot taken back keeps its shape's storage.
     // A per-session step's outputs stay in the state for the calls after.
     for (size_t k = 0; k < node.outputs.size(); ++k) {

@@ -17,4 +17,19 @@ int64_t kv_bytes_per_position(const Program& p) {
   return per_position;
 }
 
+int64_t state_bytes_per_sequence(const Program& p) {
+  const Graph& g = *p.graph;
+  int64_t bytes = 0;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const OpDef* def = p.steps[n].def;
+    if (!def || !def->state_bytes) continue;
+    const Node& node = g.nodes[n];
+    std::vector<TypedShape> in, out;
+    for (int v : node.inputs) in.push_back(v >= 0 ? g.values[size_t(v)].type : TypedShape{});
+    for (int v : node.outputs) out.push_back(g.values[size_t(v)].type);
+    bytes += def->state_bytes(in, out);
+  }
+  return bytes;
+}
+
 }  // namespace arch

@@ -12,4 +12,9 @@ namespace arch {
 
 int64_t kv_bytes_per_position(const Program& p);
 
+// What a program's recurrent states hold per sequence, at any position
+// (OpDef::state_bytes: a causal convolution's last inputs, a delta rule's
+// matrices): the state a session keeps beside its KV caches.
+int64_t state_bytes_per_sequence(const Program& p);
+
 }  // namespace arch

@@ -65,6 +65,8 @@ void Session::reset() {
   position_ = 0;
   history_.clear();
   history_known_ = true;
+  mark_position_ = -1;
+  marked_.clear();
 }
 
 Status Session::rewind(int64_t n) {
@@ -73,10 +75,53 @@ Status Session::rewind(int64_t n) {
   if (n == position_) return {};
   for (auto& [g, s] : states_)
     for (auto& st : s.states)
-      if (st && !st->rewind(n)) return error("an op's state cannot be rewound; reset the session instead");
+      if (st && !st->can_rewind(n))
+        return error("cannot go back to position " + std::to_string(n) + ": the model keeps a recurrent state, "
+                     "which returns only to the start");
+  for (auto& [g, s] : states_)
+    for (auto& st : s.states)
+      if (st) st->rewind(n);
   position_ = n;
   if (history_.size() > size_t(n)) history_.resize(size_t(n));
+  if (mark_position_ > n) mark_position_ = -1, marked_.clear();
   return {};
+}
+
+void Session::mark() {
+  marked_.clear();
+  for (auto& [g, s] : states_) {
+    auto& copies = marked_[g];
+    for (auto& st : s.states) copies.push_back(st ? st->clone() : nullptr);
+  }
+  mark_position_ = position_;
+}
+
+Result<int64_t> Session::back_to(int64_t n) {
+  if (n < 0 || n > position_)
+    return error("cannot go back to position " + std::to_string(n) + ": the session is at " + std::to_string(position_));
+  if (rewind(n).ok()) return n;
+  // The mark, if it is at or before n: each state from its copy there, or
+  // (a KV cache) by position.
+  auto copy_of = [&](const ModelGraph* g, size_t i) -> OpState* {
+    auto it = marked_.find(g);
+    return it != marked_.end() && i < it->second.size() ? it->second[i].get() : nullptr;
+  };
+  bool at_mark = mark_position_ >= 0 && mark_position_ <= n;
+  for (auto& [g, s] : states_)
+    for (size_t i = 0; at_mark && i < s.states.size(); ++i)
+      at_mark = !s.states[i] || copy_of(g, i) || s.states[i]->can_rewind(mark_position_);
+  if (!at_mark) {
+    ARCH_TRY_STATUS(rewind(0));
+    return int64_t(0);
+  }
+  for (auto& [g, s] : states_)
+    for (size_t i = 0; i < s.states.size(); ++i) {
+      if (OpState* copy = copy_of(g, i)) s.states[i] = copy->clone();  // the mark's own copy stays for next time
+      else if (s.states[i]) s.states[i]->rewind(mark_position_);
+    }
+  position_ = mark_position_;
+  if (history_.size() > size_t(position_)) history_.resize(size_t(position_));
+  return position_;
 }
 
 Result<Tensor> conform_input(const std::string& name, Tensor t, const Value& want) {

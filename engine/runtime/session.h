@@ -85,8 +85,18 @@ class Session {
   int64_t max_context() const { return max_context_; }
   const BufferPool& buffers() const { return *buffers_; }
   // Forget every position from `n` on (a chat turn whose text differs from
-  // what the session holds there): the next call runs at n.
+  // what the session holds there): the next call runs at n. A recurrent
+  // state (causal_conv1d, gated_delta_rule) goes back only to 0: to
+  // anywhere else it is an error, and nothing changes.
   Status rewind(int64_t n);
+  // Keep a copy of the recurrent states as they are now (the end of a chat
+  // turn's prompt), so the session can come back here; the KV caches need
+  // none. One mark at a time.
+  void mark();
+  // Go back to position n where every state can, else to the mark if it is
+  // at or before n, else to the start; returns the position it went to (the
+  // caller runs the tokens from there to n again).
+  Result<int64_t> back_to(int64_t n);
   void reset();
   // The decode steps' thread governor, when adaptive_threads was on at
   // construction (null otherwise).
@@ -104,6 +114,10 @@ class Session {
   // cache is recomputed at some length (ModelGraph::history_changes_past);
   // unknown once the token graph ran on tokens given otherwise.
   std::vector<int32_t> history_;
+  // mark(): its position, and a copy of each graph's recurrent states by
+  // slot (null where a state needs none: a KV cache).
+  int64_t mark_position_ = -1;
+  std::map<const ModelGraph*, std::vector<std::unique_ptr<OpState>>> marked_;
   bool history_known_ = true;
   bool stepping_ = false;
   std::shared_ptr<BufferPool> buffers_ = BufferPool::make();  // shared by the graphs' runs

@@ -20,14 +20,15 @@ void normalize_config(json& config) {
   // transformers 4.56 renamed torch_dtype to dtype; older files have only the former.
   if (absent(config, "dtype") && !absent(config, "torch_dtype")) config["dtype"] = config["torch_dtype"];
 
-  // transformers 5.x folds rope_theta and rope_scaling into rope_parameters.
+  // transformers 5.x folds rope_theta, rope_scaling and partial_rotary_factor
+  // into rope_parameters.
   // A per-layer-type form ({"full_attention": {...}, ...}, Gemma 4) has no
   // top-level rope_theta and is left for its template to read.
   auto rope = config.find("rope_parameters");
   if (rope == config.end() || !rope->is_object()) return;
   json params = *rope;  // a copy: inserting below may move the element
-  if (absent(config, "rope_theta") && params.contains("rope_theta") && !params["rope_theta"].is_null())
-    config["rope_theta"] = params["rope_theta"];
+  for (const char* key : {"rope_theta", "partial_rotary_factor"})
+    if (absent(config, key) && params.contains(key) && !params[key].is_null()) config[key] = params[key];
   auto type = params.find("rope_type");
   if (type != params.end() && type->is_string() && *type != "default" && absent(config, "rope_scaling"))
     config["rope_scaling"] = params;

@@ -16,11 +16,8 @@ struct KvCache : OpState {
   int64_t len = 0;  // rows [0, len) hold the positions seen so far
 
   int64_t capacity() const { return k.shape.empty() ? 0 : k.shape[0]; }
-  bool rewind(int64_t positions) override {
-    if (positions < 0 || positions > len) return false;
-    len = positions;
-    return true;
-  }
+  bool can_rewind(int64_t positions) const override { return positions >= 0 && positions <= len; }
+  void rewind(int64_t positions) override { len = positions; }
 };
 
 // n F32 values rounded to F16 (to nearest even, as f32_to_f16).

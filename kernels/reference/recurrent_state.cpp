@@ -6,13 +6,15 @@
 
 namespace arch {
 
-bool RecurrentState::rewind(int64_t positions) {
-  if (seen.size() != 1) return false;  // a batched session's slots go back to 0 by their pieces
-  if (positions == seen[0]) return true;
-  if (positions != 0) return false;
+bool RecurrentState::can_rewind(int64_t positions) const {
+  // A batched session's slots go back to 0 by their pieces instead.
+  return seen.size() == 1 && (positions == seen[0] || positions == 0);
+}
+
+void RecurrentState::rewind(int64_t positions) {
+  if (positions == seen[0]) return;
   std::memset(values.data, 0, values.nbytes());
   seen[0] = 0;
-  return true;
 }
 
 std::unique_ptr<OpState> RecurrentState::clone() const {

@@ -19,9 +19,11 @@ struct RecurrentState : OpState {
   int64_t per_slot = 0;
 
   float* slot(int64_t s) { return values.f32() + s * per_slot; }
-  // The session's sequence (slot 0) only forgets back to where it is, or to
-  // the start; a recurrent state holds no earlier positions to return to.
-  bool rewind(int64_t positions) override;
+  // The session's sequence (slot 0) only goes back to where it is, or to
+  // the start: a recurrent state holds no earlier positions to return to
+  // (a session keeps copies for that: Session::mark).
+  bool can_rewind(int64_t positions) const override;
+  void rewind(int64_t positions) override;
   std::unique_ptr<OpState> clone() const override;
 };
 

@@ -172,3 +172,43 @@ TEST(ArchrunText, ChatsSecondTurnPrefillsOnlyItsNewTokens) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// Qwen3-Next's recurrent state across chat turns (the qwen3_next golden's
+// weights, stories260K's tokenizer: both 512 ids, bos 1, eos 2): the second
+// turn reuses at least the first prompt (the session's mark; that going
+// back there and on gives what recomputing gives is RecurrentState's
+// BackToTheMarkThenOnEqualsRecomputing).
+TEST(ArchrunText, ChatOnARecurrentStateReusesTheFirstPrompt) {
+  std::string stories = testing::shared_dir() + "/models/stories260K";
+  std::string golden = testing::shared_dir() + "/golden/qwen3_next";
+  ARCH_REQUIRE_SHARED(stories);
+  ARCH_REQUIRE_SHARED(golden);
+  fs::path dir = fs::temp_directory_path() / ("archrun_chat_qwen3_next_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  for (const char* f : {"config.json", "model.safetensors"}) fs::create_symlink(fs::path(golden) / f, dir / f);
+  fs::create_symlink(fs::path(stories) / "tokenizer.json", dir / "tokenizer.json");
+  auto cfg = nlohmann::json::parse(std::ifstream(stories + "/tokenizer_config.json"));
+  cfg["chat_template"] = "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'user' %}"
+                         "Q: {{ m['content'] }}\nA:{% else %}{{ m['content'] }}\n{% endif %}{% endfor %}";
+  std::ofstream(dir / "tokenizer_config.json") << cfg.dump();
+  auto r = run_tool("(printf 'Once upon a time\\nThe cat sat\\n' | " + testing::archrun() + " chat " + dir.string() +
+                    " -n 8 --stats 2>&1 >/dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  int turn[2][4] = {};
+  const char* fmt = "turn %d: %d prompt tokens, %d prefilled, %d reused";
+  size_t first = r.out.find("turn 1:"), second = r.out.find("turn 2:");
+  ASSERT_NE(second, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + first, fmt, &turn[0][0], &turn[0][1], &turn[0][2], &turn[0][3]), 4) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + second, fmt, &turn[1][0], &turn[1][1], &turn[1][2], &turn[1][3]), 4) << r.out;
+  EXPECT_GE(turn[1][3], turn[0][1]) << r.out;  // the first prompt, at least
+  EXPECT_EQ(turn[1][2] + turn[1][3], turn[1][1]) << r.out;
+  std::printf("[ chat      ] recurrent state: turn 2: %d of %d prefilled, %d reused\n", turn[1][2], turn[1][1],
+              turn[1][3]);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace arch

@@ -617,6 +617,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     each.back()["decode_share_of_bandwidth"] = shares.back();
   }
   const int64_t kv_per_position = kv_bytes_per_position((*m)->program());
+  const int64_t state_bytes = state_bytes_per_sequence((*m)->program());
   nlohmann::json j = {{"model", (*m)->checkpoint.dir},
                       {"family", (*m)->family},
                       {"backend", (*m)->program().backend},
@@ -630,6 +631,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       {"peak_rss_mb", peak_rss},
                       {"kv_bytes_per_position", kv_per_position},
                       {"kv_bytes", kv_per_position * (prompt_tokens + new_tokens)},  // the session is sized so
+                      {"state_bytes", state_bytes},  // recurrent states: the same at any depth
                       {"fused_matmuls", (*m)->program().plan.merged_nodes},
                       {"folded_adds", (*m)->program().plan.folded_adds},
                       {"fused_glus", (*m)->program().plan.fused_glus},
@@ -679,6 +681,9 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     if (j["kv_bytes_per_position"].get<int64_t>() > 0)
       std::printf("  KV cache        %10.1f MB for %d positions (%lld bytes each)\n", j["kv_bytes"].get<int64_t>() / 1e6,
                   prompt_tokens + new_tokens, (long long)j["kv_bytes_per_position"].get<int64_t>());
+    if (state_bytes > 0)
+      std::printf("  recurrent state %10.1f MB at any depth (convolution windows and delta-rule matrices)\n",
+                  state_bytes / 1e6);
     if (j.contains("decode_gb_s"))
       std::printf("  decode reads %.0f MB of weights per token: %.1f GB/s, %.0f%% of the %.1f GB/s this machine "
                   "read (each run against the probes before and after it)\n",

@@ -6,6 +6,7 @@
 
 #include "engine/runtime/forward.h"
 #include "engine/runtime/pipeline.h"
+#include "engine/runtime/kv_footprint.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
@@ -99,6 +100,8 @@ int run_info(const Common& c, bool as_json) {
     gj["outputs"] = output_names(mg->graph);
     gj["ops"] = mg->graph.nodes.size();
     gj["kv_cache"] = mg->has_kv_cache;
+    gj["kv_bytes_per_position"] = kv_bytes_per_position(mg->program);
+    gj["state_bytes"] = state_bytes_per_sequence(mg->program);
     j["graphs"].push_back(gj);
   }
   if (as_json) {
@@ -117,8 +120,13 @@ int run_info(const Common& c, bool as_json) {
     std::string ins, outs;
     for (int v : mg->graph.inputs) ins += (ins.empty() ? "" : ", ") + input_decl(mg->graph, v);
     for (const auto& o : output_names(mg->graph)) outs += (outs.empty() ? "" : ", ") + o;
+    std::string state;
+    if (const int64_t kv = kv_bytes_per_position(mg->program); kv > 0)
+      state += ", KV cache " + std::to_string(kv) + " bytes a position";
+    if (const int64_t fixed = state_bytes_per_sequence(mg->program); fixed > 0)
+      state += ", recurrent state " + std::to_string(fixed) + " bytes at any position";
     std::printf("  graph %s(%s) -> %s: %zu ops%s\n", mg->name().c_str(), ins.c_str(), outs.c_str(),
-                mg->graph.nodes.size(), mg->has_kv_cache ? ", KV cache" : "");
+                mg->graph.nodes.size(), state.c_str());
   }
   for (const auto& [d, names] : groups)
     std::printf("  unused:  %s (%zu tensors): %s\n", pattern_of(*d).c_str(), names.size(), d->reason.c_str());

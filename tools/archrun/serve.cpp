@@ -49,7 +49,7 @@ int run_serve(const ServeArgs& a) {
   const auto& opt = (*s)->options();
   const std::string batching =
       opt.context > 0 ? "; " + std::to_string(opt.parallel) + " sequences together, " + std::to_string(opt.context) +
-                            " positions each (KV caches " + std::to_string(((*s)->cache_bytes() + (1 << 20) - 1) >> 20) +
+                            " positions each (caches and states " + std::to_string(((*s)->cache_bytes() + (1 << 20) - 1) >> 20) +
                             " MiB, resident from the first request), " + std::to_string(opt.queue) + " may wait"
                       : "";
   std::fprintf(stderr, "archrun serve: model '%s' (%s) on http://%s:%d/v1: %s%s%s\n", (*s)->model_name().c_str(), family.c_str(),

@@ -104,6 +104,7 @@ int run_chat(const ChatArgs& a) {
     opt.sampling.seed = a.seed;
     opt.stop_ids = stop;
     TextStream stream(*tok, true);
+    opt.after_prompt = [&] { session.mark(); };
     opt.on_token = [&](int32_t t) {
       std::fputs(stream.push(t).c_str(), stdout);
       std::fflush(stdout);
@@ -112,7 +113,12 @@ int run_chat(const ChatArgs& a) {
     size_t same = 0;
     while (same < held.size() && same < ids.size() && held[same] == ids[same]) ++same;
     if (same == ids.size() && same > 0) --same;  // the last prompt token is run again for its logits
-    if (auto st = session.rewind(int64_t(same)); !st.ok()) return fail(st.error());
+    // A recurrent state (Gated DeltaNet) cannot go back to any position: the
+    // session then goes back to where the last turn's prompt ended (its
+    // mark), or failing that to the start, and runs the rest again.
+    auto back = session.back_to(int64_t(same));
+    if (!back.ok()) return fail(back.error());
+    same = size_t(*back);
     held.resize(same);
     const std::vector<int32_t> fresh(ids.begin() + int64_t(same), ids.end());
     if (session.position() + int64_t(fresh.size()) + opt.max_new_tokens > session.max_context())

@@ -266,3 +266,46 @@ TEST(Serve, EmbeddingsFromAnEncoder) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// Qwen3-Next under continuous batching (the qwen3_next golden's weights,
+// stories260K's tokenizer: both 512 ids): sequences arriving together each
+// keep their own recurrent state in their slot, so each greedy reply is
+// what generation gives alone.
+TEST(Serve, RecurrentStateSequencesBatchedAreEachAsAlone) {
+  const std::string dir = testing::shared_dir() + "/golden/qwen3_next";
+  ARCH_REQUIRE_SHARED(dir);
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  auto loaded = load_model(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  std::shared_ptr<Model> model = *loaded;
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 53, 204, 462, 335, 205, 458, 20, 105, 57}, {1, 160, 106, 62}, {1, 243, 313, 145, 181, 205, 119, 224, 151, 199, 206, 209, 321, 170}};
+  std::vector<std::vector<int32_t>> want;
+  for (const auto& p : prompts) {
+    GenerateOptions g;
+    g.max_new_tokens = 12;
+    auto r = generate(*model, p, g);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    want.push_back(r->tokens);
+  }
+  RunningServer s(testing::options(3, 64), model, testing::stories_dir());
+  std::vector<json> got(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    clients.emplace_back([&, i] {
+      auto c = s.client();
+      auto r = c.Post("/v1/completions",
+                      json{{"prompt", prompts[i]}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}}.dump(),
+                      "application/json");
+      if (r) got[i] = testing::body_of(r);
+    });
+  for (auto& t : clients) t.join();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(got[i]["choices"][0]["tokens"].get<std::vector<int32_t>>(), want[i]) << "request " << i << ": " << got[i];
+}
+
+}  // namespace
+}  // namespace arch
