@@ -67,7 +67,8 @@ Result<Program> make_program(const Graph& g, const OpTable& ops, std::vector<Ten
 struct CheckStats {
   int64_t checked = 0;   // steps compared, within tolerance
   int64_t skipped = 0;   // steps that ran the reference kernel itself: nothing to compare
-  int64_t stateful = 0;  // fast steps of stateful ops: not re-run (it would change their state)
+  int64_t stateful = 0;  // fast steps of stateful ops not re-run (a KV cache: copying it to re-run would cost
+                         // the whole cache; recurrent states are copied and checked)
 };
 
 // Where the time went, per op (archrun bench --profile).

@@ -19,6 +19,8 @@ void register_cpu_kernels(OpTable& t) {
   register_cpu_conv1d(t);
   register_cpu_conv2d(t);
   register_cpu_group_norm(t);
+  register_cpu_gated_delta_rule(t);
+  register_cpu_causal_conv1d(t);
 }
 
 }  // namespace arch

@@ -2,7 +2,7 @@
 // prompt it is transformers' cache (conv windows, delta-rule matrices);
 // decoding on from it equals recomputing from scratch, whatever the split;
 // batched sequences each keep their own; a session goes back only to the
-// start.
+// start, or to a mark.
 #include <gtest/gtest.h>
 
 #include "engine/runtime/batched_session.h"
@@ -141,7 +141,9 @@ TEST(RecurrentState, BatchedSequencesKeepTheirOwn) {
     EXPECT_TRUE(c1.ok()) << "sequence 1, step " << k << ", differs from alone by " << c1.max_abs;
     next0 = {argmax(std::span<const float>(l->f32() + vocab, size_t(vocab)))};
     next1 = {argmax(std::span<const float>(l->f32(), size_t(vocab)))};
-    if (k < g.greedy.size()) EXPECT_EQ(next0[0], g.greedy[k]) << "step " << k;
+    if (k < g.greedy.size()) {
+      EXPECT_EQ(next0[0], g.greedy[k]) << "step " << k;
+    }
   }
 }
 
@@ -168,7 +170,11 @@ TEST(RecurrentState, GoesBackOnlyToTheStart) {
   auto back = s.rewind(10);
   ASSERT_FALSE(back.ok());
   EXPECT_NE(back.error().message.find("recurrent state"), std::string::npos) << back.error().message;
-  EXPECT_EQ(s.position(), 0);  // started over, nothing half-rewound
+  EXPECT_EQ(s.position(), int64_t(g.prompt.size()));  // nothing changed, nothing half-rewound
+  auto start = s.back_to(10);                          // no mark: the start
+  ASSERT_TRUE(start.ok()) << start.error().message;
+  EXPECT_EQ(*start, 0);
+  EXPECT_EQ(s.position(), 0);
   auto again = s.step(g.prompt, {"logits"}, true);
   ASSERT_TRUE(again.ok()) << again.error().message;
   const int64_t vocab = first->at("logits").dim(1);

@@ -229,7 +229,9 @@ TEST(ConnectionGate, AScanResumedByteByByteAgreesWithOneWhole) {
       const int64_t resumed = ConnectionGate::request_ready(part, 2, o, &body_b, &scan);
       ASSERT_EQ(resumed, once) << whole.substr(0, 30) << " at " << n;
       if (once < 0) break;  // refused: the gate stops there
-      if (once > 0) EXPECT_EQ(body_b, body_a);
+      if (once > 0) {
+        EXPECT_EQ(body_b, body_a);
+      }
     }
   }
 }
