@@ -280,6 +280,17 @@ Result<bool> take_inputs(const Program& p, RunState& state, const std::map<int, 
 
 }  // namespace
 
+std::string layer_block_of(const std::string& value_name) {
+  const size_t first = value_name.find('.');
+  if (first == std::string::npos) return "";
+  const size_t second = value_name.find('.', first + 1);
+  if (second == std::string::npos || second == first + 1) return "";
+  for (size_t i = first + 1; i < second; ++i)
+    if (value_name[i] < '0' || value_name[i] > '9') return "";
+  const size_t end = value_name.find_first_of(".#", second + 1);
+  return value_name.substr(second + 1, end == std::string::npos ? std::string::npos : end - second - 1);
+}
+
 Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
                                           const std::map<int, Tensor>& inputs, DimValues dims,
                                           const std::vector<int>& keep) {
@@ -372,6 +383,11 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       e.seconds += seconds;
       in_kernels += seconds;
       ++e.calls;
+      if (std::string block = layer_block_of(g.values[node.outputs[0]].name); !block.empty()) {
+        auto& b = state.profile->by_block[block];
+        b.seconds += seconds;
+        ++b.calls;
+      }
     }
     if (state.check)
       ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, dims, kctx.max_context, std::move(before), fresh));

@@ -71,14 +71,23 @@ struct CheckStats {
                          // the whole cache; recurrent states are copied and checked)
 };
 
-// Where the time went, per op (archrun bench --profile).
+// Where the time went, per op (archrun bench --profile), and per block of
+// a layer (a value named layers.3.self_attention.x was made in the
+// self_attention block, the innermost one around it): a hybrid's layer
+// kinds side by side.
 struct OpProfile {
   struct Entry {
     double seconds = 0;
     int64_t calls = 0;
   };
   std::map<std::string, Entry> by_op;
+  std::map<std::string, Entry> by_block;
 };
+
+// The block of a layer a value was made in: the name's segment after the
+// loop index ("layers.3.self_attention.x#2" -> "self_attention"); "" for
+// values outside a loop.
+std::string layer_block_of(const std::string& value_name);
 
 struct RunState {
   std::vector<std::unique_ptr<OpState>> states;  // by node

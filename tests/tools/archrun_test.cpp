@@ -452,6 +452,14 @@ TEST(Archrun, BenchProfileSplitsEachPhaseByOp) {
     const double wall = std::string(phase) == "prompt" ? j["ttft_ms"].get<double>()
                                                        : 7 / j["decode_tok_s"].get<double>() * 1000;
     EXPECT_LE(total, wall * 1.01 + 0.1);
+    // The same time by the block of a layer each value was made in:
+    // attention's and the MLP's among them, all within the op total.
+    std::map<std::string, double> blocks;
+    for (const auto& b : j["profile"][std::string(phase) + "_blocks"]) blocks[b["block"].get<std::string>()] = b["ms"].get<double>();
+    EXPECT_TRUE(blocks.count("self_attention") && blocks.count("swiglu")) << j["profile"].dump();
+    double in_blocks = 0;
+    for (auto& [block, t] : blocks) in_blocks += t;
+    EXPECT_LE(in_blocks, total + 0.01);
   }
 }
 

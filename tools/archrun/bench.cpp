@@ -653,7 +653,11 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     j["read_bandwidth_gb_s"] = median_of(bounds) / 1e9;
     j["decode_share_of_bandwidth"] = median_of(shares);
   }
-  if (profile) j["profile"] = {{"prompt", profile_json(prompt_profile)}, {"decode", profile_json(decode_profile)}};
+  if (profile)
+    j["profile"] = {{"prompt", profile_json(prompt_profile)},
+                    {"decode", profile_json(decode_profile)},
+                    {"prompt_blocks", profile_blocks_json(prompt_profile)},
+                    {"decode_blocks", profile_blocks_json(decode_profile)}};
   if (as_json) {
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -692,6 +696,8 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     if (profile) {
       print_profile("prompt", j["profile"]["prompt"]);
       print_profile("decode", j["profile"]["decode"]);
+      print_profile_blocks("prompt", j["profile"]["prompt_blocks"]);
+      print_profile_blocks("decode", j["profile"]["decode_blocks"]);
     }
   }
   return 0;

@@ -166,6 +166,9 @@ void report_check(const CheckStats& stats, bool failed);
 // those as lines under "PHASE: N ms in kernels", each with its share.
 nlohmann::json profile_json(const OpProfile& p);
 void print_profile(const char* phase, const nlohmann::json& ops);
+// The same by the block of a layer each kernel's value was made in (OpProfile::by_block).
+nlohmann::json profile_blocks_json(const OpProfile& p);
+void print_profile_blocks(const char* phase, const nlohmann::json& blocks);
 
 int run_generate(const GenerateArgs& a);
 int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt, std::shared_ptr<const Tokenizer> tok);

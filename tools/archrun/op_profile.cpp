@@ -17,6 +17,22 @@ nlohmann::json profile_json(const OpProfile& p) {
   return j;
 }
 
+nlohmann::json profile_blocks_json(const OpProfile& p) {
+  std::vector<std::pair<std::string, OpProfile::Entry>> blocks(p.by_block.begin(), p.by_block.end());
+  std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) { return a.second.seconds > b.second.seconds; });
+  nlohmann::json j = nlohmann::json::array();
+  for (auto& [block, e] : blocks) j.push_back({{"block", block}, {"ms", 1000 * e.seconds}, {"kernel_calls", e.calls}});
+  return j;
+}
+
+void print_profile_blocks(const char* phase, const nlohmann::json& blocks) {
+  if (blocks.empty()) return;
+  std::printf("  %s by the block of a layer each kernel's value was made in:\n", phase);
+  for (auto& b : blocks)
+    std::printf("    %-16s %10.2f ms %8lld kernel calls\n", b["block"].get<std::string>().c_str(), b["ms"].get<double>(),
+                (long long)b["kernel_calls"].get<int64_t>());
+}
+
 void print_profile(const char* phase, const nlohmann::json& ops) {
   double total = 0;
   for (auto& o : ops) total += o["ms"].get<double>();

@@ -34,8 +34,9 @@ TEST(ResidentWeights, TheCpuMatmulsF32RowsLeaveTheMappingWithTheirBytes) {
   EXPECT_GT(copied, 0) << "the toy's projections are mapped F32: each should have been copied";
   // The reference program's own weights stay where the file is.
   for (const Node& node : mapped.graph->nodes)
-    if (node.op == "matmul" && mapped.weights[size_t(node.inputs[1])].data)
+    if (node.op == "matmul" && mapped.weights[size_t(node.inputs[1])].data) {
       EXPECT_TRUE(mapped.weights[size_t(node.inputs[1])].mapped);
+    }
 }
 
 }  // namespace
