@@ -383,11 +383,13 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       e.seconds += seconds;
       in_kernels += seconds;
       ++e.calls;
-      if (std::string block = layer_block_of(g.values[node.outputs[0]].name); !block.empty()) {
-        auto& b = state.profile->by_block[block];
-        b.seconds += seconds;
-        ++b.calls;
-      }
+      auto [blocks, fresh] = state.profile->block_of_node.try_emplace(&g);
+      if (fresh)
+        for (const Node& each : g.nodes) {
+          const std::string block = layer_block_of(g.values[size_t(each.outputs[0])].name);
+          blocks->second.push_back(block.empty() ? nullptr : &state.profile->by_block[block]);
+        }
+      if (OpProfile::Entry* b = blocks->second[n]) b->seconds += seconds, ++b->calls;
     }
     if (state.check)
       ARCH_TRY_STATUS(check_step(p, state, n, ins, outs, types, dims, kctx.max_context, std::move(before), fresh));

@@ -82,6 +82,9 @@ struct OpProfile {
   };
   std::map<std::string, Entry> by_op;
   std::map<std::string, Entry> by_block;
+  // Each graph's nodes' by_block entries (null: outside a loop), worked out
+  // on a graph's first profiled run rather than a name parsed a kernel call.
+  std::map<const void*, std::vector<Entry*>> block_of_node;
 };
 
 // The block of a layer a value was made in: the name's segment after the

@@ -11,6 +11,7 @@
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/session.h"
 #include "importer/checkpoint/safetensors.h"
+#include "kernels/reference/ops.h"
 #include "tests/golden/golden_case.h"
 
 namespace arch {
@@ -222,6 +223,61 @@ TEST(RecurrentState, BackToTheMarkThenOnEqualsRecomputing) {
   auto start = s.back_to(30);
   ASSERT_TRUE(start.ok());
   EXPECT_EQ(*start, 0);
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// --check re-runs a recurrent op's reference kernel from a copy of the state
+// the fast kernel started from, call after call: a fast gated_delta_rule
+// that is the reference's is checked at every step; one that is off is
+// named at the first.
+TEST(RecurrentState, CheckRerunsTheReferenceFromTheSameState) {
+  ARCH_REQUIRE_SHARED(golden_dir("qwen3_next"));
+  Golden g = load("reference");
+  ASSERT_TRUE(g.model);
+  OpTable ops;
+  define_reference_ops(ops);
+  Kernel reference = *ops.kernel("gated_delta_rule", "reference");
+  float error = 0;
+  ops.add_kernel("gated_delta_rule", "test", [&](KernelContext& ctx) -> Status {
+    ARCH_TRY_STATUS(reference(ctx));
+    ctx.outputs[0].f32()[0] += error;
+    return {};
+  });
+  const Graph& graph = g.model->token_graph()->graph;
+  auto run = [&](CheckStats& stats) -> Status {
+    ARCH_TRY(Program p, make_program(graph, ops, g.model->token_graph()->program.weights, "test"));
+    RunState state;
+    state.max_context = 80;
+    state.check = &stats;
+    state.ops = &ops;
+    // The prompt, then three single steps, each continuing the state.
+    int64_t at = 0;
+    for (int64_t rows : {72, 1, 1, 1}) {
+      Tensor tokens = Tensor::zeros(DType::I32, {rows}), positions = Tensor::zeros(DType::I32, {rows});
+      for (int64_t i = 0; i < rows; ++i) tokens.i32()[i] = g.prompt[size_t((at + i) % 72)], positions.i32()[i] = int32_t(at + i);
+      ARCH_TRY(auto out, run_program(p, state, {{graph.find_input("tokens"), tokens}, {graph.find_input("positions"), positions}},
+                                     DimValues(rows, at + rows), {}));
+      at += rows;
+    }
+    return {};
+  };
+  CheckStats ok;
+  auto r = run(ok);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(ok.checked, 3 * 4);  // 3 DeltaNet layers, 4 calls: every one checked
+  error = 1e-2f;
+  CheckStats bad;
+  auto wrong = run(bad);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message.find("layers.0.linear_attention.o: max abs err"), std::string::npos)
+      << wrong.error().message;
+  EXPECT_NE(wrong.error().message.find("gated_delta_rule, test kernel vs reference"), std::string::npos)
+      << wrong.error().message;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // qwen3_next.arch on shapes the golden does not have (random weights from a
 // toy spec): as many key as value heads, key and value head dims that
-// differ, other convolution widths, a dense MLP, the layer kinds from
-// full_attention_interval alone. On each, every cpu kernel's step gives its
+// differ, other convolution widths, a dense MLP, attention biases, the
+// layer kinds from full_attention_interval alone. On each, every cpu kernel's step gives its
 // reference kernel's output (--check: whole logits could part where random
 // routers' near-ties pick other experts), and a prompt decoded on step by
 // step gives what one call over the whole sequence gives.
@@ -25,6 +25,7 @@ using testing::TempDir;
 struct Shape {
   const char* name;
   int64_t key_heads, value_heads, key_dim, value_dim, kernel, interval, experts;
+  bool attention_bias = false;
 };
 
 void PrintTo(const Shape& s, std::ostream* os) { *os << s.name; }
@@ -42,7 +43,8 @@ json spec_of(const Shape& s) {
                  {"num_experts", s.experts},          {"num_experts_per_tok", 2},
                  {"moe_intermediate_size", 16},       {"shared_expert_intermediate_size", s.experts ? 24 : 0},
                  {"partial_rotary_factor", 0.5},      {"rope_theta", 10000.0},
-                 {"rms_norm_eps", 1e-6},              {"max_position_embeddings", 256}};
+                 {"rms_norm_eps", 1e-6},              {"max_position_embeddings", 256},
+                 {"attention_bias", s.attention_bias}};
   const int64_t key_width = s.key_heads * s.key_dim, value_width = s.value_heads * s.value_dim;
   json t = json::array({json::array({"model.embed_tokens.weight", {vocab, H}}), json::array({"lm_head.weight", {vocab, H}}),
                         json::array({"model.norm.weight", {H}})});
@@ -67,6 +69,12 @@ json spec_of(const Shape& s) {
       t.push_back({A + "o_proj.weight", {H, heads * head_dim}});
       t.push_back({A + "q_norm.weight", {head_dim}});
       t.push_back({A + "k_norm.weight", {head_dim}});
+      if (s.attention_bias) {
+        t.push_back({A + "q_proj.bias", {2 * heads * head_dim}});
+        t.push_back({A + "k_proj.bias", {kv_heads * head_dim}});
+        t.push_back({A + "v_proj.bias", {kv_heads * head_dim}});
+        t.push_back({A + "o_proj.bias", {H}});
+      }
     }
     const std::string M = L + "mlp.";
     if (s.experts == 0) {
@@ -99,6 +107,8 @@ TEST_P(HybridShapes, FastEqualsReferenceAndDecodeEqualsRecompute) {
     auto m = load_model(dir.path(), lo);
     ASSERT_TRUE(m.ok()) << m.error().message;
     EXPECT_EQ((*m)->family, "Qwen3NextStyle");
+    EXPECT_TRUE((*m)->unused_tensors.empty()) << (*m)->unused_tensors.size() << " tensors read by no graph, the first "
+                                               << (*m)->unused_tensors.front();
     Session once(**m, 160);
     CheckStats stats;
     if (std::string(backend) == "cpu") once.check_with(&stats);
@@ -132,7 +142,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Shape{"as_many_key_as_value_heads", 3, 3, 8, 8, 4, 4, 4},
                       Shape{"key_and_value_dims_differ", 2, 6, 12, 20, 4, 4, 6},
                       Shape{"convolution_of_2_dense_mlp_every_other_layer", 2, 4, 8, 8, 2, 2, 0},
-                      Shape{"convolution_of_6", 1, 2, 16, 8, 6, 3, 4}),
+                      Shape{"convolution_of_6", 1, 2, 16, 8, 6, 3, 4},
+                      Shape{"attention_biases", 2, 4, 8, 8, 4, 2, 4, true}),
     [](const ::testing::TestParamInfo<Shape>& info) { return std::string(info.param.name); });
 
 }  // namespace
