@@ -95,6 +95,15 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     if (widen[v]) p.weights[v] = prepare(p.weights[v], DType::F32, 0, prepared, to_f32);
   prepare_layouts(g, ops, backend, p.weights, prepared);
   std::vector<std::unique_ptr<OpState>> no_state(1);
+  // The last node reading each value: a mapped weight a folded node read
+  // last gives its pages back as soon as that node ran (512 experts'
+  // stacks a layer would otherwise keep the file's pages and their copies
+  // resident together until the end: twice the weights at the peak).
+  std::vector<int> last_reader(g.values.size(), -1);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (int in : g.nodes[n].inputs)
+      if (in >= 0) last_reader[size_t(in)] = int(n);
+  for (const GraphOutput& o : g.outputs) last_reader[size_t(o.value)] = int(g.nodes.size());
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     Step step;
@@ -142,6 +151,8 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     Status st = (*step.kernel)(ctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + ", at load): " + st.error().message);
     for (size_t i = 0; i < outs.size(); ++i) p.weights[node.outputs[i]] = std::move(outs[i]);
+    for (int in : node.inputs)
+      if (in >= 0 && last_reader[size_t(in)] == int(n) && !def->view) release_pages(p.weights[in]);
   }
   // Peak memory is the weights once, not twice. A weight no node reads any
   // more (the planner concatenated it into another) is dropped and its
