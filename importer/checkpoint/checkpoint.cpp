@@ -27,8 +27,10 @@ bool is_file(const fs::path& p) {
 }
 
 // Adds every tensor of `file`; a name already taken by another file is an
-// error, since which copy is meant would be a guess.
-Status add_tensors(Checkpoint& ckpt, SafetensorsFile file) {
+// error, since which copy is meant would be a guess. Its __metadata__
+// entries are kept as candidate aliases (resolve_aliases).
+Status add_tensors(Checkpoint& ckpt, SafetensorsFile file, std::vector<std::pair<std::string, std::string>>& aliases) {
+  for (auto& [key, value] : file.metadata) aliases.emplace_back(key, value);
   for (auto& [name, tensor] : file.tensors) {
     auto [it, fresh] = ckpt.tensor_file.emplace(name, file.path);
     if (!fresh)
@@ -39,9 +41,26 @@ Status add_tensors(Checkpoint& ckpt, SafetensorsFile file) {
   return {};
 }
 
-Status load_single(Checkpoint& ckpt, const fs::path& file) {
+using Aliases = std::vector<std::pair<std::string, std::string>>;
+
+Status load_single(Checkpoint& ckpt, const fs::path& file, Aliases& aliases) {
   ARCH_TRY(SafetensorsFile f, read_safetensors(file.string()));
-  return add_tensors(ckpt, std::move(f));
+  return add_tensors(ckpt, std::move(f), aliases);
+}
+
+// safetensors' save_model stores a shared tensor once and records each
+// other name of it in __metadata__ as {"removed name": "kept name"}
+// (a tied lm_head.weight kept, model.embed_tokens.weight its alias). An
+// entry whose value is a stored tensor and whose key is not one names the
+// same bytes; the rest ({"format": "pt"}) is plain metadata.
+void resolve_aliases(Checkpoint& ckpt, const Aliases& aliases) {
+  for (const auto& [alias, target] : aliases) {
+    auto it = ckpt.tensors.find(target);
+    if (it == ckpt.tensors.end() || ckpt.tensors.count(alias)) continue;
+    const std::string file = ckpt.tensor_file[target];
+    ckpt.tensors.emplace(alias, it->second);
+    ckpt.tensor_file.emplace(alias, file + " (as '" + target + "', its __metadata__ alias)");
+  }
 }
 
 // index.json's weight_map: tensor name -> shard file name beside the index.
@@ -67,7 +86,7 @@ Result<std::map<std::string, std::string>> read_weight_map(const std::string& in
   return weight_map;
 }
 
-Status load_sharded(Checkpoint& ckpt, const fs::path& index_path) {
+Status load_sharded(Checkpoint& ckpt, const fs::path& index_path, Aliases& aliases) {
   const std::string index = index_path.string();
   ARCH_TRY(auto weight_map, read_weight_map(index));
 
@@ -78,7 +97,7 @@ Status load_sharded(Checkpoint& ckpt, const fs::path& index_path) {
     if (!is_file(shard_path))
       return error(index + ": shard '" + shard + "' (holding tensor '" + tensor + "' and others) is missing: " +
                    shard_path.string() + " is not a file");
-    ARCH_TRY_STATUS(load_single(ckpt, shard_path));
+    ARCH_TRY_STATUS(load_single(ckpt, shard_path, aliases));
   }
   for (const auto& [tensor, shard] : weight_map) {
     std::string expected = (index_path.parent_path() / shard).string();
@@ -101,15 +120,15 @@ std::vector<fs::path> safetensors_files(const fs::path& dir) {
   return found;
 }
 
-Status load_weights(Checkpoint& ckpt, const fs::path& dir) {
+Status load_weights(Checkpoint& ckpt, const fs::path& dir, Aliases& aliases) {
   for (const char* stem : {"model", "diffusion_pytorch_model"}) {
     fs::path single = dir / (std::string(stem) + ".safetensors");
     fs::path index = dir / (std::string(stem) + ".safetensors.index.json");
-    if (is_file(single)) return load_single(ckpt, single);
-    if (is_file(index)) return load_sharded(ckpt, index);
+    if (is_file(single)) return load_single(ckpt, single, aliases);
+    if (is_file(index)) return load_sharded(ckpt, index, aliases);
   }
   std::vector<fs::path> candidates = safetensors_files(dir);
-  if (candidates.size() == 1) return load_single(ckpt, candidates[0]);
+  if (candidates.size() == 1) return load_single(ckpt, candidates[0], aliases);
   std::string msg = "no weights found in " + ckpt.dir +
                     " (expected model.safetensors or model.safetensors.index.json)";
   if (!candidates.empty()) {
@@ -135,8 +154,10 @@ Result<Checkpoint> load_checkpoint(const std::string& dir) {
   Checkpoint ckpt;
   ckpt.dir = dir;
   ARCH_TRY(ckpt.config, read_config((fs::path(dir) / "config.json").string()));
-  ARCH_TRY_STATUS(load_weights(ckpt, fs::path(dir)));
+  Aliases aliases;
+  ARCH_TRY_STATUS(load_weights(ckpt, fs::path(dir), aliases));
   ARCH_TRY_STATUS(dequantize_fp8_weights(ckpt));
+  resolve_aliases(ckpt, aliases);
   return ckpt;
 }
 

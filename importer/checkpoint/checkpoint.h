@@ -38,8 +38,10 @@ struct Checkpoint {
 // model.safetensors.index.json with its shards; the same two under
 // diffusers' name (diffusion_pytorch_model.*); else the directory's only
 // *.safetensors file. FP8 tensors are dequantized with their block scales,
-// which are consumed (fp8_weights.h). Errors name the directory, file and
-// tensor.
+// which are consumed (fp8_weights.h). A header's __metadata__ alias (as
+// safetensors' save_model writes for a shared tensor stored once:
+// {"model.embed_tokens.weight": "lm_head.weight"}) names the stored
+// tensor's bytes too. Errors name the directory, file and tensor.
 Result<Checkpoint> load_checkpoint(const std::string& dir);
 
 }  // namespace arch

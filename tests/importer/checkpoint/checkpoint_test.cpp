@@ -268,3 +268,33 @@ TEST(Checkpoint, MissingConfigIsNamed) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// save_model's aliases: a name in __metadata__ whose value is a stored
+// tensor reads that tensor's bytes; plain metadata ("format") and an alias
+// of a missing tensor stay metadata; a stored name is never overridden.
+TEST(Checkpoint, MetadataAliasesNameTheStoredTensor) {
+  testing::TempDir dir;
+  write_config(dir);
+  ASSERT_TRUE(write_safetensors(dir / "model.safetensors", {{"lm_head.weight", filled({2, 3}, 7.f)}, {"b", filled({2}, 1.f)}},
+                                {{"format", "pt"},
+                                 {"model.embed_tokens.weight", "lm_head.weight"},
+                                 {"b", "lm_head.weight"},
+                                 {"ghost", "missing.weight"}})
+                  .ok());
+  auto c = load_checkpoint(dir.path());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  const Tensor* embed = c->find("model.embed_tokens.weight");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_EQ(embed->data, c->find("lm_head.weight")->data);  // the same bytes, not a copy
+  EXPECT_EQ(embed->shape, (Dims{2, 3}));
+  EXPECT_CONTAINS(c->tensor_file.at("model.embed_tokens.weight"), "as 'lm_head.weight', its __metadata__ alias");
+  EXPECT_EQ(c->find("b")->shape, (Dims{2}));  // stored: the alias does not replace it
+  EXPECT_FALSE(c->has("ghost"));
+  EXPECT_FALSE(c->has("format"));
+}
+
+}  // namespace
+}  // namespace arch
