@@ -242,7 +242,7 @@ int main(int argc, char** argv) {
   bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
   bench->add_flag("--json", bench_json, "one JSON object as the last line");
-  bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding");
+  bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding, and per block of a layer (a hybrid's layer kinds)");
   bench->add_option("--steps", bench_steps, "a text-to-image pipeline: guided steps to time (default 2)")->check(CLI::Range(1, 1000));
   bench->add_option("--audio-seconds", bench_audio_s, "a text-to-speech model: about how long an utterance to time (default 10)")
       ->check(kFinite & CLI::Range(0.1, 3600.0));

@@ -65,6 +65,7 @@ inline void key_range(const Params& p, int64_t i, int64_t* lo, int64_t* hi) {
 #define HWY_TARGET_INCLUDE "kernels/cpu/attention_hwy.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include "kernels/cpu/dot-inl.h"
 #include <hwy/contrib/math/math-inl.h>
 
 HWY_BEFORE_NAMESPACE();
@@ -132,21 +133,6 @@ void TransposeKeysT(const Params& p, int64_t g, int64_t block, float* HWY_RESTRI
 void TransposeKeys(const Params& p, int64_t g, int64_t block, float* HWY_RESTRICT out) {
   if (p.kv_f16) TransposeKeysT<hwy::float16_t>(p, g, block, out);
   else TransposeKeysT<float>(p, g, block, out);
-}
-
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), s1);
-  }
-  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
 }
 
 #if HWY_TARGET != HWY_SCALAR

@@ -15,7 +15,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -53,6 +52,7 @@ constexpr int64_t kChunk = 16;
 #define HWY_TARGET_INCLUDE "kernels/cpu/gated_delta_rule_cpu.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
+#include "kernels/cpu/dot-inl.h"
 #include <hwy/cache_control.h>
 #include <hwy/contrib/math/math-inl.h>
 
@@ -70,21 +70,6 @@ constexpr int kV = 4;
 #else
 constexpr int kV = 2;
 #endif
-
-HWY_INLINE float Dot(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const int64_t N = int64_t(hn::Lanes(d));
-  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + i + N), hn::LoadU(d, b + i + N), s1);
-  }
-  for (; i + N <= n; i += N) s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-  float s = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
 
 // ---- the recurrence -----------------------------------------------------
 
@@ -372,12 +357,6 @@ Status gated_delta_rule_cpu(KernelContext& ctx, const Kernel& reference) {
   if (Q.shape != Kt.shape || Q.dim(0) != S || G.shape != Dims{S, H} || B.shape != Dims{S, H} || KH < 1 ||
       H % KH != 0 || ctx.outputs[0].dtype != DType::F32 || ctx.outputs[0].shape != Dims{S, H, Dv})
     return reference(ctx);
-  // Two pieces of one sequence in a call would race; the reference runs them in turn.
-  if (ctx.sequences) {
-    std::set<int64_t> slots;
-    for (const StatePiece& p : ctx.sequences->pieces)
-      if (!slots.insert(p.slot).second) return reference(ctx);
-  }
   ARCH_TRY(StateCall call, begin_state_call(ctx, "gated_delta_rule", S, H * Dk * Dv));
   const int64_t per_key = H / KH;
   std::vector<Head> chunked, recurrent;

@@ -55,6 +55,13 @@ Result<StateCall> begin_state_call(KernelContext& ctx, const char* op, int64_t r
     call.pieces.push_back({0, s->seen[0], 0, rows});
   }
   const int64_t slots = int64_t(s->seen.size());
+  // One piece a sequence (as a batched session makes them): two would
+  // continue one state from the same position, and the fast kernels run
+  // pieces side by side.
+  for (size_t i = 0; i < call.pieces.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (call.pieces[i].slot == call.pieces[j].slot)
+        return kernel_error(ctx, op, "sequence slot " + std::to_string(call.pieces[i].slot) + " appears twice in one call");
   for (const StatePiece& p : call.pieces) {
     if (p.slot < 0 || p.slot >= slots || p.row < 0 || p.rows < 0 || p.row + p.rows > rows)
       return kernel_error(ctx, op, "sequence slot " + std::to_string(p.slot) + " rows [" + std::to_string(p.row) +

@@ -36,7 +36,7 @@ using StatePiece = SequenceRows::Piece;
 // checked on the later ones. Then the call's pieces: the batched session's,
 // or every row as slot 0's, continuing where it is. A piece at position 0
 // starts its sequence: its slot is zeroed first; any other piece must
-// continue where its slot is.
+// continue where its slot is; a slot appears in at most one piece.
 struct StateCall {
   RecurrentState* state = nullptr;
   std::vector<StatePiece> pieces;

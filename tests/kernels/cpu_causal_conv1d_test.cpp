@@ -14,19 +14,6 @@
 namespace arch::test {
 namespace {
 
-double expect_within_tolerance(const float* got, const float* want, int64_t n, const std::string& what) {
-  const Tolerance tol = def_of("causal_conv1d").tolerance;
-  double mx = 0;
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, double(std::fabs(want[i])));
-  const double bound = tol.rel * mx + tol.abs;
-  int reported = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (!(std::fabs(double(got[i]) - want[i]) <= bound) && reported++ < 5)
-      ADD_FAILURE() << what << ": element " << i << ": " << got[i] << ", want " << want[i] << " (bound " << bound
-                    << ")";
-  return mx;
-}
-
 struct Calls {
   std::vector<float> y, window;
 };
@@ -87,8 +74,8 @@ TEST(CpuCausalConv1d, PromptThenDecodeEqualsOneCall) {
       Calls ref = run_in_calls("reference", x, C, w, sizes);
       Calls whole = run_in_calls("reference", x, C, w, {total});
       ASSERT_EQ(cpu.y.size(), whole.y.size()) << what;
-      EXPECT_GT(expect_within_tolerance(cpu.y.data(), ref.y.data(), int64_t(ref.y.size()), what + ": y in calls"), 0.1);
-      expect_within_tolerance(cpu.y.data(), whole.y.data(), int64_t(whole.y.size()), what + ": y against one call");
+      EXPECT_GT(expect_within_op_tolerance("causal_conv1d", cpu.y.data(), ref.y.data(), int64_t(ref.y.size()), what + ": y in calls"), 0.1);
+      expect_within_op_tolerance("causal_conv1d", cpu.y.data(), whole.y.data(), int64_t(whole.y.size()), what + ": y against one call");
       // The window holds inputs: copied, not computed.
       EXPECT_EQ(cpu.window, whole.window) << what;
       EXPECT_EQ(ref.window, whole.window) << what;
@@ -138,7 +125,7 @@ TEST(CpuCausalConv1d, BatchedSequencesRunAsAlone) {
       Calls alone = i == 0 ? run_in_calls("reference", seqs[0], C, w, {now[0]})
                          : run_in_calls("reference", seqs[size_t(i)], C, w, {before[i], now[i]});
       const float* want = alone.y.data() + (i == 0 ? 0 : before[i] * C);
-      EXPECT_GT(expect_within_tolerance(out->at(0).f32() + at * C, want, now[i] * C, what + ": y"), 0.1);
+      EXPECT_GT(expect_within_op_tolerance("causal_conv1d", out->at(0).f32() + at * C, want, now[i] * C, what + ": y"), 0.1);
       EXPECT_EQ(std::vector<float>(state->slot(i), state->slot(i) + C * K), alone.window) << what;
       at += now[i];
     }

@@ -52,21 +52,6 @@ struct DeltaInputs {
   std::vector<Tensor> all() const { return slice(0, rows); }
 };
 
-// |got - want| within the op's tolerance of max|want|, for n values at
-// each; returns max|want| (so a case can show it computed something).
-double expect_within_tolerance(const float* got, const float* want, int64_t n, const std::string& what) {
-  const Tolerance tol = def_of("gated_delta_rule").tolerance;
-  double mx = 0;
-  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, double(std::fabs(want[i])));
-  const double bound = tol.rel * mx + tol.abs;
-  int reported = 0;
-  for (int64_t i = 0; i < n; ++i)
-    if (!(std::fabs(double(got[i]) - want[i]) <= bound) && reported++ < 5)
-      ADD_FAILURE() << what << ": element " << i << ": " << got[i] << ", want " << want[i] << " (bound " << bound
-                    << ")";
-  return mx;
-}
-
 // The calls of `sizes` rows in turn on a runner of `backend` (whole output
 // rows concatenated) and the state after the last.
 struct Calls {
@@ -140,11 +125,11 @@ TEST(CpuGatedDeltaRule, DecodeAfterAPromptEqualsRecomputing) {
       Calls whole = run_in_calls("reference", in, {total});
       ASSERT_EQ(cpu.o.size(), whole.o.size()) << what;
       ASSERT_EQ(ref.o.size(), whole.o.size()) << what;
-      EXPECT_GT(expect_within_tolerance(cpu.o.data(), ref.o.data(), int64_t(ref.o.size()), what + ": o, in calls"),
+      EXPECT_GT(expect_within_op_tolerance("gated_delta_rule", cpu.o.data(), ref.o.data(), int64_t(ref.o.size()), what + ": o, in calls"),
                 0.05);
-      expect_within_tolerance(cpu.o.data(), whole.o.data(), int64_t(whole.o.size()), what + ": o, against one call");
-      expect_within_tolerance(cpu.state.data(), whole.state.data(), int64_t(whole.state.size()), what + ": state");
-      expect_within_tolerance(ref.state.data(), whole.state.data(), int64_t(whole.state.size()),
+      expect_within_op_tolerance("gated_delta_rule", cpu.o.data(), whole.o.data(), int64_t(whole.o.size()), what + ": o, against one call");
+      expect_within_op_tolerance("gated_delta_rule", cpu.state.data(), whole.state.data(), int64_t(whole.state.size()), what + ": state");
+      expect_within_op_tolerance("gated_delta_rule", ref.state.data(), whole.state.data(), int64_t(whole.state.size()),
                               what + ": reference state in calls");
     }
 }
@@ -169,8 +154,8 @@ TEST(CpuGatedDeltaRule, StatePassesBetweenBackends) {
       o.insert(o.end(), ot.begin(), ot.end());
       state = values(step->at(1));
     }
-    expect_within_tolerance(o.data(), whole.o.data(), int64_t(o.size()), std::string(first) + " first: o");
-    expect_within_tolerance(state.data(), whole.state.data(), int64_t(state.size()),
+    expect_within_op_tolerance("gated_delta_rule", o.data(), whole.o.data(), int64_t(o.size()), std::string(first) + " first: o");
+    expect_within_op_tolerance("gated_delta_rule", state.data(), whole.state.data(), int64_t(state.size()),
                             std::string(first) + " first: state");
   }
 }
@@ -226,13 +211,22 @@ TEST(CpuGatedDeltaRule, BatchedSequencesRunAsAlone) {
       Calls alone = i == 0 ? run_in_calls("reference", seqs[0], {now[0]})
                          : run_in_calls("reference", seqs[size_t(i)], {before[i], now[i]});
       const float* want = alone.o.data() + (i == 0 ? 0 : before[i] * per_row_o);
-      EXPECT_GT(expect_within_tolerance(out->at(0).f32() + at * per_row_o, want, now[i] * per_row_o, what + ": o"),
+      EXPECT_GT(expect_within_op_tolerance("gated_delta_rule", out->at(0).f32() + at * per_row_o, want, now[i] * per_row_o, what + ": o"),
                 0.05);
-      expect_within_tolerance(state->slot(i), alone.state.data(), int64_t(alone.state.size()), what + ": state");
+      expect_within_op_tolerance("gated_delta_rule", state->slot(i), alone.state.data(), int64_t(alone.state.size()), what + ": state");
       at += now[i];
     }
     // Output 1: the last piece's state.
     EXPECT_EQ(out->at(1).f32(), state->slot(2));
+    // Two pieces of one sequence in a call would continue one state from
+    // the same position: refused, on either backend.
+    SequenceRows twice = second_rows;
+    twice.pieces[2].slot = 1;
+    r.sequences = &twice;
+    auto refused = r.run("gated_delta_rule", second);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.error().message.find("sequence slot 1 appears twice in one call"), std::string::npos)
+        << refused.error().message;
   }
 }
 

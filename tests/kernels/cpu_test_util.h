@@ -51,9 +51,29 @@ inline bool has_cpu_kernel(const std::string& op) {
   return op_table().kernel(op, "cpu") != op_table().kernel(op, "reference");
 }
 
+// Every element of got within op's tolerance of want: |got - want| <= rel
+// * max|want| + abs (NaN only against NaN); the first few misses named.
+// Returns max|want| so a caller can assert the case computed something.
+inline double expect_within_op_tolerance(const std::string& op, const float* got, const float* want, int64_t n,
+                                         const std::string& what) {
+  const Tolerance tol = def_of(op).tolerance;
+  double mx = 0;
+  for (int64_t i = 0; i < n; ++i) mx = std::max(mx, double(std::fabs(want[i])));
+  const double bound = tol.rel * mx + tol.abs;
+  int reported = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double w = want[i], g = got[i];
+    const bool ok = std::isnan(w) ? std::isnan(g) : (w == g || std::fabs(g - w) <= bound);
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << what << ": " << op << " element " << i << ": " << g << ", want " << w << " (bound " << bound
+                    << ")";
+  }
+  return mx;
+}
+
 // Runs op on both backends and expects every output element within the
-// op's tolerance: |cpu - ref| <= rel * max|ref| + abs. Returns max|ref| so
-// a caller can assert the case computed something.
+// op's tolerance (expect_within_op_tolerance). Returns max|ref| so a caller
+// can assert the case computed something.
 inline double expect_cpu_matches_reference(const std::string& op, const std::vector<Tensor>& inputs,
                                            Attrs attrs = Attrs::object(), const std::string& what = "") {
   EXPECT_TRUE(has_cpu_kernel(op)) << op << " has no cpu kernel";
@@ -62,7 +82,6 @@ inline double expect_cpu_matches_reference(const std::string& op, const std::vec
   EXPECT_TRUE(ref.ok()) << what << ": " << (ref.ok() ? "" : ref.error().message);
   EXPECT_TRUE(cpu.ok()) << what << ": " << (cpu.ok() ? "" : cpu.error().message);
   if (!ref.ok() || !cpu.ok()) return 0;
-  const Tolerance tol = def_of(op).tolerance;
   double max_ref = 0;
   for (size_t o = 0; o < ref->size(); ++o) {
     const Tensor& r = (*ref)[o];
@@ -70,18 +89,8 @@ inline double expect_cpu_matches_reference(const std::string& op, const std::vec
     EXPECT_EQ(r.shape, c.shape) << what;
     EXPECT_EQ(r.dtype, c.dtype) << what;
     if (r.shape != c.shape || r.dtype != DType::F32 || c.dtype != DType::F32) continue;
-    double mx = 0;
-    for (int64_t i = 0; i < r.numel(); ++i) mx = std::max(mx, double(std::fabs(r.f32()[i])));
-    max_ref = std::max(max_ref, mx);
-    const double bound = tol.rel * mx + tol.abs;
-    int reported = 0;
-    for (int64_t i = 0; i < r.numel(); ++i) {
-      const double want = r.f32()[i], got = c.f32()[i];
-      const bool ok = std::isnan(want) ? std::isnan(got) : (want == got || std::fabs(got - want) <= bound);
-      if (!ok && reported++ < 5)
-        ADD_FAILURE() << what << ": " << op << " output " << o << " element " << i << ": cpu " << got
-                      << ", reference " << want << " (bound " << bound << ")";
-    }
+    max_ref = std::max(max_ref, expect_within_op_tolerance(op, c.f32(), r.f32(), r.numel(),
+                                                           what + " output " + std::to_string(o)));
   }
   return max_ref;
 }
