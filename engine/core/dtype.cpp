@@ -10,7 +10,7 @@ size_t dtype_size(DType t) {
     case DType::F16: case DType::BF16: return 2;
     case DType::I64: case DType::F64: return 8;
     case DType::U8: case DType::I8: case DType::BOOL: case DType::Q8_0: case DType::Q4_0:
-    case DType::F8_E4M3: case DType::F8_E5M2: return 1;
+    case DType::F8_E4M3: case DType::F8_E5M2: case DType::Q4_K: case DType::Q5_K: case DType::Q6_K: return 1;
   }
   return 0;
 }
@@ -30,13 +30,17 @@ std::string_view dtype_name(DType t) {
     case DType::Q4_0: return "Q4_0";
     case DType::F8_E4M3: return "F8_E4M3";
     case DType::F8_E5M2: return "F8_E5M2";
+    case DType::Q4_K: return "Q4_K";
+    case DType::Q5_K: return "Q5_K";
+    case DType::Q6_K: return "Q6_K";
   }
   return "?";
 }
 
 std::optional<DType> dtype_from_name(std::string_view n) {
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64, DType::U8,
-                  DType::I8, DType::F64, DType::BOOL, DType::Q8_0, DType::Q4_0, DType::F8_E4M3, DType::F8_E5M2})
+                  DType::I8, DType::F64, DType::BOOL, DType::Q8_0, DType::Q4_0, DType::F8_E4M3, DType::F8_E5M2,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K})
     if (dtype_name(t) == n) return t;
   return std::nullopt;
 }

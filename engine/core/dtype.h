@@ -16,10 +16,12 @@ namespace arch {
 // them has its logical [N, K] shape and quant_row_bytes per row. A
 // backend's own arrangement of such a matrix (the cpu backend's tiles of
 // interleaved rows) is not a type but a Tensor::layout.
+// Q4_K, Q5_K and Q6_K are llama.cpp's k-quants in their own layout
+// (engine/core/kquant.h), what GGUF files mostly hold.
 // F8_E4M3 and F8_E5M2 are 8-bit floats (engine/core/fp8.h), what FP8
 // checkpoints store their matrices in; the importer widens them at load
 // (importer/checkpoint/fp8_weights.h), so no kernel reads them.
-enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL, Q8_0, Q4_0, F8_E4M3, F8_E5M2 };
+enum class DType : uint8_t { F32, F16, BF16, I32, I64, U8, I8, F64, BOOL, Q8_0, Q4_0, F8_E4M3, F8_E5M2, Q4_K, Q5_K, Q6_K };
 
 size_t dtype_size(DType t);  // per element; 1 for the block-quantized types (see storage_bytes)
 std::string_view dtype_name(DType t);                 // "F32", "BF16", ...

@@ -5,6 +5,7 @@
 
 #include "engine/core/dtype.h"
 #include "engine/core/fp8.h"
+#include "engine/core/kquant.h"
 #include "engine/core/quant.h"
 
 namespace arch {
@@ -53,6 +54,21 @@ int64_t non_finite_values(const Tensor& t) {
           std::memcpy(&scale, base + size_t(r) * row_bytes + at + size_t(b) * 2, 2);
           bad += half_non_finite(scale, false) ? 32 : 0;
         }
+      return bad;
+    }
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K: {  // a super-block's f16 scales (d, and dmin where there is one)
+      const size_t block = kquant_block_bytes(t.dtype);
+      const int64_t blocks = n / kSuperBlock;
+      const auto* base = static_cast<const uint8_t*>(t.data);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* p = base + size_t(b) * block;
+        uint16_t d, dmin = 0;
+        std::memcpy(&d, p + (t.dtype == DType::Q6_K ? 208 : 0), 2);
+        if (t.dtype != DType::Q6_K) std::memcpy(&dmin, p + 2, 2);
+        bad += half_non_finite(d, false) || half_non_finite(dmin, false) ? kSuperBlock : 0;
+      }
       return bad;
     }
     default:

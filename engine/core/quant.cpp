@@ -4,9 +4,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/core/kquant.h"
+
 namespace arch {
 
 bool is_quantized(DType t) { return t == DType::Q8_0 || t == DType::Q4_0; }
+
+bool is_block_quantized(DType t) { return is_quantized(t) || is_kquant(t); }
 
 bool quantizable(DType t, int64_t k) {
   if (t == DType::Q8_0) return k > 0 && k % kQuantBlock == 0;
@@ -14,7 +18,14 @@ bool quantizable(DType t, int64_t k) {
   return false;
 }
 
-size_t quant_row_bytes(DType t, int64_t k) { return quant_scales_offset(t, k) + size_t(k / kQuantBlock) * 2; }
+bool holds_rows_of(DType t, int64_t k) {
+  return is_kquant(t) ? k > 0 && k % kSuperBlock == 0 : quantizable(t, k);
+}
+
+size_t quant_row_bytes(DType t, int64_t k) {
+  if (is_kquant(t)) return size_t(k / kSuperBlock) * kquant_block_bytes(t);
+  return quant_scales_offset(t, k) + size_t(k / kQuantBlock) * 2;
+}
 
 uint16_t f32_to_f16(float f) {
 #if defined(__FLT16_MAX__)  // the compiler's _Float16 (gcc; clang from 15 on x86)
@@ -65,6 +76,7 @@ void quantize_row(DType t, const float* x, int64_t k, uint8_t* row) {
 }
 
 void dequantize_row(DType t, const uint8_t* row, int64_t k, float* out) {
+  if (is_kquant(t)) return dequantize_kquant_row(t, row, k, out);
   const uint16_t* scales = reinterpret_cast<const uint16_t*>(row + quant_scales_offset(t, k));
   for (int64_t at = 0; at < k; ++at) {
     uint16_t bits;

@@ -103,7 +103,7 @@ void release_pages(const Tensor& t) {
 }
 
 size_t row_bytes(DType dtype, int64_t k) {
-  return is_quantized(dtype) ? quant_row_bytes(dtype, k) : size_t(k) * dtype_size(dtype);
+  return is_block_quantized(dtype) ? quant_row_bytes(dtype, k) : size_t(k) * dtype_size(dtype);
 }
 
 size_t Tensor::nbytes() const {
@@ -112,14 +112,14 @@ size_t Tensor::nbytes() const {
     if (!l) throw std::runtime_error("a tensor of an unregistered layout " + std::to_string(int(layout)));
     return l->nbytes(*this);
   }
-  if (shape.empty() || !is_quantized(dtype)) return size_t(numel()) * dtype_size(dtype);
+  if (shape.empty() || !is_block_quantized(dtype)) return size_t(numel()) * dtype_size(dtype);
   return size_t(numel() / shape.back()) * row_bytes(dtype, shape.back());
 }
 
 namespace {
 
 void widen_row(DType dtype, const void* row, int64_t k, float* out) {
-  if (is_quantized(dtype)) return dequantize_row(dtype, static_cast<const uint8_t*>(row), k, out);
+  if (is_block_quantized(dtype)) return dequantize_row(dtype, static_cast<const uint8_t*>(row), k, out);
   const auto* src16 = static_cast<const uint16_t*>(row);
   switch (dtype) {
     case DType::F32: std::memcpy(out, row, size_t(k) * 4); break;

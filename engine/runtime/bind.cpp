@@ -25,9 +25,9 @@ Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt)
                    dims_str(t->shape) + " in the checkpoint (" + file + "); the template needs " + dims_str(want) +
                    " (declared at " + str(w.loc) + ", from the config)" + read);
     }
-    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_quantized(t->dtype))
+    if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_block_quantized(t->dtype))
       return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +
-                   "; weights must be F32, F16, BF16, Q8_0 or Q4_0");
+                   "; weights must be F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
     by_value[w.value] = *t;  // as stored: the program widens what its kernels can't read
   }
   return by_value;

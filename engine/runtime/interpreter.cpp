@@ -198,7 +198,7 @@ static Status check_step(const Program& p, RunState& state, size_t n, std::span<
   // The reference kernels read F32: widen what the fast one read as stored.
   std::vector<Tensor> ref_in;
   for (const Tensor& t : in)
-    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_quantized(t.dtype) || t.layout)
+    ref_in.push_back(t.data && (t.dtype == DType::BF16 || t.dtype == DType::F16 || is_block_quantized(t.dtype) || t.layout)
                          ? to_f32(t)
                          : t);
   std::vector<Tensor> ref;

@@ -1,6 +1,7 @@
 #include "engine/runtime/model_text.h"
 
 #include "importer/checkpoint/canonical.h"
+#include "importer/checkpoint/gguf_side_files.h"
 
 namespace arch {
 
@@ -14,6 +15,7 @@ ReadSideFile metadata_of(const std::string& model) {
 
 Result<std::shared_ptr<const Tokenizer>> load_model_tokenizer(const std::string& model) {
   if (auto canonical = canonical_file_of(model)) return load_tokenizer_from(metadata_of(model), *canonical);
+  if (is_gguf_path(model)) return load_tokenizer_from(metadata_of(model), model);
   return load_tokenizer(model);
 }
 

@@ -9,6 +9,8 @@
 #include "engine/core/quant.h"
 #include "importer/checkpoint/config.h"
 #include "importer/checkpoint/fp8_weights.h"
+#include "importer/checkpoint/gguf_names.h"
+#include "importer/checkpoint/gguf_side_files.h"
 #include "engine/core/json_text.h"
 #include "engine/core/mapped_file.h"
 #include "importer/checkpoint/safetensors.h"
@@ -48,7 +50,7 @@ DType target_type(const Tensor& t, ImportType type) {
 // The bytes written for `t` as `to`: quantized rows as U8 [rows, row bytes].
 Tensor convert(const Tensor& t, DType to) {
   Tensor c = convert_to(t, to);
-  if (is_quantized(to)) {
+  if (is_block_quantized(to)) {
     c.shape = {t.numel() / t.shape.back(), int64_t(quant_row_bytes(to, t.shape.back()))};
     c.dtype = DType::U8;
   }
@@ -56,7 +58,7 @@ Tensor convert(const Tensor& t, DType to) {
 }
 
 // How a tensor of type `t` is stored in the file: block types as U8 rows.
-DType stored_as(DType t) { return is_quantized(t) ? DType::U8 : t; }
+DType stored_as(DType t) { return is_block_quantized(t) ? DType::U8 : t; }
 
 // Widest element first, so every tensor's offset stays a multiple of its
 // element size (the reader then maps rather than copies it).
@@ -108,7 +110,7 @@ Result<ImportReport> import_checkpoint(const std::string& dir, const std::string
   for (const Planned& p : plan) {
     const Tensor& t = *p.source;
     Tensor header{stored_as(p.to), t.shape, nullptr, nullptr};
-    if (is_quantized(p.to)) {
+    if (is_block_quantized(p.to)) {
       header.shape = {t.numel() / t.shape.back(), int64_t(quant_row_bytes(p.to, t.shape.back()))};
       quantized[p.name] = {{"dtype", std::string(dtype_name(p.to))}, {"shape", t.shape}};
       ++report.quantized;
@@ -192,6 +194,7 @@ std::optional<std::string> canonical_file_of(const std::string& path) {
 }
 
 Result<std::optional<std::string>> read_side_file(const std::string& model, const std::string& name) {
+  if (is_gguf_path(model)) return gguf_side_file(model, name, default_gguf_maps_dir());
   std::error_code ec;
   if (fs::is_directory(model, ec) && fs::exists(fs::path(model) / name, ec)) {
     ARCH_TRY(std::string text, read_file_text(fs::path(model) / name));
@@ -218,11 +221,11 @@ std::optional<std::pair<DType, Dims>> quantized_layout(const nlohmann::json& q, 
   auto s = q.find("shape");
   if (d == q.end() || !d->is_string() || s == q.end() || !s->is_array() || s->size() != 2) return std::nullopt;
   auto dtype = dtype_from_name(d->get<std::string>());
-  if (!dtype || !is_quantized(*dtype)) return std::nullopt;
+  if (!dtype || !is_block_quantized(*dtype)) return std::nullopt;
   for (const auto& x : *s)
     if (!x.is_number_integer() || (x.is_number_unsigned() && x.get<uint64_t>() > uint64_t(INT64_MAX))) return std::nullopt;
   const int64_t rows = (*s)[0].get<int64_t>(), k = (*s)[1].get<int64_t>();
-  if (rows < 0 || !quantizable(*dtype, k)) return std::nullopt;
+  if (rows < 0 || !holds_rows_of(*dtype, k)) return std::nullopt;
   uint64_t bytes = 0;
   int64_t count = 0;
   if (__builtin_mul_overflow(uint64_t(rows), uint64_t(quant_row_bytes(*dtype, k)), &bytes) ||

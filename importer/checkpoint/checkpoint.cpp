@@ -9,6 +9,8 @@
 #include "importer/checkpoint/canonical.h"
 #include "importer/checkpoint/config.h"
 #include "importer/checkpoint/fp8_weights.h"
+#include "importer/checkpoint/gguf_checkpoint.h"
+#include "importer/checkpoint/gguf_side_files.h"
 #include "engine/core/json_text.h"
 #include "engine/core/mapped_file.h"
 #include "importer/checkpoint/safetensors.h"
@@ -141,15 +143,18 @@ Status load_weights(Checkpoint& ckpt, const fs::path& dir, Aliases& aliases) {
 
 }  // namespace
 
-Result<Checkpoint> load_checkpoint(const std::string& dir) {
+Result<Checkpoint> load_checkpoint(const std::string& dir, const std::string& gguf_maps) {
   std::error_code ec;
   fs::file_status st = fs::status(dir, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) return error(dir + ": cannot read: " + ec.message());
   if (!fs::exists(st)) return error(dir + ": checkpoint directory does not exist");
   if (auto canonical = canonical_file_of(dir)) return load_canonical(*canonical);
+  if (fs::is_regular_file(st) && is_gguf_file(dir))
+    return load_gguf_checkpoint(dir, gguf_maps.empty() ? default_gguf_maps_dir() : gguf_maps);
   if (fs::is_regular_file(st) && fs::path(dir).extension() == ".safetensors") return not_canonical_reason(dir);
   if (!fs::is_directory(st))
-    return error(dir + ": not a directory (a checkpoint is a directory, or a canonical model written by archrun import)");
+    return error(dir + ": not a directory (a checkpoint is a directory, a GGUF file, or a canonical model written by "
+                       "archrun import)");
 
   Checkpoint ckpt;
   ckpt.dir = dir;

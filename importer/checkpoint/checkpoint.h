@@ -42,6 +42,8 @@ struct Checkpoint {
 // safetensors' save_model writes for a shared tensor stored once:
 // {"model.embed_tokens.weight": "lm_head.weight"}) names the stored
 // tensor's bytes too. Errors name the directory, file and tensor.
-Result<Checkpoint> load_checkpoint(const std::string& dir);
+// A GGUF file (gguf_checkpoint.h) is read through the name maps in
+// `gguf_maps` (default: families/gguf); a canonical file as import wrote it.
+Result<Checkpoint> load_checkpoint(const std::string& dir, const std::string& gguf_maps = "");
 
 }  // namespace arch

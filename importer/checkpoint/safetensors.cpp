@@ -45,7 +45,7 @@ Result<DType> parse_dtype(const std::string& where, const json& v) {
     return error(where + ": field 'dtype' is " + json_type_name(v) + ", expected a string");
   auto name = v.get<std::string>();
   auto dtype = dtype_from_name(name);
-  if (!dtype || is_quantized(*dtype))  // block types live in U8 tensors (importer/checkpoint/canonical.h)
+  if (!dtype || is_block_quantized(*dtype))  // block types live in U8 tensors (importer/checkpoint/canonical.h)
     return error(where + ": unknown dtype '" + name + "' (supported: " + kSupportedDTypes + ")");
   return *dtype;
 }

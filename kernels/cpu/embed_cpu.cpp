@@ -31,7 +31,7 @@ Status embed_cpu(KernelContext& ctx) {
 }
 
 bool embed_takes(const Attrs&, size_t input, DType stored) {
-  return input == 0 && (stored == DType::BF16 || stored == DType::F16 || is_quantized(stored));
+  return input == 0 && (stored == DType::BF16 || stored == DType::F16 || is_block_quantized(stored));
 }
 
 // A table in tiles (a tied lm_head's, tiled for the matmul) is read as it

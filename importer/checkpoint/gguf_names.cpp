@@ -1,0 +1,156 @@
+#include "importer/checkpoint/gguf_names.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include <toml++/toml.h>
+
+namespace arch {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+// `name` against `pattern`, where "{i}" stands for a decimal number: the
+// number matched ("" where the pattern has none), or nullopt.
+std::optional<std::string> match(const std::string& pattern, const std::string& name) {
+  const size_t at = pattern.find("{i}");
+  if (at == std::string::npos) return pattern == name ? std::optional<std::string>("") : std::nullopt;
+  const std::string head = pattern.substr(0, at), tail = pattern.substr(at + 3);
+  if (name.size() <= head.size() + tail.size() || name.compare(0, head.size(), head) != 0 ||
+      name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+    return std::nullopt;
+  std::string number = name.substr(head.size(), name.size() - head.size() - tail.size());
+  if (!std::all_of(number.begin(), number.end(), [](unsigned char c) { return std::isdigit(c); })) return std::nullopt;
+  return number;
+}
+
+std::string fill(std::string pattern, const std::string& token, const std::string& value) {
+  for (size_t at; (at = pattern.find(token)) != std::string::npos;) pattern.replace(at, token.size(), value);
+  return pattern;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> string_table(const toml::table& t, const char* section,
+                                                                     const std::string& path) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const toml::table* s = t[section].as_table();
+  if (!s) return out;
+  for (const auto& [key, value] : *s) {
+    if (value.is_table()) continue;  // a sub-table such as [config.none]
+    auto v = value.value<std::string>();
+    if (!v) return error(path + ": [" + section + "] " + std::string(key.str()) + " is not a string");
+    out.emplace_back(std::string(key.str()), *v);
+  }
+  return out;
+}
+
+json toml_to_json(const toml::node& n) {
+  if (auto s = n.value<std::string>()) return *s;
+  if (n.is_integer()) return *n.value<int64_t>();
+  if (n.is_floating_point()) return *n.value<double>();
+  if (n.is_boolean()) return *n.value<bool>();
+  return nullptr;
+}
+
+// Sets config["a"]["b"] for the field "a.b".
+void set_field(json& config, const std::string& field, json value) {
+  json* at = &config;
+  size_t begin = 0;
+  for (size_t dot; (dot = field.find('.', begin)) != std::string::npos; begin = dot + 1) {
+    at = &(*at)[field.substr(begin, dot - begin)];
+    if (!at->is_object()) *at = json::object();
+  }
+  (*at)[field.substr(begin)] = std::move(value);
+}
+
+}  // namespace
+
+std::optional<std::string> GgufNameMap::hf_name(const std::string& gguf_name) const {
+  for (const auto& [from, to] : tensors)
+    if (auto i = match(from, gguf_name)) return fill(to, "{i}", *i);
+  return std::nullopt;
+}
+
+std::optional<std::string> GgufNameMap::interleaved_heads(const std::string& gguf_name) const {
+  for (const auto& [pattern, field] : rows_interleaved)
+    if (match(pattern, gguf_name)) return field;
+  return std::nullopt;
+}
+
+std::string default_gguf_maps_dir() {
+  if (const char* env = std::getenv("ARCHETYPE_FAMILIES"); env && *env) return (fs::path(env) / "gguf").string();
+  return (fs::path(ARCHETYPE_FAMILIES_DIR) / "gguf").string();
+}
+
+Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string& architecture) {
+  const bool plain = !architecture.empty() && std::all_of(architecture.begin(), architecture.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  const fs::path path = fs::path(dir) / (architecture + ".toml");
+  std::error_code ec;
+  if (!plain || !fs::is_regular_file(path, ec)) {
+    std::vector<std::string> known;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().extension() == ".toml") known.push_back(it->path().stem().string());
+    std::sort(known.begin(), known.end());
+    std::string list;
+    for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+    return error("GGUF architecture '" + architecture + "' has no name map in " + dir + " (maps exist for: " +
+                 (list.empty() ? "none" : list) + ")");
+  }
+  GgufNameMap map;
+  map.path = path.string();
+  toml::table t;
+  try {
+    t = toml::parse_file(map.path);
+  } catch (const toml::parse_error& e) {
+    return error(map.path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
+  }
+  map.architecture = t["architecture"].value_or(std::string());
+  map.model_type = t["model_type"].value_or(std::string());
+  if (map.architecture != architecture || map.model_type.empty())
+    return error(map.path + ": expected architecture = \"" + architecture + "\" and a model_type");
+  if (const toml::array* a = t["architectures"].as_array())
+    for (const auto& e : *a)
+      if (auto s = e.value<std::string>()) map.architectures.push_back(*s);
+  ARCH_TRY(map.config, string_table(t, "config", map.path));
+  ARCH_TRY(map.tensors, string_table(t, "tensors", map.path));
+  ARCH_TRY(map.rows_interleaved, string_table(t, "rows_interleaved", map.path));
+  if (const toml::table* none = t["config"]["none"].as_table())
+    for (const auto& [key, value] : *none) map.none[std::string(key.str())] = toml_to_json(value);
+  return map;
+}
+
+json gguf_config(const GgufNameMap& map, const GgufFile& file) {
+  json config = json::object();
+  config["model_type"] = map.model_type;
+  if (!map.architectures.empty()) config["architectures"] = map.architectures;
+  std::set<std::string> dropped;  // nested objects a "none" value removes
+  for (const auto& [field, key] : map.config) {
+    const GgufValue* v = file.find(fill(key, "{arch}", map.architecture));
+    if (!v) continue;
+    auto none = map.none.find(field);
+    if (none != map.none.end() && v->value == none->second) {
+      dropped.insert(field.substr(0, field.find('.')));
+      continue;
+    }
+    set_field(config, field, v->value);
+  }
+  for (const std::string& top : dropped) config.erase(top);
+  // What every GGUF says alike, whatever its architecture.
+  if (!config.contains("vocab_size"))
+    if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->value.is_array())
+      config["vocab_size"] = tokens->value.size();
+  config["tie_word_embeddings"] = file.tensor("output.weight") == nullptr;
+  for (const char* id : {"bos", "eos", "pad"})
+    if (const GgufValue* v = file.find(std::string("tokenizer.ggml.") + id + "_token_id");
+        v && v->value.is_number_unsigned() && v->value.get<uint64_t>() < (1ull << 31))
+      config[std::string(id) + "_token_id"] = v->value;
+  return config;
+}
+
+}  // namespace arch

@@ -1,0 +1,51 @@
+// How a GGUF architecture's metadata and tensor names read as a Hugging
+// Face checkpoint's: one data file per architecture in families/gguf/
+// (llama.toml, qwen2.toml, ...), never code per family.
+//
+//   ARCH_TRY(GgufNameMap map, load_gguf_name_map(dir, "llama"));
+//   map.hf_name("blk.3.attn_q.weight")  // "model.layers.3.self_attn.q_proj.weight"
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/error.h"
+#include "importer/checkpoint/gguf.h"
+
+namespace arch {
+
+struct GgufNameMap {
+  std::string path;  // the .toml it was read from
+  std::string architecture, model_type;
+  std::vector<std::string> architectures;
+  std::vector<std::pair<std::string, std::string>> config;  // config field (a.b: nested) -> metadata key
+  std::map<std::string, nlohmann::json> none;               // field -> the value that means "absent"
+  std::vector<std::pair<std::string, std::string>> tensors;  // GGUF name -> HF name ({i}: a number)
+  std::vector<std::pair<std::string, std::string>> rows_interleaved;  // GGUF name -> config field of heads
+
+  // The Hugging Face name of a GGUF tensor, or nullopt where no entry names it.
+  std::optional<std::string> hf_name(const std::string& gguf_name) const;
+  // The config field counting the heads whose rows llama.cpp interleaved in
+  // this GGUF tensor, or nullopt where it did not.
+  std::optional<std::string> interleaved_heads(const std::string& gguf_name) const;
+};
+
+// families/gguf (ARCHETYPE_FAMILIES/gguf where that is set): where the maps are.
+std::string default_gguf_maps_dir();
+
+// <dir>/<architecture>.toml; an architecture with no map is refused naming
+// those there are.
+Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string& architecture);
+
+// config.json as the map reads it from the file's metadata: model_type,
+// architectures, every mapped key present, and what any GGUF says alike
+// (bos/eos ids from tokenizer.ggml.*, the vocabulary's size where the
+// architecture key is absent, tied embeddings where output.weight is).
+nlohmann::json gguf_config(const GgufNameMap& map, const GgufFile& file);
+
+}  // namespace arch

@@ -1,0 +1,184 @@
+// The GGUF reader against llama.cpp's own files (../shared/golden/gguf):
+// every header count, metadata key and tensor info as gguf-py lists them,
+// every tensor's raw bytes and its float32 dequantization bit for bit
+// (their sha256), and a named error for each malformed header.
+#include "importer/checkpoint/gguf.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "importer/checkpoint/gguf_tensor.h"
+#include "tests/sha256.h"
+#include "tests/test_files.h"
+
+namespace arch {
+namespace {
+
+using json = nlohmann::json;
+using testing::golden_dir;
+using testing::sha256_hex;
+
+// In file order, as the golden lists the metadata.
+nlohmann::ordered_json read_json(const std::string& path) { return nlohmann::ordered_json::parse(std::ifstream(path)); }
+
+class GgufGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GgufGolden, HeaderMetadataAndTensorInfosAreGgufPys) {
+  const std::string base = golden_dir("gguf") + "/llama_rand." + GetParam();
+  ARCH_REQUIRE_SHARED(base + ".gguf");
+  const auto want = read_json(base + ".tensors.json");
+  auto f = read_gguf(base + ".gguf");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->version, want["header"]["version"].get<uint32_t>());
+  EXPECT_EQ(f->tensors.size(), want["header"]["tensor_count"].get<size_t>());
+  EXPECT_EQ(f->metadata.size(), want["header"]["kv_count"].get<size_t>());
+  EXPECT_EQ(f->data_offset, want["data_section_offset"].get<uint64_t>());
+  EXPECT_EQ(f->alignment, want["alignment"].get<uint64_t>());
+  size_t i = 0;
+  for (const auto& [key, entry] : want["metadata"].items()) {
+    ASSERT_LT(i, f->metadata.size());
+    EXPECT_EQ(f->metadata[i].first, key);  // in file order
+    const GgufValue& v = f->metadata[i].second;
+    EXPECT_EQ(gguf_type_name(v.type, v.element), entry["type"].get<std::string>()) << key;
+    EXPECT_EQ(v.value.dump(), entry["value"].dump()) << key;  // floats: the same doubles, printed alike
+    ++i;
+  }
+  ASSERT_EQ(f->tensors.size(), want["tensors"].size());
+  for (size_t t = 0; t < f->tensors.size(); ++t) {
+    const GgufTensorInfo& info = f->tensors[t];
+    const json& w = want["tensors"][t];
+    EXPECT_EQ(info.name, w["name"].get<std::string>());
+    EXPECT_EQ(ggml_type_name(info.type), w["type"].get<std::string>()) << info.name;
+    EXPECT_EQ(info.ne, w["ne"].get<std::vector<int64_t>>()) << info.name;
+    EXPECT_EQ(info.bytes, w["n_bytes"].get<uint64_t>()) << info.name;
+    EXPECT_EQ(info.offset, w["offset_in_data_section"].get<uint64_t>()) << info.name;
+    EXPECT_EQ(f->data_offset + info.offset, w["file_offset"].get<uint64_t>()) << info.name;
+    EXPECT_EQ(sha256_hex(info.data, info.bytes), w["sha256_raw"].get<std::string>()) << info.name;
+  }
+}
+
+// The formats leave no freedom: every value is one exact product (and, for
+// Q4_K / Q5_K, one subtraction), so the float32 bits must be gguf-py's.
+TEST_P(GgufGolden, EveryTensorDequantizesBitForBit) {
+  const std::string base = golden_dir("gguf") + "/llama_rand." + GetParam();
+  ARCH_REQUIRE_SHARED(base + ".gguf");
+  const auto want = read_json(base + ".tensors.json");
+  auto f = read_gguf(base + ".gguf");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  for (size_t t = 0; t < f->tensors.size(); ++t) {
+    const GgufTensorInfo& info = f->tensors[t];
+    auto tensor = gguf_tensor(*f, info);
+    ASSERT_TRUE(tensor.ok()) << tensor.error().message;
+    EXPECT_EQ(tensor->shape, want["tensors"][t]["numpy_shape"].get<Dims>()) << info.name;
+    Tensor f32 = to_f32(*tensor);
+    EXPECT_EQ(sha256_hex(f32.data, f32.nbytes()), want["tensors"][t]["sha256_dequant_f32le"].get<std::string>())
+        << info.name << " (" << ggml_type_name(info.type) << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, GgufGolden, ::testing::Values("F32", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K"));
+
+// --- malformed headers -------------------------------------------------
+
+struct Bytes {
+  std::string s;
+  Bytes& u32(uint32_t v) { return raw(&v, 4); }
+  Bytes& u64(uint64_t v) { return raw(&v, 8); }
+  Bytes& str(const std::string& v) { return u64(v.size()).raw(v.data(), v.size()); }
+  Bytes& raw(const void* p, size_t n) {
+    s.append(static_cast<const char*>(p), n);
+    return *this;
+  }
+};
+
+// "GGUF", version 3, counts.
+Bytes header(uint64_t tensors, uint64_t kvs) { return Bytes().raw("GGUF", 4).u32(3).u64(tensors).u64(kvs); }
+
+std::string read_error(const std::string& bytes) {
+  testing::TempDir dir;
+  const std::string path = dir / "m.gguf";
+  testing::write_file(path, bytes);
+  auto f = read_gguf(path);
+  return f.ok() ? "(read without error)" : f.error().message;
+}
+
+void expect_error(const std::string& bytes, const std::string& part) {
+  const std::string msg = read_error(bytes);
+  EXPECT_NE(msg.find(part), std::string::npos) << "expected '" << part << "' in: " << msg;
+  EXPECT_NE(msg.find("m.gguf"), std::string::npos) << msg;
+}
+
+TEST(GgufMalformed, EachFaultIsNamed) {
+  expect_error("GGUX", "not a GGUF file");
+  expect_error(Bytes().raw("GGUF", 4).u32(1).u64(0).u64(0).s, "version 1");
+  expect_error(Bytes().raw("GGUF", 4).u32(7).u64(0).u64(0).s, "GGUF version 7");
+  expect_error(Bytes().raw("GGUF", 4).u32(3).s, "truncated");
+  expect_error(header(0, 1).str("k").u32(99).s, "unknown value type 99");
+  expect_error(header(0, 1).str("k").u32(8).u64(1ull << 40).s, "runs past the end");
+  expect_error(header(0, 1).str("k").u32(9).u32(4).u64(1ull << 60).s, "gguf_items");
+  expect_error(header(0, 1).str("k").u32(9).u32(4).u64(1000).u32(1).s, "runs past the end");
+  expect_error(header(0, 1).str("k").u32(9).u32(9).u64(1).s, "array of arrays");
+  expect_error(header(0, 1).str("k").u32(7).raw("\x02", 1).s, "expected 0 or 1");
+  expect_error(header(0, 2).str("k").u32(4).u32(1).str("k").u32(4).u32(1).s, "'k' appears twice");
+  expect_error(header(0, 1).str("general.alignment").u32(4).u32(3).s, "power of two");
+  expect_error(header(0, 1).str("general.alignment").u32(10).u64(32).s, "expected a UINT32");
+  // tensor infos
+  expect_error(header(1, 0).str("w").u32(5).s, "5 dims");
+  expect_error(header(1, 0).str("w").u32(1).u64(32).u32(77).u64(0).s, "unknown ggml type 77");
+  expect_error(header(1, 0).str("w").u32(1).u64(100).u32(12).u64(0).s, "do not split into Q4_K blocks");
+  expect_error(header(1, 0).str("w").u32(2).u64(1ull << 40).u64(1ull << 40).u32(0).u64(0).s, "too large");
+  expect_error(header(1, 0).str("w").u32(1).u64(4).u32(0).u64(3).s, "not a multiple of the alignment");
+  {
+    Bytes b = header(1, 0).str("w").u32(1).u64(4).u32(0).u64(0);
+    b.s.resize((b.s.size() + 31) / 32 * 32 + 8, '\0');  // 8 of the 16 bytes
+    expect_error(b.s, "runs past the end");
+  }
+  {
+    Bytes b = header(2, 0).str("a").u32(1).u64(8).u32(0).u64(0).str("b").u32(1).u64(8).u32(0).u64(0);
+    b.s.resize((b.s.size() + 31) / 32 * 32 + 64, '\0');
+    expect_error(b.s, "overlap");
+  }
+  {
+    Bytes b = header(2, 0).str("a").u32(1).u64(8).u32(0).u64(0).str("a").u32(1).u64(8).u32(0).u64(32);
+    b.s.resize((b.s.size() + 31) / 32 * 32 + 64, '\0');
+    expect_error(b.s, "'a' appears twice");
+  }
+}
+
+TEST(GgufMalformed, AWellFormedFileReads) {
+  Bytes b = header(1, 2).str("general.architecture").u32(8).str("llama").str("x").u32(9).u32(6).u64(2);
+  float v[2] = {0.5f, -2};
+  b.raw(v, 8).str("w").u32(2).u64(4).u64(2).u32(0).u64(0);
+  b.s.resize((b.s.size() + 31) / 32 * 32, '\0');
+  float w[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  b.raw(w, sizeof w);
+  testing::TempDir dir;
+  testing::write_file(dir / "m.gguf", b.s);
+  auto f = read_gguf(dir / "m.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->find("general.architecture")->value, "llama");
+  EXPECT_EQ(f->find("x")->value, json({0.5, -2.0}));
+  auto t = gguf_tensor(*f, f->tensors[0]);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->shape, (Dims{2, 4}));
+  EXPECT_EQ(t->f32()[5], 6.0f);
+}
+
+TEST(GgufMalformed, TypesNotRunAreRefusedByName) {
+  Bytes b = header(1, 0).str("blk.0.attn_q.weight").u32(1).u64(256).u32(16).u64(0);  // IQ2_XXS
+  b.s.resize((b.s.size() + 31) / 32 * 32 + 66, '\0');
+  testing::TempDir dir;
+  testing::write_file(dir / "m.gguf", b.s);
+  auto f = read_gguf(dir / "m.gguf");
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  auto t = gguf_tensor(*f, f->tensors[0]);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("'blk.0.attn_q.weight' is IQ2_XXS"), std::string::npos) << t.error().message;
+}
+
+}  // namespace
+}  // namespace arch
