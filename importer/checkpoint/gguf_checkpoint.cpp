@@ -1,5 +1,8 @@
 #include "importer/checkpoint/gguf_checkpoint.h"
 
+#include <cstring>
+
+#include "engine/core/quant.h"
 #include "importer/checkpoint/config.h"
 #include "importer/checkpoint/gguf_tensor.h"
 
@@ -19,6 +22,29 @@ std::vector<int64_t> uninterleave_order(int64_t rows, int64_t heads) {
       order[size_t(h * hd + hd / 2 + i)] = h * hd + 2 * i + 1;
     }
   return order;
+}
+
+// Values less what the converter added (Gemma's norms are stored as 1 + w):
+// in float32, so w comes back to within half an ulp of 1.
+Tensor shifted_back(const Tensor& t, double by) {
+  Tensor f = to_f32(t);  // a copy
+  for (int64_t i = 0; i < f.numel(); ++i) f.f32()[i] = float(double(f.f32()[i]) - by);
+  return f;
+}
+
+// GPT-2's Conv1D weights are [in, out]; llama.cpp's converter stores them
+// [out, in]. Put back in the stored float type; block-quantized rows can
+// only be transposed as float32.
+Tensor transposed(const Tensor& t) {
+  const Tensor src = is_block_quantized(t.dtype) ? to_f32(t) : t;
+  const int64_t rows = src.shape[0], cols = src.shape[1];
+  const size_t size = dtype_size(src.dtype);
+  Tensor out = Tensor::zeros(src.dtype, {cols, rows});
+  const auto* from = static_cast<const uint8_t*>(src.data);
+  auto* to = static_cast<uint8_t*>(out.data);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) std::memcpy(to + size_t(c * rows + r) * size, from + size_t(r * cols + c) * size, size);
+  return out;
 }
 
 std::string architecture_of(const GgufFile& file) {
@@ -46,6 +72,13 @@ Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map)
                      (heads == ckpt.config.end() ? std::string("absent") : heads->dump()) + ") does not split its " +
                      std::to_string(rows) + " rows into heads of an even size");
       t = reorder_rows(t, uninterleave_order(rows, heads->get<int64_t>()));
+    }
+    if (const double by = map.shift(info.name); by != 0) t = shifted_back(t, by);
+    if (map.is_transposed(info.name)) {
+      if (t.shape.size() != 2)
+        return error(where + ": " + map.path + " says it is stored transposed, but it has " +
+                     std::to_string(t.shape.size()) + " dims");
+      t = transposed(t);
     }
     if (!ckpt.tensors.emplace(name, std::move(t)).second)
       return error(where + ": a second tensor maps to '" + name + "' (" + map.path + ")");

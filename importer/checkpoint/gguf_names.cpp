@@ -81,6 +81,18 @@ std::optional<std::string> GgufNameMap::interleaved_heads(const std::string& ggu
   return std::nullopt;
 }
 
+double GgufNameMap::shift(const std::string& gguf_name) const {
+  for (const auto& [pattern, by] : shifted)
+    if (match(pattern, gguf_name)) return by;
+  return 0;
+}
+
+bool GgufNameMap::is_transposed(const std::string& gguf_name) const {
+  for (const std::string& pattern : transposed)
+    if (match(pattern, gguf_name)) return true;
+  return false;
+}
+
 std::string default_gguf_maps_dir() {
   if (const char* env = std::getenv("ARCHETYPE_FAMILIES"); env && *env) return (fs::path(env) / "gguf").string();
   return (fs::path(ARCHETYPE_FAMILIES_DIR) / "gguf").string();
@@ -122,6 +134,20 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   ARCH_TRY(map.rows_interleaved, string_table(t, "rows_interleaved", map.path));
   if (const toml::table* none = t["config"]["none"].as_table())
     for (const auto& [key, value] : *none) map.none[std::string(key.str())] = toml_to_json(value);
+  if (const toml::table* defaults = t["config"]["defaults"].as_table())
+    for (const auto& [key, value] : *defaults) map.defaults[std::string(key.str())] = toml_to_json(value);
+  if (const toml::table* shifted = t["shifted"].as_table())
+    for (const auto& [key, value] : *shifted) {
+      auto by = value.value<double>();
+      if (!by) return error(map.path + ": [shifted] " + std::string(key.str()) + " is not a number");
+      map.shifted.emplace_back(std::string(key.str()), *by);
+    }
+  if (const toml::array* transposed = t["transposed"].as_array())
+    for (const auto& e : *transposed) {
+      auto name = e.value<std::string>();
+      if (!name) return error(map.path + ": transposed holds something other than a tensor name");
+      map.transposed.push_back(*name);
+    }
   return map;
 }
 
@@ -142,14 +168,19 @@ json gguf_config(const GgufNameMap& map, const GgufFile& file) {
   }
   for (const std::string& top : dropped) config.erase(top);
   // What every GGUF says alike, whatever its architecture.
-  if (!config.contains("vocab_size"))
-    if (const GgufValue* tokens = file.find("tokenizer.ggml.tokens"); tokens && tokens->value.is_array())
-      config["vocab_size"] = tokens->value.size();
+  if (!config.contains("vocab_size")) {
+    const GgufValue* tokens = file.find("tokenizer.ggml.tokens");
+    const GgufTensorInfo* embed = file.tensor("token_embd.weight");
+    if (tokens && tokens->value.is_array()) config["vocab_size"] = tokens->value.size();
+    else if (embed && embed->ne.size() == 2) config["vocab_size"] = embed->ne[1];
+  }
   config["tie_word_embeddings"] = file.tensor("output.weight") == nullptr;
   for (const char* id : {"bos", "eos", "pad"})
     if (const GgufValue* v = file.find(std::string("tokenizer.ggml.") + id + "_token_id");
         v && v->value.is_number_unsigned() && v->value.get<uint64_t>() < (1ull << 31))
       config[std::string(id) + "_token_id"] = v->value;
+  for (const auto& [field, value] : map.defaults.items())
+    if (!config.contains(field)) config[field] = value;
   return config;
 }
 

@@ -27,12 +27,19 @@ struct GgufNameMap {
   std::map<std::string, nlohmann::json> none;               // field -> the value that means "absent"
   std::vector<std::pair<std::string, std::string>> tensors;  // GGUF name -> HF name ({i}: a number)
   std::vector<std::pair<std::string, std::string>> rows_interleaved;  // GGUF name -> config field of heads
+  std::vector<std::pair<std::string, double>> shifted;  // GGUF name -> what the converter added to each value
+  std::vector<std::string> transposed;                  // GGUF names stored [in, out] where Hugging Face has [out, in]
+  nlohmann::json defaults = nlohmann::json::object();   // config fields no GGUF key holds (llama.cpp's fixed values)
 
   // The Hugging Face name of a GGUF tensor, or nullopt where no entry names it.
   std::optional<std::string> hf_name(const std::string& gguf_name) const;
   // The config field counting the heads whose rows llama.cpp interleaved in
   // this GGUF tensor, or nullopt where it did not.
   std::optional<std::string> interleaved_heads(const std::string& gguf_name) const;
+  // What llama.cpp's converter added to this tensor's values (Gemma's
+  // norms: 1), or 0.
+  double shift(const std::string& gguf_name) const;
+  bool is_transposed(const std::string& gguf_name) const;
 };
 
 // families/gguf (ARCHETYPE_FAMILIES/gguf where that is set): where the maps are.
@@ -45,7 +52,8 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
 // config.json as the map reads it from the file's metadata: model_type,
 // architectures, every mapped key present, and what any GGUF says alike
 // (bos/eos ids from tokenizer.ggml.*, the vocabulary's size where the
-// architecture key is absent, tied embeddings where output.weight is).
+// architecture key is absent, tied embeddings where output.weight is),
+// then the map's defaults for fields still unset.
 nlohmann::json gguf_config(const GgufNameMap& map, const GgufFile& file);
 
 }  // namespace arch

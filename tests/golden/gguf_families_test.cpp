@@ -1,0 +1,172 @@
+// Each GGUF name map (families/gguf/*.toml) against a transformers golden:
+// the golden's checkpoint written as llama.cpp's converter writes it (the
+// names below are llama.cpp's, typed here from its gguf-py tables, not read
+// from the maps; Q/K rows interleaved for llama, Gemma's norms stored as
+// 1 + w, GPT-2's Conv1D matrices transposed), read back through the map,
+// must give transformers' logits within the golden tolerance.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+#include "importer/checkpoint/safetensors.h"
+#include "tests/golden/golden_case.h"
+#include "tests/gguf_writer.h"
+#include "tests/test_files.h"
+
+namespace arch {
+namespace {
+
+using testing::golden_dir;
+using testing::read_json;
+
+// Hugging Face name (regex, $1 the block) -> llama.cpp's name.
+using Names = std::vector<std::pair<std::string, std::string>>;
+
+const Names kDecoderNames = {
+    {R"(model\.embed_tokens\.weight)", "token_embd.weight"},
+    {R"(model\.norm\.weight)", "output_norm.weight"},
+    {R"(lm_head\.weight)", "output.weight"},
+    {R"(model\.layers\.(\d+)\.input_layernorm\.weight)", "blk.$1.attn_norm.weight"},
+    {R"(model\.layers\.(\d+)\.post_attention_layernorm\.weight)", "blk.$1.ffn_norm.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.q_proj\.(weight|bias))", "blk.$1.attn_q.$2"},
+    {R"(model\.layers\.(\d+)\.self_attn\.k_proj\.(weight|bias))", "blk.$1.attn_k.$2"},
+    {R"(model\.layers\.(\d+)\.self_attn\.v_proj\.(weight|bias))", "blk.$1.attn_v.$2"},
+    {R"(model\.layers\.(\d+)\.self_attn\.o_proj\.weight)", "blk.$1.attn_output.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.q_norm\.weight)", "blk.$1.attn_q_norm.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.k_norm\.weight)", "blk.$1.attn_k_norm.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.qkv_proj\.weight)", "blk.$1.attn_qkv.weight"},
+    {R"(model\.layers\.(\d+)\.mlp\.gate_proj\.weight)", "blk.$1.ffn_gate.weight"},
+    {R"(model\.layers\.(\d+)\.mlp\.up_proj\.weight)", "blk.$1.ffn_up.weight"},
+    {R"(model\.layers\.(\d+)\.mlp\.gate_up_proj\.weight)", "blk.$1.ffn_up.weight"},
+    {R"(model\.layers\.(\d+)\.mlp\.down_proj\.weight)", "blk.$1.ffn_down.weight"},
+};
+
+const Names kGpt2Names = {
+    {R"(transformer\.wte\.weight)", "token_embd.weight"},
+    {R"(transformer\.wpe\.weight)", "position_embd.weight"},
+    {R"(transformer\.ln_f\.(weight|bias))", "output_norm.$1"},
+    {R"(transformer\.h\.(\d+)\.ln_1\.(weight|bias))", "blk.$1.attn_norm.$2"},
+    {R"(transformer\.h\.(\d+)\.ln_2\.(weight|bias))", "blk.$1.ffn_norm.$2"},
+    {R"(transformer\.h\.(\d+)\.attn\.c_attn\.(weight|bias))", "blk.$1.attn_qkv.$2"},
+    {R"(transformer\.h\.(\d+)\.attn\.c_proj\.(weight|bias))", "blk.$1.attn_output.$2"},
+    {R"(transformer\.h\.(\d+)\.mlp\.c_fc\.(weight|bias))", "blk.$1.ffn_up.$2"},
+    {R"(transformer\.h\.(\d+)\.mlp\.c_proj\.(weight|bias))", "blk.$1.ffn_down.$2"},
+};
+
+struct Case {
+  std::string golden, arch;
+  const Names* names;
+};
+
+std::string gguf_name(const Names& names, const std::string& hf) {
+  for (const auto& [pattern, to] : names) {
+    std::smatch m;
+    if (std::regex_match(hf, m, std::regex(pattern))) return m.format(to);
+  }
+  return "";
+}
+
+// The golden's config as llama.cpp's converter writes it (the keys every
+// one of these converters writes; a field the config lacks is left out).
+void write_config(testing::GgufWriter& w, const std::string& arch, const nlohmann::json& c) {
+  auto first = [&](std::initializer_list<const char*> keys) -> const nlohmann::json* {
+    for (const char* k : keys)
+      if (c.contains(k) && !c[k].is_null()) return &c[k];
+    return nullptr;
+  };
+  w.str("general.architecture", arch);
+  auto u32 = [&](const std::string& key, std::initializer_list<const char*> fields) {
+    if (auto* v = first(fields)) w.u32(arch + "." + key, v->get<uint32_t>());
+  };
+  auto f32 = [&](const std::string& key, std::initializer_list<const char*> fields) {
+    if (auto* v = first(fields)) w.f32(arch + "." + key, v->get<float>());
+  };
+  u32("block_count", {"num_hidden_layers", "n_layer"});
+  u32("context_length", {"max_position_embeddings", "n_positions"});
+  u32("embedding_length", {"hidden_size", "n_embd"});
+  u32("feed_forward_length", {"intermediate_size", "n_inner"});
+  if (arch == "gpt2" && !first({"n_inner"})) w.u32("gpt2.feed_forward_length", 4 * c["n_embd"].get<uint32_t>());
+  u32("attention.head_count", {"num_attention_heads", "n_head"});
+  u32("attention.head_count_kv", {"num_key_value_heads"});
+  u32("attention.key_length", {"head_dim"});
+  u32("vocab_size", {"vocab_size"});
+  f32("attention.layer_norm_rms_epsilon", {"rms_norm_eps"});
+  f32("attention.layer_norm_epsilon", {"layer_norm_epsilon", "norm_epsilon"});
+  f32("rope.freq_base", {"rope_theta"});
+}
+
+class GgufFamily : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
+  const Case& k = GetParam();
+  const std::string dir = golden_dir(k.golden);
+  ARCH_REQUIRE_SHARED(dir);
+  const auto config = read_json(dir + "/config.json");
+  auto hf = read_safetensors(dir + "/model.safetensors");
+  ASSERT_TRUE(hf.ok()) << hf.error().message;
+  testing::GgufWriter w;
+  write_config(w, k.arch, config);
+  std::vector<std::vector<float>> keep;
+  for (const auto& [name, t] : hf->tensors) {
+    const std::string to = gguf_name(*k.names, name);
+    ASSERT_FALSE(to.empty()) << name << " has no llama.cpp name here";
+    ASSERT_EQ(t.dtype, DType::F32) << name;
+    std::vector<float> v(t.f32(), t.f32() + t.numel());
+    Dims shape = t.shape;
+    if (k.arch == "llama" && (to.find("attn_q.") != std::string::npos || to.find("attn_k.") != std::string::npos)) {
+      // llama.cpp's rows: each head's halves interleaved.
+      const int64_t heads = to.find("attn_q.") != std::string::npos ? config["num_attention_heads"].get<int64_t>()
+                                                                    : config["num_key_value_heads"].get<int64_t>();
+      const int64_t rows = shape[0], cols = t.numel() / rows, hd = rows / heads;
+      std::vector<float> out(v.size());
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < hd / 2; ++i)
+          for (int64_t c = 0; c < cols; ++c) {
+            out[size_t((h * hd + 2 * i) * cols + c)] = v[size_t((h * hd + i) * cols + c)];
+            out[size_t((h * hd + 2 * i + 1) * cols + c)] = v[size_t((h * hd + hd / 2 + i) * cols + c)];
+          }
+      v = out;
+    }
+    if (k.arch.rfind("gemma", 0) == 0 && name.size() > 11 && name.compare(name.size() - 11, 11, "norm.weight") == 0)
+      for (float& x : v) x += 1;  // Gemma's 1 + w
+    if (k.arch == "gpt2" && shape.size() == 2 && to.find("embd") == std::string::npos) {
+      std::vector<float> out(v.size());  // Conv1D's [in, out] stored [out, in]
+      for (int64_t r = 0; r < shape[0]; ++r)
+        for (int64_t c = 0; c < shape[1]; ++c) out[size_t(c * shape[0] + r)] = v[size_t(r * shape[1] + c)];
+      v = out;
+      std::swap(shape[0], shape[1]);
+    }
+    keep.push_back(std::move(v));
+    w.tensor(to, std::vector<uint64_t>(shape.rbegin(), shape.rend()), keep.back().data());
+  }
+  testing::TempDir tmp;
+  const std::string path = tmp / (k.golden + ".gguf");
+  testing::write_file(path, w.bytes());
+
+  auto model = load_model(path);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  EXPECT_TRUE((*model)->warnings.empty()) << (*model)->warnings.front();
+  auto ids = read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int32_t>>();
+  Session s(**model, int64_t(ids.size()));
+  auto outs = s.step(ids);
+  ASSERT_TRUE(outs.ok()) << outs.error().message;
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  const Tensor& ref = expected->tensors.at("logits");
+  const Tensor& got = outs->at("logits");
+  ASSERT_EQ(got.numel(), ref.numel());
+  auto c = testing::compare_f32(got.f32(), ref.f32(), ref.numel());
+  EXPECT_TRUE(c.ok()) << k.golden << ": logits differ by " << c.max_abs << " (allowed " << c.bound << ")";
+}
+
+INSTANTIATE_TEST_SUITE_P(Maps, GgufFamily,
+                         ::testing::Values(Case{"llama", "llama", &kDecoderNames}, Case{"qwen2", "qwen2", &kDecoderNames},
+                                           Case{"qwen3", "qwen3", &kDecoderNames}, Case{"gemma", "gemma", &kDecoderNames},
+                                           Case{"phi3", "phi3", &kDecoderNames}, Case{"gpt2", "gpt2", &kGpt2Names}),
+                         [](const auto& info) { return info.param.golden; });
+
+}  // namespace
+}  // namespace arch
