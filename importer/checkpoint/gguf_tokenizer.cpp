@@ -158,8 +158,13 @@ Result<ordered> sentencepiece_bpe(const GgufFile& file, const Vocab& v) {
   return tok;
 }
 
+struct PreTokenizer {
+  std::vector<std::string> splits;
+  bool ignore_merges = false;
+};
+
 // tokenizer.ggml.pre's splitting regexes, from pretokenizers.toml.
-Result<std::vector<std::string>> pre_splits(const GgufFile& file, const std::string& maps_dir) {
+Result<PreTokenizer> pre_tokenizer(const GgufFile& file, const std::string& maps_dir) {
   const GgufValue* pre = file.find("tokenizer.ggml.pre");
   const std::string name = pre && pre->value.is_string() ? pre->value.get<std::string>() : "default";
   const std::string path = (std::filesystem::path(maps_dir) / "pretokenizers.toml").string();
@@ -176,9 +181,10 @@ Result<std::vector<std::string>> pre_splits(const GgufFile& file, const std::str
     return error(file.path + ": tokenizer.ggml.pre '" + name + "' names a pre-tokenizer " + path +
                  " does not list (it lists: " + known + ")");
   }
-  std::vector<std::string> out;
+  PreTokenizer out;
   for (const auto& s : *splits)
-    if (auto r = s.value<std::string>()) out.push_back(*r);
+    if (auto r = s.value<std::string>()) out.splits.push_back(*r);
+  out.ignore_merges = t[name]["ignore_merges"].value_or(false);
   return out;
 }
 
@@ -188,9 +194,9 @@ Result<ordered> byte_level_bpe(const GgufFile& file, const Vocab& v, const std::
     return error(file.path + ": a \"gpt2\" tokenizer needs tokenizer.ggml.merges (an array of strings)");
   std::vector<std::string> m;
   for (const json& s : merges->value) m.push_back(s.get<std::string>());
-  ARCH_TRY(auto splits, pre_splits(file, maps_dir));
+  ARCH_TRY(PreTokenizer split, pre_tokenizer(file, maps_dir));
   ordered pre = ordered::array();
-  for (const std::string& r : splits)
+  for (const std::string& r : split.splits)
     pre.push_back({{"type", "Split"}, {"pattern", {{"Regex", r}}}, {"behavior", "Isolated"}, {"invert", false}});
   pre.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}});
   const size_t n = v.tokens.size();
@@ -202,6 +208,7 @@ Result<ordered> byte_level_bpe(const GgufFile& file, const Vocab& v, const std::
                                          bool_key(file, "tokenizer.ggml.add_eos_token").value_or(false));
   tok["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
   tok["model"] = bpe_model(v, std::move(m), std::nullopt, false);
+  tok["model"]["ignore_merges"] = split.ignore_merges;
   return tok;
 }
 
