@@ -119,9 +119,11 @@ std::vector<std::string> merges_from_scores(const Vocab& v) {
 }
 
 ordered bpe_model(const Vocab& v, std::vector<std::string> merges, const std::optional<uint64_t>& unk, bool byte_fallback) {
-  ordered vocab = ordered::object();
-  for (size_t i = 0; i < v.tokens.size(); ++i)
-    if (!vocab.contains(v.tokens[i])) vocab[v.tokens[i]] = i;
+  // A sorted object (an ordered one looks keys up one by one: quadratic
+  // over 150k tokens); the first id of a piece listed twice wins.
+  json vocab = json::object();
+  auto& entries = vocab.get_ref<json::object_t&>();
+  for (size_t i = 0; i < v.tokens.size(); ++i) entries.emplace(v.tokens[i], i);
   return {{"type", "BPE"},
           {"dropout", nullptr},
           {"unk_token", unk ? ordered(v.tokens[*unk]) : ordered(nullptr)},
