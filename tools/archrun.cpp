@@ -3,8 +3,9 @@
 //   archrun generate MODEL (-p TEXT | --ids 1,2,3) -n 16 [--greedy] [--json]
 //   archrun forward MODEL --inputs IN.safetensors --out OUT.safetensors
 //   archrun info MODEL
-// MODEL may be omitted (or be "toy"): the embedded default, a tiny
-// random-weight Llama the tool writes itself, needing no download.
+// MODEL may be omitted: the default, stories260K (a real TinyStories model
+// shipped as families/default/stories260K.gguf); "toy" is a tiny
+// random-weight Llama the tool writes itself.
 #include <cmath>
 #include <cstdio>
 
@@ -32,7 +33,10 @@ const CLI::Validator kFinite(
     "FINITE");
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("model", c.model, "checkpoint directory (config.json + *.safetensors); 'toy' or nothing: the embedded default");
+  c.model = default_model_path();
+  cmd->add_option("model", c.model,
+                  "checkpoint directory (config.json + *.safetensors), GGUF file or canonical model; nothing: the "
+                  "default, stories260K (families/default); 'toy': a random-weight toy written on the fly");
   cmd->add_option("--families", c.families, "directory of family templates and registry.toml");
   cmd->add_option("--template", c.template_path, "run this .arch template instead of dispatching");
   cmd->add_option("--force-family", c.force_family,

@@ -17,6 +17,8 @@ JOBS=${JOBS:-2}
 declare -A WHAT=(
   [arch_template]="the .arch parser, checker and instantiation (text before a NUL: the config)"
   [safetensors_header]="a safetensors header and its checks: offsets, overlaps, dtype x shape = bytes"
+  [gguf]="a GGUF file: header, metadata, tensor infos, each tensor as the kernels read it, the name map, the tokenizer"
+  [torch_pickle]="a torch.save file (zip or legacy) through the restricted unpickler: opcodes, allow-list, strides"
   [config_json]="config.json read and normalised"
   [canonical_model]="a file read as a canonical model (archrun import's layout: metadata, quantized entries)"
   [tokenizer_json]="tokenizer.json loaded, a text encoded and decoded (text before a NUL)"
@@ -26,7 +28,7 @@ declare -A WHAT=(
   [audio_decode]="a sound file read by libsndfile, mixed down and resampled"
   [serve_request]="the server's completion and chat request bodies"
 )
-ORDER=(arch_template safetensors_header config_json canonical_model tokenizer_json tokenizer_model chat_template
+ORDER=(arch_template safetensors_header gguf torch_pickle config_json canonical_model tokenizer_json tokenizer_model chat_template
        image_decode audio_decode serve_request)
 
 if [ "${1:-}" = "--list" ] || [ -z "${1:-}" ]; then
@@ -95,6 +97,14 @@ case "$TARGET" in
       [ -f "$c" ] && { cat "$c"; printf '\0'; cat "$a"; } > "$SEED_DIR/with-config-$n"
     done ;;
   safetensors_header) link $(find "$SHARED/golden" -name '*.safetensors' -size -2097152c | head -40) ;;
+  gguf)
+    # Files of a few kilobytes (a real one is megabytes of tensor data the
+    # fuzzer would only truncate): a vocabulary and a tensor of each type.
+    command -v python3 > /dev/null && { python3 tests/fuzz/small_gguf.py "$SEED_DIR" || true; } ;;
+  torch_pickle)
+    # Small files Python's pickler writes with stand-ins for torch's names
+    # (zip at protocols 2 and 4, legacy); a real one is 600 KB of storages.
+    command -v python3 > /dev/null && { python3 tests/fuzz/small_torch_file.py "$SEED_DIR" || true; } ;;
   canonical_model)
     link $(find "$SHARED/golden" -name '*.safetensors' -size -262144c | head -20)
     if [ -x build/archrun ]; then  # archrun import's own files: metadata and quantized entries
@@ -174,6 +184,8 @@ mkdir -p "$CORPUS" "$CRASHES"
 # megabyte input costs a hundred small ones.
 case "$TARGET" in
   safetensors_header | image_decode | tokenizer_json | tokenizer_model) MAX_LEN=65536 ;;
+  torch_pickle) MAX_LEN=16384 ;;  # the seeds are a kilobyte or so: a state dict's pickle and a few storages
+  gguf) MAX_LEN=16384 ;;  # the seeds are 5 KB: metadata, a vocabulary, seven small tensors
   audio_decode) MAX_LEN=16384 ;;  # a twentieth of a second of 16 kHz sound, any container
   canonical_model) MAX_LEN=262144 ;;  # room for an imported tiny model, whole
   arch_template) MAX_LEN=24576 ;;  # the longest template with its config (vits.arch: 16 KB)

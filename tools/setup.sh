@@ -37,6 +37,6 @@ if command -v npm > /dev/null; then
     echo "!!! npm ci failed: the openai client tests will skip (and fail in CI)"
 fi
 
-echo "== the main job: greedy generation on the embedded default model"
-./build/archrun info toy
-./build/archrun generate toy --ids 1,2,3 -n 16 --greedy
+echo "== the main job: a story from the default model (stories260K, a real TinyStories model, read from its GGUF file)"
+./build/archrun info
+./build/archrun generate -p "Once upon a time" -n 200

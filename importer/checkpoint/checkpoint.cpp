@@ -14,6 +14,7 @@
 #include "engine/core/json_text.h"
 #include "engine/core/mapped_file.h"
 #include "importer/checkpoint/safetensors.h"
+#include "importer/checkpoint/torch_pickle.h"
 
 namespace arch {
 
@@ -45,7 +46,20 @@ Status add_tensors(Checkpoint& ckpt, SafetensorsFile file, std::vector<std::pair
 
 using Aliases = std::vector<std::pair<std::string, std::string>>;
 
+bool is_torch_file(const fs::path& p) {
+  const std::string ext = p.extension().string();
+  return ext == ".bin" || ext == ".pth" || ext == ".pt";
+}
+
+// A weights file: safetensors, or a torch.save pickle (torch_pickle.h).
 Status load_single(Checkpoint& ckpt, const fs::path& file, Aliases& aliases) {
+  if (is_torch_file(file)) {
+    ARCH_TRY(TorchFile f, read_torch_file(file.string()));
+    SafetensorsFile as_read;
+    as_read.path = f.path;
+    as_read.tensors = std::move(f.tensors);
+    return add_tensors(ckpt, std::move(as_read), aliases);
+  }
   ARCH_TRY(SafetensorsFile f, read_safetensors(file.string()));
   return add_tensors(ckpt, std::move(f), aliases);
 }
@@ -112,29 +126,38 @@ Status load_sharded(Checkpoint& ckpt, const fs::path& index_path, Aliases& alias
   return {};
 }
 
-// The directory's *.safetensors files, sorted so that messages are stable.
-std::vector<fs::path> safetensors_files(const fs::path& dir) {
+// The directory's weight files of one kind (*.safetensors, or torch's
+// *.bin / *.pth / *.pt), sorted so that messages are stable.
+std::vector<fs::path> weight_files(const fs::path& dir, bool torch) {
   std::vector<fs::path> found;
   std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".safetensors" && is_file(it->path())) found.push_back(it->path());
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const bool kind = torch ? is_torch_file(it->path()) : it->path().extension() == ".safetensors";
+    if (kind && is_file(it->path())) found.push_back(it->path());
+  }
   std::sort(found.begin(), found.end());
   return found;
 }
 
+// The names transformers and diffusers save under, safetensors first (a
+// repository holding both formats holds the same weights twice); then the
+// directory's only .safetensors file, or else its only .bin / .pth / .pt.
 Status load_weights(Checkpoint& ckpt, const fs::path& dir, Aliases& aliases) {
-  for (const char* stem : {"model", "diffusion_pytorch_model"}) {
-    fs::path single = dir / (std::string(stem) + ".safetensors");
-    fs::path index = dir / (std::string(stem) + ".safetensors.index.json");
+  for (const char* name : {"model.safetensors", "diffusion_pytorch_model.safetensors", "pytorch_model.bin",
+                           "diffusion_pytorch_model.bin"}) {
+    fs::path single = dir / name;
+    fs::path index = dir / (std::string(name) + ".index.json");
     if (is_file(single)) return load_single(ckpt, single, aliases);
     if (is_file(index)) return load_sharded(ckpt, index, aliases);
   }
-  std::vector<fs::path> candidates = safetensors_files(dir);
+  std::vector<fs::path> candidates = weight_files(dir, false);
+  if (candidates.empty()) candidates = weight_files(dir, true);
   if (candidates.size() == 1) return load_single(ckpt, candidates[0], aliases);
   std::string msg = "no weights found in " + ckpt.dir +
-                    " (expected model.safetensors or model.safetensors.index.json)";
+                    " (expected model.safetensors, model.safetensors.index.json, pytorch_model.bin or "
+                    "pytorch_model.bin.index.json)";
   if (!candidates.empty()) {
-    msg += "; it holds " + std::to_string(candidates.size()) + " other .safetensors files (";
+    msg += "; it holds " + std::to_string(candidates.size()) + " other weight files (";
     for (size_t i = 0; i < candidates.size(); ++i) msg += (i ? ", " : "") + candidates[i].filename().string();
     msg += ") and nothing says which are the weights";
   }

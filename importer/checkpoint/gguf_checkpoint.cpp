@@ -1,6 +1,7 @@
 #include "importer/checkpoint/gguf_checkpoint.h"
 
 #include <cstring>
+#include <map>
 
 #include "engine/core/quant.h"
 #include "importer/checkpoint/config.h"
@@ -85,6 +86,29 @@ Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map)
     ckpt.tensor_file.emplace(name, where);
   }
   return ckpt;
+}
+
+Result<nlohmann::json> gguf_summary(const std::string& path, const std::string& maps_dir) {
+  ARCH_TRY(GgufFile file, read_gguf(path));
+  auto map = load_gguf_name_map(maps_dir, architecture_of(file));
+  if (!map) return error(path + ": " + map.error().message);
+  nlohmann::json j = {{"version", file.version}, {"architecture", architecture_of(file)}, {"name_map", map->path},
+                      {"metadata_keys", file.metadata.size()}};
+  if (const GgufValue* name = file.find("general.name"); name && name->value.is_string()) j["name"] = name->value;
+  std::map<std::string, int> types;
+  for (const GgufTensorInfo& info : file.tensors) {
+    nlohmann::json t = {{"gguf", info.name}, {"name", map->hf_name(info.name).value_or(info.name)},
+                        {"type", ggml_type_name(info.type)}};
+    if (!map->hf_name(info.name)) t["unmapped"] = true;
+    if (map->interleaved_heads(info.name)) t["rows"] = "un-interleaved";
+    if (map->shift(info.name) != 0) t["values"] = "shifted back by " + std::to_string(map->shift(info.name));
+    if (map->is_transposed(info.name)) t["transposed"] = true;
+    if (info.type == 8 || info.type == 2) t["repacked"] = true;
+    j["tensors"].push_back(t);
+    ++types[ggml_type_name(info.type)];
+  }
+  j["types"] = types;
+  return j;
 }
 
 Result<Checkpoint> load_gguf_checkpoint(const std::string& path, const std::string& maps_dir) {

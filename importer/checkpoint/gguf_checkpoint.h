@@ -17,6 +17,11 @@ namespace arch {
 
 Result<Checkpoint> load_gguf_checkpoint(const std::string& path, const std::string& maps_dir);
 
+// What `archrun info` shows of a GGUF file: its version, architecture,
+// the map read, and per tensor its GGUF name, the name it is read as, its
+// ggml type and what was done to it at load.
+Result<nlohmann::json> gguf_summary(const std::string& path, const std::string& maps_dir);
+
 // The same from a file already read and its map.
 Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map);
 

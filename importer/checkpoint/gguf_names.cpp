@@ -134,6 +134,9 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   ARCH_TRY(map.rows_interleaved, string_table(t, "rows_interleaved", map.path));
   if (const toml::table* none = t["config"]["none"].as_table())
     for (const auto& [key, value] : *none) map.none[std::string(key.str())] = toml_to_json(value);
+  if (const toml::table* same = t["config"]["same_as"].as_table())
+    for (const auto& [key, value] : *same)
+      if (auto other = value.value<std::string>()) map.same_as.emplace_back(std::string(key.str()), *other);
   if (const toml::table* defaults = t["config"]["defaults"].as_table())
     for (const auto& [key, value] : *defaults) map.defaults[std::string(key.str())] = toml_to_json(value);
   if (const toml::table* shifted = t["shifted"].as_table())
@@ -181,6 +184,8 @@ json gguf_config(const GgufNameMap& map, const GgufFile& file) {
       config[std::string(id) + "_token_id"] = v->value;
   for (const auto& [field, value] : map.defaults.items())
     if (!config.contains(field)) config[field] = value;
+  for (const auto& [field, other] : map.same_as)
+    if (!config.contains(field) && config.contains(other)) config[field] = config[other];
   return config;
 }
 

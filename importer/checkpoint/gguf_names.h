@@ -30,6 +30,7 @@ struct GgufNameMap {
   std::vector<std::pair<std::string, double>> shifted;  // GGUF name -> what the converter added to each value
   std::vector<std::string> transposed;                  // GGUF names stored [in, out] where Hugging Face has [out, in]
   nlohmann::json defaults = nlohmann::json::object();   // config fields no GGUF key holds (llama.cpp's fixed values)
+  std::vector<std::pair<std::string, std::string>> same_as;  // field -> the field it equals where the file is silent
 
   // The Hugging Face name of a GGUF tensor, or nullopt where no entry names it.
   std::optional<std::string> hf_name(const std::string& gguf_name) const;

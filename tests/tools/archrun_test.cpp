@@ -152,10 +152,22 @@ TEST(Archrun, InfoSaysWhichFamilyAndWhy) {
   EXPECT_EQ(j["unused_tensors"].size(), 0u);
 }
 
-TEST(Archrun, EmbeddedDefaultRunsWithoutAnyDownload) {
-  auto r = run_tool(testing::archrun() + " generate --ids 1,2,3 -n 5 --json");
+// No model named: stories260K, shipped as families/default/stories260K.gguf,
+// tells run.c's story; the random toy is still there by name.
+TEST(Archrun, DefaultModelTellsAStoryWithoutAnyDownload) {
+  auto r = run_tool(testing::archrun() + " generate -p \"Once upon a time\" -n 20 --greedy --json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  auto tokens = nlohmann::json::parse(r.out)["tokens"].get<std::vector<int32_t>>();
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  EXPECT_EQ(j["text"].get<std::string>().rfind(", there was a little girl named Lily. She loved to play", 0), 0u) << j["text"];
+  auto info = run_tool(testing::archrun() + " info --json");
+  ASSERT_EQ(info.exit_code, 0) << info.out;
+  auto ij = nlohmann::json::parse(info.out);
+  EXPECT_NE(ij["model"].get<std::string>().find("families/default/stories260K.gguf"), std::string::npos);
+  EXPECT_EQ(ij["gguf"]["architecture"], "llama");
+
+  auto toy = run_tool(testing::archrun() + " generate toy --ids 1,2,3 -n 5 --json");
+  ASSERT_EQ(toy.exit_code, 0) << toy.out;
+  auto tokens = nlohmann::json::parse(toy.out)["tokens"].get<std::vector<int32_t>>();
   ASSERT_EQ(tokens.size(), 5u);
   // Deterministic: the same command gives the same tokens.
   auto again = run_tool(testing::archrun() + " generate toy --ids 1,2,3 -n 5 --json");

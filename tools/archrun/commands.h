@@ -23,7 +23,7 @@
 namespace arch::cli {
 
 struct Common {
-  std::string model = "toy";
+  std::string model = "toy";  // add_common makes the default default_model_path()
   std::string path = "cpu";  // --path: cpu (fast kernels) or reference (the plain ones, the truth)
   bool check = false;        // --check: every fast step against its op's reference kernel
   int threads = 0;           // --threads: 0 = one per core
@@ -131,7 +131,11 @@ struct ImagineArgs {
   uint64_t seed = 0;
 };
 
-// MODEL: a checkpoint directory, or "toy" for the embedded default.
+// families/default/stories260K.gguf (ARCHETYPE_FAMILIES/default/... where
+// that is set): the model archrun runs when none is named.
+std::string default_model_path();
+// MODEL: a checkpoint directory, a GGUF or canonical file, or "toy" for a
+// random-weight toy written on the fly.
 Result<std::shared_ptr<Model>> open_model(const Common& c,
                                           GraphRewrite rewrite = nullptr);
 // A pipeline folder's components (--path, --strict as `c` asks), their

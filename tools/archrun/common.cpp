@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/core/finite.h"
+#include "engine/runtime/dispatch.h"
 #include "engine/runtime/model_text.h"
 #include "engine/runtime/thread_governor.h"
 #include "importer/checkpoint/safetensors.h"
@@ -93,6 +94,8 @@ int guarded(const std::function<int()>& command) {
   }
 }
 
+std::string default_model_path() { return (fs::path(families_dir()) / "default" / "stories260K.gguf").string(); }
+
 Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite) {
   LoadOptions opt;
   opt.rewrite = std::move(rewrite);
@@ -122,7 +125,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
   auto m = load_model(dir.string(), opt);
   std::error_code ec;
   fs::remove_all(dir, ec);
-  if (m.ok()) (*m)->checkpoint.dir = "toy (the embedded default, seed 0)";
+  if (m.ok()) (*m)->checkpoint.dir = "toy (a random-weight toy, seed 0)";
   return m;
 }
 
@@ -193,7 +196,7 @@ int fail(const Error& e) {
 
 // The checkpoint's tokenizer (MODEL may hold only tokenizer files).
 Result<std::shared_ptr<const Tokenizer>> open_tokenizer(const std::string& model) {
-  if (model == "toy") return error("the embedded default model has no tokenizer: give token ids with --ids");
+  if (model == "toy") return error("the random-weight toy has no tokenizer: give token ids with --ids");
   return load_model_tokenizer(model);
 }
 

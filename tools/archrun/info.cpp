@@ -4,7 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <optional>
+
+#include "engine/runtime/dispatch.h"
 #include "engine/runtime/forward.h"
+#include "importer/checkpoint/gguf_checkpoint.h"
+#include "importer/checkpoint/gguf_side_files.h"
 #include "engine/runtime/pipeline.h"
 #include "engine/runtime/kv_footprint.h"
 #include "tools/archrun/commands.h"
@@ -104,12 +110,33 @@ int run_info(const Common& c, bool as_json) {
     gj["state_bytes"] = state_bytes_per_sequence(mg->program);
     j["graphs"].push_back(gj);
   }
+  std::optional<nlohmann::json> gguf;
+  if (is_gguf_path(model.checkpoint.dir)) {
+    auto g = gguf_summary(model.checkpoint.dir, (std::filesystem::path(families_dir(c.families)) / "gguf").string());
+    if (!g.ok()) return fail(g.error());
+    gguf = *g;
+    j["gguf"] = *gguf;
+  }
   if (as_json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("model:    %s\nfamily:   %s\ntemplate: %s\nwhy:      %s\n", model.checkpoint.dir.c_str(),
               model.family.c_str(), model.template_path.c_str(), model.reason.c_str());
+  if (gguf) {
+    std::string types;
+    for (const auto& [t, n] : (*gguf)["types"].items()) types += (types.empty() ? "" : ", ") + std::to_string(n.template get<int>()) + " " + t;
+    int unmapped = 0, changed = 0;
+    for (const auto& t : (*gguf)["tensors"]) {
+      unmapped += t.contains("unmapped");
+      changed += t.contains("rows") || t.contains("values") || t.contains("transposed");
+    }
+    std::printf("format:   GGUF v%d, architecture '%s' read through %s\n", (*gguf)["version"].get<int>(),
+                (*gguf)["architecture"].get<std::string>().c_str(), (*gguf)["name_map"].get<std::string>().c_str());
+    std::printf("          tensors: %s; %zu renamed, %d changed back at load (rows, values, transposes), %d unmapped "
+                "(--json lists each)\n",
+                types.c_str(), (*gguf)["tensors"].size() - size_t(unmapped), changed, unmapped);
+  }
   std::printf("config:\n");
   for (auto& [n, v] : model.instance.config) std::printf("  %-26s %s\n", n.c_str(), v.to_json().dump().c_str());
   std::printf("flags:\n");

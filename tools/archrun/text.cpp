@@ -72,11 +72,32 @@ int run_template(const std::string& model, const std::string& messages_path, boo
 
 // Turns come from standard input, one line each (a pipe or a terminal); each
 // reply streams to standard output as it is generated.
+namespace {
+
+// A conversation as one text, for a model without a chat template: every
+// message's content in turn, each user line on a line of its own.
+std::string plain_text(const nlohmann::ordered_json& messages) {
+  std::string text;
+  for (const auto& m : messages) {
+    if (m["role"] != "assistant" && !text.empty()) text += "\n";
+    text += m["content"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
 int run_chat(const ChatArgs& a) {
   auto tok = open_tokenizer(a.common.model);
   if (!tok.ok()) return fail(tok.error());
   auto info = load_model_chat_template(a.common.model);
-  if (!info.ok()) return fail(info.error());
+  // A base model without a chat template (the default, stories260K) still
+  // talks: each line continues the text, as a completion would.
+  const bool plain = !info.ok() && info.error().message.find(": no chat template") != std::string::npos;
+  if (!info.ok() && !plain) return fail(info.error());
+  if (plain)
+    std::fprintf(stderr, "archrun: %s has no chat template: each line you type continues the text (a base model)\n",
+                 a.common.model.c_str());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
@@ -95,7 +116,7 @@ int run_chat(const ChatArgs& a) {
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
     messages.push_back({{"role", "user"}, {"content", line}});
-    auto rendered = info->chat_template.render(info->context(messages, true));
+    Result<std::string> rendered = plain ? plain_text(messages) : info->chat_template.render(info->context(messages, true));
     if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message));
     GenerateOptions opt;
     opt.max_new_tokens = a.n;
@@ -109,7 +130,7 @@ int run_chat(const ChatArgs& a) {
       std::fputs(stream.push(t).c_str(), stdout);
       std::fflush(stdout);
     };
-    const std::vector<int32_t> ids = (*tok)->encode(*rendered, false);
+    const std::vector<int32_t> ids = (*tok)->encode(*rendered, plain);  // plain text: BOS as for a prompt
     size_t same = 0;
     while (same < held.size() && same < ids.size() && held[same] == ids[same]) ++same;
     if (same == ids.size() && same > 0) --same;  // the last prompt token is run again for its logits

@@ -165,7 +165,8 @@ TEST(Checkpoint, NoWeightsIsAClearError) {
   auto c = load_checkpoint(dir.path());
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().message, "no weights found in " + dir.path() +
-                                   " (expected model.safetensors or model.safetensors.index.json)");
+                                   " (expected model.safetensors, model.safetensors.index.json, pytorch_model.bin "
+                                   "or pytorch_model.bin.index.json)");
 }
 
 TEST(Checkpoint, SeveralUnnamedSafetensorsFilesAreNotGuessed) {
