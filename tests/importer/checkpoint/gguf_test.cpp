@@ -182,3 +182,49 @@ TEST(GgufMalformed, TypesNotRunAreRefusedByName) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// llama-quantize's fallbacks for rows that do not split into 256 (Q5_0,
+// Q5_1, IQ4_NL; and Q4_1): one hand-made block each, read back as the
+// format defines its values (checked against gguf-py's dequantization on
+// llama-quantize's own files: bit for bit).
+TEST(GgufFallbackTypes, OneBlockOfEachReadsAsItsFormulas) {
+  struct Type {
+    uint32_t id;
+    size_t bytes;
+  };
+  const uint16_t d = 0x3C00 /* 1.0 */, m = 0xC000 /* -2.0 */;
+  for (Type type : {Type{6, 22}, Type{7, 24}, Type{3, 20}, Type{20, 18}}) {
+    SCOPED_TRACE(ggml_type_name(type.id));
+    std::string block(type.bytes, '\0');
+    std::memcpy(block.data(), &d, 2);
+    const bool with_min = type.id == 3 || type.id == 7, five = type.id == 6 || type.id == 7;
+    if (with_min) std::memcpy(block.data() + 2, &m, 2);
+    const size_t high_at = with_min ? 4 : 2, nibbles_at = (with_min ? 4 : 2) + (five ? 4 : 0);
+    const uint32_t high = 0xA5A5F00F;
+    if (five) std::memcpy(block.data() + high_at, &high, 4);
+    for (int i = 0; i < 16; ++i) block[nibbles_at + i] = char((i * 7 % 16) | ((15 - i) << 4));
+    Bytes b = header(1, 0).str("w").u32(1).u64(32).u32(type.id).u64(0);
+    b.s.resize((b.s.size() + 31) / 32 * 32, '\0');
+    b.s += block;
+    testing::TempDir dir;
+    testing::write_file(dir / "m.gguf", b.s);
+    auto f = read_gguf(dir / "m.gguf");
+    ASSERT_TRUE(f.ok()) << f.error().message;
+    auto t = gguf_tensor(*f, f->tensors[0]);
+    ASSERT_TRUE(t.ok()) << t.error().message;
+    Tensor x = to_f32(*t);
+    const int8_t iq4nl[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    for (int i = 0; i < 32; ++i) {
+      int q = i < 16 ? (i * 7 % 16) : (15 - (i - 16));
+      if (five) q |= int(high >> i & 1) << 4;
+      const float want = type.id == 20 ? float(iq4nl[q]) : with_min ? float(q) - 2.0f : float(q - (five ? 16 : 8));
+      EXPECT_EQ(x.f32()[i], want) << "value " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace arch
