@@ -60,6 +60,8 @@ if ! grep -qx "CMAKE_CXX_FLAGS:STRING=$FLAGS" build-fuzz/CMakeCache.txt 2> /dev/
    ! grep -qx "ARCHETYPE_FUZZ:BOOL=ON" build-fuzz/CMakeCache.txt; then
   cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Fuzz -DCMAKE_CXX_COMPILER=clang++ -DARCHETYPE_FUZZ=ON \
     -DCMAKE_CXX_FLAGS="$FLAGS" > /dev/null
+else
+  cmake -S . -B build-fuzz > /dev/null  # a target added since the last configure
 fi
 set +e
 nice -n 10 cmake --build build-fuzz -j"$JOBS" --target "fuzz_$TARGET" | grep -Ev '^\[ *[0-9]+%\] (Building|Built|Linking)'
