@@ -84,12 +84,11 @@ Result<ImportReport> import_checkpoint(const std::string& dir, const std::string
   static const char* kTypeNames[] = {"stored", "f32", "bf16", "q8", "q4"};
   meta["archetype.dtype"] = kTypeNames[int(type)];
   meta["file:config.json"] = ckpt.config.dump();
+  // A directory's own files, or what a GGUF's metadata stands for.
   for (const char* side : kSideFiles) {
     if (std::string(side) == "config.json") continue;
-    fs::path p = fs::path(dir) / side;
-    if (fs::exists(p)) {
-      ARCH_TRY(meta[std::string("file:") + side], read_file_text(p));
-    }
+    ARCH_TRY(auto text, read_side_file(dir, side));
+    if (text) meta[std::string("file:") + side] = std::move(*text);
   }
   ImportReport report;
   nlohmann::json quantized = nlohmann::json::object();
