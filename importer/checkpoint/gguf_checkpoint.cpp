@@ -1,5 +1,6 @@
 #include "importer/checkpoint/gguf_checkpoint.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -48,6 +49,11 @@ Tensor transposed(const Tensor& t) {
   return out;
 }
 
+std::string fill_expert(std::string name, int64_t e) {
+  const size_t at = name.find("{e}");
+  return name.replace(at, 3, std::to_string(e));
+}
+
 std::string architecture_of(const GgufFile& file) {
   const GgufValue* a = file.find("general.architecture");
   return a && a->value.is_string() ? a->value.get<std::string>() : "";
@@ -81,9 +87,28 @@ Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map)
                      std::to_string(t.shape.size()) + " dims");
       t = transposed(t);
     }
-    if (!ckpt.tensors.emplace(name, std::move(t)).second)
-      return error(where + ": a second tensor maps to '" + name + "' (" + map.path + ")");
-    ckpt.tensor_file.emplace(name, where);
+    // llama.cpp stacks a layer's experts into one [experts, out, in] tensor;
+    // the template reads each expert's matrix: views of its rows.
+    std::vector<std::pair<std::string, Tensor>> parts;
+    if (name.find("{e}") != std::string::npos) {
+      if (t.shape.size() != 3)
+        return error(where + ": " + map.path + " reads it as one matrix per expert, but it has " +
+                     std::to_string(t.shape.size()) + " dims, not [experts, out, in]");
+      const size_t bytes = t.nbytes() / size_t(std::max<int64_t>(t.shape[0], 1));
+      for (int64_t e = 0; e < t.shape[0]; ++e) {
+        Tensor expert = Tensor::view(t.dtype, {t.shape[1], t.shape[2]}, static_cast<uint8_t*>(t.data) + size_t(e) * bytes,
+                                     t.owner);
+        expert.mapped = t.mapped;
+        parts.emplace_back(fill_expert(name, e), std::move(expert));
+      }
+    } else {
+      parts.emplace_back(name, std::move(t));
+    }
+    for (auto& [part, tensor] : parts) {
+      if (!ckpt.tensors.emplace(part, std::move(tensor)).second)
+        return error(where + ": a second tensor maps to '" + part + "' (" + map.path + ")");
+      ckpt.tensor_file.emplace(part, where);
+    }
   }
   return ckpt;
 }

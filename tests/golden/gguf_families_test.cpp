@@ -42,6 +42,9 @@ const Names kDecoderNames = {
     {R"(model\.layers\.(\d+)\.mlp\.up_proj\.weight)", "blk.$1.ffn_up.weight"},
     {R"(model\.layers\.(\d+)\.mlp\.gate_up_proj\.weight)", "blk.$1.ffn_up.weight"},
     {R"(model\.layers\.(\d+)\.mlp\.down_proj\.weight)", "blk.$1.ffn_down.weight"},
+    {R"(model\.layers\.(\d+)\.mlp\.gate\.weight)", "blk.$1.ffn_gate_inp.weight"},
+    // each expert's matrix, stacked by the writer below into one per layer
+    {R"(model\.layers\.(\d+)\.mlp\.experts\.\d+\.(gate|up|down)_proj\.weight)", "blk.$1.ffn_$2_exps.weight"},
 };
 
 const Names kGpt2Names = {
@@ -93,6 +96,9 @@ void write_config(testing::GgufWriter& w, const std::string& arch, const nlohman
   u32("attention.head_count_kv", {"num_key_value_heads"});
   u32("attention.key_length", {"head_dim"});
   u32("vocab_size", {"vocab_size"});
+  u32("expert_count", {"num_experts"});
+  u32("expert_used_count", {"num_experts_per_tok"});
+  u32("expert_feed_forward_length", {"moe_intermediate_size"});
   f32("attention.layer_norm_rms_epsilon", {"rms_norm_eps"});
   f32("attention.layer_norm_epsilon", {"layer_norm_epsilon", "norm_epsilon"});
   f32("rope.freq_base", {"rope_theta"});
@@ -110,7 +116,18 @@ TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
   testing::GgufWriter w;
   write_config(w, k.arch, config);
   std::vector<std::vector<float>> keep;
+  std::map<std::string, std::vector<const Tensor*>> experts;  // llama.cpp's stacked name -> each expert's matrix
   for (const auto& [name, t] : hf->tensors) {
+    if (name.find(".experts.") != std::string::npos) {
+      const std::string to = gguf_name(*k.names, name);
+      ASSERT_FALSE(to.empty()) << name;
+      const size_t at = name.find(".experts.") + 9;
+      const size_t e = std::stoul(name.substr(at));
+      auto& list = experts[to];
+      if (list.size() <= e) list.resize(e + 1);
+      list[e] = &t;
+      continue;
+    }
     const std::string to = gguf_name(*k.names, name);
     ASSERT_FALSE(to.empty()) << name << " has no llama.cpp name here";
     ASSERT_EQ(t.dtype, DType::F32) << name;
@@ -142,6 +159,12 @@ TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
     keep.push_back(std::move(v));
     w.tensor(to, std::vector<uint64_t>(shape.rbegin(), shape.rend()), keep.back().data());
   }
+  for (const auto& [to, list] : experts) {
+    std::vector<float> stacked;
+    for (const Tensor* t : list) stacked.insert(stacked.end(), t->f32(), t->f32() + t->numel());
+    keep.push_back(std::move(stacked));
+    w.tensor(to, {uint64_t(list[0]->shape[1]), uint64_t(list[0]->shape[0]), list.size()}, keep.back().data());
+  }
   testing::TempDir tmp;
   const std::string path = tmp / (k.golden + ".gguf");
   testing::write_file(path, w.bytes());
@@ -165,7 +188,8 @@ TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
 INSTANTIATE_TEST_SUITE_P(Maps, GgufFamily,
                          ::testing::Values(Case{"llama", "llama", &kDecoderNames}, Case{"qwen2", "qwen2", &kDecoderNames},
                                            Case{"qwen3", "qwen3", &kDecoderNames}, Case{"gemma", "gemma", &kDecoderNames},
-                                           Case{"phi3", "phi3", &kDecoderNames}, Case{"gpt2", "gpt2", &kGpt2Names}),
+                                           Case{"phi3", "phi3", &kDecoderNames}, Case{"gpt2", "gpt2", &kGpt2Names},
+                                           Case{"qwen3_moe", "qwen3moe", &kDecoderNames}),
                          [](const auto& info) { return info.param.golden; });
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write a GGUF file from a Hugging Face llama or qwen2 checkpoint, for timing
+"""Write a GGUF file from a Hugging Face llama, qwen2 or qwen3 checkpoint, for timing
 llama.cpp beside archrun on the same weights (docs/performance.md).
 
 Only what a side-by-side benchmark needs: BF16 or F32 matrices as stored
@@ -47,7 +47,8 @@ def gguf_name(hf):
     table = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
              "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
              "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
-             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+             "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
     module, kind = rest.rsplit(".", 1)
     return f"blk.{layer}.{table[module]}.{kind}" if module in table else None
 
@@ -142,9 +143,9 @@ def main():
     src, out_path = sys.argv[1], sys.argv[2]
     tokenizer = sys.argv[3] if len(sys.argv) == 4 else None
     cfg = json.load(open(os.path.join(src, "config.json")))
-    arch = {"qwen2": "qwen2", "llama": "llama"}.get(cfg["model_type"])
+    arch = {"qwen2": "qwen2", "qwen3": "qwen3", "llama": "llama"}.get(cfg["model_type"])
     if arch is None:
-        sys.exit(f"to_gguf: model_type {cfg['model_type']!r} is not llama or qwen2")
+        sys.exit(f"to_gguf: model_type {cfg['model_type']!r} is not llama, qwen2 or qwen3")
     files = sorted(f for f in os.listdir(src) if f.endswith(".safetensors"))
     heads, kv_heads = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     head_dim = cfg.get("head_dim", cfg["hidden_size"] // heads)
