@@ -67,6 +67,58 @@ void set_field(json& config, const std::string& field, json value) {
   (*at)[field.substr(begin)] = std::move(value);
 }
 
+// A `values` table's entry for the file's values of f's keys: exactly, or
+// with present values read as "*" (fewest first).
+std::optional<json> lookup(const GgufConfigField& f, const GgufFile& file, const std::string& arch) {
+  std::vector<std::string> got;
+  for (const std::string& key : f.keys) {
+    const GgufValue* v = file.find(fill(key, "{arch}", arch));
+    got.push_back(!v ? "" : v->value.is_string() ? v->value.get<std::string>() : v->value.dump());
+  }
+  const size_t n = got.size();
+  std::vector<unsigned> masks;
+  for (unsigned m = 0; m < (1u << n); ++m) masks.push_back(m);
+  std::stable_sort(masks.begin(), masks.end(), [](unsigned a, unsigned b) { return __builtin_popcount(a) < __builtin_popcount(b); });
+  for (unsigned m : masks) {
+    std::string joined;
+    bool usable = true;
+    for (size_t i = 0; i < n; ++i) {
+      const bool wild = m >> i & 1;
+      if (wild && got[i].empty()) usable = false;
+      joined += (i ? "," : "") + (wild ? std::string("*") : got[i]);
+    }
+    if (!usable) continue;
+    if (auto it = f.values.find(joined); it != f.values.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+// config["a"]["b"] for "a.b", or null where it is not there.
+const json* field_at(const json& config, const std::string& field) {
+  const json* at = &config;
+  size_t begin = 0;
+  for (size_t dot;; begin = dot + 1) {
+    dot = field.find('.', begin);
+    auto it = at->find(field.substr(begin, dot == std::string::npos ? std::string::npos : dot - begin));
+    if (it == at->end()) return nullptr;
+    at = &*it;
+    if (dot == std::string::npos) return at;
+    if (!at->is_object()) return nullptr;
+  }
+}
+
+// Sets "a.b" where it is unset, and (for a nested field) where its object
+// is there: a default of rope_scaling's applies only to a file that scales.
+void set_if_unset(json& config, const std::string& field, const json& value) {
+  if (field_at(config, field)) return;
+  const size_t dot = field.rfind('.');
+  if (dot != std::string::npos) {
+    const json* parent = field_at(config, field.substr(0, dot));
+    if (!parent || !parent->is_object()) return;
+  }
+  set_field(config, field, value);
+}
+
 }  // namespace
 
 std::optional<std::string> GgufNameMap::hf_name(const std::string& gguf_name) const {
@@ -129,7 +181,38 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   if (const toml::array* a = t["architectures"].as_array())
     for (const auto& e : *a)
       if (auto s = e.value<std::string>()) map.architectures.push_back(*s);
-  ARCH_TRY(map.config, string_table(t, "config", map.path));
+  if (const toml::table* config = t["config"].as_table())
+    for (const auto& [key, value] : *config) {
+      if (value.is_table() && (std::string(key.str()) == "none" || std::string(key.str()) == "defaults" ||
+                               std::string(key.str()) == "same_as"))
+        continue;
+      GgufConfigField f;
+      f.field = std::string(key.str());
+      if (auto k = value.value<std::string>()) {
+        f.keys = {*k};
+      } else if (const toml::table* d = value.as_table()) {
+        if (auto k = (*d)["key"].value<std::string>()) f.keys = {*k};
+        if (const toml::array* ks = (*d)["key"].as_array())
+          for (const auto& k : *ks)
+            if (auto s = k.value<std::string>()) f.keys.push_back(*s);
+        f.minus = (*d)["minus"].value_or(std::string());
+        f.times = (*d)["times"].value_or(1.0);
+        if (const toml::table* values = (*d)["values"].as_table())
+          for (const auto& [n, v] : *values) f.values[std::string(n.str())] = toml_to_json(v);
+      }
+      if (f.keys.empty()) return error(map.path + ": [config] " + f.field + " names no metadata key");
+      map.config.push_back(std::move(f));
+    }
+  if (const toml::table* joined = t["joined"].as_table())
+    for (const auto& [name, value] : *joined) {
+      const toml::table* j = value.as_table();
+      const toml::array* parts = j ? (*j)["parts"].as_array() : nullptr;
+      if (!parts) return error(map.path + ": [joined] " + std::string(name.str()) + " needs heads and parts");
+      GgufNameMap::Joined entry{std::string(name.str()), (*j)["heads"].value_or(std::string()), {}};
+      for (const auto& p : *parts)
+        if (auto s = p.value<std::string>()) entry.parts.push_back(*s);
+      map.joined.push_back(std::move(entry));
+    }
   ARCH_TRY(map.tensors, string_table(t, "tensors", map.path));
   ARCH_TRY(map.rows_interleaved, string_table(t, "rows_interleaved", map.path));
   if (const toml::table* none = t["config"]["none"].as_table())
@@ -159,15 +242,29 @@ json gguf_config(const GgufNameMap& map, const GgufFile& file) {
   config["model_type"] = map.model_type;
   if (!map.architectures.empty()) config["architectures"] = map.architectures;
   std::set<std::string> dropped;  // nested objects a "none" value removes
-  for (const auto& [field, key] : map.config) {
-    const GgufValue* v = file.find(fill(key, "{arch}", map.architecture));
-    if (!v) continue;
-    auto none = map.none.find(field);
-    if (none != map.none.end() && v->value == none->second) {
-      dropped.insert(field.substr(0, field.find('.')));
+  for (const GgufConfigField& f : map.config) {
+    json value;
+    if (!f.values.empty()) {
+      auto found = lookup(f, file, map.architecture);
+      if (!found) continue;  // values the map does not know: the template's default
+      value = *found;
+    } else {
+      const GgufValue* v = file.find(fill(f.keys[0], "{arch}", map.architecture));
+      if (!v) continue;
+      value = v->value;
+    }
+    if (!f.minus.empty()) {
+      const GgufValue* less = file.find(fill(f.minus, "{arch}", map.architecture));
+      if (!less || !value.is_number_integer() || !less->value.is_number_integer()) continue;
+      value = value.get<int64_t>() - less->value.get<int64_t>();
+    }
+    if (f.times != 1 && value.is_number()) value = value.get<double>() * f.times;
+    auto none = map.none.find(f.field);
+    if (none != map.none.end() && value == none->second) {
+      dropped.insert(f.field.substr(0, f.field.find('.')));
       continue;
     }
-    set_field(config, field, v->value);
+    set_field(config, f.field, value);
   }
   for (const std::string& top : dropped) config.erase(top);
   // What every GGUF says alike, whatever its architecture.
@@ -182,10 +279,9 @@ json gguf_config(const GgufNameMap& map, const GgufFile& file) {
     if (const GgufValue* v = file.find(std::string("tokenizer.ggml.") + id + "_token_id");
         v && v->value.is_number_unsigned() && v->value.get<uint64_t>() < (1ull << 31))
       config[std::string(id) + "_token_id"] = v->value;
-  for (const auto& [field, value] : map.defaults.items())
-    if (!config.contains(field)) config[field] = value;
+  for (const auto& [field, value] : map.defaults.items()) set_if_unset(config, field, value);
   for (const auto& [field, other] : map.same_as)
-    if (!config.contains(field) && config.contains(other)) config[field] = config[other];
+    if (const json* v = field_at(config, other)) set_if_unset(config, field, json(*v));
   return config;
 }
 

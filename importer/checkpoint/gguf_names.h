@@ -19,17 +19,40 @@
 
 namespace arch {
 
+// How one config field is read: a metadata key's value, less another's
+// (`minus`), times a number (`times`), or looked up in `values` (an enum's
+// numbers as the strings transformers uses). `values` may be keyed by
+// several metadata keys' values joined with "," (an absent key: empty; "*":
+// any value present).
+struct GgufConfigField {
+  std::string field;  // "a.b": nested
+  std::vector<std::string> keys;  // one, or several for `values`
+  std::string minus;
+  double times = 1;
+  std::map<std::string, nlohmann::json> values;
+};
+
 struct GgufNameMap {
   std::string path;  // the .toml it was read from
   std::string architecture, model_type;
   std::vector<std::string> architectures;
-  std::vector<std::pair<std::string, std::string>> config;  // config field (a.b: nested) -> metadata key
+  std::vector<GgufConfigField> config;
   std::map<std::string, nlohmann::json> none;               // field -> the value that means "absent"
   std::vector<std::pair<std::string, std::string>> tensors;  // GGUF name -> HF name ({i}: a number)
+  // HF name -> its rows joined, per head, from GGUF tensors (a name ending
+  // "^T": each head's matrix stored transposed), the heads counted by a
+  // config field: DeepSeek's kv_b_proj from llama.cpp's k_b and v_b.
+  struct Joined {
+    std::string name, heads;
+    std::vector<std::string> parts;
+  };
+  std::vector<Joined> joined;
   std::vector<std::pair<std::string, std::string>> rows_interleaved;  // GGUF name -> config field of heads
   std::vector<std::pair<std::string, double>> shifted;  // GGUF name -> what the converter added to each value
   std::vector<std::string> transposed;                  // GGUF names stored [in, out] where Hugging Face has [out, in]
-  nlohmann::json defaults = nlohmann::json::object();   // config fields no GGUF key holds (llama.cpp's fixed values)
+  // Config fields no GGUF key holds (llama.cpp's fixed values); a nested
+  // one only where its object is there.
+  nlohmann::json defaults = nlohmann::json::object();
   std::vector<std::pair<std::string, std::string>> same_as;  // field -> the field it equals where the file is silent
 
   // The Hugging Face name of a GGUF tensor, or nullopt where no entry names it.

@@ -2,7 +2,8 @@
 // the golden's checkpoint written as llama.cpp's converter writes it (the
 // names below are llama.cpp's, typed here from its gguf-py tables, not read
 // from the maps; Q/K rows interleaved for llama, Gemma's norms stored as
-// 1 + w, GPT-2's Conv1D matrices transposed), read back through the map,
+// 1 + w, GPT-2's Conv1D matrices transposed, experts stacked per layer,
+// DeepSeek's kv_b_proj split into k_b and v_b), read back through the map,
 // must give transformers' logits within the golden tolerance.
 #include <gtest/gtest.h>
 
@@ -43,6 +44,10 @@ const Names kDecoderNames = {
     {R"(model\.layers\.(\d+)\.mlp\.gate_up_proj\.weight)", "blk.$1.ffn_up.weight"},
     {R"(model\.layers\.(\d+)\.mlp\.down_proj\.weight)", "blk.$1.ffn_down.weight"},
     {R"(model\.layers\.(\d+)\.mlp\.gate\.weight)", "blk.$1.ffn_gate_inp.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.kv_a_proj_with_mqa\.weight)", "blk.$1.attn_kv_a_mqa.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.kv_a_layernorm\.weight)", "blk.$1.attn_kv_a_norm.weight"},
+    {R"(model\.layers\.(\d+)\.self_attn\.kv_b_proj\.weight)", "blk.$1.attn_kv_b.weight"},  // split below
+    {R"(model\.layers\.(\d+)\.mlp\.shared_experts\.(gate|up|down)_proj\.weight)", "blk.$1.ffn_$2_shexp.weight"},
     // each expert's matrix, stacked by the writer below into one per layer
     {R"(model\.layers\.(\d+)\.mlp\.experts\.\d+\.(gate|up|down)_proj\.weight)", "blk.$1.ffn_$2_exps.weight"},
 };
@@ -94,11 +99,22 @@ void write_config(testing::GgufWriter& w, const std::string& arch, const nlohman
   if (arch == "gpt2" && !first({"n_inner"})) w.u32("gpt2.feed_forward_length", 4 * c["n_embd"].get<uint32_t>());
   u32("attention.head_count", {"num_attention_heads", "n_head"});
   u32("attention.head_count_kv", {"num_key_value_heads"});
-  u32("attention.key_length", {"head_dim"});
+  if (arch != "deepseek2") u32("attention.key_length", {"head_dim"});
   u32("vocab_size", {"vocab_size"});
   u32("expert_count", {"num_experts"});
   u32("expert_used_count", {"num_experts_per_tok"});
   u32("expert_feed_forward_length", {"moe_intermediate_size"});
+  if (arch == "deepseek2") {  // MLA's sizes as llama.cpp's converter writes them
+    u32("expert_count", {"n_routed_experts"});
+    u32("expert_shared_count", {"n_shared_experts"});
+    u32("leading_dense_block_count", {"first_k_dense_replace"});
+    u32("attention.kv_lora_rank", {"kv_lora_rank"});
+    u32("rope.dimension_count", {"qk_rope_head_dim"});
+    u32("attention.value_length_mla", {"v_head_dim"});
+    w.u32("deepseek2.attention.key_length_mla", c["qk_nope_head_dim"].get<uint32_t>() + c["qk_rope_head_dim"].get<uint32_t>());
+    f32("expert_weights_scale", {"routed_scaling_factor"});
+    w.u32("deepseek2.expert_gating_func", 1);  // softmax
+  }
   f32("attention.layer_norm_rms_epsilon", {"rms_norm_eps"});
   f32("attention.layer_norm_epsilon", {"layer_norm_epsilon", "norm_epsilon"});
   f32("rope.freq_base", {"rope_theta"});
@@ -156,6 +172,23 @@ TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
       v = out;
       std::swap(shape[0], shape[1]);
     }
+    if (to.find("attn_kv_b") != std::string::npos) {
+      // Newer converters: k_b [heads, rank, nope] (each head's part
+      // transposed) and v_b [heads, v, rank].
+      const int64_t heads = config["num_key_value_heads"].get<int64_t>(), nope = config["qk_nope_head_dim"].get<int64_t>(),
+                    vd = config["v_head_dim"].get<int64_t>(), rank = shape[1];
+      std::vector<float> k_b, v_b;
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* base = v.data() + h * (nope + vd) * rank;
+        for (int64_t r = 0; r < rank; ++r)
+          for (int64_t n = 0; n < nope; ++n) k_b.push_back(base[n * rank + r]);
+        v_b.insert(v_b.end(), base + nope * rank, base + (nope + vd) * rank);
+      }
+      const std::string block = to.substr(0, to.find(".attn_kv_b"));
+      w.tensor(block + ".attn_k_b.weight", {uint64_t(nope), uint64_t(rank), uint64_t(heads)}, k_b.data());
+      w.tensor(block + ".attn_v_b.weight", {uint64_t(rank), uint64_t(vd), uint64_t(heads)}, v_b.data());
+      continue;
+    }
     keep.push_back(std::move(v));
     w.tensor(to, std::vector<uint64_t>(shape.rbegin(), shape.rend()), keep.back().data());
   }
@@ -189,7 +222,8 @@ INSTANTIATE_TEST_SUITE_P(Maps, GgufFamily,
                          ::testing::Values(Case{"llama", "llama", &kDecoderNames}, Case{"qwen2", "qwen2", &kDecoderNames},
                                            Case{"qwen3", "qwen3", &kDecoderNames}, Case{"gemma", "gemma", &kDecoderNames},
                                            Case{"phi3", "phi3", &kDecoderNames}, Case{"gpt2", "gpt2", &kGpt2Names},
-                                           Case{"qwen3_moe", "qwen3moe", &kDecoderNames}),
+                                           Case{"qwen3_moe", "qwen3moe", &kDecoderNames},
+                                           Case{"deepseek_v2_lite", "deepseek2", &kDecoderNames}),
                          [](const auto& info) { return info.param.golden; });
 
 }  // namespace
