@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "engine/core/limits.h"
+#include "engine/core/utf8.h"
 
 namespace arch {
 
@@ -54,6 +55,10 @@ class Reader {
                    std::to_string(at_ - 8) + " runs past the end of the file (" + std::to_string(left()) +
                    " bytes left)");
     std::string s(reinterpret_cast<const char*>(data_ + at_), n);
+    // GGUF's strings are UTF-8; what is not would reach JSON (a synthesised
+    // tokenizer.json, info --json) as bytes no JSON text may hold.
+    if (!is_valid_utf8(s))
+      return error(path_ + ": " + where + ": the string at offset " + std::to_string(at_) + " is not valid UTF-8");
     at_ += n;
     return s;
   }

@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "engine/core/utf8.h"
 #include "importer/checkpoint/torch_objects.h"
 
 namespace arch::pickle {
@@ -340,6 +341,9 @@ class Machine {
   }
   Status push_string(Kind kind, uint64_t n) {
     ARCH_TRY(std::string s, read_bytes(n));
+    // A str is text (Python's own pickler writes UTF-8); tensor names go on
+    // to JSON, which holds nothing else.
+    if (kind == Kind::Str && !is_valid_utf8(s)) return fail(op() + "'s string is not valid UTF-8");
     return push(p_.add_string(kind, std::move(s)));
   }
   // LONG1 / LONG4: n bytes of little-endian two's complement.

@@ -87,12 +87,16 @@ TEST(ArchrunText, GenerateFromTextStreamsTheContinuation) {
   EXPECT_EQ(r["text"].get<std::string>().rfind(", there was a little girl named Lily.", 0), 0u) << r["text"];
 }
 
-TEST(ArchrunText, ChatNeedsATemplateAndSaysSo) {
+// A base model has no chat template: chat says so, and each line continues
+// the text (the conversation so far, then the model's continuation).
+TEST(ArchrunText, ChatWithoutATemplateContinuesTheTextAndSaysSo) {
   std::string dir = testing::shared_dir() + "/models/stories260K";
   ARCH_REQUIRE_SHARED(dir);
-  auto r = run_tool("echo hi | " + testing::archrun() + " chat " + dir);
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.out.find("no chat template"), std::string::npos) << r.out;
+  auto r = run_tool("printf 'Once upon a time\\nThe dog said\\n' | " + testing::archrun() + " chat " + dir +
+                    " -n 12 --temperature 0");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("has no chat template: each line you type continues the text"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(", there was a little girl named Lily."), std::string::npos) << r.out;
 }
 
 TEST(ArchrunText, ABrokenTokenizerFileIsAClearError) {

@@ -48,7 +48,8 @@ nlohmann::ordered_json ChatTemplateInfo::context(const nlohmann::ordered_json& m
 Result<ChatTemplateInfo> load_chat_template(const std::string& dir, const ReadSideFile& read_given) {
   const ReadSideFile read = read_given ? read_given : side_files_in(dir);
   ChatTemplateInfo info;
-  std::string config_path = dir + "/tokenizer_config.json";
+  // A model file (canonical, GGUF) holds what stands for its side files.
+  std::string config_path = read_given ? dir + " (its tokenizer_config.json)" : dir + "/tokenizer_config.json";
   json config = json::object();
   // From the directory, or from what `read` gives (a canonical model's metadata).
   ARCH_TRY(auto config_text, read("tokenizer_config.json"));

@@ -123,6 +123,8 @@ TEST(GgufMalformed, EachFaultIsNamed) {
   expect_error(header(0, 1).str("k").u32(9).u32(4).u64(1000).u32(1).s, "runs past the end");
   expect_error(header(0, 1).str("k").u32(9).u32(9).u64(1).s, "array of arrays");
   expect_error(header(0, 1).str("k").u32(7).raw("\x02", 1).s, "expected 0 or 1");
+  expect_error(header(0, 1).str("k").u32(8).str("a\xB1").s, "is not valid UTF-8");  // found by fuzz_gguf
+  expect_error(header(1, 0).str("w\xC0\x80").s, "is not valid UTF-8");
   expect_error(header(0, 2).str("k").u32(4).u32(1).str("k").u32(4).u32(1).s, "'k' appears twice");
   expect_error(header(0, 1).str("general.alignment").u32(4).u32(3).s, "power of two");
   expect_error(header(0, 1).str("general.alignment").u32(10).u64(32).s, "expected a UINT32");

@@ -161,3 +161,18 @@ TEST(TorchPickleMachine, EveryCutOfTheLlamaPickleIsAnError) {
 
 }  // namespace
 }  // namespace arch::pickle
+
+namespace arch::pickle {
+namespace {
+
+// A str is text: bytes that are not UTF-8 (a tensor name would carry them
+// on into JSON) are named, not kept.
+TEST(TorchPickleMachine, AStrThatIsNotUtf8IsNamed) {
+  const std::string bytes = "\x80\x02X\x02\x00\x00\x00\xc0\x80."s;
+  auto r = unpickle(std::span(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()), 0, "p.pkl");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("BINUNICODE's string is not valid UTF-8"), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace arch::pickle
