@@ -154,6 +154,7 @@ Result<GgufTensorInfo> read_tensor_info(Reader& r, const std::string& path, uint
   for (uint32_t d = 0; d < dims; ++d) {
     ARCH_TRY(uint64_t n, r.read<uint64_t>("a dim", named));
     if (n > uint64_t(INT64_MAX)) return error(path + ": " + named + ": dim " + std::to_string(n) + " is too large");
+    if (n == 0) return error(path + ": " + named + ": a dim of 0 (a tensor holds at least one value)");
     t.ne.push_back(int64_t(n));
   }
   ARCH_TRY(t.type, r.read<uint32_t>("the ggml type", named));

@@ -130,6 +130,7 @@ Result<Tensor> gguf_tensor(const GgufFile& file, const GgufTensorInfo& info) {
 
 Tensor reorder_rows(const Tensor& t, const std::vector<int64_t>& order) {
   Tensor out = Tensor::zeros(t.dtype, t.shape);
+  if (t.shape.empty() || t.shape[0] == 0) return out;
   const size_t row = t.nbytes() / size_t(t.shape[0]);
   for (size_t r = 0; r < order.size(); ++r)
     std::memcpy(static_cast<uint8_t*>(out.data) + r * row, static_cast<const uint8_t*>(t.data) + order[r] * row, row);

@@ -130,6 +130,7 @@ TEST(GgufMalformed, EachFaultIsNamed) {
   expect_error(header(0, 1).str("general.alignment").u32(10).u64(32).s, "expected a UINT32");
   // tensor infos
   expect_error(header(1, 0).str("w").u32(5).s, "5 dims");
+  expect_error(header(1, 0).str("w").u32(2).u64(32).u64(0).u32(0).u64(0).s, "a dim of 0");  // found by fuzz_gguf
   expect_error(header(1, 0).str("w").u32(1).u64(32).u32(77).u64(0).s, "unknown ggml type 77");
   expect_error(header(1, 0).str("w").u32(1).u64(100).u32(12).u64(0).s, "do not split into Q4_K blocks");
   expect_error(header(1, 0).str("w").u32(2).u64(1ull << 40).u64(1ull << 40).u32(0).u64(0).s, "too large");
