@@ -178,9 +178,22 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   map.model_type = t["model_type"].value_or(std::string());
   if (map.architecture != architecture || map.model_type.empty())
     return error(map.path + ": expected architecture = \"" + architecture + "\" and a model_type");
-  if (const toml::array* a = t["architectures"].as_array())
-    for (const auto& e : *a)
-      if (auto s = e.value<std::string>()) map.architectures.push_back(*s);
+  auto strings = [](const toml::node_view<toml::node> n) {
+    std::vector<std::string> out;
+    if (const toml::array* a = n.as_array())
+      for (const auto& e : *a)
+        if (auto s = e.value<std::string>()) out.push_back(*s);
+    return out;
+  };
+  map.architectures = strings(t["architectures"]);
+  if (const toml::array* variants = t["variant"].as_array())
+    for (const auto& v : *variants) {
+      const toml::table* vt = v.as_table();
+      if (!vt || !(*vt)["if_key"].is_string() || !(*vt)["model_type"].is_string())
+        return error(map.path + ": each [[variant]] needs if_key and model_type");
+      map.variants.push_back({(*vt)["if_key"].value_or(std::string()), (*vt)["model_type"].value_or(std::string()),
+                              strings(toml::node_view<toml::node>(const_cast<toml::table*>(vt))["architectures"])});
+    }
   if (const toml::table* config = t["config"].as_table())
     for (const auto& [key, value] : *config) {
       if (value.is_table() && (std::string(key.str()) == "none" || std::string(key.str()) == "defaults" ||
@@ -241,6 +254,12 @@ json gguf_config(const GgufNameMap& map, const GgufFile& file) {
   json config = json::object();
   config["model_type"] = map.model_type;
   if (!map.architectures.empty()) config["architectures"] = map.architectures;
+  for (const auto& v : map.variants)
+    if (file.find(fill(v.if_key, "{arch}", map.architecture))) {
+      config["model_type"] = v.model_type;
+      config["architectures"] = v.architectures;
+      break;
+    }
   std::set<std::string> dropped;  // nested objects a "none" value removes
   for (const GgufConfigField& f : map.config) {
     json value;

@@ -36,6 +36,13 @@ struct GgufNameMap {
   std::string path;  // the .toml it was read from
   std::string architecture, model_type;
   std::vector<std::string> architectures;
+  // Another model type where a metadata key is present (a "llama" file with
+  // experts is Mixtral): the first variant whose key the file has.
+  struct Variant {
+    std::string if_key, model_type;
+    std::vector<std::string> architectures;
+  };
+  std::vector<Variant> variants;
   std::vector<GgufConfigField> config;
   std::map<std::string, nlohmann::json> none;               // field -> the value that means "absent"
   std::vector<std::pair<std::string, std::string>> tensors;  // GGUF name -> HF name ({i}: a number)

@@ -48,6 +48,10 @@ const Names kDecoderNames = {
     {R"(model\.layers\.(\d+)\.self_attn\.kv_a_layernorm\.weight)", "blk.$1.attn_kv_a_norm.weight"},
     {R"(model\.layers\.(\d+)\.self_attn\.kv_b_proj\.weight)", "blk.$1.attn_kv_b.weight"},  // split below
     {R"(model\.layers\.(\d+)\.mlp\.shared_experts\.(gate|up|down)_proj\.weight)", "blk.$1.ffn_$2_shexp.weight"},
+    {R"(model\.layers\.(\d+)\.block_sparse_moe\.gate\.weight)", "blk.$1.ffn_gate_inp.weight"},
+    {R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.\d+\.w1\.weight)", "blk.$1.ffn_gate_exps.weight"},
+    {R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.\d+\.w3\.weight)", "blk.$1.ffn_up_exps.weight"},
+    {R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.\d+\.w2\.weight)", "blk.$1.ffn_down_exps.weight"},
     // each expert's matrix, stacked by the writer below into one per layer
     {R"(model\.layers\.(\d+)\.mlp\.experts\.\d+\.(gate|up|down)_proj\.weight)", "blk.$1.ffn_$2_exps.weight"},
 };
@@ -101,7 +105,7 @@ void write_config(testing::GgufWriter& w, const std::string& arch, const nlohman
   u32("attention.head_count_kv", {"num_key_value_heads"});
   if (arch != "deepseek2") u32("attention.key_length", {"head_dim"});
   u32("vocab_size", {"vocab_size"});
-  u32("expert_count", {"num_experts"});
+  u32("expert_count", {"num_experts", "num_local_experts"});
   u32("expert_used_count", {"num_experts_per_tok"});
   u32("expert_feed_forward_length", {"moe_intermediate_size"});
   if (arch == "deepseek2") {  // MLA's sizes as llama.cpp's converter writes them
@@ -223,7 +227,8 @@ INSTANTIATE_TEST_SUITE_P(Maps, GgufFamily,
                                            Case{"qwen3", "qwen3", &kDecoderNames}, Case{"gemma", "gemma", &kDecoderNames},
                                            Case{"phi3", "phi3", &kDecoderNames}, Case{"gpt2", "gpt2", &kGpt2Names},
                                            Case{"qwen3_moe", "qwen3moe", &kDecoderNames},
-                                           Case{"deepseek_v2_lite", "deepseek2", &kDecoderNames}),
+                                           Case{"deepseek_v2_lite", "deepseek2", &kDecoderNames},
+                                           Case{"mixtral", "llama", &kDecoderNames}),
                          [](const auto& info) { return info.param.golden; });
 
 }  // namespace
