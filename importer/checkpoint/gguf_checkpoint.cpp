@@ -145,11 +145,12 @@ std::string architecture_of(const GgufFile& file) {
 Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map) {
   Checkpoint ckpt;
   ckpt.dir = file.path;
-  ckpt.config = gguf_config(map, file);
+  ARCH_TRY(ckpt.config, gguf_config(map, file));
   normalize_config(ckpt.config);
   // Parts of joined tensors, by (entry, block number): set aside until all are read.
   std::map<std::pair<size_t, std::string>, std::vector<std::optional<Tensor>>> parts_of;
   for (const GgufTensorInfo& info : file.tensors) {
+    if (info.name == map.rope_freqs) continue;  // read into the config's rope_scaling
     const std::string name = map.hf_name(info.name).value_or(info.name);
     ARCH_TRY(Tensor t, gguf_tensor(file, info));
     const std::string where = file.path + " (GGUF '" + info.name + "')";
@@ -220,7 +221,8 @@ Result<nlohmann::json> gguf_summary(const std::string& path, const std::string& 
   for (const GgufTensorInfo& info : file.tensors) {
     nlohmann::json t = {{"gguf", info.name}, {"name", map->hf_name(info.name).value_or(info.name)},
                         {"type", ggml_type_name(info.type)}};
-    if (!map->hf_name(info.name)) t["unmapped"] = true;
+    if (info.name == map->rope_freqs) t["name"] = "(the config's rope_scaling)";
+    else if (!map->hf_name(info.name)) t["unmapped"] = true;
     if (map->interleaved_heads(info.name)) t["rows"] = "un-interleaved";
     if (map->shift(info.name) != 0) t["values"] = "shifted back by " + std::to_string(map->shift(info.name));
     if (map->is_transposed(info.name)) t["transposed"] = true;

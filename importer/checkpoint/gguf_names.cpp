@@ -8,6 +8,9 @@
 
 #include <toml++/toml.h>
 
+#include "importer/checkpoint/gguf_rope_freqs.h"
+#include "importer/checkpoint/gguf_tensor.h"
+
 namespace arch {
 
 namespace fs = std::filesystem;
@@ -186,6 +189,7 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
     return out;
   };
   map.architectures = strings(t["architectures"]);
+  map.rope_freqs = t["rope_freqs"].value_or(std::string());
   if (const toml::array* variants = t["variant"].as_array())
     for (const auto& v : *variants) {
       const toml::table* vt = v.as_table();
@@ -250,7 +254,7 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   return map;
 }
 
-json gguf_config(const GgufNameMap& map, const GgufFile& file) {
+Result<json> gguf_config(const GgufNameMap& map, const GgufFile& file) {
   json config = json::object();
   config["model_type"] = map.model_type;
   if (!map.architectures.empty()) config["architectures"] = map.architectures;
@@ -301,6 +305,15 @@ json gguf_config(const GgufNameMap& map, const GgufFile& file) {
   for (const auto& [field, value] : map.defaults.items()) set_if_unset(config, field, value);
   for (const auto& [field, other] : map.same_as)
     if (const json* v = field_at(config, other)) set_if_unset(config, field, json(*v));
+  if (const GgufTensorInfo* freqs = map.rope_freqs.empty() ? nullptr : file.tensor(map.rope_freqs)) {
+    ARCH_TRY(Tensor divisors, gguf_tensor(file, *freqs));
+    const double theta = config.value("rope_theta", 10000.0);
+    int64_t head_dim = config.value("head_dim", int64_t(0));
+    if (head_dim == 0 && config.value("num_attention_heads", 0) > 0)
+      head_dim = config.value("hidden_size", int64_t(0)) / config["num_attention_heads"].get<int64_t>();
+    ARCH_TRY(json scaling, llama3_rope_scaling(divisors, theta, head_dim, file.path + ": tensor '" + map.rope_freqs + "'"));
+    config["rope_scaling"] = scaling;
+  }
   return config;
 }
 

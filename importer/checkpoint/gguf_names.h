@@ -57,6 +57,7 @@ struct GgufNameMap {
   std::vector<std::pair<std::string, std::string>> rows_interleaved;  // GGUF name -> config field of heads
   std::vector<std::pair<std::string, double>> shifted;  // GGUF name -> what the converter added to each value
   std::vector<std::string> transposed;                  // GGUF names stored [in, out] where Hugging Face has [out, in]
+  std::string rope_freqs;  // a tensor of RoPE frequency divisors standing for llama3 rope_scaling
   // Config fields no GGUF key holds (llama.cpp's fixed values); a nested
   // one only where its object is there.
   nlohmann::json defaults = nlohmann::json::object();
@@ -85,6 +86,8 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
 // (bos/eos ids from tokenizer.ggml.*, the vocabulary's size where the
 // architecture key is absent, tied embeddings where output.weight is),
 // then the map's defaults for fields still unset.
-nlohmann::json gguf_config(const GgufNameMap& map, const GgufFile& file);
+// The map's rope_freqs tensor (Llama 3.1's divisors) becomes rope_scaling
+// (gguf_rope_freqs.h); divisors no rope_scaling reproduces are an error.
+Result<nlohmann::json> gguf_config(const GgufNameMap& map, const GgufFile& file);
 
 }  // namespace arch

@@ -55,7 +55,7 @@ Result<std::optional<std::string>> gguf_side_file(const std::string& path, const
     if (!arch || !arch->value.is_string()) return text();
     auto map = load_gguf_name_map(maps_dir, arch->value.get<std::string>());
     if (!map) return error(path + ": " + map.error().message);
-    nlohmann::json config = gguf_config(*map, *file);
+    ARCH_TRY(nlohmann::json config, gguf_config(*map, *file));
     if (name == "config.json") return text(config.dump());
     nlohmann::json generation = nlohmann::json::object();
     for (const char* id : {"bos_token_id", "eos_token_id", "pad_token_id"})

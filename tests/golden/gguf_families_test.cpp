@@ -7,6 +7,7 @@
 // must give transformers' logits within the golden tolerance.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <regex>
 
@@ -124,6 +125,27 @@ void write_config(testing::GgufWriter& w, const std::string& arch, const nlohman
   f32("rope.freq_base", {"rope_theta"});
 }
 
+// Llama 3.1's rope_scaling as the converter stores it: one divisor per
+// rotated pair, rope_freqs.weight.
+std::vector<float> llama3_divisors(const nlohmann::json& c) {
+  const auto& s = c["rope_scaling"];
+  const int64_t dim = c.value("head_dim", c["hidden_size"].get<int64_t>() / c["num_attention_heads"].get<int64_t>());
+  const double factor = s["factor"], low = s["low_freq_factor"], high = s["high_freq_factor"],
+               old = s["original_max_position_embeddings"], theta = c["rope_theta"];
+  std::vector<float> out;
+  for (int64_t i = 0; i < dim; i += 2) {
+    const float freq = float(1.0 / std::pow(theta, double(i) / double(dim)));
+    const double wavelen = 2 * M_PI / freq;
+    if (wavelen < old / high) out.push_back(1);
+    else if (wavelen > old / low) out.push_back(float(factor));
+    else {
+      const double smooth = (old / wavelen - low) / (high - low);
+      out.push_back(float(1 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
 class GgufFamily : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
@@ -135,6 +157,12 @@ TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
   ASSERT_TRUE(hf.ok()) << hf.error().message;
   testing::GgufWriter w;
   write_config(w, k.arch, config);
+  std::vector<float> divisors;
+  if (config.contains("rope_scaling") && config["rope_scaling"].is_object() &&
+      config["rope_scaling"].value("rope_type", "") == "llama3") {
+    divisors = llama3_divisors(config);
+    w.tensor("rope_freqs.weight", {divisors.size()}, divisors.data());
+  }
   std::vector<std::vector<float>> keep;
   std::map<std::string, std::vector<const Tensor*>> experts;  // llama.cpp's stacked name -> each expert's matrix
   for (const auto& [name, t] : hf->tensors) {
@@ -228,7 +256,8 @@ INSTANTIATE_TEST_SUITE_P(Maps, GgufFamily,
                                            Case{"phi3", "phi3", &kDecoderNames}, Case{"gpt2", "gpt2", &kGpt2Names},
                                            Case{"qwen3_moe", "qwen3moe", &kDecoderNames},
                                            Case{"deepseek_v2_lite", "deepseek2", &kDecoderNames},
-                                           Case{"mixtral", "llama", &kDecoderNames}),
+                                           Case{"mixtral", "llama", &kDecoderNames},
+                                           Case{"llama3_rope", "llama", &kDecoderNames}),
                          [](const auto& info) { return info.param.golden; });
 
 }  // namespace

@@ -6,11 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "importer/checkpoint/checkpoint.h"
 #include "importer/checkpoint/gguf_tensor.h"
 #include "tests/sha256.h"
 #include "tests/test_files.h"
@@ -227,6 +229,48 @@ TEST(GgufFallbackTypes, OneBlockOfEachReadsAsItsFormulas) {
       EXPECT_EQ(x.f32()[i], want) << "value " << i;
     }
   }
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// Llama 3.1's rope_freqs divisors become rope_scaling; divisors no llama3
+// scaling gives are refused, not run with other frequencies.
+TEST(GgufRopeFreqs, Llama3DivisorsBecomeRopeScalingAndOthersAreRefused) {
+  auto file_with = [](const std::vector<float>& divisors) {
+    Bytes b = header(1, 4).str("general.architecture").u32(8).str("llama");
+    b.str("llama.embedding_length").u32(4).u32(64).str("llama.attention.head_count").u32(4).u32(4);
+    b.str("llama.rope.freq_base").u32(6).raw(std::vector<float>{500000.0f}.data(), 4);
+    b.str("rope_freqs.weight").u32(1).u64(divisors.size()).u32(0).u64(0);
+    b.s.resize((b.s.size() + 31) / 32 * 32, '\0');
+    b.raw(divisors.data(), divisors.size() * 4);
+    return b.s;
+  };
+  // head_dim 16 at theta 5e5: Meta's scaling (factor 8, low 1, high 4, 8192)
+  // slows the pairs of wavelength past 8192 and keeps those under 2048.
+  std::vector<float> meta;
+  for (int i = 0; i < 8; ++i) {
+    const double wl = 2 * M_PI * std::pow(500000.0, 2.0 * i / 16);
+    const double smooth = (8192 / wl - 1) / 3;
+    meta.push_back(wl < 2048 ? 1.0f : wl > 8192 ? 8.0f : float(1 / ((1 - smooth) / 8 + smooth)));
+  }
+  testing::TempDir dir;
+  testing::write_file(dir / "good.gguf", file_with(meta));
+  auto good = load_checkpoint(dir / "good.gguf");
+  ASSERT_TRUE(good.ok()) << good.error().message;
+  const auto& s = good->config["rope_scaling"];
+  EXPECT_EQ(s["rope_type"], "llama3");
+  EXPECT_EQ(s["factor"], 8.0);
+  EXPECT_EQ(s["original_max_position_embeddings"], 8192.0);
+  EXPECT_FALSE(good->has("rope_freqs.weight"));
+
+  testing::write_file(dir / "bad.gguf", file_with({1, 3, 1, 2, 8, 8, 8, 8}));
+  auto bad = load_checkpoint(dir / "bad.gguf");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("are not llama3 rope scaling's"), std::string::npos) << bad.error().message;
 }
 
 }  // namespace
