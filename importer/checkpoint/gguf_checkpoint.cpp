@@ -150,7 +150,7 @@ Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map)
   // Parts of joined tensors, by (entry, block number): set aside until all are read.
   std::map<std::pair<size_t, std::string>, std::vector<std::optional<Tensor>>> parts_of;
   for (const GgufTensorInfo& info : file.tensors) {
-    if (info.name == map.rope_freqs) continue;  // read into the config's rope_scaling
+    if (map.read_into_config(info.name)) continue;  // rope_scaling's, say
     const std::string name = map.hf_name(info.name).value_or(info.name);
     ARCH_TRY(Tensor t, gguf_tensor(file, info));
     const std::string where = file.path + " (GGUF '" + info.name + "')";
@@ -221,7 +221,7 @@ Result<nlohmann::json> gguf_summary(const std::string& path, const std::string& 
   for (const GgufTensorInfo& info : file.tensors) {
     nlohmann::json t = {{"gguf", info.name}, {"name", map->hf_name(info.name).value_or(info.name)},
                         {"type", ggml_type_name(info.type)}};
-    if (info.name == map->rope_freqs) t["name"] = "(the config's rope_scaling)";
+    if (map->read_into_config(info.name)) t["name"] = "(read into the config)";
     else if (!map->hf_name(info.name)) t["unmapped"] = true;
     if (map->interleaved_heads(info.name)) t["rows"] = "un-interleaved";
     if (map->shift(info.name) != 0) t["values"] = "shifted back by " + std::to_string(map->shift(info.name));

@@ -136,6 +136,13 @@ std::optional<std::string> GgufNameMap::interleaved_heads(const std::string& ggu
   return std::nullopt;
 }
 
+bool GgufNameMap::read_into_config(const std::string& gguf_name) const {
+  if (gguf_name == rope_freqs) return true;
+  for (const auto& [field, tensor] : config_tensors)
+    if (tensor == gguf_name) return true;
+  return false;
+}
+
 double GgufNameMap::shift(const std::string& gguf_name) const {
   for (const auto& [pattern, by] : shifted)
     if (match(pattern, gguf_name)) return by;
@@ -190,6 +197,10 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   };
   map.architectures = strings(t["architectures"]);
   map.rope_freqs = t["rope_freqs"].value_or(std::string());
+  ARCH_TRY(map.config_tensors, string_table(t, "config_tensors", map.path));
+  if (const toml::table* req = t["config"]["requires"].as_table())
+    for (const auto& [key, value] : *req)
+      if (auto field = value.value<std::string>()) map.requires_field.emplace_back(std::string(key.str()), *field);
   if (const toml::array* variants = t["variant"].as_array())
     for (const auto& v : *variants) {
       const toml::table* vt = v.as_table();
@@ -201,7 +212,7 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   if (const toml::table* config = t["config"].as_table())
     for (const auto& [key, value] : *config) {
       if (value.is_table() && (std::string(key.str()) == "none" || std::string(key.str()) == "defaults" ||
-                               std::string(key.str()) == "same_as"))
+                               std::string(key.str()) == "same_as" || std::string(key.str()) == "requires"))
         continue;
       GgufConfigField f;
       f.field = std::string(key.str());
@@ -213,6 +224,8 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
           for (const auto& k : *ks)
             if (auto s = k.value<std::string>()) f.keys.push_back(*s);
         f.minus = (*d)["minus"].value_or(std::string());
+        f.times_key = (*d)["times_key"].value_or(std::string());
+        f.over_key = (*d)["over_key"].value_or(std::string());
         f.times = (*d)["times"].value_or(1.0);
         if (const toml::table* values = (*d)["values"].as_table())
           for (const auto& [n, v] : *values) f.values[std::string(n.str())] = toml_to_json(v);
@@ -282,6 +295,18 @@ Result<json> gguf_config(const GgufNameMap& map, const GgufFile& file) {
       value = value.get<int64_t>() - less->value.get<int64_t>();
     }
     if (f.times != 1 && value.is_number()) value = value.get<double>() * f.times;
+    if (!f.times_key.empty() || !f.over_key.empty()) {
+      const GgufValue* by = f.times_key.empty() ? nullptr : file.find(fill(f.times_key, "{arch}", map.architecture));
+      const GgufValue* over = f.over_key.empty() ? nullptr : file.find(fill(f.over_key, "{arch}", map.architecture));
+      if ((!f.times_key.empty() && (!by || !by->value.is_number())) ||
+          (!f.over_key.empty() && (!over || !over->value.is_number() || over->value.get<double>() == 0)) ||
+          !value.is_number())
+        continue;
+      double x = value.get<double>();
+      if (by) x *= by->value.get<double>();
+      if (over) x /= over->value.get<double>();
+      value = x;
+    }
     auto none = map.none.find(f.field);
     if (none != map.none.end() && value == none->second) {
       dropped.insert(f.field.substr(0, f.field.find('.')));
@@ -302,9 +327,19 @@ Result<json> gguf_config(const GgufNameMap& map, const GgufFile& file) {
     if (const GgufValue* v = file.find(std::string("tokenizer.ggml.") + id + "_token_id");
         v && v->value.is_number_unsigned() && v->value.get<uint64_t>() < (1ull << 31))
       config[std::string(id) + "_token_id"] = v->value;
+  for (const auto& [field, tensor] : map.config_tensors)
+    if (const GgufTensorInfo* info = file.tensor(tensor)) {
+      ARCH_TRY(Tensor t, gguf_tensor(file, *info));
+      const Tensor f = to_f32(t);
+      set_field(config, field, json(std::vector<float>(f.f32(), f.f32() + f.numel())));
+    }
   for (const auto& [field, value] : map.defaults.items()) set_if_unset(config, field, value);
   for (const auto& [field, other] : map.same_as)
     if (const json* v = field_at(config, other)) set_if_unset(config, field, json(*v));
+  // An object left without what makes it one (rope_scaling with only its
+  // original context: the file scales nothing) is no field at all.
+  for (const auto& [object, needed] : map.requires_field)
+    if (config.contains(object) && !field_at(config, needed)) config.erase(object);
   if (const GgufTensorInfo* freqs = map.rope_freqs.empty() ? nullptr : file.tensor(map.rope_freqs)) {
     ARCH_TRY(Tensor divisors, gguf_tensor(file, *freqs));
     const double theta = config.value("rope_theta", 10000.0);

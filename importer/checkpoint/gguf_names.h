@@ -20,14 +20,15 @@
 namespace arch {
 
 // How one config field is read: a metadata key's value, less another's
-// (`minus`), times a number (`times`), or looked up in `values` (an enum's
+// (`minus`), times a number (`times`) or another key's value (`times_key`),
+// over another key's value (`over_key`), or looked up in `values` (an enum's
 // numbers as the strings transformers uses). `values` may be keyed by
 // several metadata keys' values joined with "," (an absent key: empty; "*":
 // any value present).
 struct GgufConfigField {
   std::string field;  // "a.b": nested
   std::vector<std::string> keys;  // one, or several for `values`
-  std::string minus;
+  std::string minus, times_key, over_key;  // less, times, over another key's value
   double times = 1;
   std::map<std::string, nlohmann::json> values;
 };
@@ -58,6 +59,10 @@ struct GgufNameMap {
   std::vector<std::pair<std::string, double>> shifted;  // GGUF name -> what the converter added to each value
   std::vector<std::string> transposed;                  // GGUF names stored [in, out] where Hugging Face has [out, in]
   std::string rope_freqs;  // a tensor of RoPE frequency divisors standing for llama3 rope_scaling
+  std::vector<std::pair<std::string, std::string>> config_tensors;  // config field -> a tensor whose values it lists
+  std::vector<std::pair<std::string, std::string>> requires_field;  // an object field -> the field it is nothing without
+  // Whether the GGUF tensor is read into the config rather than the checkpoint.
+  bool read_into_config(const std::string& gguf_name) const;
   // Config fields no GGUF key holds (llama.cpp's fixed values); a nested
   // one only where its object is there.
   nlohmann::json defaults = nlohmann::json::object();

@@ -123,6 +123,11 @@ void write_config(testing::GgufWriter& w, const std::string& arch, const nlohman
   f32("attention.layer_norm_rms_epsilon", {"rms_norm_eps"});
   f32("attention.layer_norm_epsilon", {"layer_norm_epsilon", "norm_epsilon"});
   f32("rope.freq_base", {"rope_theta"});
+  u32("rope.scaling.original_context_length", {"original_max_position_embeddings"});
+  if (arch == "phi3") {  // the rotated dims, as the converter counts them
+    const auto hidden = c["hidden_size"].get<int64_t>(), heads = c["num_attention_heads"].get<int64_t>();
+    w.u32("phi3.rope.dimension_count", uint32_t(int64_t(c.value("partial_rotary_factor", 1.0) * double(hidden)) / heads));
+  }
 }
 
 // Llama 3.1's rope_scaling as the converter stores it: one divisor per
@@ -162,6 +167,14 @@ TEST_P(GgufFamily, ReadThroughItsMapGivesTransformersLogits) {
       config["rope_scaling"].value("rope_type", "") == "llama3") {
     divisors = llama3_divisors(config);
     w.tensor("rope_freqs.weight", {divisors.size()}, divisors.data());
+  }
+  std::vector<float> long_factor, short_factor;  // Phi-3's LongRoPE, as tensors
+  if (config.contains("rope_scaling") && config["rope_scaling"].is_object() &&
+      config["rope_scaling"].contains("long_factor")) {
+    long_factor = config["rope_scaling"]["long_factor"].get<std::vector<float>>();
+    short_factor = config["rope_scaling"]["short_factor"].get<std::vector<float>>();
+    w.tensor("rope_factors_long.weight", {long_factor.size()}, long_factor.data());
+    w.tensor("rope_factors_short.weight", {short_factor.size()}, short_factor.data());
   }
   std::vector<std::vector<float>> keep;
   std::map<std::string, std::vector<const Tensor*>> experts;  // llama.cpp's stacked name -> each expert's matrix
@@ -257,7 +270,8 @@ INSTANTIATE_TEST_SUITE_P(Maps, GgufFamily,
                                            Case{"qwen3_moe", "qwen3moe", &kDecoderNames},
                                            Case{"deepseek_v2_lite", "deepseek2", &kDecoderNames},
                                            Case{"mixtral", "llama", &kDecoderNames},
-                                           Case{"llama3_rope", "llama", &kDecoderNames}),
+                                           Case{"llama3_rope", "llama", &kDecoderNames},
+                                           Case{"phi3_longrope", "phi3", &kDecoderNames}),
                          [](const auto& info) { return info.param.golden; });
 
 }  // namespace
