@@ -166,8 +166,10 @@ Result<GgufTensorInfo> read_tensor_info(Reader& r, const std::string& path, uint
                  type->name + " blocks of " + std::to_string(type->block));
   // Bytes = rows x blocks per row x block bytes, without overflow (and the
   // element count within int64, as Tensor::numel computes it).
-  uint64_t bytes = uint64_t(t.ne[0] / type->block) * type->block_bytes;
+  uint64_t bytes = 0;
   int64_t count = t.ne[0];
+  if (__builtin_mul_overflow(uint64_t(t.ne[0] / type->block), type->block_bytes, &bytes))
+    return error(path + ": " + named + ": dims are too large to address");
   for (size_t d = 1; d < t.ne.size(); ++d)
     if (__builtin_mul_overflow(bytes, uint64_t(t.ne[d]), &bytes) || __builtin_mul_overflow(count, t.ne[d], &count))
       return error(path + ": " + named + ": dims are too large to address");

@@ -136,6 +136,8 @@ TEST(GgufMalformed, EachFaultIsNamed) {
   expect_error(header(1, 0).str("w").u32(1).u64(32).u32(77).u64(0).s, "unknown ggml type 77");
   expect_error(header(1, 0).str("w").u32(1).u64(100).u32(12).u64(0).s, "do not split into Q4_K blocks");
   expect_error(header(1, 0).str("w").u32(2).u64(1ull << 40).u64(1ull << 40).u32(0).u64(0).s, "too large");
+  // 2^62 + 256 F32 values: their bytes wrapped to 1024 (found by fuzz_gguf)
+  expect_error(header(1, 0).str("w").u32(1).u64((1ull << 62) + 256).u32(0).u64(0).s, "too large");
   expect_error(header(1, 0).str("w").u32(1).u64(4).u32(0).u64(3).s, "not a multiple of the alignment");
   {
     Bytes b = header(1, 0).str("w").u32(1).u64(4).u32(0).u64(0);
