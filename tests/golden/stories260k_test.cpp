@@ -2,7 +2,8 @@
 // Hugging Face layout). Greedy decoding from BOS must give exactly the 256
 // tokens llama2.c's run.c gives, from the checkpoint as stored and re-saved
 // the ways tied weights are: only lm_head.weight kept, with save_model's
-// __metadata__ alias for the embeddings, or with none (tie_word_embeddings).
+// __metadata__ alias for the embeddings, or with none (tie_word_embeddings);
+// and from llama.cpp's GGUF of it, the copy archrun ships as its default too.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -36,6 +37,13 @@ TEST(Stories260K, GreedyFromBosMatchesLlama2c) {
   std::string dir = testing::shared_dir() + "/models/stories260K";
   ARCH_REQUIRE_SHARED(dir);
   expect_run_c_greedy(dir);
+}
+
+TEST(Stories260K, GgufGreedyFromBosMatchesLlama2c) {
+  std::string dir = testing::shared_dir() + "/models/stories260K";
+  ARCH_REQUIRE_SHARED(dir);
+  expect_run_c_greedy(dir + "/stories260K.gguf");
+  expect_run_c_greedy(std::string(ARCHETYPE_FAMILIES_DIR) + "/default/stories260K.gguf");  // archrun's default
 }
 
 // The tied pair stored as lm_head.weight: with the alias save_model writes,
