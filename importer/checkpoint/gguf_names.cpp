@@ -342,10 +342,14 @@ Result<json> gguf_config(const GgufNameMap& map, const GgufFile& file) {
     if (config.contains(object) && !field_at(config, needed)) config.erase(object);
   if (const GgufTensorInfo* freqs = map.rope_freqs.empty() ? nullptr : file.tensor(map.rope_freqs)) {
     ARCH_TRY(Tensor divisors, gguf_tensor(file, *freqs));
-    const double theta = config.value("rope_theta", 10000.0);
-    int64_t head_dim = config.value("head_dim", int64_t(0));
-    if (head_dim == 0 && config.value("num_attention_heads", 0) > 0)
-      head_dim = config.value("hidden_size", int64_t(0)) / config["num_attention_heads"].get<int64_t>();
+    // The file's own values, whatever type a damaged one gives them.
+    auto number = [&](const char* field, double otherwise) {
+      auto it = config.find(field);
+      return it != config.end() && it->is_number() ? it->get<double>() : otherwise;
+    };
+    const double theta = number("rope_theta", 10000.0), heads = number("num_attention_heads", 0);
+    int64_t head_dim = int64_t(number("head_dim", 0));
+    if (head_dim <= 0 && heads >= 1) head_dim = int64_t(number("hidden_size", 0) / heads);
     ARCH_TRY(json scaling, llama3_rope_scaling(divisors, theta, head_dim, file.path + ": tensor '" + map.rope_freqs + "'"));
     config["rope_scaling"] = scaling;
   }

@@ -269,6 +269,19 @@ TEST(GgufRopeFreqs, Llama3DivisorsBecomeRopeScalingAndOthersAreRefused) {
   EXPECT_EQ(s["original_max_position_embeddings"], 8192.0);
   EXPECT_FALSE(good->has("rope_freqs.weight"));
 
+  // A damaged file's config values of the wrong type are no crash (found by
+  // fuzz_gguf: rope_theta a string threw from JSON's value()).
+  {
+    Bytes odd = header(1, 2).str("general.architecture").u32(8).str("llama");
+    odd.str("llama.rope.freq_base").u32(8).str("fast");
+    odd.str("rope_freqs.weight").u32(1).u64(8).u32(0).u64(0);
+    odd.s.resize((odd.s.size() + 31) / 32 * 32, '\0');
+    odd.raw(meta.data(), meta.size() * 4);
+    testing::write_file(dir / "odd.gguf", odd.s);
+    auto r = load_checkpoint(dir / "odd.gguf");
+    EXPECT_FALSE(r.ok());  // no head size to read the divisors against: named, not thrown
+  }
+
   testing::write_file(dir / "bad.gguf", file_with({1, 3, 1, 2, 8, 8, 8, 8}));
   auto bad = load_checkpoint(dir / "bad.gguf");
   ASSERT_FALSE(bad.ok());
