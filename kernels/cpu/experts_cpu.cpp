@@ -1,6 +1,6 @@
 // Mixture-of-experts weights on the cpu backend, in the type they are
-// stored (BF16, F16, Q8_0, Q4_0): a q4 import of a MoE model keeps its
-// experts q4 instead of widening them back to F32 at load.
+// stored (BF16, F16, Q8_0, Q4_0, the k-quants): a q4 import of a MoE model
+// keeps its experts q4 instead of widening them back to F32 at load.
 //   - stack along axis 0 (how a template gathers per-expert matrices into
 //     [E, N, K], folded at load) concatenates the stored rows as they are,
 //     or, where each expert's rows fill whole tiles and the CPU has the
@@ -25,7 +25,7 @@ namespace arch {
 namespace {
 
 bool stored_float_or_block(DType t) {
-  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || is_quantized(t);
+  return t == DType::F32 || t == DType::BF16 || t == DType::F16 || is_block_quantized(t);
 }
 
 Status stack_stored(KernelContext& ctx, const Kernel& reference) {

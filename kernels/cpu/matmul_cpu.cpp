@@ -5,16 +5,17 @@
 //     M in buckets: F32 as is; BF16 through a two-term split of the
 //     activations (f32-grade), read in rows or, as loaded, in 64-row tiles
 //     that are oneDNN's BA16a64b2a layout; F16 widened to f32 and Q8_0 /
-//     Q4_0 rows dequantized to bf16, a slab of rows at a time; Q8_0 / Q4_0
-//     in 16-row tiles (as loaded) in integers on the tiles
-//     (quant_interleaved_gemm.cpp on VNNI, quant_interleaved_avx2.cpp on
-//     AVX2);
+//     Q4_0 / k-quant (Q4_K, Q5_K, Q6_K) rows dequantized to bf16, a slab
+//     of rows at a time; Q8_0 / Q4_0 in 16-row tiles (as loaded) in
+//     integers on the tiles (quant_interleaved_gemm.cpp on VNNI,
+//     quant_interleaved_avx2.cpp on AVX2);
 //   - a few rows (decode): F32/F16 rows widened in registers (gemv_hwy.cpp);
 //     BF16 tiles on AVX-512 BF16 (gemv_bf16_avx512.cpp); Q8_0 / Q4_0 with
 //     the activations quantized per block and integer dot products
 //     (quant_interleaved_dot.cpp on the 16-row tiles make_program gives
-//     them, quant_dot.cpp on rows, as MoE experts keep them); rows of the
-//     weight split across threads.
+//     them, quant_dot.cpp on rows, as MoE experts keep them); k-quant rows
+//     likewise, the activations quantized per 256 values (kquant_dot.h);
+//     rows of the weight split across threads.
 // The planner may give it a third input to add (a bias or a residual).
 // Checked against the reference kernel by the goldens on this path.
 #include <immintrin.h>
@@ -33,7 +34,9 @@
 
 #include <dnnl.hpp>
 
+#include "engine/core/kquant.h"
 #include "engine/core/quant.h"
+#include "kernels/cpu/kquant_dot.h"
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/parallel_for.h"
@@ -57,6 +60,13 @@ constexpr int64_t kGemvRows = 4;
 // step's): a stream over weights read once, its rows shared out on the team.
 constexpr int64_t kStepRows = 64;
 constexpr size_t kMaxPrimitives = 512;
+// Rows up to which k-quant rows (which have no tiles) take the integer
+// kernel rather than bf16 slabs for oneDNN: 4-row passes over the weights
+// against one dequantization of them all. A batched step, both threads,
+// 896 x 4864 and 8192 x 2048 Q4_K: 8 rows 240 / 934 us against 684 / 2237
+// in slabs, 16 rows 462 / 1820 against 786 / 2408, 32 rows 1045 / 3903
+// against 923 / 2691.
+constexpr int64_t kKQuantIntegerRows = 16;
 
 // C [M, N] = A [M, K] @ B, B stored [N, K] (transpose_b) or [K, N].
 struct MatmulPrimitive {
@@ -289,6 +299,22 @@ Status matmul_bf16x64(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   return {};
 }
 
+// K-quant rows (Q4_K, Q5_K, Q6_K as a GGUF file maps them) with the
+// activations quantized per 256 values and integer dot products
+// (kquant_dot.h): decode and batched steps up to kKQuantIntegerRows, and
+// prompts where oneDNN has no bf16 but the CPU has AVX2 (prompts with
+// bf16 take the slabs below, as Q4_0 rows do).
+Status matmul_kquant(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
+  thread_local KQuantActs buffer;
+  KQuantActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
+  const DType wt = ctx.inputs[1].dtype;
+  quantize_kquant_acts(ctx.inputs[0].f32(), M, K, K, wt, acts);
+  const auto* w = static_cast<const uint8_t*>(ctx.inputs[1].data);
+  float* y = ctx.outputs[0].f32();
+  for_row_chunks(M, N, K, [&](int64_t n0, int64_t n1) { kquant_gemv(acts, w, wt, n0, n1, y, N); });
+  return {};
+}
+
 Status matmul_product(KernelContext& ctx) {
   const Tensor& A = ctx.inputs[0];
   const Tensor& B = ctx.inputs[1];
@@ -301,6 +327,9 @@ Status matmul_product(KernelContext& ctx) {
   const int64_t N = tb ? B.dim(0) : B.dim(1);
   if ((tb ? B.dim(1) : B.dim(0)) != K || C.numel() != M * N)
     return kernel_error(ctx, "matmul", "shapes a " + dims_str(A.shape) + ", b " + dims_str(B.shape) + " disagree");
+  if (is_kquant(B.dtype) && K % kSuperBlock != 0)
+    return kernel_error(ctx, "matmul", std::string(dtype_name(B.dtype)) + " rows of " + std::to_string(K) +
+                                           " values: not whole super-blocks of 256");
   if (M == 0 || N == 0) return {};
   const bool many = M > kGemvRows;
   // Tiles first: a tiled matrix keeps its stored dtype (BF16, Q8_0, Q4_0).
@@ -325,7 +354,11 @@ Status matmul_product(KernelContext& ctx) {
   // kernels, the activations rounded to bf16. Without those (before
   // AVX-512), the AVX2 integer kernel below beats f32 slabs (0.5B q4, 64
   // tokens: 124 against 36 tok/s); with neither, f32 slabs.
-  if (is_quantized(B.dtype) && many && !interleaved && (onednn_has_bf16() || !cpu_features().avx2)) {
+  // K-quant rows keep the integer kernel through a batched step's first
+  // 16 rows (kKQuantIntegerRows).
+  const bool kquant_ints = is_kquant(B.dtype) && M <= kKQuantIntegerRows && cpu_features().avx2;
+  if (is_block_quantized(B.dtype) && many && !interleaved && !kquant_ints &&
+      (onednn_has_bf16() || !cpu_features().avx2)) {
     const size_t row_bytes = quant_row_bytes(B.dtype, K);
     if (!onednn_has_bf16())
       return matmul_in_slabs<float>(ctx, M, K, N, dt::f32, A.data, 1, [&](int64_t n, int64_t, float* dst) {
@@ -338,6 +371,7 @@ Status matmul_product(KernelContext& ctx) {
       dequantize_row_bf16(B.dtype, wq + size_t(n) * row_bytes, K, dst);
     });
   }
+  if (is_kquant(B.dtype)) return matmul_kquant(ctx, M, K, N);
   if (is_quantized(B.dtype)) {
     thread_local QuantizedActs buffer;
     QuantizedActs& acts = buffer;  // a plain reference: the worker threads read this thread's buffer
@@ -495,7 +529,7 @@ namespace {
 
 bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true)) return false;
-  return stored == DType::BF16 || stored == DType::F16 || is_quantized(stored);
+  return stored == DType::BF16 || stored == DType::F16 || is_block_quantized(stored);
 }
 
 // The prepare-weight hook: which weights the kernels read in tiles. BF16
@@ -503,14 +537,14 @@ bool matmul_takes(const Attrs& attrs, size_t input, DType stored) {
 // rows (Highway's widening gemv, oneDNN or f32 slabs for prompts). Integer
 // tiles likewise only with VNNI or AVX2 (the portable loop over tiles is
 // for tests; rows run it faster).
-// Rows still in the checkpoint's mapping (F32, F16, BF16 without tiles)
-// are copied onto 2 MiB pages, packed one after another: decode streams
-// every one per token, and the mapping's 4 KiB pages held matrices of
-// 1-10 MiB to 55-65% of the read bandwidth. f32 decode on Zen
-// 5, alternated: whisper-base 166-184 -> 211-254 tok/s, t5-base 76-92 ->
-// 106-125, the 0.5B shape 17-27 -> 26-37; the load copies the weights
-// (t5-base 0.2-0.6 -> 0.6-1.1 s), the peak RSS stays (pages released as
-// each is copied).
+// Rows still in the checkpoint's mapping (F32, F16, BF16 without tiles,
+// the k-quants' rows, as bytes) are copied onto 2 MiB pages, packed one
+// after another: decode streams every one per token, and the mapping's
+// 4 KiB pages held matrices of 1-10 MiB to 55-65% of the read bandwidth.
+// f32 decode on Zen 5, alternated: whisper-base 166-184 -> 211-254 tok/s,
+// t5-base 76-92 -> 106-125, the 0.5B shape 17-27 -> 26-37; the load copies
+// the weights (t5-base 0.2-0.6 -> 0.6-1.1 s), the peak RSS stays (pages
+// released as each is copied).
 uint8_t matmul_layout(const Attrs& attrs, size_t input, const Tensor& stored) {
   if (input != 1 || !attr_bool(attrs, "transpose_b", true) || stored.shape.size() != 2 || stored.layout) return 0;
   if (tiles_pay(stored.dtype, stored.dim(1))) return uint8_t(tiles_for(stored.dtype));
@@ -523,7 +557,7 @@ uint8_t matmul_layout(const Attrs& attrs, size_t input, const Tensor& stored) {
 Tolerance quantized_check_tolerance(const Tolerance& op, std::span<const Tensor> inputs) {
   Tolerance t = op;
   for (const Tensor& in : inputs)
-    if (in.data && is_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
+    if (in.data && is_block_quantized(in.dtype)) t.rel = std::max(t.rel, 2e-2);
   return t;
 }
 

@@ -12,8 +12,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/core/kquant.h"
 #include "engine/core/quant.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/kquant_dot.h"
 #include "kernels/cpu/parallel_for.h"
 #include "kernels/cpu/gemv.h"
 
@@ -262,6 +264,7 @@ void quantize_acts(const float* x, int64_t M, int64_t ldx, int64_t K, QuantizedA
 }
 
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out) {
+  if (is_kquant(wt)) return dequantize_kquant_row_bf16(wt, row, K, out);
   if (has_avx512_bf16_dot()) return row_to_bf16_avx512(wt, row, K, out);
   thread_local std::vector<float> f;
   f.resize(size_t(K));

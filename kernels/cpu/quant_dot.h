@@ -56,7 +56,8 @@ void quantize_block_avx2(const float* v, int8_t* q, float& scale, float& scale_s
 void quant_gemv_portable(const QuantizedActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
                          int64_t ldy);
 
-// One row of w as bf16 (the prompt path feeds slabs of these to oneDNN).
+// One row of w as bf16 (the prompt path feeds slabs of these to oneDNN);
+// the k-quants too (dequantize_kquant_row_bf16).
 void dequantize_row_bf16(DType wt, const uint8_t* row, int64_t K, uint16_t* out);
 
 // The same for weights with 16 rows interleaved (Q8_0x16 / Q4_0x16,

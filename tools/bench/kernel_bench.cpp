@@ -17,6 +17,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "engine/core/kquant.h"
 #include "engine/core/quant.h"
 #include "kernels/cpu/tiles.h"
 #include "engine/core/weight_arena.h"
@@ -43,11 +44,11 @@ Yardsticks& yardsticks() {
 
 // The arithmetic a weight type's kernels run on: f32 FMAs for F32 and F16
 // (widened), bf16 dot products for BF16 where the CPU has them, int8 dot
-// products for Q8_0 / Q4_0. 0: none measured.
+// products for Q8_0 / Q4_0 and the k-quants. 0: none measured.
 double compute_peak(WeightForm form) {
   const ComputePeaks& p = yardsticks().peaks;
   if (form.dtype == DType::BF16) return p.bf16 > 0 ? p.bf16 : p.f32;
-  if (is_quantized(form.dtype)) return p.int8;
+  if (is_block_quantized(form.dtype)) return p.int8;
   return p.f32;
 }
 
@@ -61,7 +62,23 @@ void BM_MemoryRead(benchmark::State& state) {
 }
 BENCHMARK(BM_MemoryRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// K-quant rows as a GGUF file holds them (nothing here quantizes to them):
+// bytes from a hash, any of which is a valid scale, nibble or bit, and
+// each super-block's f16 factors about what a model's weights give.
+Tensor random_kquant(DType t, int64_t N, int64_t K) {
+  Tensor w = Tensor::zeros(t, {N, K});
+  auto* bytes = static_cast<uint8_t*>(w.data);
+  for (size_t i = 0; i < w.nbytes(); ++i) bytes[i] = uint8_t(uint32_t(i) * 2654435761u >> 24);
+  const uint16_t d = f32_to_f16(2e-3f), dmin = f32_to_f16(1e-3f);
+  for (size_t at = 0; at < w.nbytes(); at += kquant_block_bytes(t)) {
+    std::memcpy(bytes + at + (t == DType::Q6_K ? 208 : 0), &d, 2);
+    if (t != DType::Q6_K) std::memcpy(bytes + at + 2, &dmin, 2);
+  }
+  return w;
+}
+
 Tensor random_weight(WeightForm form, int64_t N, int64_t K) {
+  if (is_kquant(form.dtype)) return random_kquant(form.dtype, N, K);
   std::mt19937 rng(7);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   Tensor f = Tensor::zeros(DType::F32, {N, K});
@@ -137,6 +154,16 @@ BENCHMARK_CAPTURE(BM_Gemv, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply
 BENCHMARK_CAPTURE(BM_Gemv, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q8_rows, WeightForm{DType::Q8_0})->Apply(decode_shapes);
 BENCHMARK_CAPTURE(BM_Gemv, q4_rows, WeightForm{DType::Q4_0})->Apply(decode_shapes);
+// K-quant rows (no tiles: as mapped from a GGUF file) at shapes whose K is
+// whole super-blocks of 256; all but the first (1024 x 1024, in cache) are
+// decode_shapes' too, beside q4 and q4_rows.
+void kquant_decode_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({1024, 1024})->Args({896, 4864})->Args({8192, 2048})->Args({2048, 8192})->Args({128256, 2048});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK_CAPTURE(BM_Gemv, q4_k, WeightForm{DType::Q4_K})->Apply(kquant_decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q5_k, WeightForm{DType::Q5_K})->Apply(kquant_decode_shapes);
+BENCHMARK_CAPTURE(BM_Gemv, q6_k, WeightForm{DType::Q6_K})->Apply(kquant_decode_shapes);
 // f32 at 1024^3 on oneDNN is the machine's GEMM peak as this project sees it.
 BENCHMARK_CAPTURE(BM_Gemm, f32, WeightForm{DType::F32})->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->Apply(prompt_shapes);  // as loaded: oneDNN's BA16a64b2a
@@ -145,6 +172,19 @@ BENCHMARK_CAPTURE(BM_Gemm, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply
 BENCHMARK_CAPTURE(BM_Gemm, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8_step, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(step_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4_step, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(step_shapes);
+// K-quants: prompts (bf16 slabs for oneDNN, or the AVX2 integer kernel)
+// and batched steps, at prompt_shapes' and step_shapes' whole super-blocks.
+void kquant_prompt_shapes(benchmark::internal::Benchmark* b) {
+  b->Args({512, 896, 4864})->Args({512, 8192, 2048})->Args({1024, 1024, 1024});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+void kquant_step_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t m : {4, 8, 16, 32, 64}) b->Args({m, 896, 4864})->Args({m, 8192, 2048});
+  b->Unit(benchmark::kMicrosecond)->UseRealTime();
+}
+BENCHMARK_CAPTURE(BM_Gemm, q4_k, WeightForm{DType::Q4_K})->Apply(kquant_prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q6_k, WeightForm{DType::Q6_K})->Apply(kquant_prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, q4_k_step, WeightForm{DType::Q4_K})->Apply(kquant_step_shapes);
 
 // The matmuls of one decode step of the Qwen2.5-0.5B shape in a model's
 // order, each its own kernel call: 24 layers of the fused QKV (1152 rows),
