@@ -188,7 +188,7 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
   map.model_type = t["model_type"].value_or(std::string());
   if (map.architecture != architecture || map.model_type.empty())
     return error(map.path + ": expected architecture = \"" + architecture + "\" and a model_type");
-  auto strings = [](const toml::node_view<toml::node> n) {
+  auto strings = [](auto n) {  // a node_view, of a mutable or a const table
     std::vector<std::string> out;
     if (const toml::array* a = n.as_array())
       for (const auto& e : *a)
@@ -207,7 +207,7 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
       if (!vt || !(*vt)["if_key"].is_string() || !(*vt)["model_type"].is_string())
         return error(map.path + ": each [[variant]] needs if_key and model_type");
       map.variants.push_back({(*vt)["if_key"].value_or(std::string()), (*vt)["model_type"].value_or(std::string()),
-                              strings(toml::node_view<toml::node>(const_cast<toml::table*>(vt))["architectures"])});
+                              strings((*vt)["architectures"])});
     }
   if (const toml::table* config = t["config"].as_table())
     for (const auto& [key, value] : *config) {
