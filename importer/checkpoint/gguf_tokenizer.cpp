@@ -163,6 +163,7 @@ Result<ordered> sentencepiece_bpe(const GgufFile& file, const Vocab& v) {
 struct PreTokenizer {
   std::vector<std::string> splits;
   bool ignore_merges = false;
+  std::string normalizer;  // "NFC": the tokenizer.json's normalizer, which GGUF does not record
 };
 
 // tokenizer.ggml.pre's splitting regexes, from pretokenizers.toml.
@@ -176,7 +177,10 @@ Result<PreTokenizer> pre_tokenizer(const GgufFile& file, const std::string& maps
   } catch (const toml::parse_error& e) {
     return error(path + ":" + std::to_string(e.source().begin.line) + ": " + std::string(e.description()));
   }
-  const toml::array* splits = t[name]["splits"].as_array();
+  // A name llama.cpp gives a tokenizer whose rule another entry already holds.
+  std::string entry = name;
+  if (auto alias = t[name]["same_as"].value<std::string>()) entry = *alias;
+  const toml::array* splits = t[entry]["splits"].as_array();
   if (!splits) {
     std::string known;
     for (const auto& [k, _] : t) known += (known.empty() ? "" : ", ") + std::string(k.str());
@@ -186,7 +190,8 @@ Result<PreTokenizer> pre_tokenizer(const GgufFile& file, const std::string& maps
   PreTokenizer out;
   for (const auto& s : *splits)
     if (auto r = s.value<std::string>()) out.splits.push_back(*r);
-  out.ignore_merges = t[name]["ignore_merges"].value_or(false);
+  out.ignore_merges = t[name]["ignore_merges"].value_or(t[entry]["ignore_merges"].value_or(false));
+  out.normalizer = t[entry]["normalizer"].value_or(std::string());
   return out;
 }
 
@@ -203,7 +208,8 @@ Result<ordered> byte_level_bpe(const GgufFile& file, const Vocab& v, const std::
   pre.push_back({{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}});
   const size_t n = v.tokens.size();
   ordered tok = {{"version", "1.0"}, {"truncation", nullptr}, {"padding", nullptr}, {"added_tokens", added_tokens(v)},
-                 {"normalizer", nullptr}, {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", pre}}}};
+                 {"normalizer", split.normalizer.empty() ? ordered(nullptr) : ordered{{"type", split.normalizer}}},
+                 {"pre_tokenizer", {{"type", "Sequence"}, {"pretokenizers", pre}}}};
   tok["post_processor"] = post_processor(v, id_key(file, "tokenizer.ggml.bos_token_id", n),
                                          id_key(file, "tokenizer.ggml.eos_token_id", n),
                                          bool_key(file, "tokenizer.ggml.add_bos_token").value_or(false),

@@ -93,8 +93,9 @@ TEST(GgufTokenizer, SentencePieceVocabularyEncodesAsLlama2) {
 }
 
 // tokenizer.json's byte-level BPE as llama.cpp's converter writes it: ids in
-// order, added tokens typed control (special) or user-defined.
-void byte_level_case(const std::string& name, const std::string& pre, bool add_bos) {
+// order, added tokens typed control (special) or user-defined. `text`: only
+// encode it (and decode it back), for a pre-tokenizer the cases are not of.
+void byte_level_case(const std::string& name, const std::string& pre, bool add_bos, const char* text = nullptr) {
   const std::string file = tokenizers() + name + "/tokenizer.json";
   ARCH_REQUIRE_SHARED(file);
   auto tj = testing::read_json(file);
@@ -126,11 +127,26 @@ void byte_level_case(const std::string& name, const std::string& pre, bool add_b
       if (tokens[i] == config["bos_token"].get<std::string>()) w.u32("tokenizer.ggml.bos_token_id", uint32_t(i));
   w.boolean("tokenizer.ggml.add_bos_token", add_bos);
   testing::TempDir dir;
-  expect_cases(with_vocab(w, dir), name);
+  if (!text) return expect_cases(with_vocab(w, dir), name);
+  auto tok = load_model_tokenizer(with_vocab(w, dir));
+  ASSERT_TRUE(tok.ok()) << pre << ": " << tok.error().message;
+  const auto ids = (*tok)->encode(text, false);
+  EXPECT_FALSE(ids.empty()) << pre;
+  EXPECT_EQ((*tok)->decode(ids), text) << pre;
 }
 
 TEST(GgufTokenizer, ByteLevelVocabularyEncodesAsGpt2) { byte_level_case("gpt2", "gpt2", false); }
 TEST(GgufTokenizer, ByteLevelVocabularyEncodesAsLlama3) { byte_level_case("llama3", "llama-bpe", true); }
+TEST(GgufTokenizer, ByteLevelVocabularyEncodesAsQwen3) { byte_level_case("qwen3", "qwen2", false); }
+
+// Every pre-tokenizer families/gguf/pretokenizers.toml names compiles and
+// splits text that decodes back to itself.
+TEST(GgufTokenizer, EveryPreTokenizerTheTableNamesRuns) {
+  for (const char* pre : {"default", "gpt2", "llama-bpe", "qwen2", "starcoder", "refact", "llama3", "llama-v3", "falcon3",
+                          "pixtral", "dbrx", "smaug-bpe", "deepseek-r1-qwen", "stablelm2", "gpt-2", "phi-2", "mpt", "olmo",
+                          "smollm", "command-r", "codeshell", "exaone", "gpt-4o", "llama4", "tekken", "deepseek-v3"})
+    byte_level_case("gpt2", pre, false, "Hello World, it's 12345 o'clock!\n\tCaf\u00e9 \u4f60\u597d  ok");
+}
 
 }  // namespace
 }  // namespace arch
