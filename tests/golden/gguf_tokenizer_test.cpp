@@ -139,6 +139,31 @@ TEST(GgufTokenizer, ByteLevelVocabularyEncodesAsGpt2) { byte_level_case("gpt2", 
 TEST(GgufTokenizer, ByteLevelVocabularyEncodesAsLlama3) { byte_level_case("llama3", "llama-bpe", true); }
 TEST(GgufTokenizer, ByteLevelVocabularyEncodesAsQwen3) { byte_level_case("qwen3", "qwen2", false); }
 
+// tokenizer.chat_template is the model's chat template, rendered with the
+// vocabulary's special tokens.
+TEST(GgufTokenizer, TheChatTemplateComesFromTheMetadata) {
+  testing::GgufWriter w;
+  w.str("tokenizer.ggml.model", "gpt2");
+  w.strings("tokenizer.ggml.tokens", {"<|im_start|>", "<|im_end|>", "a", "b", "ab"});
+  w.ints("tokenizer.ggml.token_type", {3, 3, 1, 1, 1});
+  w.strings("tokenizer.ggml.merges", {"a b"});
+  w.u32("tokenizer.ggml.eos_token_id", 1);
+  w.str("tokenizer.chat_template",
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}{{ eos_token }}");
+  testing::TempDir dir;
+  const std::string path = with_vocab(w, dir);
+  auto info = load_model_chat_template(path);
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array({{{"role", "user"}, {"content", "ab"}}});
+  auto text = info->chat_template.render(info->context(messages, true));
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  EXPECT_EQ(*text, "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n<|im_end|>");
+  auto tok = load_model_tokenizer(path);
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  EXPECT_EQ((*tok)->encode("<|im_start|>ab<|im_end|>", false), (std::vector<int32_t>{0, 4, 1}));
+}
+
 // Every pre-tokenizer families/gguf/pretokenizers.toml names compiles and
 // splits text that decodes back to itself.
 TEST(GgufTokenizer, EveryPreTokenizerTheTableNamesRuns) {
