@@ -8,6 +8,7 @@
 // random-weight Llama the tool writes itself.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 
@@ -37,7 +38,10 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_option("model", c.model,
                   "checkpoint directory (config.json + *.safetensors), GGUF file or canonical model; nothing: the "
                   "default, stories260K (families/default); 'toy': a random-weight toy written on the fly");
-  cmd->add_option("--families", c.families, "directory of family templates and registry.toml");
+  // Exported, so that what a GGUF's side files need (its name map for
+  // config.json, pretokenizers.toml for tokenizer.json) comes from there too.
+  cmd->add_option("--families", c.families, "directory of family templates, registry.toml and GGUF name maps (gguf/)")
+      ->each([](const std::string& dir) { setenv("ARCHETYPE_FAMILIES", dir.c_str(), 1); });
   cmd->add_option("--template", c.template_path, "run this .arch template instead of dispatching");
   cmd->add_option("--force-family", c.force_family,
                   "run this family (a name, or a template's file name) whatever the checkpoint says, even one "
@@ -264,7 +268,7 @@ int main(int argc, char** argv) {
 
   std::string toy_dir, toy_shape = "toy", toy_dtype = "f32";
   uint64_t toy_seed = 0;
-  auto* toy = app.add_subcommand("toy", "write a random-weight LlamaStyle checkpoint: the embedded default, or a real model's shape");
+  auto* toy = app.add_subcommand("toy", "write a random-weight checkpoint: the toy (model name 'toy'), or a real model's shape");
   toy->add_option("-o,--out", toy_dir, "directory to write")->required();
   toy->add_option("--seed", toy_seed, "weight seed");
   toy->add_option("--shape", toy_shape, "toy (default), qwen2.5-0.5b, llama-3.2-1b, or a spec in families/toys: whisper-base, t5-base, mms-tts, sd15-unet, sd15 (a whole pipeline)");

@@ -16,6 +16,8 @@ std::string families_dir(const std::string& override_dir) {
   return ARCHETYPE_FAMILIES_DIR;
 }
 
+std::string built_in_families_dir() { return ARCHETYPE_FAMILIES_DIR; }
+
 Result<Registry> load_registry(const std::string& dir) {
   Registry reg;
   reg.path = (fs::path(dir) / "registry.toml").string();

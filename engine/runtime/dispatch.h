@@ -86,5 +86,7 @@ Status apply_views(Checkpoint& ckpt, const DispatchResult& d);
 
 // --families, else $ARCHETYPE_FAMILIES, else the source tree's families/.
 std::string families_dir(const std::string& override_dir = "");
+// The source tree's families/, whatever the environment says.
+std::string built_in_families_dir();
 
 }  // namespace arch

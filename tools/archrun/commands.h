@@ -131,8 +131,8 @@ struct ImagineArgs {
   uint64_t seed = 0;
 };
 
-// families/default/stories260K.gguf (ARCHETYPE_FAMILIES/default/... where
-// that is set): the model archrun runs when none is named.
+// families/default/stories260K.gguf of the source tree: the model archrun
+// runs when none is named.
 std::string default_model_path();
 // MODEL: a checkpoint directory, a GGUF or canonical file, or "toy" for a
 // random-weight toy written on the fly.

@@ -94,7 +94,9 @@ int guarded(const std::function<int()>& command) {
   }
 }
 
-std::string default_model_path() { return (fs::path(families_dir()) / "default" / "stories260K.gguf").string(); }
+// The build's own families/, not $ARCHETYPE_FAMILIES: a user's set of
+// templates need not carry the model.
+std::string default_model_path() { return (fs::path(built_in_families_dir()) / "default" / "stories260K.gguf").string(); }
 
 Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite) {
   LoadOptions opt;
@@ -118,7 +120,7 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
       for (const auto& w : (*m)->warnings) std::fprintf(stderr, "archrun: warning: %s\n", w.c_str());
     return m;
   }
-  // The embedded default: written fresh (it is tiny) to a directory of this
+  // The random toy: written fresh (it is tiny) to a directory of this
   // process's own, loaded, and removed; the mapping outlives the files.
   fs::path dir = fs::temp_directory_path() / ("archetype-toy-" + std::to_string(getpid()));
   ARCH_TRY_STATUS(write_toy_checkpoint(dir.string(), 0));
