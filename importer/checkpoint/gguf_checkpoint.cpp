@@ -1,7 +1,6 @@
 #include "importer/checkpoint/gguf_checkpoint.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <optional>
 #include <map>
@@ -51,38 +50,6 @@ Tensor transposed(const Tensor& t) {
   return out;
 }
 
-std::string fill_block(std::string name, const std::string& block) {
-  for (size_t at; (at = name.find("{i}")) != std::string::npos;) name.replace(at, 3, block);
-  return name;
-}
-
-std::string plain_part(const std::string& part) {
-  return part.size() > 2 && part.compare(part.size() - 2, 2, "^T") == 0 ? part.substr(0, part.size() - 2) : part;
-}
-
-struct PartOf {
-  size_t entry, index;
-  std::string block;
-};
-
-// Which joined entry's part a GGUF tensor is, and of which block.
-std::optional<PartOf> joined_part(const GgufNameMap& map, const std::string& gguf_name) {
-  for (size_t e = 0; e < map.joined.size(); ++e)
-    for (size_t p = 0; p < map.joined[e].parts.size(); ++p) {
-      const std::string pattern = plain_part(map.joined[e].parts[p]);
-      const size_t at = pattern.find("{i}");
-      if (at == std::string::npos) continue;
-      const std::string head = pattern.substr(0, at), tail = pattern.substr(at + 3);
-      if (gguf_name.size() <= head.size() + tail.size() || gguf_name.compare(0, head.size(), head) != 0 ||
-          gguf_name.compare(gguf_name.size() - tail.size(), tail.size(), tail) != 0)
-        continue;
-      const std::string block = gguf_name.substr(head.size(), gguf_name.size() - head.size() - tail.size());
-      if (!block.empty() && std::all_of(block.begin(), block.end(), [](unsigned char c) { return std::isdigit(c); }))
-        return PartOf{e, p, block};
-    }
-  return std::nullopt;
-}
-
 // Per head, each part's rows in turn (a "^T" part's [heads, in, rows] read
 // per head transposed): DeepSeek's kv_b_proj, [heads x (nope + v), rank],
 // from llama.cpp's k_b [heads, rank, nope] and v_b [heads, v, rank].
@@ -97,12 +64,12 @@ Result<Tensor> join_per_head(const GgufNameMap::Joined& j, const std::string& bl
   std::vector<Tensor> f32;
   int64_t rows = 0, cols = -1;
   for (size_t p = 0; p < parts.size(); ++p) {
-    const std::string part = fill_block(j.parts[p], block);
-    if (!parts[p]) return error(where + ": its part '" + plain_part(part) + "' is missing");
+    const std::string part = fill_block(j.parts[p].name, block);
+    if (!parts[p]) return error(where + ": its part '" + part + "' is missing");
     const Tensor& t = *parts[p];
-    const bool transposed = part != plain_part(part);
+    const bool transposed = j.parts[p].transposed;
     if (t.shape.size() != 3 || t.shape[0] != heads)
-      return error(where + ": part '" + plain_part(part) + "' is " + dims_str(t.shape) + ", expected [" +
+      return error(where + ": part '" + part + "' is " + dims_str(t.shape) + ", expected [" +
                    std::to_string(heads) + " heads, ., .]");
     const int64_t part_rows = transposed ? t.shape[2] : t.shape[1], part_cols = transposed ? t.shape[1] : t.shape[2];
     if (cols >= 0 && part_cols != cols)
@@ -117,7 +84,7 @@ Result<Tensor> join_per_head(const GgufNameMap::Joined& j, const std::string& bl
   for (int64_t h = 0; h < heads; ++h)
     for (size_t p = 0; p < parts.size(); ++p) {
       const Tensor& t = f32[p];
-      const bool transposed = j.parts[p].size() > 2 && j.parts[p].compare(j.parts[p].size() - 2, 2, "^T") == 0;
+      const bool transposed = j.parts[p].transposed;
       const int64_t a = t.shape[1], b = t.shape[2];
       const float* src = t.f32() + h * a * b;
       if (transposed) {
@@ -128,11 +95,6 @@ Result<Tensor> join_per_head(const GgufNameMap::Joined& j, const std::string& bl
       }
     }
   return out;
-}
-
-std::string fill_expert(std::string name, int64_t e) {
-  const size_t at = name.find("{e}");
-  return name.replace(at, 3, std::to_string(e));
 }
 
 std::string architecture_of(const GgufFile& file) {
@@ -154,7 +116,7 @@ Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map)
     const std::string name = map.hf_name(info.name).value_or(info.name);
     ARCH_TRY(Tensor t, gguf_tensor(file, info));
     const std::string where = file.path + " (GGUF '" + info.name + "')";
-    if (auto part = joined_part(map, info.name)) {
+    if (auto part = map.joined_part(info.name)) {
       auto& slots = parts_of[{part->entry, part->block}];
       slots.resize(map.joined[part->entry].parts.size());
       slots[part->index] = std::move(t);
@@ -204,7 +166,7 @@ Result<Checkpoint> gguf_checkpoint(const GgufFile& file, const GgufNameMap& map)
     const GgufNameMap::Joined& j = map.joined[key.first];
     ARCH_TRY(Tensor t, join_per_head(j, key.second, slots, ckpt.config, file.path));
     const std::string name = fill_block(j.name, key.second);
-    ckpt.tensor_file.emplace(name, file.path + " (GGUF '" + fill_block(j.parts[0], key.second) + "' and the rest, joined)");
+    ckpt.tensor_file.emplace(name, file.path + " (GGUF '" + fill_block(j.parts[0].name, key.second) + "' and the rest, joined)");
     ckpt.tensors.emplace(name, std::move(t));
   }
   return ckpt;

@@ -143,6 +143,18 @@ bool GgufNameMap::read_into_config(const std::string& gguf_name) const {
   return false;
 }
 
+std::optional<GgufNameMap::PartOf> GgufNameMap::joined_part(const std::string& gguf_name) const {
+  for (size_t e = 0; e < joined.size(); ++e)
+    for (size_t p = 0; p < joined[e].parts.size(); ++p)
+      if (auto block = match(joined[e].parts[p].name, gguf_name); block && !block->empty()) return PartOf{e, p, *block};
+  return std::nullopt;
+}
+
+std::string fill_block(const std::string& pattern, const std::string& block) { return fill(pattern, "{i}", block); }
+std::string fill_expert(const std::string& pattern, int64_t expert) {
+  return fill(pattern, "{e}", std::to_string(expert));
+}
+
 double GgufNameMap::shift(const std::string& gguf_name) const {
   for (const auto& [pattern, by] : shifted)
     if (match(pattern, gguf_name)) return by;
@@ -240,7 +252,10 @@ Result<GgufNameMap> load_gguf_name_map(const std::string& dir, const std::string
       if (!parts) return error(map.path + ": [joined] " + std::string(name.str()) + " needs heads and parts");
       GgufNameMap::Joined entry{std::string(name.str()), (*j)["heads"].value_or(std::string()), {}};
       for (const auto& p : *parts)
-        if (auto s = p.value<std::string>()) entry.parts.push_back(*s);
+        if (auto s = p.value<std::string>()) {
+          const bool transposed = s->size() > 2 && s->compare(s->size() - 2, 2, "^T") == 0;
+          entry.parts.push_back({transposed ? s->substr(0, s->size() - 2) : *s, transposed});
+        }
       map.joined.push_back(std::move(entry));
     }
   ARCH_TRY(map.tensors, string_table(t, "tensors", map.path));

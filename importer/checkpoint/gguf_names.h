@@ -47,14 +47,25 @@ struct GgufNameMap {
   std::vector<GgufConfigField> config;
   std::map<std::string, nlohmann::json> none;               // field -> the value that means "absent"
   std::vector<std::pair<std::string, std::string>> tensors;  // GGUF name -> HF name ({i}: a number)
-  // HF name -> its rows joined, per head, from GGUF tensors (a name ending
-  // "^T": each head's matrix stored transposed), the heads counted by a
-  // config field: DeepSeek's kv_b_proj from llama.cpp's k_b and v_b.
+  // HF name -> its rows joined, per head, from GGUF tensors (written with a
+  // trailing "^T" in the map: each head's matrix stored transposed), the
+  // heads counted by a config field: DeepSeek's kv_b_proj from llama.cpp's
+  // k_b and v_b.
+  struct Part {
+    std::string name;  // GGUF pattern, "{i}" the block
+    bool transposed = false;
+  };
   struct Joined {
     std::string name, heads;
-    std::vector<std::string> parts;
+    std::vector<Part> parts;
   };
   std::vector<Joined> joined;
+  struct PartOf {
+    size_t entry, index;
+    std::string block;  // the number "{i}" matched
+  };
+  // Which joined entry's part a GGUF tensor is, and of which block.
+  std::optional<PartOf> joined_part(const std::string& gguf_name) const;
   std::vector<std::pair<std::string, std::string>> rows_interleaved;  // GGUF name -> config field of heads
   std::vector<std::pair<std::string, double>> shifted;  // GGUF name -> what the converter added to each value
   std::vector<std::string> transposed;                  // GGUF names stored [in, out] where Hugging Face has [out, in]
@@ -78,6 +89,10 @@ struct GgufNameMap {
   double shift(const std::string& gguf_name) const;
   bool is_transposed(const std::string& gguf_name) const;
 };
+
+// `pattern` with each "{i}" (a block's number) or "{e}" (an expert's) filled in.
+std::string fill_block(const std::string& pattern, const std::string& block);
+std::string fill_expert(const std::string& pattern, int64_t expert);
 
 // families/gguf (ARCHETYPE_FAMILIES/gguf where that is set): where the maps are.
 std::string default_gguf_maps_dir();
