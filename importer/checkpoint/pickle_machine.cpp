@@ -1,5 +1,6 @@
 #include "importer/checkpoint/pickle_machine.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -59,6 +60,7 @@ class Machine {
     false_ = p_.add(Kind::Bool);
     true_ = p_.add(Kind::Bool, 1);
     empty_tuple_ = p_.add_list(Kind::Tuple, {});  // immutable, so one serves every EMPTY_TUPLE
+    p_.allowance = 16 * (bytes.size() - std::min<uint64_t>(start, bytes.size())) + (1u << 20);
   }
 
   Result<Pickle> run() {

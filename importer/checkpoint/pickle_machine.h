@@ -79,6 +79,11 @@ struct Pickle {
   std::vector<TensorInfo> tensors;
   Ref root = 0;      // what STOP returned
   uint64_t end = 0;  // the byte after STOP
+  // Bytes the objects' copies may take: a few bytes of a memoised REDUCE
+  // rebuild a 64-dim tensor (1 KB) each time; 16 per byte of pickle keeps
+  // a 100 MB pickle under 1.6 GB however it repeats itself.
+  uint64_t allowance = 0, spent = 0;
+  bool spend(uint64_t n) { return (spent += n) <= allowance; }
 
   const Object& at(Ref r) const { return objects[r]; }
   const std::string& str(Ref r) const { return strings[objects[r].index]; }  // Str, Bytes, BigInt, Global

@@ -68,6 +68,9 @@ Result<Ref> rebuild(Pickle& p, const std::string& name, const std::vector<Ref>& 
   ARCH_TRY(t.stride, int_tuple(p, name, "stride", args[3]));
   if (t.stride.size() != t.shape.size())
     return error(name + "'s size " + dims_str(t.shape) + " and stride " + dims_str(t.stride) + " differ in length");
+  if (!p.spend(sizeof(TensorInfo) + 16 * t.shape.size()))
+    return error(name + ": the pickle rebuilds more tensors than its length allows (" + std::to_string(p.spent) +
+                 " bytes of copies; a memoised rebuild repeated)");
   return p.add_tensor(std::move(t));
 }
 
@@ -156,6 +159,8 @@ Result<Ref> torch_persistent_id(Pickle& p, Ref pid) {
     return error("storage '" + printable(key) + "': its size is " + p.describe(f[4]) + ", expected a non-negative int");
   if (f.size() == 6 && p.at(f[5]).kind != Kind::None)
     return error("storage '" + printable(key) + "' is a view of another (legacy view metadata), which is not read");
+  if (!p.spend(sizeof(StorageInfo) + key.size() + p.str(f[1]).size()))
+    return error("storage '" + printable(key) + "': the pickle names more storages than its length allows");
   return p.add_storage({p.at(f[1]).dtype, p.str(f[1]), key, p.at(f[4]).number});
 }
 

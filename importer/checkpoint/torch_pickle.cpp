@@ -1,5 +1,7 @@
 #include "importer/checkpoint/torch_pickle.h"
 
+#include <algorithm>
+
 #include <bit>
 #include <cstring>
 #include <functional>
@@ -320,7 +322,9 @@ Result<TorchFile> read_legacy(const std::string& path, const std::shared_ptr<con
   uint64_t at = 0;
   ARCH_TRY_STATUS(check_legacy_header(all, path, at));
   const std::string where = path + ": the object's pickle";
-  ARCH_TRY(Pickle p, pickle::unpickle(all, at, where));
+  // As the zip form's data.pkl: the object's pickle is the file's header.
+  const uint64_t most = std::min<uint64_t>(all.size(), at + uint64_t(limit("header_bytes")));
+  ARCH_TRY(Pickle p, pickle::unpickle(all.first(most), at, where));
   ARCH_TRY(auto storages, legacy_storages(all, p, path));
   TensorMaker maker(path, file, [&](const std::string& key) -> Result<Bytes> {
     auto it = storages.find(key);
