@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -322,6 +323,12 @@ Result<json> gguf_config(const GgufNameMap& map, const GgufFile& file) {
       if (over) x /= over->value.get<double>();
       value = x;
     }
+    // A FLOAT32 key may hold NaN or Inf, which config.json cannot: a rope
+    // base or an epsilon of NaN would run as NaN logits (and a JSON dump
+    // would print it as null, the template's default).
+    if (value.is_number_float() && !std::isfinite(value.get<double>()))
+      return error(file.path + ": metadata '" + fill(f.keys[0], "{arch}", map.architecture) + "' (config field " +
+                   f.field + ") is " + std::to_string(value.get<double>()) + ", not a finite number");
     auto none = map.none.find(f.field);
     if (none != map.none.end() && value == none->second) {
       dropped.insert(f.field.substr(0, f.field.find('.')));
@@ -346,6 +353,9 @@ Result<json> gguf_config(const GgufNameMap& map, const GgufFile& file) {
     if (const GgufTensorInfo* info = file.tensor(tensor)) {
       ARCH_TRY(Tensor t, gguf_tensor(file, *info));
       const Tensor f = to_f32(t);
+      if (!std::all_of(f.f32(), f.f32() + f.numel(), [](float x) { return std::isfinite(x); }))
+        return error(file.path + ": tensor '" + tensor + "' (config field " + field + ") holds a value that is not a "
+                     "finite number");
       set_field(config, field, json(std::vector<float>(f.f32(), f.f32() + f.numel())));
     }
   for (const auto& [field, value] : map.defaults.items()) set_if_unset(config, field, value);

@@ -282,6 +282,18 @@ TEST(GgufRopeFreqs, Llama3DivisorsBecomeRopeScalingAndOthersAreRefused) {
     EXPECT_FALSE(r.ok());  // no head size to read the divisors against: named, not thrown
   }
 
+  // A NaN rope base is refused where it enters, not run as NaN logits.
+  {
+    Bytes nan = header(0, 2).str("general.architecture").u32(8).str("llama");
+    const float value = NAN;
+    nan.str("llama.rope.freq_base").u32(6).raw(&value, 4);
+    testing::write_file(dir / "nan.gguf", nan.s);
+    auto r = load_checkpoint(dir / "nan.gguf");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().message.find("'llama.rope.freq_base' (config field rope_theta) is"), std::string::npos)
+        << r.error().message;
+  }
+
   testing::write_file(dir / "bad.gguf", file_with({1, 3, 1, 2, 8, 8, 8, 8}));
   auto bad = load_checkpoint(dir / "bad.gguf");
   ASSERT_FALSE(bad.ok());
