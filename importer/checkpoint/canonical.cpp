@@ -34,8 +34,11 @@ Result<std::string> read_file_text(const fs::path& p) {
 // narrower matrices (a MoE router over 8 experts, which picks discrete
 // things from near-ties) keep F32: a rounding error in size, not in
 // accuracy.
+// A block-quantized input (a GGUF's) is converted as its values are: the
+// type asked for is the type written.
 DType target_type(const Tensor& t, ImportType type) {
-  const bool is_float = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16;
+  const bool is_float = t.dtype == DType::F32 || t.dtype == DType::F16 || t.dtype == DType::BF16 ||
+                        is_block_quantized(t.dtype);
   if (!is_float || type == ImportType::AsStored) return t.dtype;
   if (type == ImportType::F32) return DType::F32;
   const bool matrix = t.shape.size() == 2 && t.shape[0] >= 32;

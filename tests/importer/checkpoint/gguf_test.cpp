@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "importer/checkpoint/canonical.h"
 #include "importer/checkpoint/checkpoint.h"
 #include "importer/checkpoint/gguf_tensor.h"
 #include "tests/sha256.h"
@@ -79,6 +80,23 @@ TEST_P(GgufGolden, EveryTensorDequantizesBitForBit) {
     Tensor f32 = to_f32(*tensor);
     EXPECT_EQ(sha256_hex(f32.data, f32.nbytes()), want["tensors"][t]["sha256_dequant_f32le"].get<std::string>())
         << info.name << " (" << ggml_type_name(info.type) << ")";
+  }
+}
+
+// archrun import of a GGUF: `stored` keeps its k-quants, f32 writes what
+// they hold (the type asked for is the type written).
+TEST(GgufImport, StoredKeepsKQuantsAndF32WidensThem) {
+  const std::string path = golden_dir("gguf") + "/llama_rand.Q4_K_M.gguf";
+  ARCH_REQUIRE_SHARED(path);
+  testing::TempDir dir;
+  for (auto [type, want] : {std::pair{ImportType::AsStored, DType::Q4_K}, std::pair{ImportType::F32, DType::F32}}) {
+    auto report = import_checkpoint(path, dir / "m.safetensors", type);
+    ASSERT_TRUE(report.ok()) << report.error().message;
+    auto ckpt = load_checkpoint(dir / "m.safetensors");
+    ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
+    const Tensor* q = ckpt->find("model.layers.0.self_attn.q_proj.weight");
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(q->dtype, want);
   }
 }
 
