@@ -1,5 +1,5 @@
 // The cpu backend's embed: reads table rows in the type the checkpoint
-// stores them (BF16, F16, Q8_0, Q4_0, interleaved or not), so a table shared
+// stores them (BF16, F16, Q8_0, Q4_0 interleaved or not, the k-quants), so a table shared
 // with the output projection (tied weights) stays mapped once instead of
 // widened to F32.
 #include "engine/core/quant.h"

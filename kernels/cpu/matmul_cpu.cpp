@@ -354,8 +354,8 @@ Status matmul_product(KernelContext& ctx) {
   // kernels, the activations rounded to bf16. Without those (before
   // AVX-512), the AVX2 integer kernel below beats f32 slabs (0.5B q4, 64
   // tokens: 124 against 36 tok/s); with neither, f32 slabs.
-  // K-quant rows keep the integer kernel through a batched step's first
-  // 16 rows (kKQuantIntegerRows).
+  // K-quant rows stay on the integer kernel for steps of at most 16 rows
+  // (kKQuantIntegerRows); a larger step goes to the bf16 slabs whole.
   const bool kquant_ints = is_kquant(B.dtype) && M <= kKQuantIntegerRows && cpu_features().avx2;
   if (is_block_quantized(B.dtype) && many && !interleaved && !kquant_ints &&
       (onednn_has_bf16() || !cpu_features().avx2)) {
