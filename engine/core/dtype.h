@@ -35,6 +35,12 @@ inline float bf16_to_f32(uint16_t v) {
   return f;
 }
 float f16_to_f32(uint16_t v);
+// The f16 stored at `p` (little-endian, any alignment), as float.
+inline float f16_at(const void* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return f16_to_f32(bits);
+}
 // Round-to-nearest-even, as torch does when it casts to bfloat16.
 uint16_t f32_to_bf16(float f);
 

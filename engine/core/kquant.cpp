@@ -6,12 +6,6 @@ namespace arch {
 
 namespace {
 
-float f16_at(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return f16_to_f32(bits);
-}
-
 // Q4_K and Q5_K: each 64 values take 32 bytes of q, low nibbles first; Q5_K
 // adds bit 2i (low nibbles) and 2i+1 (high) of qh for the i-th 64 values.
 void dequantize_q45k(const uint8_t* b, bool five, float* y) {
@@ -57,15 +51,6 @@ void dequantize_q6k(const uint8_t* b, float* y) {
 }  // namespace
 
 bool is_kquant(DType t) { return t == DType::Q4_K || t == DType::Q5_K || t == DType::Q6_K; }
-
-size_t kquant_block_bytes(DType t) {
-  switch (t) {
-    case DType::Q4_K: return 144;
-    case DType::Q5_K: return 176;
-    case DType::Q6_K: return 210;
-    default: return 0;
-  }
-}
 
 void dequantize_kquant_row(DType t, const uint8_t* row, int64_t k, float* out) {
   const size_t block = kquant_block_bytes(t);

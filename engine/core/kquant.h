@@ -22,7 +22,10 @@ namespace arch {
 constexpr int64_t kSuperBlock = 256;
 
 bool is_kquant(DType t);
-size_t kquant_block_bytes(DType t);  // bytes per 256 values
+// Bytes per 256 values (0 for another type).
+constexpr size_t kquant_block_bytes(DType t) {
+  return t == DType::Q4_K ? 144 : t == DType::Q5_K ? 176 : t == DType::Q6_K ? 210 : 0;
+}
 void dequantize_kquant_row(DType t, const uint8_t* row, int64_t k, float* out);
 
 // Q4_K / Q5_K sub-block j's (0..7) 6-bit scale and min, from the 12 packed

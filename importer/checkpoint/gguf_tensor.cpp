@@ -56,12 +56,6 @@ void repack_row(uint32_t type, const uint8_t* src, int64_t k, DType to, uint8_t*
   }
 }
 
-float f16_at(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return f16_to_f32(bits);
-}
-
 // Q4_1 / Q5_1: d·q + m, an offset no one-scale row holds: widened to
 // float32 (each value one product and one sum, as ggml computes it).
 void widen_row_with_min(uint32_t type, const uint8_t* src, int64_t k, float* out) {

@@ -22,7 +22,7 @@ namespace arch {
 
 // Bytes per super-block (kquant_block_bytes), known to the compiler.
 template <DType WT>
-constexpr size_t kq_block_bytes = WT == DType::Q4_K ? 144 : WT == DType::Q5_K ? 176 : 210;
+constexpr size_t kq_block_bytes = kquant_block_bytes(WT);
 
 ARCH_KQ_AVX2_INLINE __m256i kq_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 

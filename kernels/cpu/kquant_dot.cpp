@@ -117,12 +117,6 @@ uint8_t q_of(DType wt, const uint8_t* b, int i) {
   return wt == DType::Q5_K ? uint8_t(q | (b[16 + l] >> j & 1) << 4) : q;
 }
 
-float f16_at(const uint8_t* p) {
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return f16_to_f32(bits);
-}
-
 }  // namespace
 
 void kquant_gemv_portable(const KQuantActs& a, const uint8_t* w, DType wt, int64_t n0, int64_t n1, float* y,
