@@ -93,7 +93,7 @@ int run_chat(const ChatArgs& a) {
   auto info = load_model_chat_template(a.common.model);
   // A base model without a chat template (the default, stories260K) still
   // talks: each line continues the text, as a completion would.
-  const bool plain = !info.ok() && info.error().message.find(": no chat template") != std::string::npos;
+  const bool plain = !info.ok() && means_no_chat_template(info.error());
   if (!info.ok() && !plain) return fail(info.error());
   if (plain)
     std::fprintf(stderr, "archrun: %s has no chat template: each line you type continues the text (a base model)\n",

@@ -45,6 +45,12 @@ nlohmann::ordered_json ChatTemplateInfo::context(const nlohmann::ordered_json& m
   return ctx;
 }
 
+namespace {
+constexpr const char* kNoTemplate = ": no chat template";
+}  // namespace
+
+bool means_no_chat_template(const Error& e) { return e.message.find(kNoTemplate) != std::string::npos; }
+
 Result<ChatTemplateInfo> load_chat_template(const std::string& dir, const ReadSideFile& read_given) {
   const ReadSideFile read = read_given ? read_given : side_files_in(dir);
   ChatTemplateInfo info;
@@ -129,8 +135,8 @@ Result<ChatTemplateInfo> load_chat_template(const std::string& dir, const ReadSi
   if (info.name.empty()) {
     if (info.named.empty()) {
       if (!have_config)
-        return error(dir + ": no chat template: neither tokenizer_config.json nor chat_template.jinja exists");
-      return error(config_path + ": no chat template ('chat_template' is absent, and there is no chat_template.jinja)");
+        return error(dir + kNoTemplate + ": neither tokenizer_config.json nor chat_template.jinja exists");
+      return error(config_path + kNoTemplate + " ('chat_template' is absent, and there is no chat_template.jinja)");
     }
     auto def = info.named.find("default");
     if (def == info.named.end()) {

@@ -49,4 +49,8 @@ struct ChatTemplateInfo {
 // (unset: `dir` itself).
 Result<ChatTemplateInfo> load_chat_template(const std::string& dir, const ReadSideFile& read = nullptr);
 
+// Whether load_chat_template's error says the model has no template at
+// all (a base model), as opposed to one it could not read.
+bool means_no_chat_template(const Error& e);
+
 }  // namespace arch
