@@ -29,16 +29,13 @@ bool is_file(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-// Adds every tensor of `file`; a name already taken by another file is an
-// error, since which copy is meant would be a guess. Its __metadata__
-// entries are kept as candidate aliases (resolve_aliases).
-Status add_tensors(Checkpoint& ckpt, SafetensorsFile file, std::vector<std::pair<std::string, std::string>>& aliases) {
-  for (auto& [key, value] : file.metadata) aliases.emplace_back(key, value);
-  for (auto& [name, tensor] : file.tensors) {
-    auto [it, fresh] = ckpt.tensor_file.emplace(name, file.path);
+// Adds every tensor of the file at `path`; a name already taken by another
+// file is an error, since which copy is meant would be a guess.
+Status add_tensors(Checkpoint& ckpt, const std::string& path, std::map<std::string, Tensor> tensors) {
+  for (auto& [name, tensor] : tensors) {
+    auto [it, fresh] = ckpt.tensor_file.emplace(name, path);
     if (!fresh)
-      return error(ckpt.dir + ": tensor '" + name + "' is defined in two shards: " + it->second + " and " +
-                   file.path);
+      return error(ckpt.dir + ": tensor '" + name + "' is defined in two shards: " + it->second + " and " + path);
     ckpt.tensors.emplace(name, std::move(tensor));
   }
   return {};
@@ -46,22 +43,26 @@ Status add_tensors(Checkpoint& ckpt, SafetensorsFile file, std::vector<std::pair
 
 using Aliases = std::vector<std::pair<std::string, std::string>>;
 
+// torch.save's files. Not the weights, though saved beside them by
+// transformers' Trainer: its arguments, optimizer, scheduler and RNG states.
 bool is_torch_file(const fs::path& p) {
-  const std::string ext = p.extension().string();
-  return ext == ".bin" || ext == ".pth" || ext == ".pt";
+  const std::string ext = p.extension().string(), name = p.filename().string();
+  const bool training_state = name == "training_args.bin" || name.rfind("optimizer", 0) == 0 ||
+                              name.rfind("scheduler", 0) == 0 || name.rfind("rng_state", 0) == 0;
+  return (ext == ".bin" || ext == ".pth" || ext == ".pt") && !training_state;
 }
 
-// A weights file: safetensors, or a torch.save pickle (torch_pickle.h).
+// A weights file: safetensors, or a torch.save pickle (torch_pickle.h). A
+// safetensors header's __metadata__ entries are kept as candidate aliases
+// (resolve_aliases).
 Status load_single(Checkpoint& ckpt, const fs::path& file, Aliases& aliases) {
   if (is_torch_file(file)) {
     ARCH_TRY(TorchFile f, read_torch_file(file.string()));
-    SafetensorsFile as_read;
-    as_read.path = f.path;
-    as_read.tensors = std::move(f.tensors);
-    return add_tensors(ckpt, std::move(as_read), aliases);
+    return add_tensors(ckpt, f.path, std::move(f.tensors));
   }
   ARCH_TRY(SafetensorsFile f, read_safetensors(file.string()));
-  return add_tensors(ckpt, std::move(f), aliases);
+  for (auto& [key, value] : f.metadata) aliases.emplace_back(key, value);
+  return add_tensors(ckpt, f.path, std::move(f.tensors));
 }
 
 // safetensors' save_model stores a shared tensor once and records each

@@ -169,6 +169,18 @@ TEST(Checkpoint, NoWeightsIsAClearError) {
                                    "or pytorch_model.bin.index.json)");
 }
 
+// transformers' Trainer saves its state beside the weights as torch files:
+// none of them is taken for the weights.
+TEST(Checkpoint, ATrainersStateIsNotTakenForTheWeights) {
+  TempDir dir;
+  write_config(dir);
+  for (const char* name : {"training_args.bin", "optimizer.pt", "scheduler.pt", "rng_state.pth"})
+    testing::write_file(dir / name, "not weights");
+  auto c = load_checkpoint(dir.path());
+  ASSERT_FALSE(c.ok());
+  EXPECT_CONTAINS(c.error().message, "no weights found in " + dir.path());
+}
+
 TEST(Checkpoint, SeveralUnnamedSafetensorsFilesAreNotGuessed) {
   TempDir dir;
   write_config(dir);
