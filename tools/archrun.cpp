@@ -58,6 +58,11 @@ void add_common(CLI::App* cmd, Common& c) {
   cmd->add_flag("--no-plan", c.no_plan, "run the template's graph as written, without the planner's fusions");
   cmd->add_flag("--bf16-activations", c.bf16_activations,
                 "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate); convolutions may multiply in bf16 where the CPU has it");
+  cmd->add_option("--split", c.split,
+                  "run under mpirun -np N, the model split over the N processes: tensor (each holds 1/N of every "
+                  "layer's heads and FFN columns, an all-reduce after each attention and FFN); rank 0 reads the "
+                  "input and writes the output, the others follow")
+      ->check(CLI::IsMember({"tensor"}));
   cmd->add_flag("--kv-f16", c.kv_f16,
                 "keep the KV cache as F16 (half its memory, as llama.cpp does; not f32-accurate; cpu path)");
 }

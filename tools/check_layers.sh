@@ -25,8 +25,9 @@ importer/audio: engine/core
 engine/runtime: dsl kernels importer/checkpoint importer/text importer/audio
 engine/npu2: importer/checkpoint
 engine/serve: engine/runtime importer/image
+engine/distributed: engine/runtime
 tools/toolkit: engine/runtime engine/npu2
-tools: tools/toolkit engine/serve importer/image
+tools: tools/toolkit engine/serve engine/distributed importer/image
 tests: tools
 '
 

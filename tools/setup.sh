@@ -14,6 +14,7 @@ PACKAGES=(
   libpcre2-dev libutf8proc-dev libsentencepiece-dev graphviz
   libsndfile1-dev libfftw3-dev libsoxr-dev zlib1g-dev sox
   libcpp-httplib-dev libssl-dev
+  libopenmpi-dev openmpi-bin iproute2
 )
 
 if [ -z "${SKIP_APT:-}" ]; then

@@ -46,6 +46,7 @@ struct WeightRef {
   // "rms_norm's weight in norm (families/llama.arch:76:10) <- norm_of
   // (families/llama.arch:82:10) <- step (families/llama.arch:170:9)".
   std::string read_at;
+  Part part;                 // the ranges of it bound (a graph split over processes); whole: all of it
 };
 
 struct GraphOutput {

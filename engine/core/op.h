@@ -12,8 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/collectives.h"
 #include "engine/core/error.h"
 #include "engine/core/shape.h"
+#include "engine/core/split.h"
 #include "engine/core/tensor.h"
 
 namespace arch {
@@ -45,6 +47,9 @@ struct KernelOptions {
   bool bf16_activations = false;  // matmuls on BF16 weights round their activations to bf16 (llama.cpp's arithmetic);
                                   // convolutions may multiply in bf16 where the CPU has it
   bool kv_f16 = false;            // KV caches keep their rows as F16 (half the memory)
+  // The processes a model split over several runs with (engine/distributed):
+  // what all_reduce and all_gather call. Null: one process.
+  Collectives* collectives = nullptr;
 };
 inline const KernelOptions kDefaultKernelOptions{};
 
@@ -147,6 +152,9 @@ struct OpDef {
   // change (LongRoPE's switch to its long factors), so state cached from
   // them is recomputed there (engine/runtime/session.h); null or 0: never.
   std::function<int64_t(const Attrs&)> history_changes_past = nullptr;
+  // How it makes a part of its outputs from parts of its inputs (split.h);
+  // null: only whole (a graph split over processes computes it whole).
+  SplitRule split = nullptr;
   std::string doc;        // one line: what it computes
 };
 

@@ -45,6 +45,24 @@ BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, i
   tokens_input_ = g.graph.find_input("tokens");
   positions_input_ = g.graph.find_input("positions");
   if (auto keep = output_values(g.graph, {"logits"}); keep.ok()) logits_ = *keep;
+  if (m_.mirror) {
+    id_ = m_.mirror->next_id();
+    tell({.kind = SessionCall::kOpenBatch, .n = slots, .m = context});
+  }
+}
+
+BatchedSession::~BatchedSession() { tell({.kind = SessionCall::kClose}); }
+
+std::unique_lock<std::mutex> BatchedSession::tell(SessionCall call) {
+  if (!m_.mirror) return {};
+  call.session = id_;
+  return m_.mirror->tell(call);
+}
+
+void BatchedSession::release(int slot) {
+  auto told = tell({.kind = SessionCall::kRelease, .n = slot});
+  positions_.at(size_t(slot)) = 0;
+  history_.at(size_t(slot)).clear();
 }
 
 int64_t BatchedSession::cache_bytes() const {
@@ -138,6 +156,10 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
   // piece picked (a decode step's pieces are one row each).
   const bool last_only = pieces.size() == 1 && g_.last_logits.graph;
   const Program& program = last_only ? g_.last_logits : g_.program;
+  SessionCall call{.kind = SessionCall::kRunBatch};
+  if (m_.mirror)
+    for (const Piece& p : given) call.pieces.push_back({p.slot, std::vector<int32_t>(p.tokens.begin(), p.tokens.end())});
+  auto told = tell(std::move(call));
   ARCH_TRY(auto vals, run_program(program, state_, feed, DimValues(total, state_.max_context), logits_));
   ARCH_TRY(auto outs, collect_outputs(graph, vals, {"logits"}));
   Tensor& logits = outs.at("logits");

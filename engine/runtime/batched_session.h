@@ -39,10 +39,8 @@ class BatchedSession {
   // model's earlier positions change (LongRoPE) runs its whole sequence.
   Result<Tensor> run(std::span<const Piece> pieces);
   // The slot's sequence is over: its region starts again from position 0.
-  void release(int slot) {
-    positions_.at(size_t(slot)) = 0;
-    history_.at(size_t(slot)).clear();
-  }
+  void release(int slot);
+  ~BatchedSession();
   int64_t position(int slot) const { return positions_.at(size_t(slot)); }
   int slots() const { return int(positions_.size()); }
   int64_t context() const { return context_; }
@@ -55,6 +53,7 @@ class BatchedSession {
 
  private:
   BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context);
+  std::unique_lock<std::mutex> tell(SessionCall call);  // Session::tell's, for this one
   const Model& m_;
   const ModelGraph& g_;
   int64_t context_;
@@ -66,6 +65,7 @@ class BatchedSession {
   SequenceRows rows_;
   int tokens_input_ = -1, positions_input_ = -1;
   std::vector<int> logits_;  // the value ids a call keeps (looked up once)
+  int64_t id_ = 0;           // as the mirror numbers it
 };
 
 }  // namespace arch

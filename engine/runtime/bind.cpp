@@ -19,6 +19,16 @@ Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt)
       return error(ckpt.dir + ": the checkpoint lacks " + what + ", which the template needs (declared at " +
                    str(w.loc) + ")" + read);
     Dims want = concretize(g.values[w.value].type.shape, 0);
+    Tensor part;
+    if (!w.part.is_whole()) {
+      // This process's share of it (a graph split over several): the shape
+      // checked is the whole tensor's, with the part's axis at full size.
+      auto cut = tensor_part(*t, w.part);
+      if (!cut.ok())
+        return error(ckpt.dir + ": " + what + ", " + part_str(w.part) + ": " + cut.error().message + read);
+      part = std::move(cut).value();
+      want[size_t(w.part.axis)] = t->shape.size() > size_t(w.part.axis) ? t->shape[size_t(w.part.axis)] : 0;
+    }
     if (t->shape != want) {
       std::string file = ckpt.tensor_file.count(w.tensor) ? ckpt.tensor_file.at(w.tensor) : ckpt.dir;
       return error(w.tensor + (w.declared_as.empty() ? "" : " (read as " + w.declared_as + ")") + " is " +
@@ -28,7 +38,7 @@ Result<std::vector<Tensor>> bind_weights(const Graph& g, const Checkpoint& ckpt)
     if (t->dtype != DType::F32 && t->dtype != DType::F16 && t->dtype != DType::BF16 && !is_block_quantized(t->dtype))
       return error(ckpt.dir + ": " + what + " is " + std::string(dtype_name(t->dtype)) +
                    "; weights must be F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
-    by_value[w.value] = *t;  // as stored: the program widens what its kernels can't read
+    by_value[w.value] = w.part.is_whole() ? *t : part;  // as stored: the program widens what its kernels can't read
   }
   return by_value;
 }

@@ -15,6 +15,7 @@
 #include "importer/checkpoint/checkpoint.h"
 #include "engine/runtime/interpreter.h"
 #include "engine/runtime/load_progress.h"
+#include "engine/runtime/session_mirror.h"
 
 namespace arch {
 
@@ -80,6 +81,9 @@ struct Model {
   std::vector<std::string> warnings;    // for the tools to print (a forced family, unread tensors)
   std::vector<std::unique_ptr<ModelGraph>> graphs;  // in template order; the first is the default
   KernelOptions kernel_options;         // as loaded
+  // Set on rank 0 of a model split over several processes: where its
+  // sessions tell the others what they do (session_mirror.h).
+  std::shared_ptr<SessionMirror> mirror;
 
   const ModelGraph& main() const { return *graphs.front(); }
   // The graph named `name` (empty: the first); an error names the ones there are.

@@ -36,6 +36,18 @@ void keep_last_positions(const Graph& g, std::map<int, Tensor>& vals, int64_t n)
 
 Session::Session(const Model& m, SessionOptions opt) : m_(m), max_context_(opt.max_context) {
   if (opt.adaptive_threads > 1) governor_ = std::make_unique<ThreadGovernor>(opt.adaptive_threads);
+  if (m_.mirror) {
+    id_ = m_.mirror->next_id();
+    tell({.kind = SessionCall::kOpen, .n = opt.max_context, .m = opt.adaptive_threads});
+  }
+}
+
+Session::~Session() { tell({.kind = SessionCall::kClose}); }
+
+std::unique_lock<std::mutex> Session::tell(SessionCall call) {
+  if (!m_.mirror) return {};
+  call.session = id_;
+  return m_.mirror->tell(call);
 }
 
 RunState& Session::state_of(const ModelGraph& g) {
@@ -61,6 +73,7 @@ void Session::profile_with(OpProfile* profile) {
 }
 
 void Session::reset() {
+  auto told = tell({.kind = SessionCall::kReset});
   states_.clear();
   position_ = 0;
   history_.clear();
@@ -78,16 +91,27 @@ Status Session::rewind(int64_t n) {
       if (st && !st->can_rewind(n))
         return error("cannot go back to position " + std::to_string(n) + ": the model keeps a recurrent state, "
                      "which returns only to the start");
+  auto told = tell({.kind = SessionCall::kRewind, .n = n});
+  rewind_here(n);
+  return {};
+}
+
+bool Session::rewind_here(int64_t n) {
+  if (n < 0 || n > position_) return false;
+  for (auto& [g, s] : states_)
+    for (auto& st : s.states)
+      if (st && !st->can_rewind(n)) return false;
   for (auto& [g, s] : states_)
     for (auto& st : s.states)
       if (st) st->rewind(n);
   position_ = n;
   if (history_.size() > size_t(n)) history_.resize(size_t(n));
   if (mark_position_ > n) mark_position_ = -1, marked_.clear();
-  return {};
+  return true;
 }
 
 void Session::mark() {
+  auto told = tell({.kind = SessionCall::kMark});
   marked_.clear();
   for (auto& [g, s] : states_) {
     auto& copies = marked_[g];
@@ -99,7 +123,8 @@ void Session::mark() {
 Result<int64_t> Session::back_to(int64_t n) {
   if (n < 0 || n > position_)
     return error("cannot go back to position " + std::to_string(n) + ": the session is at " + std::to_string(position_));
-  if (rewind(n).ok()) return n;
+  auto told = tell({.kind = SessionCall::kBackTo, .n = n});
+  if (rewind_here(n)) return n;
   // The mark, if it is at or before n: each state from its copy there, or
   // (a KV cache) by position.
   auto copy_of = [&](const ModelGraph* g, size_t i) -> OpState* {
@@ -111,7 +136,7 @@ Result<int64_t> Session::back_to(int64_t n) {
     for (size_t i = 0; at_mark && i < s.states.size(); ++i)
       at_mark = !s.states[i] || copy_of(g, i) || s.states[i]->can_rewind(mark_position_);
   if (!at_mark) {
-    ARCH_TRY_STATUS(rewind(0));
+    rewind_here(0);
     return int64_t(0);
   }
   for (auto& [g, s] : states_)
@@ -211,6 +236,7 @@ Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTen
   // runs on the count it has come to (both sum the same on any number).
   const bool decode = mg.has_kv_cache && seq == 1;
   if (governor_) decode ? governor_->begin_decode() : governor_->begin_prompt();
+  auto told = tell({.kind = SessionCall::kRun, .graph = g.name, .last_only = last_only, .inputs = inputs});
   ARCH_TRY(auto vals, run_program(program, state, feed, DimValues(seq, at + seq), keep));
   if (governor_ && decode) governor_->end_decode();
   if (mg.has_kv_cache) position_ += seq;

@@ -37,6 +37,9 @@ class Session {
  public:
   Session(const Model& m, SessionOptions opt = {});
   Session(const Model& m, int64_t max_context) : Session(m, SessionOptions{max_context, 0}) {}
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
 
   const Model& model() const { return m_; }
 
@@ -104,6 +107,10 @@ class Session {
 
  private:
   RunState& state_of(const ModelGraph& g);
+  // Tells the model's other processes (Model::mirror), where there are any;
+  // the lock is held until the call is done here.
+  std::unique_lock<std::mutex> tell(SessionCall call);
+  bool rewind_here(int64_t n);  // rewind()'s change alone, told no one
 
   const Model& m_;
   int64_t max_context_ = 0;
@@ -124,6 +131,7 @@ class Session {
   CheckStats* check_ = nullptr;
   OpProfile* profile_ = nullptr;
   std::unique_ptr<ThreadGovernor> governor_;
+  int64_t id_ = 0;  // as the mirror numbers it
 };
 
 }  // namespace arch

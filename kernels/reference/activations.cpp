@@ -4,6 +4,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -26,6 +27,7 @@ void define_unary(OpTable& t, const char* name, const char* doc, float (*f)(floa
                .attrs = {},
                .shape = same_as_input(name),
                .tolerance = {1e-6, 1e-6},
+               .split = split_elementwise,
                .doc = doc,
            }),
            [name, f](KernelContext& ctx) { return unary_kernel(ctx, name, f); });

@@ -142,6 +142,43 @@ Status attention_kernel(KernelContext& ctx) {
   return {};
 }
 
+// Some query heads: q's and the bias's ranges of heads, and the kv heads
+// they read (h / (H / KH)), so long as the heads held read them in the same
+// pattern (every local query head i reading local kv head i / (Hl / KHl)).
+Result<SplitAnswer> attention_split(const SplitQuery& q) {
+  if (q.want.size() != 1 || q.want[0].axis != 1) return error("attention: only a part of its heads is defined");
+  const Part& want = q.want[0];
+  const Shape& qs = q.in[0].shape;
+  const Shape& ks = q.in[1].shape;
+  if (!qs[1].concrete() || !ks[1].concrete() || qs[1].n % ks[1].n) return error("attention: heads not concrete");
+  const int64_t group = qs[1].n / ks[1].n;
+  Part kv{1, {}};
+  std::vector<int64_t> q_heads, kv_heads;
+  for (const auto& [b, e] : want.ranges) {
+    for (int64_t h = b; h < e; ++h) q_heads.push_back(h);
+    const int64_t kb = b / group, ke = (e + group - 1) / group;
+    if (!kv.ranges.empty() && kb < kv.ranges.back().second) {
+      if (kb != kv.ranges.back().second - 1) return error("attention: query heads out of order");
+      kv.ranges.back().second = std::max(kv.ranges.back().second, ke);
+    } else {
+      kv.ranges.push_back({kb, ke});
+    }
+  }
+  for (const auto& [b, e] : kv.ranges)
+    for (int64_t h = b; h < e; ++h) kv_heads.push_back(h);
+  if (kv_heads.empty() || q_heads.size() % kv_heads.size())
+    return error("attention: " + std::to_string(q_heads.size()) + " query heads over " +
+                 std::to_string(kv_heads.size()) + " kv heads do not group evenly");
+  const size_t local_group = q_heads.size() / kv_heads.size();
+  for (size_t i = 0; i < q_heads.size(); ++i)
+    if (kv_heads[i / local_group] != q_heads[i] / group)
+      return error("attention: the query heads held read their kv heads in another pattern");
+  SplitAnswer a{{want, kv, kv}, q.attrs};
+  const bool per_head_bias = q.present.size() > 3 && q.present[3] && q.in[3].shape[0] == qs[1];
+  if (q.in.size() > 3) a.inputs.push_back(per_head_bias ? Part{0, want.ranges} : Part::whole());
+  return a;
+}
+
 }  // namespace
 
 void define_attention(OpTable& t) {
@@ -155,6 +192,7 @@ void define_attention(OpTable& t) {
                          {"value_dim", AttrSpec::Int, 0}},
                .shape = attention_shape,
                .tolerance = {1e-5, 1e-6},
+               .split = attention_split,
                .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T]) -> [S, H, Dv]: softmax(scale q k^T + bias, causal/window mask) v, GQA; the queries are the last S of the T positions; value_dim: only v's first value_dim features (a latent cache whose keys hold the values)",
            }),
            attention_kernel);

@@ -8,6 +8,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -84,6 +85,7 @@ void define_one(OpTable& t, const std::string& name, const std::string& doc, Ker
                .shape = [name](std::span<const TypedShape> in, std::span<const bool>,
                                const Attrs&) { return binary_shape(name, in); },
                .tolerance = {1e-6, 1e-6},
+               .split = split_elementwise,
                .doc = doc,
            }),
            std::move(k));

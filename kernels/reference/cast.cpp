@@ -10,6 +10,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -73,6 +74,7 @@ void define_cast(OpTable& t) {
                .attrs = {{"dtype", AttrSpec::Str, nullptr}},
                .shape = cast_shape,
                .tolerance = {0, 0},
+               .split = split_elementwise,
                .doc = "cast(x) -> x in dtype \"f32\" or \"i32\": I32 -> F32 exactly (to 2^24), F32 -> I32 truncating toward zero",
            }),
            cast_kernel);

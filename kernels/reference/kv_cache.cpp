@@ -179,6 +179,13 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
   return {};
 }
 
+// Some kv heads: the same of k and v, and of both outputs.
+static Result<SplitAnswer> kv_cache_split(const SplitQuery& q) {
+  if (q.want[0].axis != 1 || q.want.size() != 2 || q.want[1] != q.want[0])
+    return error("kv_cache: only a part of its heads, the same of keys and values, is defined");
+  return SplitAnswer{{q.want[0], q.present[1] ? q.want[0] : Part::whole()}, q.attrs};
+}
+
 static Status kv_cache_kernel(KernelContext& ctx) { return kv_cache_append(ctx, DType::F32); }
 
 void define_kv_cache(OpTable& t) {
@@ -192,6 +199,7 @@ void define_kv_cache(OpTable& t) {
                .stateful = true,
                .sequences = true,
                .view = true,
+               .split = kv_cache_split,
                .doc = "kv_cache(k [seq, KH, D], v? [seq, KH, Dv]) -> (k_all [ctx, KH, D], v_all [ctx, KH, Dv]): append this step's rows to the session's cache, return views of every row held (no v: k's rows alone, v_all = k_all)",
            }),
            kv_cache_kernel);

@@ -6,6 +6,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -46,6 +47,7 @@ void define_l2_normalize(OpTable& t) {
                .attrs = {{"eps", AttrSpec::Float, 1e-12}},
                .shape = l2_normalize_shape,
                .tolerance = {1e-5, 1e-6},
+               .split = split_all_but_last,
                .doc = "l2_normalize(x [..., D]) -> like x: x / max(||x||_2 over the last dim, eps), F.normalize(x, dim=-1)",
            }),
            l2_normalize_kernel);

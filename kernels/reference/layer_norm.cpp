@@ -6,6 +6,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -59,6 +60,7 @@ void define_layer_norm(OpTable& t) {
                .shape = [](std::span<const TypedShape> in, std::span<const bool> present,
                            const Attrs&) { return norm_shape("layer_norm", in, present); },
                .tolerance = {1e-5, 1e-6},
+               .split = split_all_but_last,
                .doc = "layer_norm(x [..., D], weight? [D], bias? [D]) -> [..., D]: (x - mean) / sqrt(var + eps) * weight + bias",
            }),
            layer_norm_kernel);

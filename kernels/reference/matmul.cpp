@@ -8,6 +8,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -99,6 +100,34 @@ static Status matmul_kernel(KernelContext& ctx) {
   return {};
 }
 
+// Some of the output's columns: those rows of b^T (columns parallel); some
+// rows: those of a; or a partial sum over some of K: those columns of a
+// and rows of b^T (rows parallel), with no addend, which every process
+// would add.
+static Result<SplitAnswer> matmul_split(const SplitQuery& q) {
+  const Part& want = q.want[0];
+  const bool tb = attr_bool(q.attrs, "transpose_b", true);
+  const bool has_add = q.present.size() > 2 && q.present[2];
+  const int last = int(q.out[0].shape.size()) - 1;
+  SplitAnswer a{{}, q.attrs};
+  auto addend = [&](Part p) { a.inputs.push_back(has_add ? p : Part::whole()); };
+  if (want.axis == kPartialSum) {
+    a.contraction = q.in[0].shape.back().concrete() ? q.in[0].shape.back().n : 0;
+    if (has_add) return error("matmul: its addend would be added on every process");
+    a.inputs = {Part{int(q.in[0].shape.size()) - 1, want.ranges}, Part{tb ? 1 : 0, want.ranges}, Part::whole()};
+    return a;
+  }
+  if (want.axis == last) {
+    a.inputs = {Part::whole(), Part{tb ? 0 : 1, want.ranges}};
+    addend(q.in.size() > 2 && q.in[2].shape.size() == 1 ? Part{0, want.ranges} : want);
+    return a;
+  }
+  if (want.axis < 0) return error("matmul: no such part");
+  a.inputs = {want, Part::whole()};
+  addend(q.in.size() > 2 && q.in[2].shape.size() == 1 ? Part::whole() : want);
+  return a;
+}
+
 void define_matmul(OpTable& t) {
   t.define(checked(OpDef{
                .name = "matmul",
@@ -106,6 +135,7 @@ void define_matmul(OpTable& t) {
                .attrs = {{"transpose_b", AttrSpec::Bool, true}, {"activation", AttrSpec::Str, "", /*planner_only=*/true}},
                .shape = matmul_shape,
                .tolerance = {1e-5, 1e-6},
+               .split = matmul_split,
                .doc = "matmul(a [..., K], b, add?) -> [..., N]: a @ b^T with b [N, K] (transpose_b), else a @ b with b "
                       "[K, N]; plus add (a bias [N] or the output's shape); then activation (a unary op's name, the planner's fold)",
            }),

@@ -51,6 +51,7 @@ void define_reference_ops(OpTable& t) {
   define_relative_attention(t);
   define_causal_conv1d(t);
   define_gated_delta_rule(t);
+  define_collectives(t);
 }
 
 }  // namespace arch

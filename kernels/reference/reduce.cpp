@@ -3,6 +3,7 @@
 // accumulated in double. The axis may be `seq` (mean pooling over tokens).
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -43,6 +44,17 @@ Status reduce_kernel(KernelContext& ctx, const char* op, bool mean) {
   return {};
 }
 
+// A part of the axes it keeps: the same part of x.
+Result<SplitAnswer> reduce_split(const SplitQuery& q) {
+  const Part& want = q.want[0];
+  const int rank = int(q.in[0].shape.size());
+  int axis = int(attr_int(q.attrs, "axis", 0));
+  if (axis < 0) axis += rank;
+  const bool keepdim = attr_bool(q.attrs, "keepdim", false);
+  if (want.axis < 0 || (keepdim && want.axis == axis)) return error("reduce: only a part of the axes it keeps is defined");
+  return SplitAnswer{{Part{!keepdim && want.axis >= axis ? want.axis + 1 : want.axis, want.ranges}}, q.attrs};
+}
+
 void define_one(OpTable& t, const std::string& name, const std::string& doc, bool mean) {
   t.define(checked(OpDef{
                .name = name,
@@ -51,6 +63,7 @@ void define_one(OpTable& t, const std::string& name, const std::string& doc, boo
                .shape = [name](std::span<const TypedShape> in, std::span<const bool>,
                                const Attrs& attrs) { return reduce_shape(name, in, attrs); },
                .tolerance = {1e-5, 1e-6},
+               .split = reduce_split,
                .doc = doc,
            }),
            [name, mean](KernelContext& ctx) { return reduce_kernel(ctx, name.c_str(), mean); });

@@ -7,6 +7,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -50,6 +51,55 @@ static Result<std::vector<TypedShape>> reshape_shape(std::span<const TypedShape>
   return one_output(out, in[0].dtype);
 }
 
+// A part of the output along axis a is a part of x along the axis whose
+// elements it runs over: the axes outside it hold the same count on both
+// sides, and its ranges, counted in elements, fall on that axis's steps.
+static Result<SplitAnswer> reshape_split(const SplitQuery& q) {
+  if (q.want.size() != 1 || q.want[0].axis < 0) return error("reshape: no partial sum of it is defined");
+  const Part& want = q.want[0];
+  const Shape& x = q.in[0].shape;
+  const Shape& out = q.out[0].shape;
+  // Elements of one step along `axis` of s, and the product of the axes
+  // before it: concrete only (a run-time dim is never cut).
+  auto inner = [](const Shape& s, size_t axis, int64_t& n) {
+    n = 1;
+    for (size_t d = axis + 1; d < s.size(); ++d) {
+      if (!s[d].concrete()) return false;
+      n *= s[d].n;
+    }
+    return true;
+  };
+  auto outer_syms = [](const Shape& s, size_t axis, int64_t& n, std::vector<int>& syms) {
+    n = 1;
+    for (size_t d = 0; d < axis; ++d) d < s.size() && s[d].concrete() ? void(n *= s[d].n) : syms.push_back(s[d].sym);
+  };
+  const size_t a = size_t(want.axis);
+  if (!out[a].concrete()) return error("reshape: a run-time dim is never cut");
+  int64_t in_out = 0, outer_out = 0;
+  std::vector<int> syms_out;
+  if (!inner(out, a, in_out)) return error("reshape: a run-time dim inside the part");
+  outer_syms(out, a, outer_out, syms_out);
+  for (size_t k = 0; k < x.size(); ++k) {
+    int64_t in_x = 0, outer_x = 0;
+    std::vector<int> syms_x;
+    if (!x[k].concrete() || !inner(x, k, in_x)) continue;
+    outer_syms(x, k, outer_x, syms_x);
+    if (outer_x != outer_out || syms_x != syms_out || x[k].n * in_x != out[a].n * in_out) continue;
+    SplitAnswer ans{{Part{int(k), {}}}, q.attrs};
+    for (const auto& [b, e] : want.ranges) {
+      if ((b * in_out) % in_x || (e * in_out) % in_x)
+        return error("reshape: the part's ranges do not fall on whole steps of x's axis " + std::to_string(k));
+      ans.inputs[0].ranges.push_back({b * in_out / in_x, e * in_out / in_x});
+    }
+    auto& spec = ans.attrs["shape"];
+    if (spec.is_array() && a < spec.size() && spec[a].is_number_integer() && spec[a].get<int64_t>() > 0)
+      spec[a] = want.size();
+    return ans;
+  }
+  return error("reshape: the part of axis " + std::to_string(a) + " of " + shape_str(out) +
+               " is no part of one axis of " + shape_str(x));
+}
+
 static Status reshape_kernel(KernelContext& ctx) {
   if (ctx.inputs.empty() || ctx.outputs.empty())
     return kernel_error(ctx, "reshape", "needs one input and one output");
@@ -83,6 +133,7 @@ void define_reshape(OpTable& t) {
                .shape = reshape_shape,
                .tolerance = {1e-6, 1e-6},
                .view = true,
+               .split = reshape_split,
                .doc = "reshape(x) -> shape: the same elements viewed under attribute `shape` (0: x's dim there; -1: the run-time seq)",
            }),
            reshape_kernel);

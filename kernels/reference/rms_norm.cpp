@@ -5,6 +5,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -46,6 +47,7 @@ void define_rms_norm(OpTable& t) {
                .shape = [](std::span<const TypedShape> in, std::span<const bool> present,
                            const Attrs&) { return norm_shape("rms_norm", in, present); },
                .tolerance = {1e-5, 1e-6},
+               .split = split_all_but_last,
                .doc = "rms_norm(x [..., D], weight? [D]) -> [..., D]: weight * x / sqrt(mean(x^2) + eps)",
            }),
            rms_norm_kernel);

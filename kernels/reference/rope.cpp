@@ -10,6 +10,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -432,6 +433,7 @@ void define_rope(OpTable& t) {
                      return rope_history_changes_past(attr_json(a, "scaling"), attr_int(a, "max_position_embeddings", 0),
                                                       attr_int(a, "original_max_position_embeddings", 0));
                    },
+               .split = split_like_input0,
                .doc = "rope(x [seq, H, D], positions [seq] i32) -> [seq, H, D]: rotary embedding of the first rope_dim features (0: all); "
                       "scaling: the config's rope_scaling (default, linear, llama3, dynamic, yarn, longrope, proportional); "
                       "max_position_embeddings: the config's (0: unknown), for dynamic, yarn and longrope; "

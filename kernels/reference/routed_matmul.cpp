@@ -5,6 +5,7 @@
 // float32 like matmul.
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -66,6 +67,20 @@ static Status routed_matmul_kernel(KernelContext& ctx) {
   return {};
 }
 
+// Some of each expert's output rows (columns parallel), or a partial sum
+// over some of K (rows parallel).
+static Result<SplitAnswer> routed_matmul_split(const SplitQuery& q) {
+  const Part& want = q.want[0];
+  const int xk = int(q.in[0].shape.size()) - 1;
+  if (want.axis == kPartialSum) {
+    SplitAnswer a{{Part{xk, want.ranges}, Part{2, want.ranges}, Part::whole()}, q.attrs};
+    a.contraction = q.in[1].shape[2].concrete() ? q.in[1].shape[2].n : 0;
+    return a;
+  }
+  if (want.axis != 2) return error("routed_matmul: only a part of its output features is defined");
+  return SplitAnswer{{Part::whole(), Part{1, want.ranges}, Part::whole()}, q.attrs};
+}
+
 void define_routed_matmul(OpTable& t) {
   t.define(checked(OpDef{
                .name = "routed_matmul",
@@ -73,6 +88,7 @@ void define_routed_matmul(OpTable& t) {
                .attrs = {},
                .shape = routed_matmul_shape,
                .tolerance = {1e-5, 1e-6},
+               .split = routed_matmul_split,
                .doc = "routed_matmul(x [S, K] or [S, k, K], w [E, N, K], idx [S, k] i32) -> [S, k, N]: x_row(s, j) @ w[idx[s, j]]^T, only the chosen experts",
            }),
            routed_matmul_kernel);

@@ -7,6 +7,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -67,6 +68,22 @@ Status slice_kernel(KernelContext& ctx) {
 
 }  // namespace
 
+// A part of another axis: the same of x; a part of the axis it cuts: those
+// ranges of x, shifted by where the cut starts, which is then all of it.
+static Result<SplitAnswer> slice_split(const SplitQuery& q) {
+  const Part& want = q.want[0];
+  const Shape& x = q.in[0].shape;
+  auto axis = normalize_axis("slice", attr_int(q.attrs, "axis", 0), x.size());
+  if (want.axis < 0 || !axis.ok()) return error("slice: no such part");
+  if (size_t(want.axis) != *axis) return SplitAnswer{{want}, q.attrs};
+  auto [start, len] = python_range(attr_int(q.attrs, "start", 0), attr_int(q.attrs, "end", 0), x[*axis].n);
+  SplitAnswer a{{Part{want.axis, {}}}, q.attrs};
+  for (const auto& [b, e] : want.ranges) a.inputs[0].ranges.push_back({start + b, start + e});
+  a.attrs["start"] = 0;
+  a.attrs["end"] = want.size();
+  return a;
+}
+
 void define_slice(OpTable& t) {
   t.define(checked(OpDef{
                .name = "slice",
@@ -77,6 +94,7 @@ void define_slice(OpTable& t) {
                .shape = slice_shape,
                .tolerance = {1e-6, 1e-6},
                .fills = true,
+               .split = slice_split,
                .doc = "slice(x) -> x[..., start:end, ...] along a concrete axis: a copy, Python's negative indices and clamping",
            }),
            slice_kernel);

@@ -5,6 +5,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -42,6 +43,7 @@ void define_softmax(OpTable& t) {
                .attrs = {},
                .shape = softmax_shape,
                .tolerance = {1e-5, 1e-6},
+               .split = split_all_but_last,
                .doc = "softmax(x [..., D]) -> [..., D]: exp(x - max) / sum(exp(x - max)) over the last dim",
            }),
            softmax_kernel);

@@ -5,6 +5,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -49,6 +50,17 @@ static Status stack_kernel(KernelContext& ctx) {
   return {};
 }
 
+// A part of the stacked inputs' own axes (each expert's rows): the same
+// part of each input.
+static Result<SplitAnswer> stack_split(const SplitQuery& q) {
+  const Part& want = q.want[0];
+  const int axis = int(attr_int(q.attrs, "axis", 0));
+  const int at = axis < 0 ? axis + int(q.out[0].shape.size()) : axis;
+  if (want.axis < 0 || want.axis == at) return error("stack: only a part of its inputs' own axes is defined");
+  const Part each{want.axis > at ? want.axis - 1 : want.axis, want.ranges};
+  return SplitAnswer{std::vector<Part>(q.in.size(), each), q.attrs};
+}
+
 void define_stack(OpTable& t) {
   t.define(checked(OpDef{
                .name = "stack",
@@ -56,6 +68,7 @@ void define_stack(OpTable& t) {
                .attrs = {{"axis", AttrSpec::Int, 0}},
                .shape = stack_shape,
                .tolerance = {1e-6, 1e-6},
+               .split = stack_split,
                .doc = "stack(xs*) -> xs[0] with a new dim len(xs) at axis: inputs of one shape stacked along a new axis",
            }),
            stack_kernel);

@@ -7,6 +7,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -72,6 +73,7 @@ void define_topk(OpTable& t) {
                .num_outputs = 2,
                .shape = topk_shape,
                .tolerance = {1e-6, 1e-6},
+               .split = split_all_but_last,
                .doc = "topk(x [..., N]) -> (values [..., k] f32, indices [..., k] i32): the k largest of each last-dim row, largest first, ties in index order",
            }),
            topk_kernel);

@@ -31,12 +31,7 @@ namespace arch::cli {
 namespace {
 
 // Peak resident memory of this process, from the kernel's accounting.
-double peak_rss_mb() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);)
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
-  return 0;
-}
+double peak_rss_mb() { return own_peak_rss_mb(); }
 
 // Bytes of weights one decode step reads: each weight read by an op other
 // than embed (which takes one row per token), once; a tied table counts,
@@ -653,6 +648,9 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
     j["read_bandwidth_gb_s"] = median_of(bounds) / 1e9;
     j["decode_share_of_bandwidth"] = median_of(shares);
   }
+  // A split model: each process's peak, rank 0's first (each holds its
+  // share of the weights and caches).
+  if ((*m)->mirror) j["peak_rss_mb_per_rank"] = (*m)->mirror->peak_rss_mb(peak_rss);
   if (profile)
     j["profile"] = {{"prompt", profile_json(prompt_profile)},
                     {"decode", profile_json(decode_profile)},
@@ -682,6 +680,11 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
                       : "  bf16 weights: prompts kept f32-grade (two bf16 passes); --bf16-activations rounds the "
                         "activations to bf16 as llama.cpp does: one pass, faster, not f32-accurate\n");
     std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
+    if (j.contains("peak_rss_mb_per_rank")) {
+      std::printf("  peak RSS by rank");
+      for (double mb : j["peak_rss_mb_per_rank"]) std::printf(" %.1f", mb);
+      std::printf(" MB\n");
+    }
     if (j["kv_bytes_per_position"].get<int64_t>() > 0)
       std::printf("  KV cache        %10.1f MB for %d positions (%lld bytes each)\n", j["kv_bytes"].get<int64_t>() / 1e6,
                   prompt_tokens + new_tokens, (long long)j["kv_bytes_per_position"].get<int64_t>());

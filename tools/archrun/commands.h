@@ -36,6 +36,9 @@ struct Common {
   std::string force_family;  // --force-family NAME
   bool strict = false;       // --strict: checkpoint tensors no graph reads refuse the load (else a warning)
   std::vector<std::string> flags;
+  // --split tensor: this process's share of the model, under mpirun
+  // (engine/distributed/split_model.h); empty: the whole model here.
+  std::string split;
 };
 
 struct GenerateArgs {

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/core/finite.h"
+#include "engine/distributed/split_model.h"
 #include "engine/runtime/dispatch.h"
 #include "engine/runtime/model_text.h"
 #include "engine/runtime/thread_governor.h"
@@ -114,6 +115,13 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
   opt.kernels.bf16_activations = c.bf16_activations;
   opt.kernels.kv_f16 = c.kv_f16;
   ARCH_TRY(opt.flags, dsl::parse_flag_overrides(c.flags));
+  if (!c.split.empty()) {
+    if (c.model == "toy") return error("--split: the toy is written per process; split a checkpoint");
+    auto m = load_split_model(c.model, opt, c.split);
+    if (m.ok())
+      for (const auto& w : (*m)->warnings) std::fprintf(stderr, "archrun: warning: %s\n", w.c_str());
+    return m;
+  }
   if (c.model != "toy") {
     auto m = load_model(c.model, opt);
     if (m.ok())

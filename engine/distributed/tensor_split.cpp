@@ -1,0 +1,512 @@
+#include "engine/distributed/tensor_split.h"
+
+#include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
+
+
+namespace arch {
+
+std::pair<int64_t, int64_t> even_range(int64_t n, int rank, int ranks, int64_t step) {
+  if (step < 1 || n % step) step = 1;
+  const int64_t steps = n / step;
+  return {steps * rank / ranks * step, steps * (rank + 1) / ranks * step};
+}
+
+namespace {
+
+struct Use {
+  int node = -1;
+  size_t slot = 0;
+};
+
+// The ranges all of `asks` want, sorted and merged; whole where one wants
+// it whole or they differ in axis.
+Part merged(const std::vector<Part>& asks) {
+  Part m{asks.front().axis, {}};
+  for (const Part& p : asks) {
+    if (p.is_whole() || p.axis != m.axis) return Part::whole();
+    m.ranges.insert(m.ranges.end(), p.ranges.begin(), p.ranges.end());
+  }
+  std::sort(m.ranges.begin(), m.ranges.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& r : m.ranges) {
+    if (!out.empty() && r.first <= out.back().second) out.back().second = std::max(out.back().second, r.second);
+    else out.push_back(r);
+  }
+  m.ranges = out;
+  return m;
+}
+
+std::string where(const Graph& g, const Node& n) {
+  return n.op + " (" + g.values[size_t(n.outputs[0])].name + ", " + str(n.loc) + ")";
+}
+
+class Splitter {
+ public:
+  Splitter(const Graph& g, const OpTable& ops, int rank, int ranks) : g_(g), ops_(ops), rank_(rank), ranks_(ranks) {
+    uses_.resize(g.values.size());
+    for (size_t n = 0; n < g.nodes.size(); ++n)
+      for (size_t i = 0; i < g.nodes[n].inputs.size(); ++i)
+        if (int v = g.nodes[n].inputs[i]; v >= 0) uses_[size_t(v)].push_back({int(n), i});
+    is_output_.assign(g.values.size(), 0);
+    for (const auto& o : g.outputs) is_output_[size_t(o.value)] = 1;
+    from_weights_.assign(g.values.size(), 0);
+    for (const auto& w : g.weights) from_weights_[size_t(w.value)] = 1;
+    for (const Node& n : g.nodes) {
+      bool all = true;
+      for (int v : n.inputs) all = all && (v < 0 || from_weights_[size_t(v)]);
+      for (int v : n.outputs) from_weights_[size_t(v)] = all;
+    }
+  }
+
+  Result<Graph> run(TensorSplitReport* report) {
+    for (;;) {
+      pass();
+      bool changed = false;
+      for (size_t n = 0; n < g_.nodes.size(); ++n)
+        if (row_[n] && layout_[size_t(g_.nodes[n].inputs[0])].is_whole()) {
+          // Ranges on coarser steps next (whole heads where ranks do not
+          // divide them: 5 heads over 2 as 3 and 2), else whole.
+          if (!next_step(int(n))) {
+            row_off_.insert(int(n));
+            off_reason_[int(n)] = first_refusal_before(g_.nodes[n].inputs[0]);
+          }
+          changed = true;
+        }
+      for (const auto& o : g_.outputs)
+        if (gather_candidate(o.value) && layout_[size_t(o.value)].is_whole()) gather_off_.insert(o.value), changed = true;
+      if (!changed) break;
+    }
+    return rebuild(report);
+  }
+
+ private:
+  // x @ W^T on a weight (or what is made of weights alone: a stack of
+  // experts), whose rule can cut its contraction: its length, else 0.
+  int64_t contraction(int n) const {
+    const Node& node = g_.nodes[size_t(n)];
+    const OpDef* def = ops_.find(node.op);
+    if (!def || !def->split || node.inputs.size() < 2 || node.inputs[0] < 0 || node.inputs[1] < 0 ||
+        from_weights_[size_t(node.inputs[0])] || !from_weights_[size_t(node.inputs[1])])
+      return 0;
+    std::vector<TypedShape> in, out;
+    std::vector<bool> present_v;
+    types_of(node, in, out, present_v);
+    std::unique_ptr<bool[]> present(new bool[present_v.size()]);
+    for (size_t i = 0; i < present_v.size(); ++i) present[i] = present_v[i];
+    const Part probe{kPartialSum, {}};
+    auto a = def->split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, {&probe, 1}});
+    return a.ok() ? a->contraction : 0;
+  }
+
+  int64_t step_of(int n) const {
+    auto it = step_.find(n);
+    return it == step_.end() ? 1 : it->second;
+  }
+
+  // Row candidate n's next step: the next divisor of its contraction that
+  // still leaves each process a step; false when there is none.
+  bool next_step(int n) {
+    const int64_t k = contraction(n);
+    for (int64_t s = step_of(n) + 1; s <= k / ranks_; ++s)
+      if (k % s == 0) {
+        step_[n] = s;
+        return true;
+      }
+    return false;
+  }
+
+  bool gather_candidate(int v) const {
+    const Value& val = g_.values[size_t(v)];
+    return !gather_off_.count(v) && val.producer >= 0 && !from_weights_[size_t(v)] && val.type.dtype == DType::F32 &&
+           !val.type.shape.empty() && val.type.shape.back().concrete() && val.type.shape.back().n >= ranks_;
+  }
+
+  void types_of(const Node& node, std::vector<TypedShape>& in, std::vector<TypedShape>& out,
+                std::vector<bool>& present) const {
+    for (int v : node.inputs) {
+      in.push_back(v >= 0 ? g_.values[size_t(v)].type : TypedShape{});
+      present.push_back(v >= 0);
+    }
+    for (int v : node.outputs) out.push_back(g_.values[size_t(v)].type);
+  }
+
+  Part demand(int n, size_t slot) const {
+    auto it = demand_.find({n, slot});
+    return it == demand_.end() ? Part::whole() : it->second;
+  }
+
+  // From the graph's end back: each value made as its readers want it
+  // where its op can, else whole.
+  void pass() {
+    layout_.assign(g_.values.size(), Part::whole());
+    gathered_.assign(g_.values.size(), 0);
+    why_whole_.assign(g_.values.size(), "");
+    demand_.clear();
+    row_.assign(g_.nodes.size(), 0);
+    attrs_.clear();
+    for (const Node& n : g_.nodes) attrs_.push_back(n.attrs);
+    for (int n = int(g_.nodes.size()) - 1; n >= 0; --n) {
+      const Node& node = g_.nodes[size_t(n)];
+      std::vector<Part> want(node.outputs.size());
+      std::vector<char> wanted(node.outputs.size(), 0);
+      bool any_part = false;
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        const int v = node.outputs[k];
+        std::vector<Part> asks;
+        for (const Use& u : uses_[size_t(v)]) asks.push_back(demand(u.node, u.slot));
+        if (is_output_[size_t(v)]) {
+          if (gather_candidate(v)) {
+            const int64_t n_last = g_.values[size_t(v)].type.shape.back().n;
+            auto [b, e] = even_range(n_last, rank_, ranks_);
+            asks.push_back(Part::of(int(g_.values[size_t(v)].type.shape.size()) - 1, b, e));
+          } else {
+            asks.push_back(Part::whole());
+          }
+        }
+        if (asks.empty()) continue;
+        wanted[k] = 1;
+        want[k] = merged(asks);
+        if (want[k].is_whole() && std::any_of(asks.begin(), asks.end(), [](const Part& p) { return !p.is_whole(); }))
+          why_whole_[size_t(v)] = why_read_whole(v);
+        any_part = any_part || !want[k].is_whole();
+      }
+      const OpDef* def = ops_.find(node.op);
+      if (!any_part) {
+        const int64_t k_len = row_off_.count(n) ? 0 : contraction(n);
+        if (k_len >= ranks_) {
+          auto [b, e] = even_range(k_len, rank_, ranks_, step_of(n));
+          std::vector<Part> partial(node.outputs.size(), Part{kPartialSum, {{b, e}}});
+          if (ask(n, *def, partial)) row_[size_t(n)] = 1;
+        }
+        continue;
+      }
+      // An output nobody reads is made in whatever part the others are.
+      for (size_t k = 0; k < want.size(); ++k)
+        if (!wanted[k])
+          for (size_t j = 0; j < want.size(); ++j)
+            if (wanted[j] && !want[j].is_whole()) {
+              want[k] = want[j];
+              break;
+            }
+      std::string why;
+      if (!def || !def->split) why = "it has no split rule";
+      else if (ask(n, *def, want, &why)) {
+        for (size_t k = 0; k < node.outputs.size(); ++k) {
+          layout_[size_t(node.outputs[k])] = want[k];
+          gathered_[size_t(node.outputs[k])] = is_output_[size_t(node.outputs[k])] && !want[k].is_whole();
+        }
+        continue;
+      }
+      for (int v : node.outputs)
+        if (why_whole_[size_t(v)].empty()) why_whole_[size_t(v)] = where(g_, node) + ": " + why;
+    }
+  }
+
+  // Why v, asked for in part by some readers, is read whole by another:
+  // that reader's own refusal where it has one, else the reader.
+  std::string why_read_whole(int v) const {
+    for (const Use& u : uses_[size_t(v)])
+      if (demand(u.node, u.slot).is_whole()) {
+        for (int o : g_.nodes[size_t(u.node)].outputs)
+          if (!why_whole_[size_t(o)].empty()) return why_whole_[size_t(o)];
+        return "read whole by " + where(g_, g_.nodes[size_t(u.node)]);
+      }
+    return is_output_[size_t(v)] ? "an output of the graph, wanted whole" : "read in parts along different axes";
+  }
+
+  // Asks the op's rule for `want`; on an answer it can take, sets its
+  // inputs' demands and its attributes.
+  bool ask(int n, const OpDef& def, const std::vector<Part>& want, std::string* why = nullptr) {
+    const Node& node = g_.nodes[size_t(n)];
+    std::vector<TypedShape> in, out;
+    std::vector<bool> present_v;
+    types_of(node, in, out, present_v);
+    std::unique_ptr<bool[]> present(new bool[present_v.size()]);
+    for (size_t i = 0; i < present_v.size(); ++i) present[i] = present_v[i];
+    auto a = def.split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, want});
+    if (!a.ok()) {
+      if (why) *why = a.error().message;
+      return false;
+    }
+    if (a->inputs.size() < node.inputs.size()) {
+      if (why) *why = "its split rule answers for fewer inputs than it has";
+      return false;
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const Part& p = a->inputs[i];
+      if (node.inputs[i] < 0 || p.is_whole()) continue;
+      const Shape& s = g_.values[size_t(node.inputs[i])].type.shape;
+      if (p.axis >= int(s.size()) || !s[size_t(p.axis)].concrete() || p.ranges.empty() ||
+          p.ranges.back().second > s[size_t(p.axis)].n) {
+        if (why) *why = "its split rule asks for input " + std::to_string(i) + " in a part it cannot have (" + part_str(p) + ")";
+        return false;
+      }
+    }
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (node.inputs[i] >= 0 && !a->inputs[i].is_whole()) demand_[{n, i}] = a->inputs[i];
+    attrs_[size_t(n)] = a->attrs;
+    return true;
+  }
+
+  Result<Graph> rebuild(TensorSplitReport* report);
+
+  // Why what node n makes is not made in part: the first op reading it,
+  // directly or through others, that refused the part asked of it.
+  std::string first_refusal_after(int n) const {
+    std::vector<char> seen(g_.values.size(), 0);
+    std::vector<int> todo(g_.nodes[size_t(n)].outputs.begin(), g_.nodes[size_t(n)].outputs.end());
+    std::string best;
+    int best_node = INT32_MAX;
+    while (!todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      if (seen[size_t(v)]) continue;
+      seen[size_t(v)] = 1;
+      for (const Use& u : uses_[size_t(v)]) {
+        auto off = off_reason_.find(u.node);
+        if (off != off_reason_.end() && !off->second.empty() && u.node < best_node)
+          best = off->second, best_node = u.node;
+        for (int o : g_.nodes[size_t(u.node)].outputs) {
+          if (!why_whole_[size_t(o)].empty() && u.node < best_node) best = why_whole_[size_t(o)], best_node = u.node;
+          if (u.node < n + 64) todo.push_back(o);
+        }
+      }
+    }
+    return best;
+  }
+
+  // Why `value` was not made in part: its own refusal, else the latest
+  // refusal among what it is made of.
+  std::string first_refusal_before(int value) const {
+    std::vector<char> seen(g_.values.size(), 0);
+    std::vector<int> todo{value};
+    std::string best;
+    int best_node = -1;
+    const int limit = g_.values[size_t(value)].producer - 64;
+    while (!todo.empty()) {
+      const int v = todo.back();
+      todo.pop_back();
+      const int p = g_.values[size_t(v)].producer;
+      if (seen[size_t(v)] || p < 0 || p < limit) continue;
+      seen[size_t(v)] = 1;
+      if (!why_whole_[size_t(v)].empty() && p > best_node) best = why_whole_[size_t(v)], best_node = p;
+      for (int in : g_.nodes[size_t(p)].inputs)
+        if (in >= 0) todo.push_back(in);
+    }
+    return best;
+  }
+
+  const Graph& g_;
+  const OpTable& ops_;
+  const int rank_, ranks_;
+  std::vector<std::vector<Use>> uses_;
+  std::vector<char> is_output_, from_weights_;
+  std::set<int> row_off_, gather_off_;
+  std::map<int, std::string> off_reason_;
+  std::map<int, int64_t> step_;  // a row candidate's ranges fall on multiples of this  // a row candidate turned off: why its input was whole
+  // One pass's decisions.
+  std::vector<Part> layout_;
+  std::vector<char> gathered_;
+  std::vector<std::string> why_whole_;
+  std::map<std::pair<int, size_t>, Part> demand_;
+  std::vector<char> row_;
+  std::vector<Attrs> attrs_;
+};
+
+std::string ranges_str(const Part& p) {
+  std::string s;
+  for (const auto& [b, e] : p.ranges) s += (s.empty() ? "" : ",") + std::to_string(b) + ":" + std::to_string(e);
+  return "@" + std::to_string(p.axis) + "[" + s + "]";
+}
+
+Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
+  Graph out;
+  out.family = g_.family;
+  out.name = g_.name;
+  out.values = g_.values;
+  out.inputs = g_.inputs;
+  out.held_inputs = g_.held_inputs;
+  out.outputs = g_.outputs;
+  out.input_defaults = g_.input_defaults;
+  std::map<std::pair<int, std::string>, int> made;  // (value, part) -> the value holding that part
+  std::set<int> read_whole;                         // weights some node reads whole
+  std::vector<int> part_of(g_.values.size(), -1);   // a gathered value's part, before the all_gather
+  TensorSplitReport rep;
+  auto new_value = [&](const std::string& name, const SourceLoc& loc, TypedShape type) {
+    return out.add_value(Value{name, std::move(type), -1, loc});
+  };
+  // Value v as part p, made from what holds it (slices, and a concat
+  // where the part is several ranges).
+  auto as_part = [&](int v, const Part& p, const SourceLoc& loc) -> Result<int> {
+    const Part& have = layout_[size_t(v)];
+    const int held = gathered_[size_t(v)] ? part_of[size_t(v)] : v;
+    if (p.is_whole()) {
+      if (!have.is_whole() && !gathered_[size_t(v)])
+        return error("tensor split: " + g_.values[size_t(v)].name + " is wanted whole but made in part");
+      if (g_.weight_of(v)) read_whole.insert(v);
+      return v;
+    }
+    if (p == have) return held;
+    const std::string key = part_str(p);
+    if (auto it = made.find({v, key}); it != made.end()) return it->second;
+    const Value& val = g_.values[size_t(v)];
+    TypedShape type = val.type;
+    type.shape[size_t(p.axis)] = Dim::of(p.size());
+    if (const WeightRef* w = g_.weight_of(v)) {
+      WeightRef ref = *w;
+      ref.part = p;
+      ref.value = new_value(val.name + ranges_str(p), val.loc, type);
+      out.weights.push_back(ref);
+      ++rep.weights_in_part;
+      return made[{v, key}] = ref.value;
+    }
+    // Each range where it lies in what is held.
+    std::vector<std::pair<int64_t, int64_t>> local;
+    for (const auto& [b, e] : p.ranges) {
+      if (have.is_whole()) {
+        local.push_back({b, e});
+        continue;
+      }
+      if (have.axis != p.axis) return error("tensor split: " + val.name + " is held in part along another axis");
+      int64_t at = 0;
+      bool found = false;
+      for (const auto& [hb, he] : have.ranges) {
+        if (b >= hb && e <= he) {
+          local.push_back({at + b - hb, at + e - hb});
+          found = true;
+          break;
+        }
+        at += he - hb;
+      }
+      if (!found) return error("tensor split: " + val.name + " does not hold the range wanted of it");
+    }
+    std::vector<int> pieces;
+    for (const auto& [b, e] : local) {
+      TypedShape piece = type;
+      piece.shape[size_t(p.axis)] = Dim::of(e - b);
+      const int id = new_value(val.name + ranges_str(Part::of(p.axis, b, e)), loc, piece);
+      out.nodes.push_back(Node{"slice", {held}, {id}, Attrs{{"axis", p.axis}, {"start", b}, {"end", e}}, loc});
+      pieces.push_back(id);
+    }
+    int id = pieces.front();
+    if (pieces.size() > 1) {
+      id = new_value(val.name + ranges_str(p), loc, type);
+      out.nodes.push_back(Node{"concat", pieces, {id}, Attrs{{"axis", p.axis}}, loc});
+    }
+    return made[{v, key}] = id;
+  };
+
+  for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    Node node = g_.nodes[n];
+    node.attrs = attrs_[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (node.inputs[i] >= 0) {
+        ARCH_TRY(node.inputs[i], as_part(node.inputs[i], demand(int(n), i), node.loc));
+      }
+    std::vector<Node> after;
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      const int v = node.outputs[k];
+      if (row_[n]) {
+        const int partial = new_value(g_.values[size_t(v)].name + ".partial", node.loc, g_.values[size_t(v)].type);
+        after.push_back(Node{"all_reduce", {partial}, {v}, Attrs::object(), node.loc});
+        node.outputs[k] = partial;
+        ++rep.all_reduces;
+      } else if (gathered_[size_t(v)]) {
+        const Part& p = layout_[size_t(v)];
+        const int part = new_value(g_.values[size_t(v)].name + ".part", node.loc, g_.values[size_t(v)].type);
+        part_of[size_t(v)] = part;
+        std::vector<int64_t> sizes;
+        const int64_t n_all = g_.values[size_t(v)].type.shape[size_t(p.axis)].n;
+        for (int r = 0; r < ranks_; ++r) {
+          auto [b, e] = even_range(n_all, r, ranks_);
+          sizes.push_back(e - b);
+        }
+        after.push_back(Node{"all_gather", {part}, {v}, Attrs{{"axis", p.axis}, {"sizes", sizes}}, node.loc});
+        node.outputs[k] = part;
+        ++rep.all_gathers;
+      }
+    }
+    out.nodes.push_back(std::move(node));
+    for (auto& a : after) out.nodes.push_back(std::move(a));
+  }
+  // Graph outputs that are weights are read whole.
+  for (const auto& o : g_.outputs)
+    if (g_.weight_of(o.value)) read_whole.insert(o.value);
+  for (const auto& w : g_.weights)
+    if (read_whole.count(w.value)) out.weights.push_back(w);
+
+  // Every node's types again, in order: the parts' shapes, checked by each
+  // op's own shape rule.
+  for (auto& v : out.values) v.producer = -1;
+  for (const auto& w : out.weights) {
+    Value& val = out.values[size_t(w.value)];
+    if (!w.part.is_whole()) val.type.shape[size_t(w.part.axis)] = Dim::of(w.part.size());
+  }
+  for (size_t n = 0; n < out.nodes.size(); ++n) {
+    const Node& node = out.nodes[n];
+    const OpDef* def = ops_.find(node.op);
+    if (!def) return error("tensor split: no op '" + node.op + "'");
+    std::vector<TypedShape> in;
+    std::unique_ptr<bool[]> present(new bool[node.inputs.size() + 1]);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      present[i] = node.inputs[i] >= 0;
+      in.push_back(node.inputs[i] >= 0 ? out.values[size_t(node.inputs[i])].type : TypedShape{});
+    }
+    auto types = def->shape(in, {present.get(), node.inputs.size()}, node.attrs);
+    if (!types.ok())
+      return error("tensor split: " + where(out, node) + " in part: " + types.error().message);
+    for (size_t k = 0; k < node.outputs.size() && k < types->size(); ++k) {
+      out.values[size_t(node.outputs[k])].type = (*types)[k];
+      out.values[size_t(node.outputs[k])].producer = int(n);
+    }
+  }
+
+  // Weights held whole by every process where a matmul reads them: why,
+  // and a refusal where one is large.
+  int64_t largest = 0;
+  auto elements = [&](int v) {
+    int64_t e = 1;
+    for (const Dim& d : g_.values[size_t(v)].type.shape) e *= d.concrete() ? d.n : 1;
+    return e;
+  };
+  for (const auto& w : g_.weights) largest = std::max(largest, elements(w.value));
+  for (size_t n = 0; n < g_.nodes.size(); ++n) {
+    const Node& node = g_.nodes[n];
+    if ((node.op != "matmul" && node.op != "routed_matmul") || row_[n] || node.inputs.size() < 2 || node.inputs[1] < 0)
+      continue;
+    const int b = node.inputs[1];
+    if (!from_weights_[size_t(b)] || !layout_[size_t(b)].is_whole() || !demand(int(n), 1).is_whole()) continue;
+    const int a = node.inputs[0];
+    std::string why = a >= 0 ? why_whole_[size_t(a)] : "";
+    for (int v : node.outputs)
+      if (why.empty()) why = why_whole_[size_t(v)];
+    if (why.empty()) why = first_refusal_after(int(n));
+    const std::string line = g_.values[size_t(b)].name + " (read by " + where(g_, node) + ")" +
+                             (why.empty() ? "" : ": " + why);
+    // What a stack of weights stores counts as its own size.
+    int64_t size = elements(b);
+    if (size * 8 >= largest)
+      return error("tensor split over " + std::to_string(ranks_) + " processes: the graph cannot be split at " + line +
+                   "; every process would hold that weight whole");
+    rep.whole.push_back(line);
+  }
+  if (report) *report = rep;
+  return out;
+}
+
+}  // namespace
+
+Result<Graph> split_tensors(const Graph& g, const OpTable& ops, int rank, int ranks, TensorSplitReport* report) {
+  if (ranks < 1 || rank < 0 || rank >= ranks)
+    return error("tensor split: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
+  if (ranks == 1) {
+    if (report) *report = {};
+    return g;
+  }
+  return Splitter(g, ops, rank, ranks).run(report);
+}
+
+}  // namespace arch

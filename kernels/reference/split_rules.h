@@ -1,0 +1,22 @@
+// The split rules (engine/core/split.h) the reference ops share: the op
+// definitions set OpDef::split to one of these, or to a rule of their own.
+#pragma once
+
+#include "engine/core/op.h"
+
+namespace arch {
+
+// Unary and broadcasting ops (add, mul, silu, ...): each input the same
+// part along the matching axis, or whole where it broadcasts there.
+Result<SplitAnswer> split_elementwise(const SplitQuery& q);
+// Ops that mix only the last axis (rms_norm, layer_norm, softmax, topk): a
+// part along any other axis of input 0, the rest whole.
+Result<SplitAnswer> split_all_but_last(const SplitQuery& q);
+// Ops that mix nothing along `axis` except where they act: input 0 split
+// like the output, every other input whole (rope: per head).
+Result<SplitAnswer> split_like_input0(const SplitQuery& q);
+
+// The element range [b, e) of a part's ranges as one list: [0, 2) [4, 6).
+std::vector<std::pair<int64_t, int64_t>> scaled_ranges(const Part& p, int64_t times, int64_t over);
+
+}  // namespace arch

@@ -1,0 +1,188 @@
+// The tensor split (engine/distributed/tensor_split.h): what each process
+// holds of the goldens' decoders, the refusal that names the op, and the
+// split model run as threads against the whole one.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "engine/distributed/tensor_split.h"
+#include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
+#include "kernels/kernels.h"
+#include "tests/engine/distributed/thread_collectives.h"
+#include "tests/shared_data.h"
+
+namespace arch {
+namespace {
+
+using testing::golden_dir;
+
+Graph graph_of(const std::string& golden) {
+  LoadOptions opt;
+  opt.programs = false;
+  auto m = load_model(golden_dir(golden), opt);
+  EXPECT_TRUE(m.ok()) << (m.ok() ? "" : m.error().message);
+  return m.ok() ? (*m)->graph() : Graph{};
+}
+
+// The part of checkpoint tensor `name` this process binds (whole: absent).
+Part part_of(const Graph& g, const std::string& name) {
+  for (const auto& w : g.weights)
+    if (w.tensor == name) return w.part;
+  ADD_FAILURE() << name << " is not bound";
+  return {};
+}
+
+TEST(EvenRange, SplitsEvenlyAndOnSteps) {
+  EXPECT_EQ(even_range(10, 0, 3), std::make_pair(int64_t(0), int64_t(3)));
+  EXPECT_EQ(even_range(10, 2, 3), std::make_pair(int64_t(6), int64_t(10)));
+  // 5 heads of 16 over 2 processes: 2 and 3 heads.
+  EXPECT_EQ(even_range(80, 0, 2, 16), std::make_pair(int64_t(0), int64_t(32)));
+  EXPECT_EQ(even_range(80, 1, 2, 16), std::make_pair(int64_t(32), int64_t(80)));
+}
+
+TEST(TensorSplit, LlamaHeadsAndColumnsOverTwo) {
+  ARCH_REQUIRE_SHARED(golden_dir("llama"));
+  const Graph g = graph_of("llama");  // 4 heads, 2 kv heads of 16; FFN 192; vocab 512
+  for (int rank = 0; rank < 2; ++rank) {
+    TensorSplitReport rep;
+    auto s = split_tensors(g, op_table(), rank, 2, &rep);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_EQ(rep.all_reduces, 4);  // after each attention and each FFN, of 2 layers
+    EXPECT_EQ(rep.all_gathers, 1);  // the logits
+    EXPECT_TRUE(rep.whole.empty());
+    const int64_t r = rank;
+    EXPECT_EQ(part_of(*s, "model.layers.1.self_attn.q_proj.weight"), Part::of(0, 32 * r, 32 * r + 32));
+    EXPECT_EQ(part_of(*s, "model.layers.1.self_attn.k_proj.weight"), Part::of(0, 16 * r, 16 * r + 16));
+    EXPECT_EQ(part_of(*s, "model.layers.1.self_attn.v_proj.weight"), Part::of(0, 16 * r, 16 * r + 16));
+    EXPECT_EQ(part_of(*s, "model.layers.1.self_attn.o_proj.weight"), Part::of(1, 32 * r, 32 * r + 32));
+    EXPECT_EQ(part_of(*s, "model.layers.0.mlp.up_proj.weight"), Part::of(0, 96 * r, 96 * r + 96));
+    EXPECT_EQ(part_of(*s, "model.layers.0.mlp.down_proj.weight"), Part::of(1, 96 * r, 96 * r + 96));
+    EXPECT_EQ(part_of(*s, "lm_head.weight"), Part::of(0, 256 * r, 256 * r + 256));
+    EXPECT_TRUE(part_of(*s, "model.embed_tokens.weight").is_whole());
+    EXPECT_TRUE(part_of(*s, "model.layers.0.input_layernorm.weight").is_whole());
+  }
+}
+
+TEST(TensorSplit, MoreProcessesThanKvHeadsShareThem) {
+  ARCH_REQUIRE_SHARED(golden_dir("llama"));
+  const Graph g = graph_of("llama");
+  // 4 processes, one query head each; processes 2 and 3 both hold kv head 1.
+  auto s = split_tensors(g, op_table(), 3, 4);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(part_of(*s, "model.layers.0.self_attn.q_proj.weight"), Part::of(0, 48, 64));
+  EXPECT_EQ(part_of(*s, "model.layers.0.self_attn.k_proj.weight"), Part::of(0, 16, 32));
+}
+
+TEST(TensorSplit, HeadsThatDoNotDivideGoWhole) {
+  ARCH_REQUIRE_SHARED(golden_dir("phi3"));
+  const Graph g = graph_of("phi3");  // 5 heads of 16, one kv head, fused qkv_proj [112, 80]
+  auto a = split_tensors(g, op_table(), 0, 2), b = split_tensors(g, op_table(), 1, 2);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(part_of(*a, "model.layers.0.self_attn.o_proj.weight"), Part::of(1, 0, 32));   // 2 heads
+  EXPECT_EQ(part_of(*b, "model.layers.0.self_attn.o_proj.weight"), Part::of(1, 32, 80));  // 3 heads
+  // Its queries' rows, then the one kv head's keys and values (merged
+  // where they meet).
+  EXPECT_EQ(part_of(*a, "model.layers.0.self_attn.qkv_proj.weight"), (Part{0, {{0, 32}, {80, 112}}}));
+  EXPECT_EQ(part_of(*b, "model.layers.0.self_attn.qkv_proj.weight"), (Part{0, {{32, 112}}}));
+}
+
+TEST(TensorSplit, RefusalNamesTheOp) {
+  ARCH_REQUIRE_SHARED(golden_dir("qwen3_next"));
+  const Graph g = graph_of("qwen3_next");
+  auto s = split_tensors(g, op_table(), 0, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("in_proj_qkvz.weight"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("(layers.0.linear_attention."), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("qwen3_next.arch:"), std::string::npos) << s.error().message;
+}
+
+TEST(TensorPart, RowsAreViewsColumnsCopies) {
+  Tensor t = Tensor::zeros(DType::F32, {4, 6});
+  for (int i = 0; i < 24; ++i) t.f32()[i] = float(i);
+  auto rows = tensor_part(t, Part::of(0, 1, 3));
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->shape, (Dims{2, 6}));
+  EXPECT_EQ(rows->data, static_cast<void*>(t.f32() + 6));  // a view: nothing copied
+  auto cols = tensor_part(t, Part{1, {{0, 2}, {4, 6}}});
+  ASSERT_TRUE(cols.ok());
+  EXPECT_EQ(cols->shape, (Dims{4, 4}));
+  const float want[] = {0, 1, 4, 5, 6, 7, 10, 11};
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(cols->f32()[i], want[i]);
+  // A Q8_0 row's columns only on whole blocks of 32.
+  Tensor q = convert_to(Tensor::zeros(DType::F32, {2, 64}), DType::Q8_0);
+  EXPECT_TRUE(tensor_part(q, Part::of(1, 32, 64)).ok());
+  auto bad = tensor_part(q, Part::of(1, 16, 64));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("groups of 32"), std::string::npos) << bad.error().message;
+}
+
+// Each golden split over 2 and 4 threads as processes: every rank's logits
+// equal the whole model's within the f32 tolerance of another summation
+// order, and greedy tokens are the same.
+void expect_split_matches(const std::string& golden, int ranks) {
+  ARCH_REQUIRE_SHARED(golden_dir(golden));
+  auto whole = load_model(golden_dir(golden));
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  testing::ThreadGroup group(ranks);
+  std::vector<std::unique_ptr<testing::ThreadCollectives>> coll;
+  std::vector<std::shared_ptr<Model>> parts;
+  for (int r = 0; r < ranks; ++r) {
+    coll.push_back(std::make_unique<testing::ThreadCollectives>(group, r));
+    LoadOptions opt;
+    opt.kernels.collectives = coll.back().get();
+    opt.rewrite = [r, ranks](const Graph& g, const std::string&) { return split_tensors(g, op_table(), r, ranks); };
+    auto m = load_model(golden_dir(golden), opt);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    parts.push_back(*m);
+  }
+  const std::vector<int32_t> prompt = {1, 438, 309, 258, 92, 411, 30};
+  auto greedy = [&](const Model& m, std::vector<float>* first_logits) -> std::vector<int32_t> {
+    Session s(m, 64);
+    std::vector<int32_t> out;
+    std::vector<int32_t> next = prompt;
+    for (int i = 0; i < 8; ++i) {
+      auto r = s.step(next, {"logits"}, false);
+      if (!r.ok()) {
+        ADD_FAILURE() << r.error().message;
+        return out;
+      }
+      const Tensor& l = r->at("logits");
+      const int64_t vocab = l.dim(-1);
+      const float* last = l.f32() + l.numel() - vocab;
+      if (first_logits && i == 0) first_logits->assign(l.f32(), l.f32() + l.numel());
+      out.push_back(int32_t(std::max_element(last, last + vocab) - last));
+      next = {out.back()};
+    }
+    return out;
+  };
+  std::vector<float> want_logits;
+  const std::vector<int32_t> want = greedy(**whole, &want_logits);
+  std::vector<std::vector<int32_t>> got(static_cast<size_t>(ranks));
+  std::vector<std::vector<float>> logits(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] { got[size_t(r)] = greedy(*parts[size_t(r)], &logits[size_t(r)]); });
+  for (auto& t : threads) t.join();
+  float scale = 0;
+  for (float v : want_logits) scale = std::max(scale, std::abs(v));
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_EQ(got[size_t(r)], want) << golden << " rank " << r << " of " << ranks;
+    ASSERT_EQ(logits[size_t(r)].size(), want_logits.size());
+    float worst = 0;
+    for (size_t i = 0; i < want_logits.size(); ++i) worst = std::max(worst, std::abs(logits[size_t(r)][i] - want_logits[i]));
+    EXPECT_LE(worst, 1e-5f * scale + 1e-6f) << golden << " rank " << r << " of " << ranks;
+  }
+}
+
+class SplitGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SplitGolden, TwoProcessesAsOne) { expect_split_matches(GetParam(), 2); }
+TEST_P(SplitGolden, FourProcessesAsOne) { expect_split_matches(GetParam(), 4); }
+
+INSTANTIATE_TEST_SUITE_P(Decoders, SplitGolden,
+                         ::testing::Values("llama", "qwen3", "gemma3_text", "mixtral", "qwen2_moe", "deepseek_v3",
+                                           "phi3", "starcoder2", "gpt2", "gemma2"));
+
+}  // namespace
+}  // namespace arch

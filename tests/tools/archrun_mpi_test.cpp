@@ -1,0 +1,160 @@
+// archrun under mpirun (OpenMPI, several ranks on this one machine,
+// oversubscribed): --split tensor equals one process on the decoder
+// goldens; a refusal or a lost rank ends every process, never a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/shared_data.h"
+#include "tests/time_bound.h"
+#include "tests/tools/run_tool.h"
+
+namespace arch {
+namespace {
+
+using testing::archrun;
+using testing::golden_dir;
+using testing::last_line;
+using testing::run_tool;
+
+// OpenMPI refuses root unless told; two cores hold up to 4 ranks only
+// oversubscribed, and unbound.
+const char* const kMpirun = "mpirun --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 ";
+
+bool have_mpirun() {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return run_tool("command -v mpirun").exit_code == 0;
+}
+
+#define ARCH_REQUIRE_MPI()                                                                     \
+  do {                                                                                         \
+    if (!have_mpirun()) {                                                                      \
+      if (std::getenv("ARCHETYPE_REQUIRE_SHARED")) FAIL() << "mpirun (openmpi-bin) is absent"; \
+      GTEST_SKIP() << "!!! SKIPPED: mpirun (openmpi-bin) is absent; this test did NOT run !!!"; \
+    }                                                                                          \
+  } while (0)
+
+std::string mpirun(int np, const std::string& args) {
+  return std::string(kMpirun) + "-np " + std::to_string(np) + " " + archrun() + " " + args;
+}
+
+class MpiGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(MpiGolden, TensorSplitEqualsOneProcess) {
+  ARCH_REQUIRE_MPI();
+  const auto& [golden, np] = GetParam();
+  const std::string dir = golden_dir(golden);
+  ARCH_REQUIRE_SHARED(dir);
+  // Every output of the golden within its tolerance, greedy tokens equal.
+  auto cmp = run_tool(mpirun(np, "compare " + dir + " " + dir + " --split tensor"));
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.out;
+  EXPECT_NE(cmp.out.find("matches the golden"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("split tensor over " + std::to_string(np) + " processes"), std::string::npos) << cmp.out;
+  // And the tokens one process generates.
+  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
+  auto one = run_tool(archrun() + " " + gen);
+  auto split = run_tool(mpirun(np, gen + " --split tensor"));
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(split.exit_code, 0) << split.out;
+  EXPECT_EQ(last_line(split.out), last_line(one.out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Decoders, MpiGolden,
+                         ::testing::Combine(::testing::Values("llama", "qwen3", "gemma3_text", "mixtral",
+                                                              "deepseek_v3", "phi3"),
+                                            ::testing::Values(2, 4)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_np" + std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(Mpi, ARefusalIsSaidOnceAndEndsEveryRank) {
+  ARCH_REQUIRE_MPI();
+  const std::string dir = golden_dir("qwen3_next");
+  ARCH_REQUIRE_SHARED(dir);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = run_tool(mpirun(2, "generate " + dir + " --ids 1,2,3 -n 4 --split tensor"));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(seconds, testing::time_bound(60));
+  EXPECT_NE(r.out.find("the graph cannot be split at model.layers.0.linear_attn.in_proj_qkvz.weight"),
+            std::string::npos) << r.out;
+  size_t said = 0;
+  for (size_t at = 0; (at = r.out.find("archrun: error:", at)) != std::string::npos; ++at) ++said;
+  EXPECT_EQ(said, 1u) << r.out;
+}
+
+TEST(Mpi, SplitNeedsACheckpoint) {
+  ARCH_REQUIRE_MPI();
+  auto r = run_tool(mpirun(2, "generate toy --ids 1,2 -n 2 --split tensor"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--split: the toy is written per process"), std::string::npos) << r.out;
+}
+
+// A rank killed while the job runs (rank 0 in a chat, waiting for the next
+// line) ends the whole job within seconds, saying which rank died.
+TEST(Mpi, ALostRankEndsTheJob) {
+  ARCH_REQUIRE_MPI();
+  const std::string err_path = ::testing::TempDir() + "/mpi_lost_rank.err";
+  int to_chat[2];
+  ASSERT_EQ(pipe(to_chat), 0);
+  const pid_t job = fork();
+  ASSERT_GE(job, 0);
+  if (job == 0) {
+    dup2(to_chat[0], 0);
+    close(to_chat[1]);
+    if (!freopen(err_path.c_str(), "w", stderr)) _exit(97);
+    dup2(2, 1);
+    const std::string cmd = std::string("exec ") + kMpirun + "-np 2 " + archrun() + " chat --split tensor -n 8";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+    _exit(98);
+  }
+  close(to_chat[0]);
+  auto read_err = [&] {
+    std::ifstream f(err_path);
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  };
+  // The pids rank 0 names, once every rank has its share.
+  std::smatch m;
+  std::string err;
+  const std::regex pids("rank 0: pid [0-9]+, 1: pid ([0-9]+)");
+  for (int i = 0; i < 600 && !std::regex_search(err = read_err(), m, pids); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(std::regex_search(err, m, pids)) << err;
+  const pid_t rank1 = pid_t(std::stol(m[1]));
+  ASSERT_EQ(write(to_chat[1], "Once upon a time\n", 17), 17);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the turn runs on both ranks
+  ASSERT_EQ(kill(rank1, SIGKILL), 0);
+  const auto killed = std::chrono::steady_clock::now();
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(job, &status, WNOHANG)) == 0 &&
+         std::chrono::steady_clock::now() - killed < std::chrono::duration<double>(testing::time_bound(20)))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  if (done == 0) {
+    kill(job, SIGKILL);
+    waitpid(job, &status, 0);
+  }
+  close(to_chat[1]);
+  err = read_err();
+  ASSERT_EQ(done, job) << "the job still ran " << seconds << " s after rank 1 was killed:\n" << err;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << err;
+  EXPECT_LT(seconds, 10) << err;
+  EXPECT_NE(err.find("rank 1"), std::string::npos) << err;
+  EXPECT_NE(err.find("signal 9"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace arch
