@@ -412,8 +412,11 @@ bool has_seq(const Shape& s) {
 int row_input(const Graph& g, const Node& n, const std::vector<Tensor>& weights) {
   static const char* const kUnary[] = {"silu", "gelu", "gelu_tanh", "quick_gelu", "relu", "sigmoid", "tanh",
                                        "exp",  "sqrt", "neg",       "rms_norm",   "layer_norm", "matmul",
-                                       "add",  "sub",  "mul",       "div",        "cast"};
+                                       "add",  "sub",  "mul",       "div",        "cast",
+                                       // a split graph's: every process cuts the same row
+                                       "all_reduce", "all_gather"};
   if (std::find(std::begin(kUnary), std::end(kUnary), n.op) == std::end(kUnary) || n.outputs.size() != 1) return -1;
+  if (n.op == "all_gather" && n.attrs.value("axis", 0) == 0) return -1;  // gathers rows
   int row = -1;
   for (int in : n.inputs) {
     if (in < 0 || weights[size_t(in)].data || !has_seq(g.values[size_t(in)].type.shape)) continue;
