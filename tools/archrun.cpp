@@ -60,9 +60,10 @@ void add_common(CLI::App* cmd, Common& c) {
                 "BF16 weights: round prompt activations to bf16 (faster, as llama.cpp does; not f32-accurate); convolutions may multiply in bf16 where the CPU has it");
   cmd->add_option("--split", c.split,
                   "run under mpirun -np N, the model split over the N processes: tensor (each holds 1/N of every "
-                  "layer's heads and FFN columns, an all-reduce after each attention and FFN); rank 0 reads the "
-                  "input and writes the output, the others follow")
-      ->check(CLI::IsMember({"tensor"}));
+                  "layer's heads and FFN columns, an all-reduce after each attention and FFN) or pipeline (each "
+                  "holds 1/N of the layers, the hidden state handed round); rank 0 reads the input and writes the "
+                  "output, the others follow")
+      ->check(CLI::IsMember({"tensor", "pipeline"}));
   cmd->add_flag("--kv-f16", c.kv_f16,
                 "keep the KV cache as F16 (half its memory, as llama.cpp does; not f32-accurate; cpu path)");
 }

@@ -20,6 +20,10 @@ class Collectives {
   // Each process's `bytes` (bytes[rank()] of them at `mine`) put one after
   // another, in rank order, into `all` on every process.
   virtual Status all_gather(const void* mine, const std::vector<int64_t>& bytes, void* all) = 0;
+  // Pipeline stages: `bytes` to process `to`, or from process `from`, in the
+  // order sent.
+  virtual Status send(int to, const void* data, int64_t bytes) = 0;
+  virtual Status recv(int from, void* data, int64_t bytes) = 0;
 };
 
 }  // namespace arch

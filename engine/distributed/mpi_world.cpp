@@ -79,6 +79,23 @@ Status MpiWorld::all_gather(const void* mine, const std::vector<int64_t>& bytes,
                  "all_gather");
 }
 
+Status MpiWorld::send(int to, const void* data, int64_t bytes) {
+  if (bytes > INT_MAX) return error("send: more than 2 GB at once");
+  return checked(MPI_Send(data, int(bytes), MPI_BYTE, to, 0, data_), "send");
+}
+
+Status MpiWorld::recv(int from, void* data, int64_t bytes) {
+  if (bytes > INT_MAX) return error("recv: more than 2 GB at once");
+  MPI_Status status;
+  ARCH_TRY_STATUS(checked(MPI_Recv(data, int(bytes), MPI_BYTE, from, 0, data_, &status), "recv"));
+  int got = 0;
+  MPI_Get_count(&status, MPI_BYTE, &got);
+  if (got != bytes)
+    return error("recv: process " + std::to_string(from) + " sent " + std::to_string(got) + " bytes, " +
+                 std::to_string(bytes) + " expected");
+  return {};
+}
+
 Status MpiWorld::send_call(const std::string& bytes) {
   uint64_t n = bytes.size();
   ARCH_TRY_STATUS(checked(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, calls_), "sending a session call"));

@@ -24,6 +24,8 @@ class MpiWorld : public Collectives {
   int size() const override { return size_; }
   Status all_reduce_sum(float* data, int64_t n) override;
   Status all_gather(const void* mine, const std::vector<int64_t>& bytes, void* all) override;
+  Status send(int to, const void* data, int64_t bytes) override;
+  Status recv(int from, void* data, int64_t bytes) override;
 
   // Rank 0: a session call's bytes to every other process, in order.
   Status send_call(const std::string& bytes);

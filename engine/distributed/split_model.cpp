@@ -7,13 +7,14 @@
 
 #include "engine/distributed/follower.h"
 #include "engine/distributed/mpi_world.h"
+#include "engine/distributed/pipeline_split.h"
 #include "engine/distributed/tensor_split.h"
 #include "kernels/kernels.h"
 
 namespace arch {
 
 Result<std::shared_ptr<Model>> load_split_model(const std::string& dir, LoadOptions opt, const std::string& split) {
-  if (split != "tensor") return error("--split " + split + ": the splits are tensor and pipeline");
+  if (split != "tensor" && split != "pipeline") return error("--split " + split + ": the splits are tensor and pipeline");
   ARCH_TRY(MpiWorld* world, MpiWorld::start());
   opt.kernels.collectives = world;
   const int rank = world->rank(), ranks = world->size();
@@ -23,6 +24,14 @@ Result<std::shared_ptr<Model>> load_split_model(const std::string& dir, LoadOpti
     Graph in = g;
     if (before) {
       ARCH_TRY(in, before(g, path));
+    }
+    if (split == "pipeline") {
+      PipelineSplitReport report;
+      ARCH_TRY(Graph out, split_pipeline(in, op_table(), rank, ranks, &report));
+      *summary += (summary->empty() ? "" : "; ") + g.name + ": rank 0 holds layers [" + std::to_string(report.first) +
+                  ", " + std::to_string(report.last) + ") of " + std::to_string(report.layers) + ", sends " +
+                  std::to_string(report.sent) + " and receives " + std::to_string(report.received) + " values per run";
+      return out;
     }
     TensorSplitReport report;
     ARCH_TRY(Graph out, split_tensors(in, op_table(), rank, ranks, &report));

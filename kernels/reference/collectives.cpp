@@ -4,6 +4,9 @@
 // (engine/distributed/tensor_split.h) puts after a partial sum and before
 // an output made in parts; the processes are KernelOptions::collectives
 // (one process alone: x itself).
+// send(x) attr to -> x, sent to process `to`; recv(like) attrs from, dims ->
+// [like's first dim, dims...] from process `from`: a pipeline's stages
+// (engine/distributed/pipeline_split.h) handing on the hidden state.
 #include <cstring>
 
 #include "kernels/reference/ops.h"
@@ -79,9 +82,59 @@ Status all_gather_kernel(KernelContext& ctx) {
   return {};
 }
 
+Status send_kernel(KernelContext& ctx) {
+  ARCH_TRY_STATUS(expect_f32(ctx, "send", 0));
+  const Tensor& x = ctx.inputs[0];
+  alias_storage(ctx.outputs[0], x);
+  Collectives* c = ctx.options->collectives;
+  if (!c) return kernel_error(ctx, "send", "the model is not split over processes");
+  if (Status s = c->send(int(attr_int(ctx.attrs, "to", 0)), x.data, int64_t(x.nbytes())); !s.ok())
+    return kernel_error(ctx, "send", s.error().message);
+  return {};
+}
+
+Result<std::vector<TypedShape>> recv_shape(std::span<const TypedShape> in, std::span<const bool>, const Attrs& attrs) {
+  if (in[0].shape.empty()) return error("recv: `like` must have a first dim (the rows)");
+  Shape out{in[0].shape[0]};
+  for (int64_t d : attr_ints(attrs, "dims")) {
+    if (d < 1) return error("recv: dims must be positive");
+    out.push_back(Dim::of(d));
+  }
+  return one_output(out);
+}
+
+Status recv_kernel(KernelContext& ctx) {
+  Collectives* c = ctx.options->collectives;
+  if (!c) return kernel_error(ctx, "recv", "the model is not split over processes");
+  Tensor& out = ctx.outputs[0];
+  if (Status s = c->recv(int(attr_int(ctx.attrs, "from", 0)), out.data, int64_t(out.nbytes())); !s.ok())
+    return kernel_error(ctx, "recv", s.error().message);
+  return {};
+}
+
 }  // namespace
 
 void define_collectives(OpTable& t) {
+  t.define(checked(OpDef{
+               .name = "send",
+               .inputs = {"x"},
+               .attrs = {{"to", AttrSpec::Int, nullptr}},
+               .shape = same_as_input("send"),
+               .tolerance = {0, 0},
+               .view = true,
+               .doc = "send(x) -> x, sent to process `to` (a pipeline stage handing on its hidden state)",
+           }),
+           send_kernel);
+  t.define(checked(OpDef{
+               .name = "recv",
+               .inputs = {"like"},
+               .attrs = {{"from", AttrSpec::Int, nullptr}, {"dims", AttrSpec::IntList, nullptr}},
+               .shape = recv_shape,
+               .tolerance = {0, 0},
+               .fills = true,
+               .doc = "recv(like) -> [like's rows, dims...] f32 from process `from` (like: any input with the call's rows)",
+           }),
+           recv_kernel);
   t.define(checked(OpDef{
                .name = "all_reduce",
                .inputs = {"x"},

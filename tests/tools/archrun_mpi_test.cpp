@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -77,6 +78,38 @@ INSTANTIATE_TEST_SUITE_P(Decoders, MpiGolden,
                            return std::get<0>(info.param) + "_np" + std::to_string(std::get<1>(info.param));
                          });
 
+// By layers: the tokens one process generates (the logits, made on rank 0
+// from the last stage's hidden state, are checked in tests/engine/distributed).
+TEST_P(MpiGolden, PipelineSplitEqualsOneProcess) {
+  ARCH_REQUIRE_MPI();
+  const auto& [golden, np] = GetParam();
+  const std::string dir = golden_dir(golden);
+  ARCH_REQUIRE_SHARED(dir);
+  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
+  auto one = run_tool(archrun() + " " + gen);
+  auto split = run_tool(mpirun(np, gen + " --split pipeline"));
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(split.exit_code, 0) << split.out;
+  EXPECT_EQ(last_line(split.out), last_line(one.out));
+  EXPECT_NE(split.out.find("split pipeline over " + std::to_string(np) + " processes"), std::string::npos) << split.out;
+}
+
+class MpiPipelineOnly : public ::testing::TestWithParam<std::string> {};
+
+// What the tensor split refuses splits by layers.
+TEST_P(MpiPipelineOnly, TokensEqualOneProcess) {
+  ARCH_REQUIRE_MPI();
+  const std::string dir = golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
+  auto one = run_tool(archrun() + " " + gen);
+  auto split = run_tool(mpirun(2, gen + " --split pipeline"));
+  ASSERT_EQ(split.exit_code, 0) << split.out;
+  EXPECT_EQ(last_line(split.out), last_line(one.out));
+}
+
+INSTANTIATE_TEST_SUITE_P(Decoders, MpiPipelineOnly, ::testing::Values("qwen3_next", "deepseek_v2_lite"));
+
 TEST(Mpi, ARefusalIsSaidOnceAndEndsEveryRank) {
   ARCH_REQUIRE_MPI();
   const std::string dir = golden_dir("qwen3_next");
@@ -104,7 +137,8 @@ TEST(Mpi, SplitNeedsACheckpoint) {
 // line) ends the whole job within seconds, saying which rank died.
 TEST(Mpi, ALostRankEndsTheJob) {
   ARCH_REQUIRE_MPI();
-  const std::string err_path = ::testing::TempDir() + "/mpi_lost_rank.err";
+  const std::string err_path = ::testing::TempDir() + "/mpi_lost_rank." + std::to_string(getpid()) + ".err";
+  std::remove(err_path.c_str());  // no pids of another run's
   int to_chat[2];
   ASSERT_EQ(pipe(to_chat), 0);
   const pid_t job = fork();
@@ -149,6 +183,7 @@ TEST(Mpi, ALostRankEndsTheJob) {
   }
   close(to_chat[1]);
   err = read_err();
+  std::remove(err_path.c_str());
   ASSERT_EQ(done, job) << "the job still ran " << seconds << " s after rank 1 was killed:\n" << err;
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << err;
   EXPECT_LT(seconds, 10) << err;

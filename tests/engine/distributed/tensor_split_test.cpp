@@ -3,8 +3,11 @@
 // split model run as threads against the whole one.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
+#include "engine/distributed/pipeline_split.h"
 #include "engine/distributed/tensor_split.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
@@ -120,7 +123,7 @@ TEST(TensorPart, RowsAreViewsColumnsCopies) {
 // Each golden split over 2 and 4 threads as processes: every rank's logits
 // equal the whole model's within the f32 tolerance of another summation
 // order, and greedy tokens are the same.
-void expect_split_matches(const std::string& golden, int ranks) {
+void expect_split_matches(const std::string& golden, int ranks, bool pipeline = false) {
   ARCH_REQUIRE_SHARED(golden_dir(golden));
   auto whole = load_model(golden_dir(golden));
   ASSERT_TRUE(whole.ok()) << whole.error().message;
@@ -131,21 +134,36 @@ void expect_split_matches(const std::string& golden, int ranks) {
     coll.push_back(std::make_unique<testing::ThreadCollectives>(group, r));
     LoadOptions opt;
     opt.kernels.collectives = coll.back().get();
-    opt.rewrite = [r, ranks](const Graph& g, const std::string&) { return split_tensors(g, op_table(), r, ranks); };
+    opt.rewrite = [r, ranks, pipeline](const Graph& g, const std::string&) {
+      return pipeline ? split_pipeline(g, op_table(), r, ranks) : split_tensors(g, op_table(), r, ranks);
+    };
     auto m = load_model(golden_dir(golden), opt);
     ASSERT_TRUE(m.ok()) << m.error().message;
     parts.push_back(*m);
   }
   const std::vector<int32_t> prompt = {1, 438, 309, 258, 92, 411, 30};
-  auto greedy = [&](const Model& m, std::vector<float>* first_logits) -> std::vector<int32_t> {
+  // Rank 0 chooses each next token; in a pipeline only it has the logits,
+  // and the others take its choice, as rank 0's session calls tell them.
+  std::vector<std::vector<int32_t>> chosen(8);
+  std::mutex chosen_mu;
+  std::condition_variable chosen_cv;
+  auto greedy = [&](const Model& m, std::vector<float>* first_logits, int rank = 0) -> std::vector<int32_t> {
     Session s(m, 64);
     std::vector<int32_t> out;
     std::vector<int32_t> next = prompt;
     for (int i = 0; i < 8; ++i) {
-      auto r = s.step(next, {"logits"}, false);
+      auto r = s.step(next, pipeline && rank > 0 ? std::vector<std::string>{} : std::vector<std::string>{"logits"},
+                      false);
       if (!r.ok()) {
         ADD_FAILURE() << r.error().message;
         return out;
+      }
+      if (pipeline && rank > 0) {
+        std::unique_lock<std::mutex> l(chosen_mu);
+        chosen_cv.wait(l, [&] { return !chosen[size_t(i)].empty(); });
+        out.push_back(chosen[size_t(i)][0]);
+        next = {out.back()};
+        continue;
       }
       const Tensor& l = r->at("logits");
       const int64_t vocab = l.dim(-1);
@@ -153,6 +171,11 @@ void expect_split_matches(const std::string& golden, int ranks) {
       if (first_logits && i == 0) first_logits->assign(l.f32(), l.f32() + l.numel());
       out.push_back(int32_t(std::max_element(last, last + vocab) - last));
       next = {out.back()};
+      if (pipeline && first_logits != nullptr && rank == 0 && &m != whole->get()) {
+        std::lock_guard<std::mutex> l(chosen_mu);
+        chosen[size_t(i)] = {out.back()};
+        chosen_cv.notify_all();
+      }
     }
     return out;
   };
@@ -162,13 +185,14 @@ void expect_split_matches(const std::string& golden, int ranks) {
   std::vector<std::vector<float>> logits(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] { got[size_t(r)] = greedy(*parts[size_t(r)], &logits[size_t(r)]); });
+    threads.emplace_back([&, r] { got[size_t(r)] = greedy(*parts[size_t(r)], &logits[size_t(r)], r); });
   for (auto& t : threads) t.join();
   float scale = 0;
   for (float v : want_logits) scale = std::max(scale, std::abs(v));
-  for (int r = 0; r < ranks; ++r) {
+  // A pipeline's logits are made on rank 0 alone (the others follow).
+  for (int r = 0; r < (pipeline ? 1 : ranks); ++r) {
     EXPECT_EQ(got[size_t(r)], want) << golden << " rank " << r << " of " << ranks;
-    ASSERT_EQ(logits[size_t(r)].size(), want_logits.size());
+    ASSERT_EQ(logits[size_t(r)].size(), want_logits.size()) << golden << " rank " << r << " of " << ranks;
     float worst = 0;
     for (size_t i = 0; i < want_logits.size(); ++i) worst = std::max(worst, std::abs(logits[size_t(r)][i] - want_logits[i]));
     EXPECT_LE(worst, 1e-5f * scale + 1e-6f) << golden << " rank " << r << " of " << ranks;
@@ -179,10 +203,48 @@ class SplitGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SplitGolden, TwoProcessesAsOne) { expect_split_matches(GetParam(), 2); }
 TEST_P(SplitGolden, FourProcessesAsOne) { expect_split_matches(GetParam(), 4); }
+TEST_P(SplitGolden, TwoStagesAsOne) { expect_split_matches(GetParam(), 2, true); }
+TEST_P(SplitGolden, FourStagesAsOne) { expect_split_matches(GetParam(), 4, true); }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, SplitGolden,
                          ::testing::Values("llama", "qwen3", "gemma3_text", "mixtral", "qwen2_moe", "deepseek_v3",
                                            "phi3", "starcoder2", "gpt2", "gemma2"));
+
+// Graphs the tensor split refuses (a fused, interleaved projection; head
+// numbers made from a part's shape) still split by layers.
+class PipelineGolden : public ::testing::TestWithParam<std::string> {};
+TEST_P(PipelineGolden, TwoStagesAsOne) { expect_split_matches(GetParam(), 2, true); }
+TEST_P(PipelineGolden, ThreeStagesAsOne) { expect_split_matches(GetParam(), 3, true); }
+INSTANTIATE_TEST_SUITE_P(Decoders, PipelineGolden, ::testing::Values("qwen3_next", "deepseek_v2_lite"));
+
+TEST(PipelineSplit, StagesHoldTheirLayersWeights) {
+  ARCH_REQUIRE_SHARED(golden_dir("gemma3_text"));
+  const Graph g = graph_of("gemma3_text");  // 3 layers, tied embeddings
+  PipelineSplitReport a, b;
+  auto s0 = split_pipeline(g, op_table(), 0, 2, &a), s1 = split_pipeline(g, op_table(), 1, 2, &b);
+  ASSERT_TRUE(s0.ok() && s1.ok());
+  EXPECT_EQ(a.layers, 3);
+  EXPECT_EQ(a.first, 0);
+  EXPECT_EQ(a.last, 1);
+  EXPECT_EQ(b.first, 1);
+  EXPECT_EQ(b.last, 3);
+  auto binds = [](const Graph& s, const std::string& name) {
+    for (const auto& w : s.weights)
+      if (w.tensor == name) return true;
+    return false;
+  };
+  EXPECT_TRUE(binds(*s0, "model.layers.0.mlp.down_proj.weight"));
+  EXPECT_FALSE(binds(*s0, "model.layers.1.mlp.down_proj.weight"));
+  EXPECT_TRUE(binds(*s1, "model.layers.2.mlp.down_proj.weight"));
+  EXPECT_FALSE(binds(*s1, "model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_TRUE(binds(*s0, "model.embed_tokens.weight"));  // the embedding and the tied head: rank 0's
+  EXPECT_FALSE(binds(*s1, "model.embed_tokens.weight"));
+  // The hidden state out to rank 1 and back.
+  EXPECT_EQ(a.sent, 1);
+  EXPECT_EQ(a.received, 1);
+  EXPECT_EQ(b.sent, 1);
+  EXPECT_EQ(b.received, 1);
+}
 
 }  // namespace
 }  // namespace arch

@@ -5,6 +5,8 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -42,6 +44,24 @@ class ThreadGroup {
       cv_.wait(l, [&] { return generation_ != gen; });
     }
   }
+  // Point to point: each (from, to) pair's messages in order.
+ public:
+  void put(int from, int to, std::vector<char> bytes) {
+    std::unique_lock<std::mutex> l(mu_);
+    queues_[{from, to}].push_back(std::move(bytes));
+    cv_.notify_all();
+  }
+  std::vector<char> take(int from, int to) {
+    std::unique_lock<std::mutex> l(mu_);
+    auto& q = queues_[{from, to}];
+    cv_.wait(l, [&] { return !q.empty(); });
+    std::vector<char> b = std::move(q.front());
+    q.pop_front();
+    return b;
+  }
+
+ private:
+  std::map<std::pair<int, int>, std::deque<std::vector<char>>> queues_;
   const int ranks_;
   std::vector<std::vector<char>> slots_;
   std::mutex mu_;
@@ -72,6 +92,16 @@ class ThreadCollectives : public Collectives {
         out += part.size();
       }
     });
+    return {};
+  }
+  Status send(int to, const void* data, int64_t bytes) override {
+    g_.put(rank_, to, std::vector<char>(static_cast<const char*>(data), static_cast<const char*>(data) + bytes));
+    return {};
+  }
+  Status recv(int from, void* data, int64_t bytes) override {
+    std::vector<char> b = g_.take(from, rank_);
+    if (int64_t(b.size()) != bytes) return error("recv: " + std::to_string(b.size()) + " bytes, " + std::to_string(bytes) + " expected");
+    std::memcpy(data, b.data(), b.size());
     return {};
   }
 
