@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -131,6 +133,52 @@ TEST(Mpi, SplitNeedsACheckpoint) {
   auto r = run_tool(mpirun(2, "generate toy --ids 1,2 -n 2 --split tensor"));
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("--split: the toy is written per process"), std::string::npos) << r.out;
+}
+
+// The server on rank 0, its continuous batching across ranks: concurrent
+// greedy completions each give what one process generates.
+TEST(Mpi, ServeBatchesAcrossRanks) {
+  ARCH_REQUIRE_MPI();
+  const int port = 20000 + int(getpid() % 20000);
+  const pid_t job = fork();
+  ASSERT_GE(job, 0);
+  if (job == 0) {
+    const std::string cmd = std::string("exec ") + kMpirun + "-np 2 " + archrun() +
+                            " serve --split tensor --parallel 4 --port " + std::to_string(port) + " > /dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
+    _exit(98);
+  }
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(60, 0);
+  bool up = false;
+  for (int i = 0; i < 600 && !up; ++i) {
+    auto r = c.Get("/health");
+    up = r && r->status == 200;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::vector<std::string> texts(4);
+  if (up) {
+    std::vector<std::thread> clients;
+    for (size_t i = 0; i < texts.size(); ++i)
+      clients.emplace_back([&, i] {
+        httplib::Client ci("127.0.0.1", port);
+        ci.set_read_timeout(60, 0);
+        const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 24, "temperature": 0})";
+        auto r = ci.Post("/v1/completions", body, "application/json");
+        if (r && r->status == 200) texts[i] = nlohmann::json::parse(r->body)["choices"][0]["text"];
+      });
+    for (auto& t : clients) t.join();
+  }
+  kill(job, SIGTERM);
+  int status = 0;
+  waitpid(job, &status, 0);
+  ASSERT_TRUE(up) << "the split server never answered /health";
+  auto one = run_tool(archrun() + " generate -p \"Once upon a time\" -n 24 --greedy 2>/dev/null");
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  for (const auto& t : texts) {
+    EXPECT_FALSE(t.empty());
+    EXPECT_EQ(one.out.rfind(t, 0), 0u) << "server: '" << t << "'\none process: '" << one.out << "'";
+  }
 }
 
 // A rank killed while the job runs (rank 0 in a chat, waiting for the next
