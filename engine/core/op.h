@@ -148,6 +148,9 @@ struct OpDef {
   std::function<int64_t(std::span<const TypedShape> in, std::span<const TypedShape> out)> state_bytes = nullptr;
   bool view = false;      // output aliases input 0 (reshape): no allocation
   bool fills = false;     // the reference kernel writes every output element: outputs need no zeroing
+  // Waits for another process (a pipeline stage's recv): a graph that hands
+  // work on and then waits can run in two parts (ModelGraph::front, back).
+  bool waits = false;
   // The sequence length past which this op's outputs at earlier positions
   // change (LongRoPE's switch to its long factors), so state cached from
   // them is recomputed there (engine/runtime/session.h); null or 0: never.

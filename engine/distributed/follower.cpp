@@ -10,8 +10,8 @@ namespace arch {
 
 MpiMirror::~MpiMirror() { tell(SessionCall{.kind = SessionCall::kExit}); }
 
-std::unique_lock<std::mutex> MpiMirror::tell(const SessionCall& call) {
-  std::unique_lock<std::mutex> lock(calls_);
+std::unique_lock<std::recursive_mutex> MpiMirror::tell(const SessionCall& call) {
+  std::unique_lock<std::recursive_mutex> lock(calls_);
   // Rank 0 cannot go on alone: the others would wait for it forever.
   if (Status s = world_.send_call(encode_call(call)); !s.ok()) world_.abort(s.error().message);
   return lock;

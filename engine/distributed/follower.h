@@ -17,12 +17,13 @@ class MpiMirror : public SessionMirror {
   // Rank 0 is done: the others leave follow().
   ~MpiMirror() override;
   int64_t next_id() override { return ++ids_; }
-  std::unique_lock<std::mutex> tell(const SessionCall& call) override;
+  std::unique_lock<std::recursive_mutex> tell(const SessionCall& call) override;
+  std::unique_lock<std::recursive_mutex> hold() override { return std::unique_lock<std::recursive_mutex>(calls_); }
   std::vector<double> peak_rss_mb(double mine) override;
 
  private:
   MpiWorld& world_;
-  std::mutex calls_;
+  std::recursive_mutex calls_;
   std::atomic<int64_t> ids_{0};
 };
 

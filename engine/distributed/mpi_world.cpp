@@ -79,13 +79,34 @@ Status MpiWorld::all_gather(const void* mine, const std::vector<int64_t>& bytes,
                  "all_gather");
 }
 
+Status MpiWorld::finish_sends(bool wait) {
+  for (size_t i = 0; i < pending_.size();) {
+    int done = 0;
+    ARCH_TRY_STATUS(checked(wait ? MPI_Wait(&pending_[i]->request, MPI_STATUS_IGNORE)
+                                 : MPI_Test(&pending_[i]->request, &done, MPI_STATUS_IGNORE),
+                            "send"));
+    if (wait || done) pending_.erase(pending_.begin() + long(i));
+    else ++i;
+  }
+  return {};
+}
+
+// Never waits for the receiver: a stage hands a prompt's next chunk on
+// while the next stage still works on the last (and a ring's last stage
+// sends back to one that has not come to receive yet).
 Status MpiWorld::send(int to, const void* data, int64_t bytes) {
   if (bytes > INT_MAX) return error("send: more than 2 GB at once");
-  return checked(MPI_Send(data, int(bytes), MPI_BYTE, to, 0, data_), "send");
+  ARCH_TRY_STATUS(finish_sends(false));
+  auto p = std::make_unique<Pending>();
+  p->bytes.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+  ARCH_TRY_STATUS(checked(MPI_Isend(p->bytes.data(), int(bytes), MPI_BYTE, to, 0, data_, &p->request), "send"));
+  pending_.push_back(std::move(p));
+  return {};
 }
 
 Status MpiWorld::recv(int from, void* data, int64_t bytes) {
   if (bytes > INT_MAX) return error("recv: more than 2 GB at once");
+  ARCH_TRY_STATUS(finish_sends(false));
   MPI_Status status;
   ARCH_TRY_STATUS(checked(MPI_Recv(data, int(bytes), MPI_BYTE, from, 0, data_, &status), "recv"));
   int got = 0;

@@ -5,6 +5,7 @@
 // process cannot go on without the others going wrong, it ends the job.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,14 @@ class MpiWorld : public Collectives {
   MpiWorld() = default;
   int rank_ = 0, size_ = 1;
   std::string host_;
+  // Sends not yet taken (a pipeline stage goes on while the next one is
+  // busy): each with its own copy of the bytes, freed once done.
+  struct Pending {
+    MPI_Request request;
+    std::vector<char> bytes;
+  };
+  std::vector<std::unique_ptr<Pending>> pending_;
+  Status finish_sends(bool wait);
   MPI_Comm data_ = MPI_COMM_NULL;   // the graph's collectives
   MPI_Comm calls_ = MPI_COMM_NULL;  // rank 0's session calls
 };

@@ -135,9 +135,24 @@ Result<Graph> split_pipeline(const Graph& g, const OpTable& ops, int rank, int r
       for (int v : g.nodes[n].inputs)
         if (v >= 0 && g.values[size_t(v)].producer >= 0 && free_node[size_t(g.values[size_t(v)].producer)])
           needed[size_t(g.values[size_t(v)].producer)] = 1;
+  // A free node goes with the first part that reads it; rank 0's part
+  // after its recvs reads nothing made before them, so it can run apart
+  // (ModelGraph::back).
+  std::vector<char> before_post(n_nodes, 0);
+  for (size_t n = 0; n < n_nodes; ++n)
+    if (needed[n] && !free_node[n] && seg[n] != ranks) before_post[n] = 1;
+  for (const auto& o : g.outputs)  // rank 0's outputs of the inputs alone (the embeddings)
+    if (rank == 0 && g.values[size_t(o.value)].producer >= 0 && free_node[size_t(g.values[size_t(o.value)].producer)])
+      before_post[size_t(g.values[size_t(o.value)].producer)] = 1;
+  for (size_t n = n_nodes; n-- > 0;)
+    if (before_post[n])
+      for (int v : g.nodes[n].inputs)
+        if (v >= 0 && g.values[size_t(v)].producer >= 0 && free_node[size_t(g.values[size_t(v)].producer)])
+          before_post[size_t(g.values[size_t(v)].producer)] = 1;
   auto emit = [&](bool post) {
     for (size_t n = 0; n < n_nodes; ++n)
-      if (needed[n] && (free_node[n] ? !post : (seg[n] == ranks) == post)) out.nodes.push_back(g.nodes[n]);
+      if (needed[n] && (free_node[n] ? bool(before_post[n]) != post : (seg[n] == ranks) == post))
+        out.nodes.push_back(g.nodes[n]);
   };
   if (rank == 0) {
     emit(false);

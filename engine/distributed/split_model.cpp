@@ -61,6 +61,12 @@ Result<std::shared_ptr<Model>> load_split_model(const std::string& dir, LoadOpti
   if (failed >= 0)
     return error("rank " + std::to_string(failed) + " could not load its share of " + dir + " (its message is above)");
   (*m)->mirror = std::make_shared<MpiMirror>(*world);
+  // A pipeline's prompt in chunks (two per stage, of 128 rows or more),
+  // so that its stages overlap.
+  if (split == "pipeline") {
+    (*m)->prompt_chunk = 128;
+    (*m)->prompt_chunks = 2 * ranks;
+  }
   std::string who;
   for (int r = 0; r < ranks; ++r) who += (r ? ", " : "") + std::to_string(r) + ": pid " + std::to_string(pids[size_t(r)]);
   std::fprintf(stderr, "archrun: split %s over %d processes (rank %s): %s\n", split.c_str(), ranks, who.c_str(),

@@ -53,7 +53,7 @@ BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, i
 
 BatchedSession::~BatchedSession() { tell({.kind = SessionCall::kClose}); }
 
-std::unique_lock<std::mutex> BatchedSession::tell(SessionCall call) {
+std::unique_lock<std::recursive_mutex> BatchedSession::tell(SessionCall call) {
   if (!m_.mirror) return {};
   call.session = id_;
   return m_.mirror->tell(call);

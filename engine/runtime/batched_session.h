@@ -53,7 +53,7 @@ class BatchedSession {
 
  private:
   BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context);
-  std::unique_lock<std::mutex> tell(SessionCall call);  // Session::tell's, for this one
+  std::unique_lock<std::recursive_mutex> tell(SessionCall call);  // Session::tell's, for this one
   const Model& m_;
   const ModelGraph& g_;
   int64_t context_;

@@ -9,6 +9,7 @@
 #include "engine/runtime/bind.h"
 #include "engine/runtime/dispatch.h"
 #include "engine/runtime/graph_outputs.h"
+#include "engine/runtime/graph_parts.h"
 #include "engine/runtime/load_progress.h"
 #include "engine/runtime/unread.h"
 
@@ -153,6 +154,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   io.tensor_exists = has;
   io.tensor_shape = [&](const std::string& name) { return m->checkpoint.shape_of(name); };
   io.flag_overrides = opt.flags;
+  std::vector<Graph> as_instantiated;  // before the rewrite
   for (const auto& gd : m->tmpl.graphs) {
     io.graph = gd.name;
     auto instantiated = dsl::instantiate(m->tmpl, io, op_table());
@@ -160,6 +162,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     dsl::Instance inst = std::move(instantiated).value();
     auto mg = std::make_unique<ModelGraph>();
     mg->graph = std::move(inst.graph);
+    as_instantiated.push_back(mg->graph);
     if (opt.rewrite) {
       ARCH_TRY(mg->graph, opt.rewrite(mg->graph, m->template_path));
     }
@@ -170,8 +173,10 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     m->graphs.push_back(std::move(mg));
   }
   if (m->graphs.empty()) return error(m->template_path + ": the template defines no graph");
+  // Read by the graphs as instantiated: a rewrite that leaves a tensor to
+  // another process (a split over several) does not make it unread.
   std::vector<const Graph*> graphs;
-  for (const auto& mg : m->graphs) graphs.push_back(&mg->graph);
+  for (const auto& g : as_instantiated) graphs.push_back(&g);
   m->unused_tensors = unread_tensors(graphs, m->checkpoint);
   m->unread_declared = m->tmpl.unread;
   for (const auto& note : wrapper_unread) m->unread_declared.push_back(unread_decl(note));
@@ -203,6 +208,14 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     auto weights = bind_weights(mg->graph, m->checkpoint);
     if (!weights.ok()) return chosen_by_tensors(weights.error());
     ARCH_TRY_STATUS(make_programs(*mg, std::move(weights).value(), opt, prepared));
+    Graph front, back;
+    if (!cut_at_wait(mg->graph, op_table(), front, back)) continue;
+    for (auto [part, graph] : {std::pair{&mg->front, &front}, std::pair{&mg->back, &back}}) {
+      *part = std::make_unique<ModelGraph>();
+      (*part)->graph = std::move(*graph);
+      ARCH_TRY(auto w, bind_weights((*part)->graph, m->checkpoint));
+      ARCH_TRY_STATUS(make_programs(**part, std::move(w), opt, prepared));
+    }
   }
   weights_read(total_bytes);  // the rest is mapped, read when first used
   return m;

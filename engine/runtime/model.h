@@ -57,6 +57,10 @@ struct ModelGraph {
   // Sequence lengths past which an op's outputs at earlier positions change
   // (LongRoPE's long factors): a session's caches are recomputed there.
   std::vector<int64_t> history_changes_past;
+  // The graph cut where it first waits for another process (a pipeline's
+  // first stage: graph_parts.h), each part a program of its own; null
+  // where it does not wait.
+  std::unique_ptr<ModelGraph> front, back;
 
   const std::string& name() const { return graph.name; }
 };
@@ -81,6 +85,13 @@ struct Model {
   std::vector<std::string> warnings;    // for the tools to print (a forced family, unread tensors)
   std::vector<std::unique_ptr<ModelGraph>> graphs;  // in template order; the first is the default
   KernelOptions kernel_options;         // as loaded
+  // A prompt through a token graph cut where it waits (ModelGraph::front,
+  // back) runs in `prompt_chunks` chunks of at least `prompt_chunk` rows:
+  // every chunk handed on before the first answer is waited for, so
+  // pipeline stages overlap (more, smaller chunks overlap more; fewer rows
+  // than some hundred multiply slower). 0: whole.
+  int64_t prompt_chunk = 0;
+  int prompt_chunks = 1;
   // Set on rank 0 of a model split over several processes: where its
   // sessions tell the others what they do (session_mirror.h).
   std::shared_ptr<SessionMirror> mirror;

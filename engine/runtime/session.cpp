@@ -44,7 +44,7 @@ Session::Session(const Model& m, SessionOptions opt) : m_(m), max_context_(opt.m
 
 Session::~Session() { tell({.kind = SessionCall::kClose}); }
 
-std::unique_lock<std::mutex> Session::tell(SessionCall call) {
+std::unique_lock<std::recursive_mutex> Session::tell(SessionCall call) {
   if (!m_.mirror) return {};
   call.session = id_;
   return m_.mirror->tell(call);
@@ -236,7 +236,8 @@ Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTen
   // runs on the count it has come to (both sum the same on any number).
   const bool decode = mg.has_kv_cache && seq == 1;
   if (governor_) decode ? governor_->begin_decode() : governor_->begin_prompt();
-  auto told = tell({.kind = SessionCall::kRun, .graph = g.name, .last_only = last_only, .inputs = inputs});
+  auto told = quiet_ ? std::unique_lock<std::recursive_mutex>()
+                     : tell({.kind = SessionCall::kRun, .graph = g.name, .last_only = last_only, .inputs = inputs});
   ARCH_TRY(auto vals, run_program(program, state, feed, DimValues(seq, at + seq), keep));
   if (governor_ && decode) governor_->end_decode();
   if (mg.has_kv_cache) position_ += seq;
@@ -279,6 +280,27 @@ Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vect
     if (!rewind(0).ok()) reset();
     ids = all;
   }
+  // A token graph cut where it waits (a pipeline's first stage) steps
+  // through its two parts, always (their caches are the session's).
+  if (tg->front && tg->back) {
+    if (max_context_ > 0 && position_ + int64_t(ids.size()) > max_context_)
+      return error("the context is full: " + std::to_string(position_) + " + " + std::to_string(ids.size()) +
+                   " tokens exceed the " + std::to_string(max_context_) + " positions it was sized for");
+    auto held = m_.mirror ? m_.mirror->hold() : std::unique_lock<std::recursive_mutex>();
+    ARCH_TRY(auto out, step_in_chunks(*tg, ids, outputs, last_only));
+    if (history_known_ && !tg->history_changes_past.empty()) history_.insert(history_.end(), ids.begin(), ids.end());
+    // Rows of the whole sequence run again: the step's own last n.
+    for (auto& [name, t] : out)
+      if (recompute && !t.shape.empty() && t.shape[0] == int64_t(ids.size()) && t.shape[0] > n) {
+        const int64_t row = t.numel() / t.shape[0] * int64_t(dtype_size(t.dtype));
+        Dims shape = t.shape;
+        shape[0] = n;
+        Tensor cut = Tensor::zeros(t.dtype, shape);
+        std::memcpy(cut.data, static_cast<const char*>(t.data) + (t.shape[0] - n) * row, size_t(n * row));
+        t = cut;
+      }
+    return out;
+  }
   Tensor tok = Tensor::zeros(DType::I32, {int64_t(ids.size())});
   std::memcpy(tok.data, ids.data(), ids.size() * 4);
   ARCH_TRY(std::vector<int> keep, output_values(tg->graph, outputs));
@@ -289,6 +311,39 @@ Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vect
   if (history_known_ && !tg->history_changes_past.empty()) history_.insert(history_.end(), ids.begin(), ids.end());
   if (recompute) keep_last_positions(tg->graph, *vals, n);
   return collect_outputs(tg->graph, *vals, outputs);
+}
+
+Result<NamedTensors> Session::step_in_chunks(const ModelGraph& tg, std::span<const int32_t> ids,
+                                             const std::vector<std::string>& outputs, bool last_only) {
+  // Every chunk through the part before the wait (each told the other
+  // stages as it goes, which work on it while this one goes on to the
+  // next), then every chunk through the part after it, which waits for
+  // what the last stage sends back: the last chunk's outputs are the
+  // step's. Every row's outputs (not last_only) come from one chunk.
+  ARCH_TRY(std::vector<int> keep, output_values(tg.back->graph, outputs));
+  if (max_context_ <= 0) max_context_ = int64_t(ids.size());
+  const size_t even = (ids.size() + size_t(std::max(m_.prompt_chunks, 1)) - 1) / size_t(std::max(m_.prompt_chunks, 1));
+  const size_t chunk = last_only && m_.prompt_chunk > 0 ? std::max(size_t(m_.prompt_chunk), even) : ids.size();
+  std::vector<Tensor> chunks;
+  for (size_t at = 0; at < ids.size(); at += chunk) {
+    const size_t len = std::min(ids.size() - at, chunk);
+    Tensor tok = Tensor::zeros(DType::I32, {int64_t(len)});
+    std::memcpy(tok.data, ids.data() + at, len * 4);
+    chunks.push_back(tok);
+  }
+  // The first part runs as the whole graph would (the others are told
+  // the whole graph's name); the second is this process's alone.
+  for (const Tensor& tok : chunks) {
+    ARCH_TRY(auto none, run_values(*tg.front, {{"tokens", tok}}, {}, false));
+  }
+  quiet_ = true;
+  Result<std::map<int, Tensor>> vals = std::map<int, Tensor>{};
+  for (size_t k = 0; k < chunks.size() && vals.ok(); ++k)
+    vals = run_values(*tg.back, {{"tokens", chunks[k]}}, k + 1 == chunks.size() ? keep : std::vector<int>{},
+                      last_only);
+  quiet_ = false;
+  if (!vals.ok()) return vals.error();
+  return collect_outputs(tg.back->graph, *vals, outputs);
 }
 
 Result<NamedTensors> Session::encode(NamedTensors inputs, const std::vector<std::string>& also) {

@@ -109,7 +109,7 @@ class Session {
   RunState& state_of(const ModelGraph& g);
   // Tells the model's other processes (Model::mirror), where there are any;
   // the lock is held until the call is done here.
-  std::unique_lock<std::mutex> tell(SessionCall call);
+  std::unique_lock<std::recursive_mutex> tell(SessionCall call);
   bool rewind_here(int64_t n);  // rewind()'s change alone, told no one
 
   const Model& m_;
@@ -132,6 +132,10 @@ class Session {
   OpProfile* profile_ = nullptr;
   std::unique_ptr<ThreadGovernor> governor_;
   int64_t id_ = 0;  // as the mirror numbers it
+  bool quiet_ = false;  // run_values tells no one (the second part of a cut graph: rank 0's alone)
+  // step() through a token graph cut where it waits, in chunks.
+  Result<NamedTensors> step_in_chunks(const ModelGraph& tg, std::span<const int32_t> ids,
+                                      const std::vector<std::string>& outputs, bool last_only);
 };
 
 }  // namespace arch

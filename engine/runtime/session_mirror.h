@@ -49,7 +49,10 @@ class SessionMirror {
   virtual int64_t next_id() = 0;
   // Tells every other process. The lock it returns is held until the call
   // is done here too: the processes' collectives then come in one order.
-  virtual std::unique_lock<std::mutex> tell(const SessionCall& call) = 0;
+  virtual std::unique_lock<std::recursive_mutex> tell(const SessionCall& call) = 0;
+  // The same lock, telling nothing: held over several calls that must not
+  // be interleaved with another session's (a prompt's chunks).
+  virtual std::unique_lock<std::recursive_mutex> hold() = 0;
   // Every process's peak resident memory in MB, rank 0's (`mine`) first.
   virtual std::vector<double> peak_rss_mb(double mine) = 0;
 };

@@ -132,6 +132,7 @@ void define_collectives(OpTable& t) {
                .shape = recv_shape,
                .tolerance = {0, 0},
                .fills = true,
+               .waits = true,
                .doc = "recv(like) -> [like's rows, dims...] f32 from process `from` (like: any input with the call's rows)",
            }),
            recv_kernel);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -80,6 +81,36 @@ inline Result<std::vector<TypedShape>> infer(const std::string& op, std::vector<
   return d.shape(in, std::span<const bool>(p.get(), present.size()), with_defaults(d, std::move(attrs)));
 }
 
+// One process alone, talking to itself: what it sends it receives
+// (zeros when nothing was sent), all_reduce and all_gather its own values.
+// The collectives ops' sample calls run on it.
+class Loopback : public Collectives {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Status all_reduce_sum(float*, int64_t) override { return {}; }
+  Status all_gather(const void* mine, const std::vector<int64_t>& bytes, void* all) override {
+    std::memcpy(all, mine, size_t(bytes[0]));
+    return {};
+  }
+  Status send(int, const void* data, int64_t bytes) override {
+    sent_.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    return {};
+  }
+  Status recv(int, void* data, int64_t bytes) override {
+    std::memset(data, 0, size_t(bytes));
+    std::memcpy(data, sent_.data(), std::min(sent_.size(), size_t(bytes)));
+    return {};
+  }
+
+ private:
+  std::vector<char> sent_;
+};
+inline Loopback& loopback() {
+  static Loopback l;
+  return l;
+}
+
 // Runs ops like a session does: keeps each op's state between calls.
 struct Runner {
   std::unique_ptr<OpState> state;
@@ -87,7 +118,7 @@ struct Runner {
   int64_t ctx = -1;  // what a `ctx` dim of an output stands for (< 0: seq)
   std::string where = "layers.0.test";
   std::string backend = "reference";  // whose kernel runs
-  KernelOptions options;              // as a model is loaded with them
+  KernelOptions options{.collectives = &loopback()};  // as a model is loaded with them (one process: loopback)
   bool poison = false;                // outputs start as all-ones bytes (F32: NaN), not zeros
   const SequenceRows* sequences = nullptr;  // set: the rows are several sequences'
 

@@ -42,7 +42,8 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "arange", "gather", "one_hot", "relative_position_bucket", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "patchify", "unpatchify", "patch_ids", "flatten", "reshape_as", "rope_axes_tables", "rotary", "pad", "clamp",
                                    "conv_transpose1d", "leaky_relu", "ceil", "flip", "cumsum", "expand_by_durations",
                                    "rational_quadratic_spline", "normal_noise", "relative_attention",
-                                   "softplus", "causal_conv1d", "gated_delta_rule", "all_reduce", "all_gather"};
+                                   "softplus", "causal_conv1d", "gated_delta_rule", "all_reduce", "all_gather", "send",
+                                   "recv"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -84,9 +85,11 @@ std::map<std::string, Sample> sample_calls() {
   s["stack"] = {{x({3, 4}), x({3, 4}), x({3, 4})}, {{"axis", 1}}};
   s["concat"] = {{x({3, 4}), x({3, 1})}, {{"axis", -1}}};
   s["slice"] = {{x({3, 4})}, {{"axis", 1}, {"start", 1}, {"end", -1}}};
-  // One process alone (no collectives): x itself.
+  // One process alone (the loopback): its own values.
   s["all_reduce"] = {{x({3, 4})}};
   s["all_gather"] = {{x({3, 4})}, {{"axis", 1}, {"sizes", {4}}}};
+  s["send"] = {{x({3, 4})}, {{"to", 0}}};
+  s["recv"] = {{i32({3}, {1, 2, 3})}, {{"from", 0}, {"dims", {4}}}};
   s["select"] = {{x({3, 4})}, {{"axis", 0}, {"index", -1}}};
   s["transpose"] = {{x({3, 4, 2})}, {{"perm", {2, 0, 1}}}};
   s["cast"] = {{i32({3}, {0, 1, 2})}, {{"dtype", "f32"}}};

@@ -156,11 +156,17 @@ void expect_split_matches(const std::string& golden, int ranks, bool pipeline = 
                       false);
       if (!r.ok()) {
         ADD_FAILURE() << r.error().message;
+        if (pipeline && rank == 0 && &m != whole->get()) {  // the others wait no more
+          std::lock_guard<std::mutex> l(chosen_mu);
+          for (auto& c : chosen) c = {-1};
+          chosen_cv.notify_all();
+        }
         return out;
       }
       if (pipeline && rank > 0) {
         std::unique_lock<std::mutex> l(chosen_mu);
         chosen_cv.wait(l, [&] { return !chosen[size_t(i)].empty(); });
+        if (chosen[size_t(i)][0] < 0) return out;
         out.push_back(chosen[size_t(i)][0]);
         next = {out.back()};
         continue;
