@@ -66,7 +66,7 @@ class Splitter {
       pass();
       bool changed = false;
       for (size_t n = 0; n < g_.nodes.size(); ++n)
-        if (row_[n] && layout_[size_t(g_.nodes[n].inputs[0])].is_whole()) {
+        if (row_[n] && !worth(int(n))) {
           // Ranges on coarser steps next (whole heads where ranks do not
           // divide them: 5 heads over 2 as 3 and 2), else whole.
           if (!next_step(int(n))) {
@@ -88,9 +88,10 @@ class Splitter {
   int64_t contraction(int n) const {
     const Node& node = g_.nodes[size_t(n)];
     const OpDef* def = ops_.find(node.op);
-    if (!def || !def->split || node.inputs.size() < 2 || node.inputs[0] < 0 || node.inputs[1] < 0 ||
-        from_weights_[size_t(node.inputs[0])] || !from_weights_[size_t(node.inputs[1])])
-      return 0;
+    bool weight = false, activation = false;
+    for (int v : node.inputs)
+      if (v >= 0) (from_weights_[size_t(v)] ? weight : activation) = true;
+    if (!def || !def->split || !weight || !activation) return 0;
     std::vector<TypedShape> in, out;
     std::vector<bool> present_v;
     types_of(node, in, out, present_v);
@@ -99,6 +100,18 @@ class Splitter {
     const Part probe{kPartialSum, {}};
     auto a = def->split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, {&probe, 1}});
     return a.ok() ? a->contraction : 0;
+  }
+
+  // A rows-parallel choice pays where every activation it asks in part
+  // was made in that part (not cut from a whole one); an embedding's table
+  // rows ask nothing of its ids.
+  bool worth(int n) const {
+    const Node& node = g_.nodes[size_t(n)];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int v = node.inputs[i];
+      if (v >= 0 && !from_weights_[size_t(v)] && !demand(n, i).is_whole() && layout_[size_t(v)].is_whole()) return false;
+    }
+    return true;
   }
 
   int64_t step_of(int n) const {

@@ -6,6 +6,7 @@
 #include "kernels/cpu/tiles.h"
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -20,12 +21,14 @@ Status embed_cpu(KernelContext& ctx) {
   Dims want = ids.shape;
   want.push_back(H);
   ARCH_TRY_STATUS(expect_output(ctx, "embed", 0, want));
+  const EmbedRows rows = embed_rows(ctx.attrs, V);
   for (int64_t t = 0; t < ids.numel(); ++t) {
     const int32_t id = ids.i32()[t];
-    if (id < 0 || id >= V)
+    if (id < 0 || id >= rows.vocab)
       return kernel_error(ctx, "embed", "id " + std::to_string(id) + " at row " + std::to_string(t) +
-                                            " is out of range: the table has " + std::to_string(V) + " rows");
-    widen_row(table, id, ctx.outputs[0].f32() + t * H);
+                                            " is out of range: the table has " + std::to_string(rows.vocab) + " rows");
+    if (id < rows.first || id >= rows.first + V) continue;  // another process's row: zeros
+    widen_row(table, id - rows.first, ctx.outputs[0].f32() + t * H);
   }
   return {};
 }

@@ -16,6 +16,13 @@ Result<SplitAnswer> split_all_but_last(const SplitQuery& q);
 // like the output, every other input whole (rope: per head).
 Result<SplitAnswer> split_like_input0(const SplitQuery& q);
 
+// An embed table's rows as its attributes place them (embed's first_row,
+// vocab): rows [first, first + V) of vocab ids.
+struct EmbedRows {
+  int64_t first = 0, vocab = 0;
+};
+EmbedRows embed_rows(const Attrs& attrs, int64_t table_rows);
+
 // The element range [b, e) of a part's ranges as one list: [0, 2) [4, 6).
 std::vector<std::pair<int64_t, int64_t>> scaled_ranges(const Part& p, int64_t times, int64_t over);
 

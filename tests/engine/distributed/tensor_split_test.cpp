@@ -51,7 +51,7 @@ TEST(TensorSplit, LlamaHeadsAndColumnsOverTwo) {
     TensorSplitReport rep;
     auto s = split_tensors(g, op_table(), rank, 2, &rep);
     ASSERT_TRUE(s.ok()) << s.error().message;
-    EXPECT_EQ(rep.all_reduces, 4);  // after each attention and each FFN, of 2 layers
+    EXPECT_EQ(rep.all_reduces, 5);  // the embedding, and after each attention and each FFN of 2 layers
     EXPECT_EQ(rep.all_gathers, 1);  // the logits
     EXPECT_TRUE(rep.whole.empty());
     const int64_t r = rank;
@@ -62,7 +62,7 @@ TEST(TensorSplit, LlamaHeadsAndColumnsOverTwo) {
     EXPECT_EQ(part_of(*s, "model.layers.0.mlp.up_proj.weight"), Part::of(0, 96 * r, 96 * r + 96));
     EXPECT_EQ(part_of(*s, "model.layers.0.mlp.down_proj.weight"), Part::of(1, 96 * r, 96 * r + 96));
     EXPECT_EQ(part_of(*s, "lm_head.weight"), Part::of(0, 256 * r, 256 * r + 256));
-    EXPECT_TRUE(part_of(*s, "model.embed_tokens.weight").is_whole());
+    EXPECT_EQ(part_of(*s, "model.embed_tokens.weight"), Part::of(0, 256 * r, 256 * r + 256));  // by vocabulary rows
     EXPECT_TRUE(part_of(*s, "model.layers.0.input_layernorm.weight").is_whole());
   }
 }
