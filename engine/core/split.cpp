@@ -86,7 +86,7 @@ Result<Tensor> tensor_part(const Tensor& t, const Part& p) {
     for (const auto& [b, e] : p.ranges)
       if (Status s = row_part(t.dtype, src + size_t(r) * rb, k, b, e, dst); !s.ok())
         return error("its columns [" + std::to_string(b) + ", " + std::to_string(e) + ") cannot be cut: " +
-                     s.error().message);
+                     s.error().message + " (a split over fewer processes, or by layers, cuts none)");
   release_pages(t);
   return out;
 }

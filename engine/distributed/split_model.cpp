@@ -19,6 +19,10 @@ Result<std::shared_ptr<Model>> load_split_model(const std::string& dir, LoadOpti
   opt.kernels.collectives = world;
   const int rank = world->rank(), ranks = world->size();
   auto summary = std::make_shared<std::string>();
+  // The largest quantized block among the weights: cuts along a row fall
+  // on whole blocks (Q4_0's rows pair values 64 apart).
+  auto granule = std::make_shared<int64_t>(1);
+  opt.inspect = [granule](const Checkpoint& c) { *granule = block_granule(c); };
   GraphRewrite before = opt.rewrite;
   opt.rewrite = [=](const Graph& g, const std::string& path) -> Result<Graph> {
     Graph in = g;
@@ -34,7 +38,7 @@ Result<std::shared_ptr<Model>> load_split_model(const std::string& dir, LoadOpti
       return out;
     }
     TensorSplitReport report;
-    ARCH_TRY(Graph out, split_tensors(in, op_table(), rank, ranks, &report));
+    ARCH_TRY(Graph out, split_tensors(in, op_table(), rank, ranks, &report, *granule));
     *summary += (summary->empty() ? "" : "; ") + g.name + ": " + std::to_string(report.all_reduces) +
                 " all-reduces, " + std::to_string(report.all_gathers) + " all-gathers per run, " +
                 std::to_string(report.weights_in_part) + " weights in part, " + std::to_string(report.whole.size()) +

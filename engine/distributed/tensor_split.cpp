@@ -5,8 +5,21 @@
 #include <map>
 #include <set>
 
+#include "engine/core/kquant.h"
+#include "engine/core/quant.h"
+
 
 namespace arch {
+
+int64_t block_granule(const Checkpoint& c) {
+  int64_t granule = 1;
+  for (const auto& [name, t] : c.tensors)
+    granule = std::max<int64_t>(granule, is_kquant(t.dtype)                ? 256
+                                         : t.dtype == DType::Q4_0           ? 64
+                                         : is_block_quantized(t.dtype) ? kQuantBlock
+                                                                            : 1);
+  return granule;
+}
 
 std::pair<int64_t, int64_t> even_range(int64_t n, int rank, int ranks, int64_t step) {
   if (step < 1 || n % step) step = 1;
@@ -45,7 +58,8 @@ std::string where(const Graph& g, const Node& n) {
 
 class Splitter {
  public:
-  Splitter(const Graph& g, const OpTable& ops, int rank, int ranks) : g_(g), ops_(ops), rank_(rank), ranks_(ranks) {
+  Splitter(const Graph& g, const OpTable& ops, int rank, int ranks, int64_t granule)
+      : g_(g), ops_(ops), rank_(rank), ranks_(ranks), granule_(std::max<int64_t>(granule, 1)) {
     uses_.resize(g.values.size());
     for (size_t n = 0; n < g.nodes.size(); ++n)
       for (size_t i = 0; i < g.nodes[n].inputs.size(); ++i)
@@ -114,17 +128,22 @@ class Splitter {
     return true;
   }
 
+  // Whole quantized blocks first, where the contraction holds a multiple
+  // of them for every process.
   int64_t step_of(int n) const {
     auto it = step_.find(n);
-    return it == step_.end() ? 1 : it->second;
+    if (it != step_.end()) return it->second;
+    const int64_t k = contraction(n);
+    return k % granule_ == 0 && k / granule_ >= ranks_ ? granule_ : 1;
   }
 
   // Row candidate n's next step: the next divisor of its contraction that
   // still leaves each process a step; false when there is none.
   bool next_step(int n) {
     const int64_t k = contraction(n);
-    for (int64_t s = step_of(n) + 1; s <= k / ranks_; ++s)
-      if (k % s == 0) {
+    const int64_t from = step_of(n);
+    for (int64_t s = from + 1; s <= k / ranks_; ++s)
+      if (k % s == 0 && s % from == 0) {
         step_[n] = s;
         return true;
       }
@@ -315,6 +334,7 @@ class Splitter {
   const Graph& g_;
   const OpTable& ops_;
   const int rank_, ranks_;
+  const int64_t granule_;
   std::vector<std::vector<Use>> uses_;
   std::vector<char> is_output_, from_weights_;
   std::set<int> row_off_, gather_off_;
@@ -512,14 +532,15 @@ Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
 
 }  // namespace
 
-Result<Graph> split_tensors(const Graph& g, const OpTable& ops, int rank, int ranks, TensorSplitReport* report) {
+Result<Graph> split_tensors(const Graph& g, const OpTable& ops, int rank, int ranks, TensorSplitReport* report,
+                            int64_t granule) {
   if (ranks < 1 || rank < 0 || rank >= ranks)
     return error("tensor split: rank " + std::to_string(rank) + " of " + std::to_string(ranks));
   if (ranks == 1) {
     if (report) *report = {};
     return g;
   }
-  return Splitter(g, ops, rank, ranks).run(report);
+  return Splitter(g, ops, rank, ranks, granule).run(report);
 }
 
 }  // namespace arch

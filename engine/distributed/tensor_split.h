@@ -22,6 +22,7 @@
 
 #include "engine/core/graph.h"
 #include "engine/core/op.h"
+#include "importer/checkpoint/checkpoint.h"
 
 namespace arch {
 
@@ -37,8 +38,16 @@ struct TensorSplitReport {
 // Process `rank`'s share of `g` split over `ranks` processes. An error
 // where a large weight (an eighth of the largest or more) would be held
 // whole by every process, naming the op that stopped its split.
+// `granule`: the values a quantized block holds (32, 256; 1: unquantized):
+// the contraction ranges a rows-parallel matmul cuts its weights' rows at
+// fall on its multiples where they can.
 Result<Graph> split_tensors(const Graph& g, const OpTable& ops, int rank, int ranks,
-                            TensorSplitReport* report = nullptr);
+                            TensorSplitReport* report = nullptr, int64_t granule = 1);
+
+// The values of the largest quantized block among a checkpoint's tensors
+// (256 for the k-quants, 64 for Q4_0's paired rows, 32 for Q8_0; 1: none):
+// split_tensors' granule.
+int64_t block_granule(const Checkpoint& c);
 
 // Even ranges of n over `ranks`: rank r's [r * n / ranks, (r + 1) * n / ranks),
 // aligned to `step` where n divides into steps.

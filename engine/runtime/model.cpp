@@ -95,6 +95,7 @@ Status make_programs(ModelGraph& mg, std::vector<Tensor> weights, const LoadOpti
 Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOptions& opt) {
   auto m = std::make_shared<Model>();
   ARCH_TRY(m->checkpoint, load_checkpoint(dir, (std::filesystem::path(families_dir(opt.families)) / "gguf").string()));
+  if (opt.inspect) opt.inspect(m->checkpoint);
   auto has = [&](const std::string& name) { return m->checkpoint.has(name); };
   std::optional<Registry> reg;  // also what counts as a generic config field
   bool by_signature = false;

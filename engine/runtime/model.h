@@ -37,6 +37,10 @@ struct LoadOptions {
   // A rewrite of each instantiated graph before its weights are bound (the
   // NPU2 numerics' rounding, engine/npu2/numerics.h); null: as instantiated.
   GraphRewrite rewrite;
+  // Called with the checkpoint once it is read, before any rewrite: what a
+  // rewrite needs to know of how the weights are stored (a split's cuts
+  // fall on whole quantized blocks).
+  std::function<void(const Checkpoint&)> inspect;
   // False: instantiate the graphs only, binding no weights and making no
   // programs (what reads a model's IR and checkpoint alone: the NPU2 lowering).
   bool programs = true;

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
 #include "engine/distributed/pipeline_split.h"
 #include "engine/distributed/tensor_split.h"
 #include "engine/runtime/model.h"
+#include "importer/checkpoint/canonical.h"
 #include "engine/runtime/session.h"
 #include "kernels/kernels.h"
 #include "tests/engine/distributed/thread_collectives.h"
@@ -215,6 +217,30 @@ TEST_P(SplitGolden, FourStagesAsOne) { expect_split_matches(GetParam(), 4, true)
 INSTANTIATE_TEST_SUITE_P(Decoders, SplitGolden,
                          ::testing::Values("llama", "qwen3", "gemma3_text", "mixtral", "qwen2_moe", "deepseek_v3",
                                            "phi3", "starcoder2", "gpt2", "gemma2"));
+
+// Quantized weights are cut on whole blocks: qwen3's FFN of 160 columns in
+// Q8_0 (five blocks of 32) over 2 processes as 64 and 96.
+TEST(TensorSplit, QuantizedRowsCutOnWholeBlocks) {
+  ARCH_REQUIRE_SHARED(golden_dir("qwen3"));
+  const std::string out = ::testing::TempDir() + "/qwen3_q8_split.safetensors";
+  auto imported = import_checkpoint(golden_dir("qwen3"), out, ImportType::Q8);
+  ASSERT_TRUE(imported.ok()) << imported.error().message;
+  auto ckpt = load_checkpoint(out);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.error().message;
+  EXPECT_EQ(block_granule(*ckpt), 32);
+  auto whole = load_model(out);
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto s = split_tensors((*whole)->graph(), op_table(), rank, 2, nullptr, 32);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    EXPECT_EQ(part_of(*s, "model.layers.0.mlp.down_proj.weight"), rank ? Part::of(1, 64, 160) : Part::of(1, 0, 64));
+    LoadOptions opt;
+    opt.rewrite = [&](const Graph& g, const std::string&) { return split_tensors(g, op_table(), rank, 2, nullptr, 32); };
+    auto part = load_model(out, opt);  // binds: every cut on a block's edge
+    EXPECT_TRUE(part.ok()) << part.error().message;
+  }
+  std::remove(out.c_str());
+}
 
 // Graphs the tensor split refuses (a fused, interleaved projection; head
 // numbers made from a part's shape) still split by layers.
