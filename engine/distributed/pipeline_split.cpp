@@ -124,31 +124,29 @@ Result<Graph> split_pipeline(const Graph& g, const OpTable& ops, int rank, int r
     }
   };
   // The free nodes each stage reads, made where read.
+  // The marked nodes with the free nodes they read, through other free
+  // nodes (rank 0's also those making its outputs of the inputs alone:
+  // the embeddings).
+  auto with_free_producers = [&](std::vector<char>& marks) {
+    auto mark_producer = [&](int v) {
+      if (v >= 0 && g.values[size_t(v)].producer >= 0 && free_node[size_t(g.values[size_t(v)].producer)])
+        marks[size_t(g.values[size_t(v)].producer)] = 1;
+    };
+    if (rank == 0)
+      for (const auto& o : g.outputs) mark_producer(o.value);
+    for (size_t n = n_nodes; n-- > 0;)
+      if (marks[n])
+        for (int v : g.nodes[n].inputs) mark_producer(v);
+  };
   std::vector<char> needed(n_nodes, 0);
-  auto mine = [&](size_t n) { return !free_node[n] && holder(seg[n]) == rank; };
-  for (size_t n = 0; n < n_nodes; ++n) needed[n] = mine(n);
-  for (const auto& o : g.outputs)
-    if (rank == 0 && g.values[size_t(o.value)].producer >= 0 && free_node[size_t(g.values[size_t(o.value)].producer)])
-      needed[size_t(g.values[size_t(o.value)].producer)] = 1;
-  for (size_t n = n_nodes; n-- > 0;)
-    if (needed[n])
-      for (int v : g.nodes[n].inputs)
-        if (v >= 0 && g.values[size_t(v)].producer >= 0 && free_node[size_t(g.values[size_t(v)].producer)])
-          needed[size_t(g.values[size_t(v)].producer)] = 1;
+  for (size_t n = 0; n < n_nodes; ++n) needed[n] = !free_node[n] && holder(seg[n]) == rank;
+  with_free_producers(needed);
   // A free node goes with the first part that reads it; rank 0's part
   // after its recvs reads nothing made before them, so it can run apart
   // (ModelGraph::back).
   std::vector<char> before_post(n_nodes, 0);
-  for (size_t n = 0; n < n_nodes; ++n)
-    if (needed[n] && !free_node[n] && seg[n] != ranks) before_post[n] = 1;
-  for (const auto& o : g.outputs)  // rank 0's outputs of the inputs alone (the embeddings)
-    if (rank == 0 && g.values[size_t(o.value)].producer >= 0 && free_node[size_t(g.values[size_t(o.value)].producer)])
-      before_post[size_t(g.values[size_t(o.value)].producer)] = 1;
-  for (size_t n = n_nodes; n-- > 0;)
-    if (before_post[n])
-      for (int v : g.nodes[n].inputs)
-        if (v >= 0 && g.values[size_t(v)].producer >= 0 && free_node[size_t(g.values[size_t(v)].producer)])
-          before_post[size_t(g.values[size_t(v)].producer)] = 1;
+  for (size_t n = 0; n < n_nodes; ++n) before_post[n] = needed[n] && !free_node[n] && seg[n] != ranks;
+  with_free_producers(before_post);
   auto emit = [&](bool post) {
     for (size_t n = 0; n < n_nodes; ++n)
       if (needed[n] && (free_node[n] ? bool(before_post[n]) != post : (seg[n] == ranks) == post))

@@ -155,7 +155,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   io.tensor_exists = has;
   io.tensor_shape = [&](const std::string& name) { return m->checkpoint.shape_of(name); };
   io.flag_overrides = opt.flags;
-  std::vector<Graph> as_instantiated;  // before the rewrite
+  std::vector<Graph> as_instantiated;  // before the rewrite, where there is one
   for (const auto& gd : m->tmpl.graphs) {
     io.graph = gd.name;
     auto instantiated = dsl::instantiate(m->tmpl, io, op_table());
@@ -163,8 +163,8 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
     dsl::Instance inst = std::move(instantiated).value();
     auto mg = std::make_unique<ModelGraph>();
     mg->graph = std::move(inst.graph);
-    as_instantiated.push_back(mg->graph);
     if (opt.rewrite) {
+      as_instantiated.push_back(mg->graph);
       ARCH_TRY(mg->graph, opt.rewrite(mg->graph, m->template_path));
     }
     if (m->graphs.empty()) {
@@ -178,6 +178,8 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   // another process (a split over several) does not make it unread.
   std::vector<const Graph*> graphs;
   for (const auto& g : as_instantiated) graphs.push_back(&g);
+  for (const auto& mg : m->graphs)
+    if (as_instantiated.empty()) graphs.push_back(&mg->graph);
   m->unused_tensors = unread_tensors(graphs, m->checkpoint);
   m->unread_declared = m->tmpl.unread;
   for (const auto& note : wrapper_unread) m->unread_declared.push_back(unread_decl(note));

@@ -287,18 +287,8 @@ Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vect
       return error("the context is full: " + std::to_string(position_) + " + " + std::to_string(ids.size()) +
                    " tokens exceed the " + std::to_string(max_context_) + " positions it was sized for");
     auto held = m_.mirror ? m_.mirror->hold() : std::unique_lock<std::recursive_mutex>();
-    ARCH_TRY(auto out, step_in_chunks(*tg, ids, outputs, last_only));
+    ARCH_TRY(auto out, step_in_chunks(*tg, ids, outputs, last_only, recompute ? n : 0));
     if (history_known_ && !tg->history_changes_past.empty()) history_.insert(history_.end(), ids.begin(), ids.end());
-    // Rows of the whole sequence run again: the step's own last n.
-    for (auto& [name, t] : out)
-      if (recompute && !t.shape.empty() && t.shape[0] == int64_t(ids.size()) && t.shape[0] > n) {
-        const int64_t row = t.numel() / t.shape[0] * int64_t(dtype_size(t.dtype));
-        Dims shape = t.shape;
-        shape[0] = n;
-        Tensor cut = Tensor::zeros(t.dtype, shape);
-        std::memcpy(cut.data, static_cast<const char*>(t.data) + (t.shape[0] - n) * row, size_t(n * row));
-        t = cut;
-      }
     return out;
   }
   Tensor tok = Tensor::zeros(DType::I32, {int64_t(ids.size())});
@@ -314,7 +304,8 @@ Result<NamedTensors> Session::step(std::span<const int32_t> ids, const std::vect
 }
 
 Result<NamedTensors> Session::step_in_chunks(const ModelGraph& tg, std::span<const int32_t> ids,
-                                             const std::vector<std::string>& outputs, bool last_only) {
+                                             const std::vector<std::string>& outputs, bool last_only,
+                                             int64_t last_rows) {
   // Every chunk through the part before the wait (each told the other
   // stages as it goes, which work on it while this one goes on to the
   // next), then every chunk through the part after it, which waits for
@@ -343,6 +334,7 @@ Result<NamedTensors> Session::step_in_chunks(const ModelGraph& tg, std::span<con
                       last_only);
   quiet_ = false;
   if (!vals.ok()) return vals.error();
+  if (last_rows > 0) keep_last_positions(tg.back->graph, *vals, last_rows);  // a whole sequence run again
   return collect_outputs(tg.back->graph, *vals, outputs);
 }
 

@@ -133,9 +133,10 @@ class Session {
   std::unique_ptr<ThreadGovernor> governor_;
   int64_t id_ = 0;  // as the mirror numbers it
   bool quiet_ = false;  // run_values tells no one (the second part of a cut graph: rank 0's alone)
-  // step() through a token graph cut where it waits, in chunks.
+  // step() through a token graph cut where it waits, in chunks; the
+  // outputs' last `last_rows` positions only (0: all).
   Result<NamedTensors> step_in_chunks(const ModelGraph& tg, std::span<const int32_t> ids,
-                                      const std::vector<std::string>& outputs, bool last_only);
+                                      const std::vector<std::string>& outputs, bool last_only, int64_t last_rows);
 };
 
 }  // namespace arch

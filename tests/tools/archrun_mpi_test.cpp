@@ -64,6 +64,17 @@ std::string mpirun(int np, const std::string& args) {
   return std::string(kMpirun) + "-np " + std::to_string(np) + " " + archrun() + " " + args;
 }
 
+// np ranks under --split `split` generate one process's greedy tokens.
+void expect_tokens_of_one_process(const std::string& dir, int np, const std::string& split) {
+  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
+  auto one = run_tool(archrun() + " " + gen);
+  auto got = run_tool(mpirun(np, gen + " --split " + split));
+  ASSERT_EQ(one.exit_code, 0) << one.out;
+  ASSERT_EQ(got.exit_code, 0) << got.out;
+  EXPECT_EQ(json_line(got.out), json_line(one.out));
+  EXPECT_NE(got.out.find("split " + split + " over " + std::to_string(np) + " processes"), std::string::npos) << got.out;
+}
+
 class MpiGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(MpiGolden, TensorSplitEqualsOneProcess) {
@@ -77,12 +88,7 @@ TEST_P(MpiGolden, TensorSplitEqualsOneProcess) {
   EXPECT_NE(cmp.out.find("matches the golden"), std::string::npos) << cmp.out;
   EXPECT_NE(cmp.out.find("split tensor over " + std::to_string(np) + " processes"), std::string::npos) << cmp.out;
   // And the tokens one process generates.
-  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
-  auto one = run_tool(archrun() + " " + gen);
-  auto split = run_tool(mpirun(np, gen + " --split tensor"));
-  ASSERT_EQ(one.exit_code, 0) << one.out;
-  ASSERT_EQ(split.exit_code, 0) << split.out;
-  EXPECT_EQ(json_line(split.out), json_line(one.out));
+  expect_tokens_of_one_process(dir, np, "tensor");
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, MpiGolden,
@@ -100,13 +106,7 @@ TEST_P(MpiGolden, PipelineSplitEqualsOneProcess) {
   const auto& [golden, np] = GetParam();
   const std::string dir = golden_dir(golden);
   ARCH_REQUIRE_SHARED(dir);
-  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
-  auto one = run_tool(archrun() + " " + gen);
-  auto split = run_tool(mpirun(np, gen + " --split pipeline"));
-  ASSERT_EQ(one.exit_code, 0) << one.out;
-  ASSERT_EQ(split.exit_code, 0) << split.out;
-  EXPECT_EQ(json_line(split.out), json_line(one.out));
-  EXPECT_NE(split.out.find("split pipeline over " + std::to_string(np) + " processes"), std::string::npos) << split.out;
+  expect_tokens_of_one_process(dir, np, "pipeline");
 }
 
 class MpiPipelineOnly : public ::testing::TestWithParam<std::string> {};
@@ -116,11 +116,7 @@ TEST_P(MpiPipelineOnly, TokensEqualOneProcess) {
   ARCH_REQUIRE_MPI();
   const std::string dir = golden_dir(GetParam());
   ARCH_REQUIRE_SHARED(dir);
-  const std::string gen = "generate " + dir + " --ids 1,438,309,258,92 -n 12 --greedy --json";
-  auto one = run_tool(archrun() + " " + gen);
-  auto split = run_tool(mpirun(2, gen + " --split pipeline"));
-  ASSERT_EQ(split.exit_code, 0) << split.out;
-  EXPECT_EQ(json_line(split.out), json_line(one.out));
+  expect_tokens_of_one_process(dir, 2, "pipeline");
 }
 
 INSTANTIATE_TEST_SUITE_P(Decoders, MpiPipelineOnly, ::testing::Values("qwen3_next", "deepseek_v2_lite"));
