@@ -71,10 +71,14 @@ Result<std::shared_ptr<Model>> load_split_model(const std::string& dir, LoadOpti
     (*m)->prompt_chunk = 128;
     (*m)->prompt_chunks = 2 * ranks;
   }
+  if (ranks == 1)
+    std::fprintf(stderr, "archrun: --split %s: this job has one process, which holds the whole model (mpirun -np N "
+                         "archrun ... splits it over N)\n", split.c_str());
   std::string who;
   for (int r = 0; r < ranks; ++r) who += (r ? ", " : "") + std::to_string(r) + ": pid " + std::to_string(pids[size_t(r)]);
-  std::fprintf(stderr, "archrun: split %s over %d processes (rank %s): %s\n", split.c_str(), ranks, who.c_str(),
-               summary->c_str());
+  if (ranks > 1)
+    std::fprintf(stderr, "archrun: split %s over %d processes (rank %s): %s\n", split.c_str(), ranks, who.c_str(),
+                 summary->c_str());
   return m;
 }
 
