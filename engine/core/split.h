@@ -54,6 +54,9 @@ Result<Tensor> tensor_part(const Tensor& t, const Part& p);
 // and the sum over processes is the output (row parallelism). A rule that
 // can answers with the contraction's length when asked with no ranges.
 constexpr int kPartialSum = -2;
+// A Part's axis meaning "as it is held, so long as axis ranges[0].first is
+// not cut": what a reader of a value's length alone asks (arange).
+constexpr int kAnyPart = -3;
 
 // What the split rule is asked: the node's types as instantiated, and the
 // part of each output wanted (whole where an output is wanted whole, or not

@@ -35,13 +35,20 @@ struct Use {
 };
 
 // The ranges all of `asks` want, sorted and merged; whole where one wants
-// it whole or they differ in axis.
+// it whole, they differ in axis, or they cut an axis a reader of the
+// value's length alone needs whole (kAnyPart).
 Part merged(const std::vector<Part>& asks) {
-  Part m{asks.front().axis, {}};
-  for (const Part& p : asks) {
+  std::vector<Part> parts;
+  std::vector<int64_t> kept_whole;
+  for (const Part& p : asks) (p.axis == kAnyPart ? void(kept_whole.push_back(p.ranges[0].first)) : parts.push_back(p));
+  if (parts.empty()) return Part::whole();
+  Part m{parts.front().axis, {}};
+  for (const Part& p : parts) {
     if (p.is_whole() || p.axis != m.axis) return Part::whole();
     m.ranges.insert(m.ranges.end(), p.ranges.begin(), p.ranges.end());
   }
+  for (int64_t axis : kept_whole)
+    if (axis == m.axis) return Part::whole();
   std::sort(m.ranges.begin(), m.ranges.end());
   std::vector<std::pair<int64_t, int64_t>> out;
   for (const auto& r : m.ranges) {
@@ -50,6 +57,12 @@ Part merged(const std::vector<Part>& asks) {
   }
   m.ranges = out;
   return m;
+}
+
+// Whether p is all of an axis of `shape` (one range over all of it).
+bool all_of(const Part& p, const Shape& shape) {
+  return p.axis >= 0 && size_t(p.axis) < shape.size() && p.ranges.size() == 1 && p.ranges[0].first == 0 &&
+         shape[size_t(p.axis)].concrete() && p.ranges[0].second == shape[size_t(p.axis)].n;
 }
 
 std::string where(const Graph& g, const Node& n) {
@@ -201,7 +214,7 @@ class Splitter {
         if (asks.empty()) continue;
         wanted[k] = 1;
         want[k] = merged(asks);
-        if (want[k].is_whole() && std::any_of(asks.begin(), asks.end(), [](const Part& p) { return !p.is_whole(); }))
+        if (want[k].is_whole() && std::any_of(asks.begin(), asks.end(), [](const Part& p) { return p.axis >= 0; }))
           why_whole_[size_t(v)] = why_read_whole(v);
         any_part = any_part || !want[k].is_whole();
       }
@@ -212,6 +225,11 @@ class Splitter {
           auto [b, e] = even_range(k_len, rank_, ranks_, step_of(n));
           std::vector<Part> partial(node.outputs.size(), Part{kPartialSum, {{b, e}}});
           if (ask(n, *def, partial)) row_[size_t(n)] = 1;
+        }
+        // A reader of its inputs' lengths alone (arange) takes them as held.
+        if (!row_[size_t(n)] && def && def->split && shape_reader(n, *def)) {
+          const std::vector<Part> whole(node.outputs.size(), Part::whole());
+          ask(n, *def, whole);
         }
         continue;
       }
@@ -232,6 +250,11 @@ class Splitter {
         }
         continue;
       }
+      // All of an axis asked is the whole value: nothing is lost.
+      bool all = true;
+      for (size_t k = 0; k < want.size(); ++k)
+        all = all && (want[k].is_whole() || all_of(want[k], g_.values[size_t(node.outputs[k])].type.shape));
+      if (all) continue;
       for (int v : node.outputs)
         if (why_whole_[size_t(v)].empty()) why_whole_[size_t(v)] = where(g_, node) + ": " + why;
     }
@@ -241,12 +264,29 @@ class Splitter {
   // that reader's own refusal where it has one, else the reader.
   std::string why_read_whole(int v) const {
     for (const Use& u : uses_[size_t(v)])
-      if (demand(u.node, u.slot).is_whole()) {
+      if (demand(u.node, u.slot).axis == -1) {
         for (int o : g_.nodes[size_t(u.node)].outputs)
           if (!why_whole_[size_t(o)].empty()) return why_whole_[size_t(o)];
         return "read whole by " + where(g_, g_.nodes[size_t(u.node)]);
       }
     return is_output_[size_t(v)] ? "an output of the graph, wanted whole" : "read in parts along different axes";
+  }
+
+  // Whether the op's rule, asked for its outputs whole, asks nothing of its
+  // inputs but their lengths (kAnyPart).
+  bool shape_reader(int n, const OpDef& def) const {
+    const Node& node = g_.nodes[size_t(n)];
+    std::vector<TypedShape> in, out;
+    std::vector<bool> present_v;
+    types_of(node, in, out, present_v);
+    std::unique_ptr<bool[]> present(new bool[present_v.size()]);
+    for (size_t i = 0; i < present_v.size(); ++i) present[i] = present_v[i];
+    const std::vector<Part> whole(node.outputs.size(), Part::whole());
+    auto a = def.split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, whole});
+    if (!a.ok()) return false;
+    for (const Part& p : a->inputs)
+      if (p.axis != kAnyPart && p.axis != -1) return false;
+    return true;
   }
 
   // Asks the op's rule for `want`; on an answer it can take, sets its
@@ -278,7 +318,8 @@ class Splitter {
       }
     }
     for (size_t i = 0; i < node.inputs.size(); ++i)
-      if (node.inputs[i] >= 0 && !a->inputs[i].is_whole()) demand_[{n, i}] = a->inputs[i];
+      if (node.inputs[i] >= 0 && (a->inputs[i].axis >= 0 || a->inputs[i].axis == kAnyPart))
+        demand_[{n, i}] = a->inputs[i];
     attrs_[size_t(n)] = a->attrs;
     return true;
   }
@@ -376,6 +417,7 @@ Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
   auto as_part = [&](int v, const Part& p, const SourceLoc& loc) -> Result<int> {
     const Part& have = layout_[size_t(v)];
     const int held = gathered_[size_t(v)] ? part_of[size_t(v)] : v;
+    if (p.axis == kAnyPart) return held;  // its length alone is read, along an axis not cut
     if (p.is_whole()) {
       if (!have.is_whole() && !gathered_[size_t(v)])
         return error("tensor split: " + g_.values[size_t(v)].name + " is wanted whole but made in part");
@@ -383,6 +425,10 @@ Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
       return v;
     }
     if (p == have) return held;
+    if (have.is_whole() && !gathered_[size_t(v)] && all_of(p, g_.values[size_t(v)].type.shape)) {
+      if (g_.weight_of(v)) read_whole.insert(v);
+      return v;  // all of it
+    }
     const std::string key = part_str(p);
     if (auto it = made.find({v, key}); it != made.end()) return it->second;
     const Value& val = g_.values[size_t(v)];

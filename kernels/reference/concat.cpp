@@ -8,6 +8,7 @@
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -72,6 +73,15 @@ static Status concat_kernel(KernelContext& ctx) {
   return {};
 }
 
+// A part of another axis than the one joined along: the same of each input.
+static Result<SplitAnswer> concat_split(const SplitQuery& q) {
+  const Part& want = q.want[0];
+  auto axis = normalize_axis("concat", attr_int(q.attrs, "axis", 0), q.out[0].shape.size());
+  if (want.axis < 0 || !axis.ok() || size_t(want.axis) == *axis)
+    return error("concat: only a part of an axis it does not join along is defined");
+  return SplitAnswer{std::vector<Part>(q.in.size(), want), q.attrs};
+}
+
 void define_concat(OpTable& t) {
   t.define(checked(OpDef{
                .name = "concat",
@@ -79,6 +89,7 @@ void define_concat(OpTable& t) {
                .attrs = {{"axis", AttrSpec::Int, nullptr}},
                .shape = concat_shape,
                .tolerance = {1e-6, 1e-6},
+               .split = concat_split,
                .doc = "concat(xs*) -> the inputs joined along an existing axis (concrete in every input; the other dims equal)",
            }),
            concat_kernel);

@@ -77,7 +77,11 @@ static Result<SplitAnswer> routed_matmul_split(const SplitQuery& q) {
     a.contraction = q.in[1].shape[2].concrete() ? q.in[1].shape[2].n : 0;
     return a;
   }
-  if (want.axis != 2) return error("routed_matmul: only a part of its output features is defined");
+  // Some of each row's choices (DeepSeek's heads, each its own matrix):
+  // those of x and idx, every expert's matrix (idx holds their numbers).
+  if (want.axis == 1 && q.in[0].shape.size() == 3)
+    return SplitAnswer{{want, Part::whole(), want}, q.attrs};
+  if (want.axis != 2) return error("routed_matmul: only a part of its output features or of its choices is defined");
   return SplitAnswer{{Part::whole(), Part{1, want.ranges}, Part::whole()}, q.attrs};
 }
 
