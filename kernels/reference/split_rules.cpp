@@ -1,5 +1,7 @@
 #include "kernels/reference/split_rules.h"
 
+#include "kernels/reference/shape_rules.h"
+
 namespace arch {
 
 namespace {
@@ -14,19 +16,8 @@ Result<Part> one_part(const SplitQuery& q, const char* op) {
 }  // namespace
 
 EmbedRows embed_rows(const Attrs& attrs, int64_t table_rows) {
-  EmbedRows r;
-  r.first = attrs.is_object() && attrs.contains("first_row") && attrs["first_row"].is_number_integer()
-                ? attrs["first_row"].get<int64_t>()
-                : 0;
-  r.vocab = attrs.is_object() && attrs.contains("vocab") && attrs["vocab"].is_number_integer() ? attrs["vocab"].get<int64_t>()
-                                                                                              : 0;
+  EmbedRows r{attr_int(attrs, "first_row", 0), attr_int(attrs, "vocab", 0)};
   if (r.vocab <= 0) r.vocab = table_rows;
-  return r;
-}
-
-std::vector<std::pair<int64_t, int64_t>> scaled_ranges(const Part& p, int64_t times, int64_t over) {
-  std::vector<std::pair<int64_t, int64_t>> r;
-  for (const auto& [b, e] : p.ranges) r.push_back({b * times / over, e * times / over});
   return r;
 }
 

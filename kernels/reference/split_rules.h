@@ -23,7 +23,4 @@ struct EmbedRows {
 };
 EmbedRows embed_rows(const Attrs& attrs, int64_t table_rows);
 
-// The element range [b, e) of a part's ranges as one list: [0, 2) [4, 6).
-std::vector<std::pair<int64_t, int64_t>> scaled_ranges(const Part& p, int64_t times, int64_t over);
-
 }  // namespace arch
