@@ -37,10 +37,11 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 ARGS=("$@")
 if [ -n "${SANITIZE_TARGETS:-}" ] && [[ " $* " != *" -E "* ]]; then
   # What runs a program that was not built: its placeholder, the capped
-  # re-runs of test_kernels and test_golden, the node client (archrun).
+  # re-runs of test_kernels and test_golden, the node client and the
+  # two-host MPI run (archrun).
   SKIP="_NOT_BUILT$"
   for s in kernels golden; do [[ " $SANITIZE_TARGETS " == *" test_$s "* ]] || SKIP+="|^${s}_on_"; done
-  [[ " $SANITIZE_TARGETS " == *" archrun "* ]] || SKIP+="|^serve_openai_client$"
+  [[ " $SANITIZE_TARGETS " == *" archrun "* ]] || SKIP+="|^serve_openai_client$|^distributed_two_hosts$"
   ARGS+=(-E "$SKIP")
 fi
 ctest --test-dir build-asan --output-on-failure -j"$JOBS" "${ARGS[@]}"
