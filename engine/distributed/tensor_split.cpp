@@ -4,6 +4,7 @@
 #include <climits>
 #include <map>
 #include <set>
+#include <span>
 
 #include "engine/core/kquant.h"
 #include "engine/core/quant.h"
@@ -110,23 +111,40 @@ class Splitter {
   }
 
  private:
+  // The op's split rule asked for `want` of node n's outputs, on the node's
+  // types as instantiated.
+  Result<SplitAnswer> query(int n, const OpDef& def, std::span<const Part> want) const {
+    const Node& node = g_.nodes[size_t(n)];
+    std::vector<TypedShape> in, out;
+    std::unique_ptr<bool[]> present(new bool[node.inputs.size() + 1]);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int v = node.inputs[i];
+      in.push_back(v >= 0 ? g_.values[size_t(v)].type : TypedShape{});
+      present[i] = v >= 0;
+    }
+    for (int v : node.outputs) out.push_back(g_.values[size_t(v)].type);
+    return def.split(SplitQuery{in, {present.get(), node.inputs.size()}, out, node.attrs, want});
+  }
+
   // x @ W^T on a weight (or what is made of weights alone: a stack of
   // experts), whose rule can cut its contraction: its length, else 0.
+  // Asked once per node (the passes ask it again and again).
   int64_t contraction(int n) const {
-    const Node& node = g_.nodes[size_t(n)];
-    const OpDef* def = ops_.find(node.op);
-    bool weight = false, activation = false;
-    for (int v : node.inputs)
-      if (v >= 0) (from_weights_[size_t(v)] ? weight : activation) = true;
-    if (!def || !def->split || !weight || !activation) return 0;
-    std::vector<TypedShape> in, out;
-    std::vector<bool> present_v;
-    types_of(node, in, out, present_v);
-    std::unique_ptr<bool[]> present(new bool[present_v.size()]);
-    for (size_t i = 0; i < present_v.size(); ++i) present[i] = present_v[i];
-    const Part probe{kPartialSum, {}};
-    auto a = def->split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, {&probe, 1}});
-    return a.ok() ? a->contraction : 0;
+    if (contractions_.empty()) {
+      contractions_.assign(g_.nodes.size(), 0);
+      for (size_t m = 0; m < g_.nodes.size(); ++m) {
+        const Node& node = g_.nodes[m];
+        const OpDef* def = ops_.find(node.op);
+        bool weight = false, activation = false;
+        for (int v : node.inputs)
+          if (v >= 0) (from_weights_[size_t(v)] ? weight : activation) = true;
+        if (!def || !def->split || !weight || !activation) continue;
+        const Part probe{kPartialSum, {}};
+        auto a = query(int(m), *def, {&probe, 1});
+        if (a.ok()) contractions_[m] = a->contraction;
+      }
+    }
+    return contractions_[size_t(n)];
   }
 
   // A rows-parallel choice pays where every activation it asks in part
@@ -167,15 +185,6 @@ class Splitter {
     const Value& val = g_.values[size_t(v)];
     return !gather_off_.count(v) && val.producer >= 0 && !from_weights_[size_t(v)] && val.type.dtype == DType::F32 &&
            !val.type.shape.empty() && val.type.shape.back().concrete() && val.type.shape.back().n >= ranks_;
-  }
-
-  void types_of(const Node& node, std::vector<TypedShape>& in, std::vector<TypedShape>& out,
-                std::vector<bool>& present) const {
-    for (int v : node.inputs) {
-      in.push_back(v >= 0 ? g_.values[size_t(v)].type : TypedShape{});
-      present.push_back(v >= 0);
-    }
-    for (int v : node.outputs) out.push_back(g_.values[size_t(v)].type);
   }
 
   Part demand(int n, size_t slot) const {
@@ -275,14 +284,8 @@ class Splitter {
   // Whether the op's rule, asked for its outputs whole, asks nothing of its
   // inputs but their lengths (kAnyPart).
   bool shape_reader(int n, const OpDef& def) const {
-    const Node& node = g_.nodes[size_t(n)];
-    std::vector<TypedShape> in, out;
-    std::vector<bool> present_v;
-    types_of(node, in, out, present_v);
-    std::unique_ptr<bool[]> present(new bool[present_v.size()]);
-    for (size_t i = 0; i < present_v.size(); ++i) present[i] = present_v[i];
-    const std::vector<Part> whole(node.outputs.size(), Part::whole());
-    auto a = def.split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, whole});
+    const std::vector<Part> whole(g_.nodes[size_t(n)].outputs.size(), Part::whole());
+    auto a = query(n, def, whole);
     if (!a.ok()) return false;
     for (const Part& p : a->inputs)
       if (p.axis != kAnyPart && p.axis != -1) return false;
@@ -293,12 +296,7 @@ class Splitter {
   // inputs' demands and its attributes.
   bool ask(int n, const OpDef& def, const std::vector<Part>& want, std::string* why = nullptr) {
     const Node& node = g_.nodes[size_t(n)];
-    std::vector<TypedShape> in, out;
-    std::vector<bool> present_v;
-    types_of(node, in, out, present_v);
-    std::unique_ptr<bool[]> present(new bool[present_v.size()]);
-    for (size_t i = 0; i < present_v.size(); ++i) present[i] = present_v[i];
-    auto a = def.split(SplitQuery{in, {present.get(), present_v.size()}, out, node.attrs, want});
+    auto a = query(n, def, want);
     if (!a.ok()) {
       if (why) *why = a.error().message;
       return false;
@@ -380,7 +378,8 @@ class Splitter {
   std::vector<char> is_output_, from_weights_;
   std::set<int> row_off_, gather_off_;
   std::map<int, std::string> off_reason_;
-  std::map<int, int64_t> step_;  // a row candidate's ranges fall on multiples of this  // a row candidate turned off: why its input was whole
+  std::map<int, int64_t> step_;  // a row candidate's ranges fall on multiples of this
+  mutable std::vector<int64_t> contractions_;  // by node (contraction())  // a row candidate turned off: why its input was whole
   // One pass's decisions.
   std::vector<Part> layout_;
   std::vector<char> gathered_;

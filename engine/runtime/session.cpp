@@ -236,8 +236,10 @@ Result<std::map<int, Tensor>> Session::run_values(const ModelGraph& mg, NamedTen
   // runs on the count it has come to (both sum the same on any number).
   const bool decode = mg.has_kv_cache && seq == 1;
   if (governor_) decode ? governor_->begin_decode() : governor_->begin_prompt();
-  auto told = quiet_ ? std::unique_lock<std::recursive_mutex>()
-                     : tell({.kind = SessionCall::kRun, .graph = g.name, .last_only = last_only, .inputs = inputs});
+  // (The call, its inputs copied, is made only where there is someone to tell.)
+  auto told = quiet_ || !m_.mirror
+                  ? std::unique_lock<std::recursive_mutex>()
+                  : tell({.kind = SessionCall::kRun, .graph = g.name, .last_only = last_only, .inputs = inputs});
   ARCH_TRY(auto vals, run_program(program, state, feed, DimValues(seq, at + seq), keep));
   if (governor_ && decode) governor_->end_decode();
   if (mg.has_kv_cache) position_ += seq;

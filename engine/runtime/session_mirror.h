@@ -36,10 +36,10 @@ struct SessionCall {
   Kind kind = kExit;
   int64_t session = 0;
   int64_t n = 0, m = 0;
-  std::string graph;
+  std::string graph{};
   bool last_only = false;
-  std::map<std::string, Tensor> inputs;
-  std::vector<std::pair<int, std::vector<int32_t>>> pieces;  // (slot, tokens)
+  std::map<std::string, Tensor> inputs{};
+  std::vector<std::pair<int, std::vector<int32_t>>> pieces{};  // (slot, tokens)
 };
 
 class SessionMirror {

@@ -184,7 +184,9 @@ TEST_P(LlamaRandGguf, FastKernelsMatchLlamaCpp) {
     // nearer than the tolerance.
     EXPECT_LE(step["margin_top1_top2_logprob"].get<double>(), tol) << "greedy parts from llama.cpp at position " << p;
   }
-  if (f32) EXPECT_EQ(same, f.path.size());
+  if (f32) {
+    EXPECT_EQ(same, f.path.size());
+  }
   // llama.cpp's margins stay >= 0.3 nats up to position 12 or later in
   // every file (the README's table): the first dozen must agree.
   EXPECT_GE(same, 12u);

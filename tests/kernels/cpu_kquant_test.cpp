@@ -58,24 +58,8 @@ Tensor random_kquant(DType t, int64_t N, int64_t K, uint32_t seed) {
 
 Tensor random_acts(int64_t M, int64_t K, uint32_t seed) { return test::normal_f32({M, K}, seed); }
 
-Tensor run(const Tensor& a, const Tensor& b, float fill = 0.0f) {
-  Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
-  std::fill(out.f32(), out.f32() + out.numel(), fill);
-  std::vector<Tensor> inputs{a, b}, outputs{out};
-  std::unique_ptr<OpState> none;
-  Attrs attrs = {{"transpose_b", true}};
-  std::string where = "test";
-  KernelContext ctx{attrs, inputs, outputs, none, 0, where};
-  Status st = (*op_table().kernel("matmul", "cpu"))(ctx);
-  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
-  return outputs[0];
-}
-
-double max_abs(const float* v, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; ++i) m = std::max(m, double(std::abs(v[i])));
-  return m;
-}
+using test::max_abs;
+using test::run_matmul;
 
 std::string name(DType t, int64_t M, int64_t N, int64_t K) {
   return std::string(dtype_name(t)) + " M=" + std::to_string(M) + " N=" + std::to_string(N) +
@@ -158,7 +142,7 @@ TEST(CpuKQuant, MatmulMatchesTheDequantizedProduct) {
         for (int64_t M : {1, 2, 5, 16, 17, 70}) {
           const std::string what = name(t, M, N, K);
           Tensor w = random_kquant(t, N, K, ++seed), a = random_acts(M, K, ++seed);
-          Tensor got = run(a, w);
+          Tensor got = run_matmul("cpu", a, w);
           Tensor wf = to_f32(w);
           const Path path = path_for(M);
           KQuantActs q;
@@ -282,7 +266,7 @@ TEST(CpuKQuant, WritesEveryOutputElement) {
   for (DType t : kTypes)
     for (int64_t M : {1, 3, 5, 40}) {
       Tensor w = random_kquant(t, 70, 512, 50), a = random_acts(M, 512, 51);
-      Tensor got = run(a, w, std::nanf(""));
+      Tensor got = run_matmul("cpu", a, w, std::nanf(""));
       int64_t skipped = 0;
       for (int64_t i = 0; i < got.numel(); ++i) skipped += std::isnan(got.f32()[i]);
       EXPECT_EQ(skipped, 0) << name(t, M, 70, 512);

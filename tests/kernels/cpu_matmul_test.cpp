@@ -37,27 +37,8 @@ bool storable(WeightForm form, int64_t k) {
   return form.tiles == Tiles::BF16x64 ? k % 16 == 0 && has_avx512_bf16_dot() : quantizable(form.dtype, k);
 }
 
-// `fill`: what the output holds before the kernel runs (the engine leaves
-// it unzeroed for a kernel registered as filling its outputs).
-Tensor run(const std::string& backend, const Tensor& a, const Tensor& b, float fill = 0.0f,
-           const KernelOptions& options = {}) {
-  Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
-  std::fill(out.f32(), out.f32() + out.numel(), fill);
-  std::vector<Tensor> inputs{a, b}, outputs{out};
-  std::unique_ptr<OpState> none;
-  Attrs attrs = {{"transpose_b", true}};
-  std::string where = "test";
-  KernelContext ctx{attrs, inputs, outputs, none, 0, where, &options};
-  Status st = (*op_table().kernel("matmul", backend))(ctx);
-  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
-  return outputs[0];
-}
-
-double max_abs(const Tensor& t) {
-  double m = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, double(std::abs(t.f32()[i])));
-  return m;
-}
+using test::max_abs;
+using test::run_matmul;
 
 struct Case {
   int64_t M, N, K;
@@ -76,7 +57,7 @@ TEST(CpuMatmul, WidenedTypesMatchTheReference) {
       if (form.tiles == Tiles::BF16x64 && !storable(form, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 1), w = random_f32({c.N, c.K}, 2);
       Tensor stored = stored_as(w, form);
-      Tensor want = run("reference", a, to_f32(stored)), got = run("cpu", a, stored);
+      Tensor want = run_matmul("reference", a, to_f32(stored)), got = run_matmul("cpu", a, stored);
       double bound = 1e-5 * max_abs(want) + 1e-6, worst = 0;
       for (int64_t i = 0; i < want.numel(); ++i) worst = std::max(worst, double(std::abs(got.f32()[i] - want.f32()[i])));
       EXPECT_LE(worst, bound) << form_name(form) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
@@ -89,12 +70,12 @@ TEST(CpuMatmul, QuantizedMatchesQuantizedOperands) {
       if (!storable(form, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 3), w = random_f32({c.N, c.K}, 4);
       Tensor stored = stored_as(w, form);
-      Tensor got = run("cpu", a, stored);
+      Tensor got = run_matmul("cpu", a, stored);
       // The same product worked out plainly: dequantized weights times
       // dequantized activations, in double.
       QuantizedActs q;
       quantize_acts(a.f32(), c.M, c.K, c.K, q, form.dtype);
-      Tensor wf = to_f32(stored), exact_f32 = run("reference", a, wf);
+      Tensor wf = to_f32(stored), exact_f32 = run_matmul("reference", a, wf);
       double bound = 1e-5 * max_abs(exact_f32) + 1e-5, worst = 0, drift = 0;
       for (int64_t m = 0; m < c.M; ++m)
         for (int64_t n = 0; n < c.N; ++n) {
@@ -127,7 +108,7 @@ TEST(CpuMatmul, WritesEveryOutputElement) {
       const bool rows_of_floats = form.tiles == Tiles::None && !is_quantized(form.dtype);
       if (!rows_of_floats && !storable(form, c.K)) continue;
       Tensor a = random_f32({c.M, c.K}, 12), w = stored_as(random_f32({c.N, c.K}, 13), form);
-      Tensor got = run("cpu", a, w, std::nanf(""));
+      Tensor got = run_matmul("cpu", a, w, std::nanf(""));
       int64_t skipped = 0;
       for (int64_t i = 0; i < got.numel(); ++i) skipped += std::isnan(got.f32()[i]);
       EXPECT_EQ(skipped, 0) << form_name(form) << " M=" << c.M << " N=" << c.N << " K=" << c.K;
@@ -179,7 +160,7 @@ TEST(CpuMatmul, PortablePathsAgreeWithTheVectorOnes) {
   for (const Case& c : kCases) {
     if (c.M > 4) continue;
     Tensor a = random_f32({c.M, c.K}, 10), w = random_f32({c.N, c.K}, 11), stored = convert_to(w, DType::BF16);
-    Tensor want = run("reference", a, to_f32(stored));
+    Tensor want = run_matmul("reference", a, to_f32(stored));
     std::vector<float> got(size_t(c.M * c.N));
     gemv(GemvArgs{a.f32(), c.M, c.K, stored.data, DType::BF16, c.K, 0, c.N, got.data(), c.N});
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want.f32()[i], 1e-5 * (1 + std::abs(want.f32()[i])));
@@ -222,11 +203,11 @@ TEST(CpuMatmul, Bf16ActivationsAreOptInAndClose) {
     if (form.tiles == Tiles::BF16x64 && !has_avx512_bf16_dot()) continue;
     SCOPED_TRACE(form_name(form));
     Tensor a = random_f32({33, 256}, 5), w = stored_as(random_f32({70, 256}, 6), form);
-    Tensor want = run("reference", a, to_f32(w));
-    Tensor exact = run("cpu", a, w);  // the default
+    Tensor want = run_matmul("reference", a, to_f32(w));
+    Tensor exact = run_matmul("cpu", a, w);  // the default
     KernelOptions rounding;
     rounding.bf16_activations = true;
-    Tensor rounded = run("cpu", a, w, 0.0f, rounding);
+    Tensor rounded = run_matmul("cpu", a, w, 0.0f, rounding);
     double exact_err = 0, rounded_err = 0;
     for (int64_t i = 0; i < want.numel(); ++i) {
       exact_err = std::max(exact_err, double(std::abs(exact.f32()[i] - want.f32()[i])));

@@ -25,6 +25,30 @@ inline Tensor normal_f32(Dims shape, uint32_t seed) {
   return t;
 }
 
+// a @ b^T by `backend`'s matmul kernel, called directly on an output that
+// holds `fill` before it runs (the engine leaves it unzeroed for a kernel
+// registered as filling its outputs).
+inline Tensor run_matmul(const std::string& backend, const Tensor& a, const Tensor& b, float fill = 0.0f,
+                         const KernelOptions& options = {}) {
+  Tensor out = Tensor::zeros(DType::F32, {a.dim(0), b.dim(0)});
+  std::fill(out.f32(), out.f32() + out.numel(), fill);
+  std::vector<Tensor> inputs{a, b}, outputs{out};
+  std::unique_ptr<OpState> none;
+  Attrs attrs = {{"transpose_b", true}};
+  std::string where = "test";
+  KernelContext ctx{attrs, inputs, outputs, none, 0, where, &options};
+  Status st = (*op_table().kernel("matmul", backend))(ctx);
+  EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+  return outputs[0];
+}
+
+// The largest |v| of n floats.
+inline double max_abs(const float* v, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; ++i) m = std::max(m, double(std::abs(v[i])));
+  return m;
+}
+inline double max_abs(const Tensor& t) { return max_abs(t.f32(), size_t(t.numel())); }
 
 // The op's outputs from `backend`'s kernel, or an error (shape rule or kernel).
 inline Result<std::vector<Tensor>> run_on(const std::string& backend, const std::string& op,

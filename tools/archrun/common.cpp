@@ -140,6 +140,9 @@ Result<std::shared_ptr<Model>> open_model(const Common& c, GraphRewrite rewrite)
 }
 
 Result<Pipeline> open_pipeline(const Common& c, const std::string& scheduler) {
+  if (!c.split.empty())
+    return error("--split " + c.split + ": a pipeline folder's models (text encoder, UNet, VAE) run in one process; "
+                 "--split takes one checkpoint (a decoder)");
   LoadOptions lo;
   lo.backend = c.path;
   lo.strict = c.strict;

@@ -27,6 +27,9 @@ int run_generate(const GenerateArgs& a) {
     if (!ids.ok()) return fail(ids.error());
     prompt = *ids;
   }
+  if (!a.common.split.empty() && (a.backend == "npu2" || !a.numerics.empty()))
+    return fail(error("--split " + a.common.split + ": the NPU2 engine's program runs in one process (drop --backend "
+                      "npu2 / --numerics npu2, or --split)"));
   if (a.backend == "npu2") return run_generate_npu2(a, prompt, tok);
   if (!a.numerics.empty() && a.sampling_given)
     return fail(error("--numerics npu2 draws greedily, as the engine does: drop --temperature, --top-k and --top-p"));
