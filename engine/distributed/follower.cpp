@@ -43,7 +43,7 @@ Status follow(const Model& m, MpiWorld& world) {
         sessions[c.session] = std::make_unique<Session>(m, SessionOptions{c.n, int(c.m)});
         break;
       case SessionCall::kOpenBatch: {
-        ARCH_TRY(auto b, BatchedSession::make(m, int(c.n), c.m));
+        ARCH_TRY(auto b, BatchedSession::make(m, int(c.n), c.m, /*logits_here=*/false));
         batches[c.session] = std::move(b);
         break;
       }

@@ -70,13 +70,14 @@ int64_t BatchedSession::cache_bytes() const {
          int64_t(positions_.size());
 }
 
-Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context) {
+Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int slots, int64_t context,
+                                                              bool logits_here) {
   const ModelGraph* g = m.token_graph();
   if (!g) return error(m.checkpoint.dir + ": the model has no graph with a 'tokens' input: it does not generate");
   if (m.is_encoder_decoder() || !g->graph.held_inputs.empty())
     return error(m.checkpoint.dir + ": graph " + g->name() + " holds state inputs (an encoder-decoder): its sequences cannot be batched yet");
   if (!g->has_kv_cache) return error(m.checkpoint.dir + ": graph " + g->name() + " has no KV cache: it does not decode step by step");
-  if (!output_values(g->graph, {"logits"}).ok()) return error(m.checkpoint.dir + ": graph " + g->name() + " outputs no logits");
+  if (logits_here && !output_values(g->graph, {"logits"}).ok()) return error(m.checkpoint.dir + ": graph " + g->name() + " outputs no logits");
   if (slots < 1 || context < 1)
     return error("a batched session needs at least one slot and one position, got " + std::to_string(slots) + " x " +
                  std::to_string(context));
@@ -161,9 +162,6 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
     for (const Piece& p : given) call.pieces.push_back({p.slot, std::vector<int32_t>(p.tokens.begin(), p.tokens.end())});
   auto told = tell(std::move(call));
   ARCH_TRY(auto vals, run_program(program, state_, feed, DimValues(total, state_.max_context), logits_));
-  ARCH_TRY(auto outs, collect_outputs(graph, vals, {"logits"}));
-  Tensor& logits = outs.at("logits");
-  const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
   for (const auto& r : rows_.pieces) positions_[size_t(r.slot)] = r.position + r.rows;
   if (!g_.history_changes_past.empty())
     for (size_t k = 0; k < pieces.size(); ++k) {
@@ -171,6 +169,10 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
       if (!whole[k].empty()) h.clear();  // it ran whole
       h.insert(h.end(), pieces[k].tokens.begin(), pieces[k].tokens.end());
     }
+  if (logits_.empty()) return Tensor{};  // made by another process
+  ARCH_TRY(auto outs, collect_outputs(graph, vals, {"logits"}));
+  Tensor& logits = outs.at("logits");
+  const int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
   if (last_only || (one_each && rows == total)) return logits.reshaped({rows, vocab});
   Tensor last = Tensor::zeros(DType::F32, {int64_t(pieces.size()), vocab});
   for (size_t k = 0; k < pieces.size(); ++k) {

@@ -30,7 +30,10 @@ class BatchedSession {
   // together: no token graph, an encoder-decoder (state inputs), an op
   // keeping state other than kv_cache, an attention reading keys that are
   // not a KV cache's, an input with no default beyond tokens and positions.
-  static Result<std::unique_ptr<BatchedSession>> make(const Model& m, int slots, int64_t context);
+  // `logits_here` false: a process that follows another and makes no logits
+  // (a pipeline's later stage, engine/distributed): run() returns none.
+  static Result<std::unique_ptr<BatchedSession>> make(const Model& m, int slots, int64_t context,
+                                                      bool logits_here = true);
 
   // Runs each piece's tokens at its slot's position, advancing it, all in one
   // call; returns each piece's last row of logits, [pieces, vocab], in order.

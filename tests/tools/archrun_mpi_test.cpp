@@ -146,14 +146,17 @@ TEST(Mpi, SplitNeedsACheckpoint) {
 
 // The server on rank 0, its continuous batching across ranks: concurrent
 // greedy completions each give what one process generates.
-TEST(Mpi, ServeBatchesAcrossRanks) {
+class MpiServe : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MpiServe, BatchesAcrossRanks) {
   ARCH_REQUIRE_MPI();
-  const int port = 20000 + int(getpid() % 20000);
+  const int port = 20000 + int(getpid() % 20000) + (GetParam() == "pipeline" ? 1 : 0);
   const pid_t job = fork();
   ASSERT_GE(job, 0);
   if (job == 0) {
     const std::string cmd = std::string("exec ") + kMpirun + "-np 2 " + archrun() +
-                            " serve --split tensor --parallel 4 --port " + std::to_string(port) + " > /dev/null 2>&1";
+                            " serve --split " + GetParam() + " --parallel 4 --port " + std::to_string(port) +
+                            " > /dev/null 2>&1";
     execl("/bin/sh", "sh", "-c", cmd.c_str(), (char*)nullptr);
     _exit(98);
   }
@@ -189,6 +192,8 @@ TEST(Mpi, ServeBatchesAcrossRanks) {
     EXPECT_EQ(one.out.rfind(t, 0), 0u) << "server: '" << t << "'\none process: '" << one.out << "'";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Splits, MpiServe, ::testing::Values("tensor", "pipeline"));
 
 // A rank killed while the job runs (rank 0 in a chat, waiting for the next
 // line) ends the whole job within seconds, saying which rank died.
