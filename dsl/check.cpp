@@ -52,7 +52,7 @@ class Checker {
     }
   }
   bool weight_matches(const std::vector<PathSeg>& p, bool prefix = false, int depth = 0) const;
-  std::vector<std::string> known(const Scope& s) const;
+  std::string suggest(const std::string& name, const Scope& s) const;
 
   const Template& t_;
   const OpTable& ops_;
@@ -62,10 +62,11 @@ class Checker {
   bool prefix_ok_ = false;  // `L = path`, a block's argument: a prefix of a weight name will do
 };
 
-std::vector<std::string> Checker::known(const Scope& s) const {
-  std::vector<std::string> k(globals_.begin(), globals_.end());
-  k.insert(k.end(), s.names.begin(), s.names.end());
-  return k;
+std::string Checker::suggest(const std::string& name, const Scope& s) const {
+  Suggestion sg(name);
+  for (const auto& k : globals_) sg.consider(k);
+  for (const auto& k : s.names) sg.consider(k);
+  return sg.text();
 }
 
 // Could a body path (with {expr} segments unknown until instantiation) name a
@@ -107,7 +108,7 @@ void Checker::path(const Expr& e, const Scope& s) {
   if (e.path.size() == 1) {
     // A lone weight root (`layernorm`) is a prefix, fine where one is.
     if (!local && !global && !(prefix_ok_ && weight_matches(e.path, true)))
-      report(e.loc, "undefined name '" + head + "'" + (full() ? "" : did_you_mean(head, known(s))));
+      report(e.loc, "undefined name '" + head + "'" + (full() ? "" : suggest(head, s)));
     return;
   }
   std::vector<PathSeg> full;
@@ -170,14 +171,12 @@ void Checker::call(const Expr& e, const Scope& s) {
                       std::to_string(e.args.size()));
   for (size_t k = 0; k < e.kwargs.size(); ++k) {
     bool found = false;
+    for (auto& a : def->attrs) found |= !a.planner_only && a.name == e.kwargs[k].first;
+    if (found) continue;
     std::vector<std::string> names;
-    for (auto& a : def->attrs) {
-      if (a.planner_only) continue;
-      found |= a.name == e.kwargs[k].first;
-      names.push_back(a.name);
-    }
-    if (!found)
-      report(e.kwarg_locs[k], e.text + "() has no attribute '" + e.kwargs[k].first + "'" +
+    for (auto& a : def->attrs)
+      if (!a.planner_only) names.push_back(a.name);
+    report(e.kwarg_locs[k], e.text + "() has no attribute '" + e.kwargs[k].first + "'" +
                                   (full() ? "" : did_you_mean(e.kwargs[k].first, names)));
   }
 }

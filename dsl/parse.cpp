@@ -10,6 +10,7 @@
 
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
+
 #include "engine/core/limits.h"
 
 #include "dsl/diagnostic.h"
@@ -20,7 +21,103 @@ namespace arch::dsl {
 
 namespace pt = tao::pegtl::parse_tree;
 namespace g = grammar;
-using Node = pt::node;
+
+// The parse tree: a node for each rule the selector below names that
+// matched, with the text it matched and its children. PEGTL's own tree
+// allocates a node at every level a rule passes through and for every
+// alternative tried (a leaf of an expression passes ten), which took most
+// of a parse (and, under the sanitizers, most of a fuzzing run). Here the
+// rules append to one list as they start, in order, and a rule that fails
+// cuts the list back to where it started: the same tree, no allocation
+// past the list's growth.
+namespace {
+struct Node;
+
+// A node's children: a view into the tree's one list of them.
+struct Children {
+  const Node* const* first = nullptr;
+  size_t n = 0;
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  const Node* operator[](size_t i) const { return first[i]; }
+  const Node* at(size_t i) const {
+    if (i >= n) throw std::out_of_range("parse tree: no child " + std::to_string(i));
+    return first[i];
+  }
+  const Node* back() const { return at(n - 1); }
+  const Node* const* begin() const { return first; }
+  const Node* const* end() const { return first + n; }
+};
+
+struct Node {
+  std::string_view type;                      // the rule's name (empty: the root)
+  tao::pegtl::internal::iterator m_begin;     // where its text starts: byte, line, column
+  const char* m_end = nullptr;
+  std::string_view source;                    // the file's name, for parse errors
+  int parent = -1;
+  Children children;
+
+  template <typename R>
+  bool is_type() const {
+    const std::string_view t = tao::pegtl::demangle<R>();
+    return (type.data() == t.data() && type.size() == t.size()) || type == t;
+  }
+  tao::pegtl::position begin() const { return tao::pegtl::position(m_begin, source); }
+  std::string string() const { return std::string(m_begin.data, m_end); }
+};
+
+// The list the rules build as they run, turned into a tree at the end.
+struct TreeBuilder {
+  std::vector<Node> nodes;   // in the order their rules started; [0]: the root
+  std::vector<int> open;     // the selected rules under way, innermost last
+  std::vector<size_t> marks; // where each rule under way that is not a node started
+  std::vector<const Node*> links;  // every node's children, each node's together
+
+  void reset() {
+    nodes.clear();
+    open.clear();
+    marks.clear();
+    nodes.emplace_back();
+    open.push_back(0);
+  }
+  template <typename ParseInput>
+  void start_node(const ParseInput& in, std::string_view type) {
+    Node n;
+    n.type = type;
+    n.m_begin = in.iterator();
+    n.source = in.source();
+    n.parent = open.back();
+    open.push_back(int(nodes.size()));
+    nodes.push_back(n);
+  }
+  void end_node(const char* end) {
+    nodes[size_t(open.back())].m_end = end;
+    open.pop_back();
+  }
+  void drop_node() {
+    nodes.resize(size_t(open.back()));  // it and all it had made
+    open.pop_back();
+  }
+  // Each node's children in order: a node's index is after its parent's.
+  const Node& tree() {
+    std::vector<size_t> count(nodes.size(), 0), at(nodes.size(), 0);
+    for (size_t i = 1; i < nodes.size(); ++i) ++count[size_t(nodes[i].parent)];
+    size_t total = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      at[i] = total;
+      total += count[i];
+    }
+    links.assign(total, nullptr);
+    for (size_t i = 1; i < nodes.size(); ++i) {
+      const size_t p = size_t(nodes[i].parent);
+      links[at[p] + nodes[p].children.n++] = &nodes[i];
+    }
+    for (size_t i = 0; i < nodes.size(); ++i) nodes[i].children.first = links.data() + at[i];
+    nodes[0].m_end = nodes[0].m_begin.data;
+    return nodes[0];
+  }
+};
+}  // namespace
 
 // The rules that become nodes of the parse tree; everything else (keywords,
 // punctuation, whitespace) is dropped.
@@ -50,31 +147,52 @@ namespace {
 thread_local int nesting = 0;
 thread_local int64_t nesting_limit = 0;
 
-// Rules of the parse tree only (the tree's control calls ours for those):
-// every bracket passes an or_expr, every '-' a negated, every 'not' a
+// Every bracket passes an or_expr, every '-' a negated, every 'not' a
 // logical_not, every nested statement list a body.
 template <typename Rule>
 constexpr bool nests = std::is_same_v<g::or_expr, Rule> || std::is_same_v<g::negated, Rule> ||
                        std::is_same_v<g::logical_not, Rule> || std::is_same_v<g::body, Rule>;
 
+// Builds the tree (TreeBuilder) and counts the nesting, around the
+// grammar's own control (its error texts).
 template <typename Rule>
-struct nesting_control : grammar_control<Rule> {
+struct tree_control : grammar_control<Rule> {
+  static constexpr bool node = selector<Rule>::value;
+  // A rule with no node anywhere under it has nothing to cut back.
+  static constexpr bool leaf = !node && pt::internal::is_leaf<8, typename Rule::subs_t, selector>;
+  // PEGTL's combinators (seq, opt, ...) call no control; one with nodes
+  // under it must, to cut back what it made when it fails: in
+  // `opt<state_mark, ws, at<name_chars>>` a `state` that names the input
+  // itself is not a mark.
+  static constexpr bool enable = grammar_control<Rule>::enable || !leaf;
+
   template <typename ParseInput, typename... States>
-  static void start(const ParseInput& in, States&&... st) {
+  static void start(const ParseInput& in, TreeBuilder& tree, States&&... st) {
     if constexpr (nests<Rule>)
       if (++nesting > nesting_limit)
         throw tao::pegtl::parse_error(over_limit("template_depth", "", "nesting", nesting).message, in);
-    grammar_control<Rule>::start(in, st...);
+    if constexpr (node) tree.start_node(in, tao::pegtl::demangle<Rule>());
+    else if constexpr (!leaf) tree.marks.push_back(tree.nodes.size());
+    grammar_control<Rule>::start(in, tree, st...);
   }
   template <typename ParseInput, typename... States>
-  static void success(const ParseInput& in, States&&... st) {
+  static void success(const ParseInput& in, TreeBuilder& tree, States&&... st) {
     if constexpr (nests<Rule>) --nesting;
-    grammar_control<Rule>::success(in, st...);
+    if constexpr (node) tree.end_node(in.current());
+    else if constexpr (!leaf) tree.marks.pop_back();
+    grammar_control<Rule>::success(in, tree, st...);
   }
+  // What a rule made before it failed goes with it (an alternative tried).
   template <typename ParseInput, typename... States>
-  static void failure(const ParseInput& in, States&&... st) {
+  static void failure(const ParseInput& in, TreeBuilder& tree, States&&... st) {
     if constexpr (nests<Rule>) --nesting;
-    grammar_control<Rule>::failure(in, st...);
+    if constexpr (node) {
+      tree.drop_node();
+    } else if constexpr (!leaf) {
+      tree.nodes.resize(tree.marks.back());
+      tree.marks.pop_back();
+    }
+    grammar_control<Rule>::failure(in, tree, st...);
   }
 };
 
@@ -82,10 +200,7 @@ struct nesting_control : grammar_control<Rule> {
 // template and its imports share one list of files).
 thread_local int building_file = 0;
 
-Loc loc_of(const Node& n) {
-  auto p = n.begin();
-  return {int(p.line), int(p.column), building_file};
-}
+Loc loc_of(const Node& n) { return {int(n.m_begin.line), int(n.m_begin.column), building_file}; }
 
 template <typename R>
 bool is(const Node& n) { return n.is_type<R>(); }
@@ -93,7 +208,7 @@ bool is(const Node& n) { return n.is_type<R>(); }
 template <typename R>
 const Node* child(const Node& n) {
   for (auto& c : n.children)
-    if (c->is_type<R>()) return c.get();
+    if (c->is_type<R>()) return c;
   return nullptr;
 }
 
@@ -280,7 +395,7 @@ Stmt build_stmt(const Node& n) {
       if (is<g::loop_var>(*c)) s.name = c->string();
       else if (is<g::scope_name>(*c)) s.scope = c->string();
       else if (is<g::body>(*c)) s.body = build_body(*c);
-      else exprs.push_back(c.get());
+      else exprs.push_back(c);
     }
     s.value = build_expr(*exprs.at(0));
     s.end = build_expr(*exprs.at(1));
@@ -441,10 +556,15 @@ Result<Template> parse_one(const std::string& path, std::shared_ptr<const std::s
   try {
     nesting = 0;
     nesting_limit = limit("template_depth");
-    auto root = pt::parse<g::file, selector, tao::pegtl::nothing, nesting_control>(in);
-    if (!root) return diag(src, {1, 1}, "not a template: a template starts with 'family NAME'");
+    // One per thread, kept: its lists keep their size from one parse to
+    // the next (imports are parsed one after another, never nested).
+    static thread_local TreeBuilder tree;
+    tree.reset();
+    if (!tao::pegtl::parse<g::file, tao::pegtl::nothing, tree_control>(in, tree))
+      return diag(src, {1, 1}, "not a template: a template starts with 'family NAME'");
+    const Node& root = tree.tree();
     building_file = file;
-    Template t = build_template(*root);
+    Template t = build_template(root);
     building_file = 0;
     t.path = path;
     t.source = text;
