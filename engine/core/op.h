@@ -148,6 +148,10 @@ struct OpDef {
   std::function<int64_t(std::span<const TypedShape> in, std::span<const TypedShape> out)> state_bytes = nullptr;
   bool view = false;      // output aliases input 0 (reshape): no allocation
   bool fills = false;     // the reference kernel writes every output element: outputs need no zeroing
+  // Its outputs hold its inputs' values moved, none computed (reshape,
+  // slice, transpose, concat, stack): a value folded at load from weights
+  // stored as BF16 or F16 is exact in that type (interpreter.cpp).
+  bool moves_values = false;
   // Waits for another process (a pipeline stage's recv): a graph that hands
   // work on and then waits can run in two parts (ModelGraph::front, back).
   bool waits = false;

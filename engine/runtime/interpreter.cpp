@@ -60,6 +60,47 @@ void prepare_layouts(const Graph& g, const OpTable& ops, const std::string& back
   }
 }
 
+// A value folded at load by moving weights' values only (DeepSeek's
+// per-head matrices: kv_b_proj reshaped, sliced, transposed) was widened to
+// F32 on the way, and decode would read twice the bytes the checkpoint
+// holds. Where every kernel reading it takes the stored type, it is kept
+// so: BF16 and F16 exactly; from a 4-to-6-bit block type, as BF16 (a
+// rounding 2^-9 of each value, far under the block's own step; a block
+// type cannot follow a transpose, whose blocks would cross its rows).
+void narrow_folded(const Graph& g, const OpTable& ops, const std::string& backend, Program& p,
+                   const std::vector<DType>& stored) {
+  auto target = [](DType from) {
+    switch (from) {
+      case DType::BF16:
+      case DType::F16: return from;
+      case DType::Q4_0:
+      case DType::Q4_K:
+      case DType::Q5_K:
+      case DType::Q6_K: return DType::BF16;
+      default: return DType::F32;
+    }
+  };
+  std::vector<char> keep(g.values.size(), 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    if (p.steps[n].folded)
+      for (int o : g.nodes[n].outputs)
+        keep[size_t(o)] = p.weights[size_t(o)].dtype == DType::F32 && target(stored[size_t(o)]) != DType::F32;
+  for (const GraphOutput& o : g.outputs) keep[size_t(o.value)] = 0;
+  std::vector<char> read(g.values.size(), 0);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (p.steps[n].folded) continue;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int in = node.inputs[i];
+      if (in < 0 || !keep[size_t(in)]) continue;
+      read[size_t(in)] = 1;
+      keep[size_t(in)] = ops.takes_stored(node.op, backend, node.attrs, i, target(stored[size_t(in)]));
+    }
+  }
+  for (size_t v = 0; v < keep.size(); ++v)
+    if (keep[v] && read[v]) p.weights[v] = convert_to(p.weights[v], target(stored[v]));
+}
+
 }  // namespace
 
 Result<Program> make_program(const Graph& source, const OpTable& ops, std::vector<Tensor> weights,
@@ -85,6 +126,9 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
   // Weights stay as stored (mapped, not copied) where every reader's kernel
   // reads that type; the rest are widened to F32 once, here.
   std::vector<char> widen(g.values.size(), 0);
+  std::vector<DType> stored(g.values.size(), DType::F32);  // each weight's type before widening
+  for (size_t v = 0; v < p.weights.size(); ++v)
+    if (p.weights[v].data) stored[v] = p.weights[v].dtype;
   for (const Node& node : g.nodes)
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       int in = node.inputs[i];
@@ -151,9 +195,22 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     Status st = (*step.kernel)(ctx);
     if (!st.ok()) return error(g.values[node.outputs[0]].name + " (" + node.op + ", at load): " + st.error().message);
     for (size_t i = 0; i < outs.size(); ++i) p.weights[node.outputs[i]] = std::move(outs[i]);
+    if (def->moves_values) {  // the values keep the type they were stored in (see below)
+      DType from = DType::F32;
+      bool one_type = true, first = true;
+      for (int in : node.inputs)
+        if (in >= 0) {
+          one_type = one_type && (first || stored[size_t(in)] == from);
+          from = stored[size_t(in)];
+          first = false;
+        }
+      if (one_type)
+        for (int o : node.outputs) stored[size_t(o)] = from;
+    }
     for (int in : node.inputs)
       if (in >= 0 && last_reader[size_t(in)] == int(n) && !def->view) release_pages(p.weights[in]);
   }
+  narrow_folded(g, ops, backend, p, stored);
   // Peak memory is the weights once, not twice. A weight no node reads any
   // more (the planner concatenated it into another) is dropped and its
   // mapped pages given back. One only folded nodes read (a stack of

@@ -284,10 +284,13 @@ Status matmul_in_slabs(KernelContext& ctx, int64_t M, int64_t K, int64_t N, dt t
 // --bf16-activations) straight on the tiles, which are its BA16a64b2a
 // layout; decode runs the tile kernel on the split activations
 // (gemv_bf16_avx512.cpp). Only CPUs with AVX-512 BF16 get tiles
-// (matmul_takes).
+// (matmul_takes). The tiles are that layout only where K is a multiple of
+// 32: oneDNN pads each tile's K to one, the tiles hold K values exactly,
+// so from the second tile on oneDNN would read at the wrong place (Phi-3's
+// golden, K = 80, gave garbage prompts); such a K runs the tile kernel.
 Status matmul_bf16x64(KernelContext& ctx, int64_t M, int64_t K, int64_t N) {
   if (!has_avx512_bf16_dot()) return kernel_error(ctx, "matmul", "BF16x64 tiles need a CPU with AVX-512 BF16");
-  if (M > kGemvRows) return matmul_onednn_bf16(ctx, M, K, N, true);
+  if (M > kGemvRows && K % 32 == 0) return matmul_onednn_bf16(ctx, M, K, N, true);
   const auto* w = static_cast<const uint8_t*>(ctx.inputs[1].data);
   float* out = ctx.outputs[0].f32();
   thread_local std::vector<uint16_t> hi_buffer, lo_buffer;

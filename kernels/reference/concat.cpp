@@ -89,6 +89,7 @@ void define_concat(OpTable& t) {
                .attrs = {{"axis", AttrSpec::Int, nullptr}},
                .shape = concat_shape,
                .tolerance = {1e-6, 1e-6},
+               .moves_values = true,
                .split = concat_split,
                .doc = "concat(xs*) -> the inputs joined along an existing axis (concrete in every input; the other dims equal)",
            }),

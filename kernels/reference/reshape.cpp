@@ -133,6 +133,7 @@ void define_reshape(OpTable& t) {
                .shape = reshape_shape,
                .tolerance = {1e-6, 1e-6},
                .view = true,
+               .moves_values = true,
                .split = reshape_split,
                .doc = "reshape(x) -> shape: the same elements viewed under attribute `shape` (0: x's dim there; -1: the run-time seq)",
            }),

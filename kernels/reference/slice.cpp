@@ -94,6 +94,7 @@ void define_slice(OpTable& t) {
                .shape = slice_shape,
                .tolerance = {1e-6, 1e-6},
                .fills = true,
+               .moves_values = true,
                .split = slice_split,
                .doc = "slice(x) -> x[..., start:end, ...] along a concrete axis: a copy, Python's negative indices and clamping",
            }),

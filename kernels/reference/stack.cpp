@@ -68,6 +68,7 @@ void define_stack(OpTable& t) {
                .attrs = {{"axis", AttrSpec::Int, 0}},
                .shape = stack_shape,
                .tolerance = {1e-6, 1e-6},
+               .moves_values = true,
                .split = stack_split,
                .doc = "stack(xs*) -> xs[0] with a new dim len(xs) at axis: inputs of one shape stacked along a new axis",
            }),

@@ -85,6 +85,7 @@ void define_transpose(OpTable& t) {
                .attrs = {{"perm", AttrSpec::IntList, nullptr}},
                .shape = transpose_shape,
                .tolerance = {1e-6, 1e-6},
+               .moves_values = true,
                .doc = "transpose(x) -> x's dims in perm's order: a contiguous copy with the axes permuted (x.permute(perm))",
            }),
            transpose_kernel);

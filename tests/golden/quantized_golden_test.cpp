@@ -177,6 +177,32 @@ TEST(QuantizedMoE, ExpertsStayQuantizedAtLoad) {
   EXPECT_EQ(stacked_f32, 0);
 }
 
+// DeepSeek's per-head matrices, folded at load from kv_b_proj (reshaped,
+// sliced, transposed), keep two bytes a value where the checkpoint is
+// bf16 (exactly) or q4 (as bf16), not the F32 the folding passes through
+// (how close the logits stay: QuantizedGolden's deepseek cases).
+TEST(QuantizedLatent, FoldedPerHeadMatricesStayTwoBytes) {
+  std::string golden = golden_dir("deepseek_v2_lite");
+  ARCH_REQUIRE_SHARED(golden);
+  for (ImportType type : {ImportType::BF16, ImportType::Q4}) {
+    testing::TempDir tmp;
+    std::string out = tmp / "m.safetensors";
+    ASSERT_TRUE(import_checkpoint(golden, out, type).ok());
+    auto model = load_model(out);
+    ASSERT_TRUE(model.ok()) << model.error().message;
+    const Program& p = (*model)->program();
+    int per_head = 0;
+    for (const Node& node : p.graph->nodes) {
+      if (node.op != "routed_matmul") continue;
+      const std::string& name = p.graph->values[size_t(node.inputs[1])].name;  // the template's W_uk, W_uv
+      if (!name.ends_with(".W_uk") && !name.ends_with(".W_uv")) continue;
+      EXPECT_EQ(p.weights[size_t(node.inputs[1])].dtype, DType::BF16) << name;
+      ++per_head;
+    }
+    EXPECT_EQ(per_head, 2 * read_json(golden + "/config.json")["num_hidden_layers"].get<int>());
+  }
+}
+
 // The 2-d q4, q8 and bf16 matrices of a dense model are interleaved (16
 // rows, bf16 64) at load on the cpu path (every reader takes that layout: the matmuls, and
 // the embed that shares a tied table), and kept in rows for the reference.
@@ -220,7 +246,12 @@ TEST(DenseImport, MatricesAreInterleavedAtLoad) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, QuantizedGolden,
                          ::testing::Values("llama", "llama_bf16", "mistral", "qwen2", "qwen3", "gemma", "gemma2",
-                                           "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe", "gemma4_text"));
+                                           "gemma3_text", "mixtral", "qwen2_moe", "qwen3_moe", "gemma4_text", "phi3",
+                                           "starcoder2", "deepseek_v2_lite"));
+// Not deepseek_v3: its q8 import moves the logits by 80% of their largest
+// magnitude on the reference path as on the cpu one (rounded sigmoid scores
+// re-route its random experts' group-limited choice), past any bound that
+// would still catch a broken format.
 
 }  // namespace
 }  // namespace arch

@@ -274,3 +274,28 @@ TEST(CpuMatmul, AsksForTilesWhereTheyPay) {
 
 }  // namespace
 }  // namespace arch
+
+namespace arch {
+namespace {
+
+// Shapes that are no multiple of a tile, a vector or a block (Phi-3's
+// golden: qkv_proj 112 x 80), as rows and as the tiles a loaded model
+// holds, for a decode row and prompts of a few rows.
+TEST(CpuMatmul, AwkwardShapesMatchTheReference) {
+  for (int64_t N : {112, 80, 48, 16})
+    for (int64_t K : {80, 48, 24})
+      for (int64_t M : {1, 3, 8, 17})
+        for (bool tiled : {false, true}) {
+          SCOPED_TRACE(std::to_string(M) + " x " + std::to_string(K) + " @ (" + std::to_string(N) + " x " +
+                       std::to_string(K) + ")^T" + (tiled ? ", tiles" : ", rows"));
+          const Tensor a = random_f32({M, K}, 7), w = convert_to(random_f32({N, K}, 8), DType::BF16);
+          const Tensor stored = tiled && has_avx512_bf16_dot() ? stored_as(w, kBF16x64) : w;
+          const Tensor want = run_matmul("reference", a, to_f32(w)), got = run_matmul("cpu", a, stored);
+          double err = 0;
+          for (int64_t i = 0; i < want.numel(); ++i) err = std::max(err, double(std::abs(got.f32()[i] - want.f32()[i])));
+          EXPECT_LE(err, 1e-4 * max_abs(want));
+        }
+}
+
+}  // namespace
+}  // namespace arch
