@@ -24,6 +24,7 @@ ARCH_GRAMMAR_ERROR(family_name, "expected the family's name after 'family'");
 ARCH_GRAMMAR_ERROR(end_of_file, "expected 'config', 'flags', 'weights', 'block', 'graph' or 'import'");
 ARCH_GRAMMAR_ERROR(import_path, "expected a quoted file name after 'import'");
 ARCH_GRAMMAR_ERROR(string_close, "unterminated string: expected '\"' before the end of the line");
+ARCH_GRAMMAR_ERROR(string_bad_byte, "a byte that is not UTF-8 text in a string (a template is UTF-8)");
 
 ARCH_GRAMMAR_ERROR(block_open, "expected '{'");
 ARCH_GRAMMAR_ERROR(config_close, "expected a config field ('name: type' or 'name: type = default') or '}'");

@@ -88,7 +88,11 @@ struct param_name : identifier {};
 struct digits : plus<digit> {};
 struct exponent : seq<one<'e', 'E'>, opt<one<'+', '-'>>, digits> {};
 struct number : seq<digits, opt<one<'.'>, digits>, opt<exponent>> {};
-struct string_body : star<not_one<'"', '\n'>> {};
+// Strings are UTF-8 text: a stray byte is refused where it stands (it
+// would reach an attribute, a message, a JSON dump downstream).
+struct string_bad_byte : failure {};  // under must<>: its message
+struct string_char : seq<not_at<one<'"', '\n'>>, sor<utf8::any, must<string_bad_byte>>> {};
+struct string_body : star<string_char> {};
 struct string_close : one<'"'> {};
 struct string_lit : seq<one<'"'>, string_body, must<string_close>> {};
 

@@ -350,6 +350,11 @@ const SyntaxCase kSyntaxCases[] = {
     {"unterminated string",
      "family T\nconfig {\n  act: str = \"silu\n}\n",
      "t.arch:3:19: error: unterminated string: expected '\"' before the end of the line", 19},
+    // Found by the fuzzer: a stray byte reached cast's attribute, whose
+    // message dumped it as JSON (which throws on it).
+    {"a byte that is not UTF-8 in a string",
+     "family T\ngraph g(x: f32[seq]) {\n  y = cast(x, dtype: \"f\xff\" \"32\")\n}\n",
+     "t.arch:3:24: error: a byte that is not UTF-8 text in a string (a template is UTF-8)", 24},
     {"missing expression after '='",
      "family T\ngraph g(x: f32[seq]) {\n  y = )\n}\n",
      "t.arch:3:7: error: expected an expression", 7},
