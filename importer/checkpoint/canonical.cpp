@@ -81,6 +81,11 @@ std::optional<ImportType> import_type_from_name(const std::string& name) {
 Result<ImportReport> import_checkpoint(const std::string& dir, const std::string& out, ImportType type,
                                        const ImportProgress& progress) {
   if (canonical_file_of(dir)) return error(dir + ": already a canonical model; import reads a checkpoint directory");
+  // A canonical model is known by its name when read back: any other name
+  // would be written, then refused by every command.
+  if (!out.ends_with(".safetensors"))
+    return error(out + ": a canonical model's file name ends in .safetensors (it is read back by that name): " + out +
+                 ".safetensors, say");
   ARCH_TRY(Checkpoint ckpt, load_checkpoint(dir));
   std::map<std::string, std::string> meta;
   meta["format"] = "archetype";

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "importer/checkpoint/canonical.h"
 #include "importer/checkpoint/safetensors.h"
@@ -216,6 +217,19 @@ TEST(Checkpoint, MissingDirectoryOrFileInsteadOfDirectory) {
 
 // A canonical model cut short says what is wrong with it, not that it is
 // no directory; a safetensors file import did not write says so.
+// A canonical model is read back by its .safetensors name: import refuses
+// to write one under another name, which no command would open.
+TEST(Checkpoint, ImportRefusesAnOutputNotNamedSafetensors) {
+  TempDir dir;
+  ASSERT_TRUE(write_toy_checkpoint(dir / "toy", 0).ok());
+  for (const char* name : {"model.bin", "model"}) {
+    auto report = import_checkpoint(dir / "toy", dir / name, ImportType::AsStored);
+    ASSERT_FALSE(report.ok()) << name;
+    EXPECT_CONTAINS(report.error().message, dir / name + ": a canonical model's file name ends in .safetensors");
+    EXPECT_FALSE(std::filesystem::exists(dir / name)) << name;
+  }
+}
+
 TEST(Checkpoint, ATruncatedCanonicalModelNamesItsFault) {
   TempDir dir;
   ASSERT_TRUE(write_toy_checkpoint(dir / "toy", 0).ok());
