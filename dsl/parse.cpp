@@ -10,7 +10,6 @@
 
 #include <tao/pegtl/contrib/parse_tree.hpp>
 
-
 #include "engine/core/limits.h"
 
 #include "dsl/diagnostic.h"
