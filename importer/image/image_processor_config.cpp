@@ -14,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 constexpr int kMaxSide = kMaxImageSide;
 
-enum class Kind { kViT, kClip, kConvNext, kOther };
+enum class Kind { kViT, kDeiT, kClip, kConvNext, kOther };
 
 // "ViTImageProcessor", "CLIPImageProcessorFast", "ConvNextFeatureExtractor"
 // -> the class's stem: "ViT", "CLIP", "ConvNext".
@@ -29,6 +29,7 @@ std::string processor_stem(std::string type) {
 
 Kind kind_of_stem(const std::string& stem) {
   if (stem == "ViT") return Kind::kViT;
+  if (stem == "DeiT") return Kind::kDeiT;
   if (stem == "CLIP") return Kind::kClip;
   if (stem == "ConvNext") return Kind::kConvNext;
   return Kind::kOther;
@@ -36,6 +37,7 @@ Kind kind_of_stem(const std::string& stem) {
 
 Kind kind_of_model_type(const std::string& model_type) {
   if (model_type == "vit") return Kind::kViT;
+  if (model_type == "deit") return Kind::kDeiT;
   if (model_type == "clip_vision_model" || model_type == "clip") return Kind::kClip;
   if (model_type == "resnet" || model_type == "convnext") return Kind::kConvNext;
   return Kind::kOther;
@@ -58,6 +60,14 @@ ImagePreprocess class_defaults(Kind kind) {
       p.crop_height = p.crop_width = 224;
       p.mean = kClipMean;
       p.std = kClipStd;
+      break;
+    case Kind::kDeiT:  // DeiTImageProcessor: 256 x 256, bicubic, a 224 x 224 center crop
+      p.height = p.width = 256;
+      p.resample = "bicubic";
+      p.do_center_crop = true;
+      p.crop_height = p.crop_width = 224;
+      p.mean = kHalf;
+      p.std = kHalf;
       break;
     case Kind::kConvNext:
       p.shortest_edge = 384;
@@ -322,6 +332,12 @@ Result<ImagePreprocess> from_model_config(const std::string& dir, const json& mo
     case Kind::kViT:
       p.height = height;
       p.width = width;
+      break;
+    case Kind::kDeiT:  // the crop the model's size, resized first as 256 is to 224
+      p.height = height * 256 / 224;
+      p.width = width * 256 / 224;
+      p.crop_height = height;
+      p.crop_width = width;
       break;
     case Kind::kClip:
       p.shortest_edge = std::min(height, width);

@@ -515,10 +515,17 @@ TEST(PreprocessorConfig, MissingKeysTakeTheClassDefaults) {
   ASSERT_TRUE(deit.ok()) << deit.error().message;
   EXPECT_EQ(deit->height, 256);
   EXPECT_EQ(deit->crop_height, 224);
-  auto partial = read_with(dir, {{"image_processor_type", "DeiTImageProcessor"}, {"size", 256}, {"resample", 3}});
+  auto partial = read_with(dir, {{"image_processor_type", "BeitImageProcessor"}, {"size", 256}, {"resample", 3}});
   ASSERT_FALSE(partial.ok());
   EXPECT_CONTAINS(partial.error().message, "'image_mean' is missing");
-  EXPECT_CONTAINS(partial.error().message, "DeiTImageProcessor");
+  EXPECT_CONTAINS(partial.error().message, "BeitImageProcessor");
+  // DeiT's class is known: what a file leaves out is its default.
+  auto deit_partial = read_with(dir, {{"image_processor_type", "DeiTImageProcessor"}, {"size", 288}});
+  ASSERT_TRUE(deit_partial.ok()) << deit_partial.error().message;
+  EXPECT_EQ(deit_partial->height, 288);
+  EXPECT_EQ(deit_partial->crop_height, 224);
+  EXPECT_EQ(deit_partial->resample, "bicubic");
+  EXPECT_EQ(deit_partial->mean, (std::vector<float>{0.5f, 0.5f, 0.5f}));
 }
 
 TEST(PreprocessorConfig, DefaultsFromTheModelConfigWithoutAFile) {
@@ -539,6 +546,15 @@ TEST(PreprocessorConfig, DefaultsFromTheModelConfigWithoutAFile) {
   EXPECT_EQ(clip->crop_width, 32);
   EXPECT_EQ(clip->resample, "bicubic");
   EXPECT_EQ(clip->std, (std::vector<float>{0.26862954f, 0.26130258f, 0.27577711f}));
+
+  // DeiT: resized as 256 is to 224, then cropped to the model's size.
+  auto deit = read_preprocessor_config(dir.path(), {{"model_type", "deit"}, {"image_size", 224}});
+  ASSERT_TRUE(deit.ok()) << deit.error().message;
+  EXPECT_EQ(deit->height, 256);
+  EXPECT_TRUE(deit->do_center_crop);
+  EXPECT_EQ(deit->crop_width, 224);
+  EXPECT_EQ(deit->resample, "bicubic");
+  EXPECT_EQ(preprocess(Tensor::zeros(DType::F32, {3, 300, 400}), *deit).shape, (Dims{3, 224, 224}));
 
   auto full_clip = read_preprocessor_config(dir.path(), {{"model_type", "clip"}, {"vision_config", {{"image_size", 336}}}});
   ASSERT_TRUE(full_clip.ok()) << full_clip.error().message;
