@@ -289,7 +289,7 @@ TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderGolden,
-                         ::testing::Values("bert", "bert_mlm", "roberta", "vit", "vit_model", "clip_vision", "deit",
+                         ::testing::Values("bert", "bert_mlm", "roberta", "vit", "vit_model", "clip_vision", "deit", "dinov2",
                                            "resnet", "resnet_bottleneck", "vits", "vits_noise"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
