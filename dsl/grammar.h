@@ -45,8 +45,9 @@ struct kw_or : TAO_PEGTL_KEYWORD("or") {};
 struct kw_not : TAO_PEGTL_KEYWORD("not") {};
 
 // A name that is not a reserved word (the kw_ rules above, each a whole
-// word). Matched by hand: tried at every name, as a chain of 24 keyword
-// rules it was a tenth of a parse.
+// word: a keyword added there is added to `words` too). Matched by hand:
+// tried at every name, as a chain of 24 keyword rules it was a tenth of a
+// parse.
 struct identifier {
   using rule_t = identifier;
   using subs_t = empty_list;
