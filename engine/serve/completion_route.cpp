@@ -110,7 +110,8 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [job, header, first = true, logprobs, piece, at = start](size_t, httplib::DataSink& sink) mutable {
+      [job, header, first = true, logprobs, piece, at = start, has_text = tok_ != nullptr](size_t,
+                                                                                       httplib::DataSink& sink) mutable {
         TextJob::Taken t = job->take(std::chrono::milliseconds(250));
         auto send = [&](const std::string& event) {
           if (sink.write(event.data(), event.size())) return true;
@@ -118,11 +119,28 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
           return false;
         };
         if (!sink.is_writable()) return job->abandon(), false;
-        if (!t.text.empty() || !t.ids.empty() || (first && header.chat)) {
-          const nlohmann::json lp = logprobs ? logprobs_json(header.chat, t.ids, t.logprobs, piece, at) : nullptr;
-          if (!send(sse(completion_chunk(header, t.text, t.ids, first, lp)))) return false;
+        // One event per token as OpenAI streams, even when several came
+        // since the last take; a token that released no text yet (a partial
+        // character, a possible stop string) rides with the next one.
+        auto chunk = [&](size_t ids_from, size_t ids_to, size_t text_from, size_t text_to) {
+          const std::span<const int32_t> ids(t.ids.data() + ids_from, ids_to - ids_from);
+          const nlohmann::json lp =
+              logprobs ? logprobs_json(header.chat, ids, std::span(t.logprobs).subspan(ids_from, ids_to - ids_from), piece, at)
+                       : nullptr;
+          const bool ok = send(sse(completion_chunk(header, t.text.substr(text_from, text_to - text_from),
+                                                    std::vector<int32_t>(ids.begin(), ids.end()), first, lp)));
           first = false;
+          return ok;
+        };
+        size_t ids_from = 0, text_from = 0;
+        for (size_t i = 0; i < t.ids.size(); ++i) {
+          const bool last = i + 1 == t.ids.size();
+          const size_t text_to = last ? t.text.size() : t.text_ends[i];
+          if (text_to == text_from && !last && has_text) continue;
+          if (!chunk(ids_from, i + 1, text_from, text_to)) return false;
+          ids_from = i + 1, text_from = text_to;
         }
+        if (t.ids.empty() && (!t.text.empty() || (first && header.chat)) && !chunk(0, 0, 0, t.text.size())) return false;
         if (!t.done) return true;
         const BatchOutcome& o = job->outcome();
         const std::string end = o.finish_reason == "error"

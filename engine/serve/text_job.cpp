@@ -41,6 +41,7 @@ void TextJob::on_token(int32_t id) {
   if (stopped_by_text_) return;
   pending_.ids.push_back(id);
   pending_.text += text;
+  pending_.text_ends.push_back(pending_.text.size());
   stopped_by_text_ = stop_.stopped();
   cv_.notify_all();
 }
@@ -68,6 +69,7 @@ TextJob::Taken TextJob::wait_all() {
   Taken all;
   for (;;) {
     Taken t = take(std::chrono::milliseconds(1000));
+    for (size_t end : t.text_ends) all.text_ends.push_back(all.text.size() + end);
     all.text += t.text;
     all.ids.insert(all.ids.end(), t.ids.begin(), t.ids.end());
     all.logprobs.insert(all.logprobs.end(), t.logprobs.begin(), t.logprobs.end());

@@ -31,6 +31,10 @@ class TextJob : public std::enable_shared_from_this<TextJob> {
   struct Taken {
     std::string text;               // since the last take
     std::vector<int32_t> ids;       // likewise
+    // Where each id's text ends in `text` (a token may release none yet,
+    // or text held back by a token before it); text past the last end
+    // came when the completion ended.
+    std::vector<size_t> text_ends;
     std::vector<TokenLogprobs> logprobs;  // one per id, where the request asked for them
     bool done = false;              // the completion is over: outcome() holds how
   };
