@@ -274,10 +274,15 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
     return first ? a[0] : a[1];
   }
   if (f == "contains") {
-    // contains(list, x): is x an item of the list (mlp_only_layers, ...)
+    // contains(list, x): is x an item of the list (mlp_only_layers, ...);
+    // contains(str, s): is s part of the string (DeBERTa's "p2c|c2p")
     ARCH_TRY_STATUS(want(2));
     if (a[0].kind == Val::Null) return Val::of_bool(false);
-    if (a[0].kind != Val::List) return fail(e.loc, "contains() looks in a list, not " + a[0].describe());
+    if (a[0].kind == Val::Str) {
+      if (a[1].kind != Val::Str) return fail(e.loc, "contains() looks for a str in a str, not " + a[1].describe());
+      return Val::of_bool(a[0].s.find(a[1].s) != std::string::npos);
+    }
+    if (a[0].kind != Val::List) return fail(e.loc, "contains() looks in a list or a str, not " + a[0].describe());
     for (const auto& x : a[0].list)
       if (x.to_json() == a[1].to_json() || (x.is_number() && a[1].is_number() && x.num() == a[1].num()))
         return Val::of_bool(true);

@@ -31,7 +31,7 @@ TEST_P(EncoderGolden, EveryExpectedTensorMatchesTransformers) {
 INSTANTIATE_TEST_SUITE_P(Cases, EncoderGolden,
                          ::testing::Values(Case{"bert", "BertStyle"}, Case{"bert_mlm", "BertStyle"},
                                            Case{"roberta", "BertStyle"}, Case{"xlm_roberta", "BertStyle"},
-                                           Case{"modernbert", "BertStyle"}, Case{"modernbert_mlm", "BertStyle"}, Case{"vit", "ViTStyle"},
+                                           Case{"modernbert", "BertStyle"}, Case{"modernbert_mlm", "BertStyle"}, Case{"deberta_v2", "BertStyle"}, Case{"vit", "ViTStyle"},
                                            Case{"vit_model", "ViTStyle"}, Case{"clip_vision", "ViTStyle"}, Case{"deit", "ViTStyle"},
                                            Case{"dinov2", "ViTStyle"}, Case{"siglip_vision", "ViTStyle"},
                                            Case{"resnet", "CNNStyle"}, Case{"resnet_bottleneck", "CNNStyle"}),
