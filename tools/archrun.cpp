@@ -124,12 +124,22 @@ int main(int argc, char** argv) {
   info->add_flag("--json", info_json, "machine-readable output");
 
   EmbedArgs e;
-  auto* emb = app.add_subcommand("embed", "a sentence embedding: the mean of the encoder's last hidden states");
+  auto* emb = app.add_subcommand("embed", "a sentence embedding: the encoder's token states pooled as the model card (sentence-transformers' modules.json) says, else their mean");
   add_common(emb, e.common);
   emb->add_option("-p,--prompt", e.prompt, "the text (tokenized with the checkpoint's tokenizer)");
   emb->add_option("--ids", e.ids, "token ids, comma-separated");
-  emb->add_flag("--normalize", e.normalize, "L2-normalise the vector");
-  emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N}");
+  emb->add_option("--pooling", e.pooling, "mean, cls, max, last, or pooler (the model's own pooler output); default: the model card's")
+      ->check(CLI::IsMember({"mean", "cls", "max", "last", "pooler"}));
+  emb->add_flag("--normalize", e.normalize, "L2-normalise the vector (also when the model card has a Normalize module)");
+  emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N, \"pooling\": ..., \"normalized\": ...}");
+
+  RerankArgs rr;
+  auto* rrk = app.add_subcommand("rerank", "passages ordered by relevance to a query: a cross-encoder's classification head on each (query, passage) pair");
+  add_common(rrk, rr.common);
+  rrk->add_option("-q,--query", rr.query, "the query")->required();
+  rrk->add_option("--passages", rr.passages, "a text file, one passage per line (- reads stdin)")->required();
+  rrk->add_option("--top-n", rr.top_n, "print only the best N (default: all)")->check(CLI::Range(1, 1 << 20));
+  rrk->add_flag("--json", rr.json, "print {\"results\": [{\"index\", \"relevance_score\", \"logits\", \"document\"}, ...]}");
 
   std::string tk_model, tk_text, tk_file;
   bool tk_no_special = false, tk_json = false;
@@ -333,6 +343,7 @@ int main(int argc, char** argv) {
     if (fwd->parsed()) return run_forward(f);
     if (info->parsed()) return run_info(ic, info_json);
     if (emb->parsed()) return run_embed(e);
+    if (rrk->parsed()) return run_rerank(rr);
     if (cmp->parsed()) return run_compare(cc, golden, compare_json);
     if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
     if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);

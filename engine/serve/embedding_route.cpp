@@ -1,13 +1,12 @@
 // POST /v1/embeddings: each input (text, or token ids) through the encoder,
-// its mean-pooled last hidden state L2-normalised (as the API's embeddings
-// are), as floats or as base64 of their little-endian float32 bytes (what
+// its token states pooled as the model card says (else their mean) and
+// L2-normalised (as the API's embeddings are), as floats or as base64 of their little-endian float32 bytes (what
 // the openai clients ask for by default).
-#include <cmath>
 #include <cstring>
 
 #include <httplib.h>
 
-#include "engine/runtime/forward.h"
+#include "engine/runtime/text_encoder.h"
 #include "engine/serve/completion_request.h"
 #include "engine/serve/http_reply.h"
 #include "engine/serve/server.h"
@@ -60,21 +59,13 @@ void Server::embed(const httplib::Request& req, httplib::Response& res) {
     if (limit > 0 && int64_t(ids.size()) > limit)
       return reply_error(res, bad_request("an input of " + std::to_string(ids.size()) + " tokens exceeds the model's " +
                                               std::to_string(limit) + " positions", "input", "context_length_exceeded"));
-    Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
-    std::copy(ids.begin(), ids.end(), t.i32());
-    Result<NamedTensors> outs = error("");
+    Result<std::vector<float>> vec = error("");
     {
       auto lock = hold_work();
-      outs = forward(*model_, {{"input_ids", t}}, {"mean_pooled"});
+      vec = embed_ids(*model_, ids, pooling_.pooling, /*normalize=*/true);
     }
-    if (!outs.ok()) return reply_error(res, {500, "the encoder failed: " + outs.error().message, "server_error", "", ""});
-    const Tensor& v = outs->at("mean_pooled");
-    std::vector<float> vec(v.f32(), v.f32() + v.numel());
-    double norm = 0;
-    for (float x : vec) norm += double(x) * x;
-    norm = std::max(std::sqrt(norm), 1e-12);
-    for (float& x : vec) x = float(x / norm);
-    vectors.push_back(std::move(vec));
+    if (!vec.ok()) return reply_error(res, {500, "the encoder failed: " + vec.error().message, "server_error", "", ""});
+    vectors.push_back(std::move(*vec));
     tokens += int64_t(ids.size());
   }
   nlohmann::json reply = embedding_reply(name_, vectors, tokens);

@@ -13,6 +13,7 @@
 #include "engine/runtime/graph_outputs.h"
 #include "engine/runtime/model_text.h"
 #include "engine/runtime/speak.h"
+#include "engine/runtime/text_encoder.h"
 #include "engine/serve/completion_request.h"
 #include "engine/serve/gated_http_server.h"
 #include "engine/serve/http_reply.h"
@@ -20,14 +21,6 @@
 namespace arch::serve {
 
 namespace {
-
-bool has_output(const Model& m, const std::string& name) {
-  for (const auto& g : m.graphs) {
-    auto names = output_names(g->graph);
-    if (std::find(names.begin(), names.end(), name) != names.end()) return true;
-  }
-  return false;
-}
 
 // A chat template from a Jinja file, rendered with the checkpoint's special
 // tokens where it has them.
@@ -70,7 +63,13 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
     s->chat_missing_ = info.error().message;
   }
   s->vocab_ = m->config_int("vocab_size", 0);
-  s->embeds_ = has_output(*m, "mean_pooled");
+  s->embeds_ = has_output(*m, "mean_pooled");  // a text encoder (its token states in last_hidden_state)
+  s->reranks_ = s->tok_ && has_classifier(*m);
+  if (std::error_code ec; s->embeds_ && std::filesystem::is_directory(model_path, ec)) {
+    auto card = read_pooling_card(side_files_in(model_path));
+    if (!card.ok()) return error(model_path + "/" + card.error().message);
+    s->pooling_ = *card;
+  }
   s->speaks_ = speech_graph(*m) != nullptr;
   // Speech in: an encoder-decoder whose encoder takes log-mel features.
   if (const ModelGraph* tg = m->token_graph(); tg && m->is_encoder_decoder())
@@ -134,6 +133,7 @@ std::string Server::serves() const {
   std::string s;
   if (batcher_) s += chat_ ? "completions, chat completions" : "completions (no chat template: " + chat_missing_ + ")";
   if (embeds_) s += std::string(s.empty() ? "" : ", ") + "embeddings";
+  if (reranks_) s += std::string(s.empty() ? "" : ", ") + "rerank";
   if (speaks_) s += std::string(s.empty() ? "" : ", ") + "speech";
   if (transcribes_) s += std::string(s.empty() ? "" : ", ") + "transcriptions";
   if (pipeline_) s += std::string(s.empty() ? "" : ", ") + "images";
@@ -232,6 +232,7 @@ void Server::routes() {
   h.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, false); });
   h.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res, true); });
   h.Post("/v1/embeddings", [this](const httplib::Request& req, httplib::Response& res) { embed(req, res); });
+  h.Post("/v1/rerank", [this](const httplib::Request& req, httplib::Response& res) { rerank(req, res); });
   h.Post("/v1/audio/speech", [this](const httplib::Request& req, httplib::Response& res) { speech(req, res); });
   h.Post("/v1/audio/transcriptions", [this](const httplib::Request& req, httplib::Response& res) { transcription(req, res); });
   h.Post("/v1/images/generations", [this](const httplib::Request& req, httplib::Response& res) { image(req, res); });

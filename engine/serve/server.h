@@ -2,7 +2,8 @@
 // every existing client works: GET /health, GET /v1/models,
 // POST /v1/completions and /v1/chat/completions (whole, or streamed as
 // server-sent events ending in `data: [DONE]`) through a continuous
-// batcher, POST /v1/embeddings for an encoder that pools, POST /v1/audio/speech for a
+// batcher, POST /v1/embeddings for an encoder that pools (as its model card
+// says), POST /v1/rerank for a cross-encoder, POST /v1/audio/speech for a
 // voice and /v1/audio/transcriptions for a speech encoder-decoder,
 // POST /v1/images/generations for a Stable Diffusion pipeline. Errors are the
 // API's JSON with its statuses; past the batcher's queue a request gets 503
@@ -20,6 +21,7 @@
 #include "engine/runtime/pipeline.h"
 #include "engine/serve/api_error.h"
 #include "importer/text/chat_template/load.h"
+#include "importer/text/pooling_card.h"
 #include "importer/text/tokenizer/tokenizer.h"
 
 namespace httplib {
@@ -72,6 +74,7 @@ class Server {
   // The routes' work (completion_route.cpp, embedding_route.cpp).
   void complete(const httplib::Request& req, httplib::Response& res, bool chat);
   void embed(const httplib::Request& req, httplib::Response& res);
+  void rerank(const httplib::Request& req, httplib::Response& res);          // rerank_route.cpp
   void speech(const httplib::Request& req, httplib::Response& res);         // audio_routes.cpp
   void transcription(const httplib::Request& req, httplib::Response& res);
   void image(const httplib::Request& req, httplib::Response& res);           // image_route.cpp
@@ -97,6 +100,8 @@ class Server {
   std::string chat_missing_;            // why there is no chat template
   std::unique_ptr<Batcher> batcher_;    // null: the model does not generate
   bool embeds_ = false;
+  bool reranks_ = false;       // an encoder with a classification head, and a tokenizer
+  PoolingCard pooling_;        // how embeddings pool (the model card's)
   bool speaks_ = false, transcribes_ = false;
   std::shared_ptr<Pipeline> pipeline_;  // set: a text-to-image pipeline (no model_)
   std::mutex work_mu_;                  // embeddings, speech and transcriptions run one at a time

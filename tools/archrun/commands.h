@@ -69,7 +69,15 @@ struct ForwardArgs {
 struct EmbedArgs {
   Common common;
   std::string prompt, ids;
+  std::string pooling;  // --pooling: empty = as the model card says (else mean)
   bool normalize = false, json = false;
+};
+
+struct RerankArgs {
+  Common common;
+  std::string query, passages;  // --passages FILE: one per line ("-": stdin)
+  int top_n = 0;                // 0: all
+  bool json = false;
 };
 
 struct ChatArgs {
@@ -181,6 +189,7 @@ int run_generate(const GenerateArgs& a);
 int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt, std::shared_ptr<const Tokenizer> tok);
 int run_forward(const ForwardArgs& a);
 int run_embed(const EmbedArgs& a);
+int run_rerank(const RerankArgs& a);
 int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json);
 int run_tokenize(const std::string& model, std::string text, const std::string& file, bool no_special, bool as_json);
 int run_detokenize(const std::string& model, const std::string& ids_text, bool skip_special, bool as_json);

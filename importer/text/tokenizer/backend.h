@@ -11,6 +11,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const = 0;
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const = 0;
+  virtual Result<PairEncoding> encode_pair(std::string_view, std::string_view, size_t) const {
+    return error(source + ": this " + kind() + " tokenizer has no post-processor to lay out a pair of texts");
+  }
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;
   virtual size_t vocab_size() const = 0;

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/error.h"
+#include "importer/text/tokenizer/tokenizer.h"
 
 namespace arch::tok {
 
@@ -54,11 +55,19 @@ class Model {
   virtual std::string kind() const = 0;
 };
 
+using PairIds = PairEncoding;
+
 class PostProcessor {
  public:
   virtual ~PostProcessor() = default;
   virtual void process(std::vector<int32_t>& ids, bool add_special_tokens) const = 0;
   virtual size_t added_count() const = 0;  // ids process() adds with add_special_tokens
+  // The pair (a, b) with special tokens, as `tokenizers` encodes a pair;
+  // this default (no special tokens): a then b, of types 0 and 1.
+  virtual PairIds process_pair(const std::vector<int32_t>& a, const std::vector<int32_t>& b) const;
+  virtual size_t added_pair_count() const { return 0; }  // ids process_pair() adds
+  // false: a template with no pair form, which cannot encode pairs.
+  virtual bool lays_out_pairs() const { return true; }
 };
 
 class Decoder {

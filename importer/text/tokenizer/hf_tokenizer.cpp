@@ -37,7 +37,8 @@ class HfBackend : public Backend {
   };
   std::optional<Padding> padding;
 
-  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override {
+  // The model's ids for the text, before truncation and special tokens.
+  std::vector<int32_t> tokens(std::string_view text) const {
     std::string repaired;
     if (!is_valid_utf8(text)) {
       repaired = utf8_lossy(text);
@@ -52,6 +53,25 @@ class HfBackend : public Backend {
       if (s.id >= 0) ids.push_back(s.id);
       else model->tokenize(s.text, ids);
     }
+    return ids;
+  }
+
+  Result<PairEncoding> encode_pair(std::string_view a, std::string_view b, size_t max_length) const override {
+    if (post_processor && !post_processor->lays_out_pairs())
+      return error(source + ": the post-processor's template has no pair form, so a pair of texts cannot be laid out");
+    std::vector<int32_t> first = tokens(a), second = tokens(b);
+    if (truncation) max_length = std::min(max_length, truncation->max_length);
+    const size_t added_n = post_processor ? post_processor->added_pair_count() : 0;
+    if (max_length < added_n + 2)
+      return error(source + ": " + std::to_string(max_length) + " tokens leave no room for a pair beside its " +
+                   std::to_string(added_n) + " special tokens");
+    // longest_first: a token off the longer text until both fit.
+    while (first.size() + second.size() + added_n > max_length) (first.size() > second.size() ? first : second).pop_back();
+    return post_processor ? post_processor->process_pair(first, second) : make_template({}, {})->process_pair(first, second);
+  }
+
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override {
+    std::vector<int32_t> ids = tokens(text);
     if (truncation) {
       size_t added_n = add_special_tokens && post_processor ? post_processor->added_count() : 0;
       size_t keep = truncation->max_length > added_n ? truncation->max_length - added_n : 0;

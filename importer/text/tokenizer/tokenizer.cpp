@@ -10,6 +10,9 @@ Tokenizer::~Tokenizer() = default;
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   return backend_->encode(text, add_special_tokens);
 }
+Result<PairEncoding> Tokenizer::encode_pair(std::string_view a, std::string_view b, size_t max_length) const {
+  return backend_->encode_pair(a, b, max_length);
+}
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   return backend_->decode(ids, skip_special_tokens);
 }

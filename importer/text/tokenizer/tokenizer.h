@@ -27,6 +27,12 @@ namespace tok {
 class Backend;  // one implementation per file kind (importer/text/tokenizer/backend.h)
 }
 
+// A pair of texts as one input (a cross-encoder's query and passage): the
+// ids, and each one's type (segment) id.
+struct PairEncoding {
+  std::vector<int32_t> ids, type_ids;
+};
+
 class Tokenizer {
  public:
   explicit Tokenizer(std::unique_ptr<const tok::Backend> backend);
@@ -39,6 +45,12 @@ class Tokenizer {
   // (BOS, [CLS] ... [SEP]). Bytes that are not UTF-8 are read as U+FFFD.
   // Safe to call from several threads at once.
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  // As `tokenizers`' encode((a, b)): the pair laid out by the
+  // post-processor's pair form ([CLS] A [SEP] B [SEP], B of type 1, for
+  // BERT), the longer text cut first until the whole fits in max_length
+  // (and the tokenizer's own truncation). Errors where the tokenizer has no
+  // pair form.
+  Result<PairEncoding> encode_pair(std::string_view a, std::string_view b, size_t max_length) const;
   // As `tokenizers`' decode(ids, skip_special_tokens): the decoder's text,
   // with no clean_up_tokenization_spaces. Ids without a token are skipped.
   // For a tokenizer.model, SentencePiece's decode (control tokens drop out).

@@ -4,6 +4,7 @@
 
 #include "importer/text/tokenizer/regex.h"
 #include "importer/text/tokenizer/tokenizer.h"
+#include "tests/importer/text/tokenizer/tokenizer_test_util.h"
 
 namespace arch {
 namespace {
@@ -329,6 +330,80 @@ TEST(TokenizerComponents, OnigurumaClassesOnPcre2) {
   word->find_all("e\u0301\u203Fx\u00B2", m);  // mark and U+203F join the word; superscript two (No) does not
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].second, 7u);
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// A whitespace word-level tokenizer (a 0, [CLS] 1, [SEP] 2, b 3) with this post-processor.
+json testing_tokenizer(const json& post) {
+  return tokenizer(word_level({"a", "[CLS]", "[SEP]", "b"}), nullptr, {{"type", "WhitespaceSplit"}}, post);
+}
+
+// Pairs (a cross-encoder's query and passage): the template's pair form
+// with its type ids, BERT's and RoBERTa's layouts, the longer text cut first
+// to fit, and a template with no pair form refused.
+TEST(TokenizerPairs, TheTemplatesPairFormWithItsTypeIds) {
+  auto specials = json{{"[CLS]", {{"id", "[CLS]"}, {"ids", {1}}, {"tokens", {"[CLS]"}}}},
+                       {"[SEP]", {{"id", "[SEP]"}, {"ids", {2}}, {"tokens", {"[SEP]"}}}}};
+  json j = testing_tokenizer(json{{"type", "TemplateProcessing"}, {"single", "[CLS] $A [SEP]"},
+                                  {"pair", "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1"}, {"special_tokens", specials}});
+  auto tok = tokenizer_from_json(j.dump(), "pair.json");
+  ASSERT_TRUE(tok.ok()) << tok.error().message;
+  auto p = (*tok)->encode_pair("a a", "b", 64);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  EXPECT_EQ(p->ids, (Ids{1, 0, 0, 2, 3, 2}));
+  EXPECT_EQ(p->type_ids, (Ids{0, 0, 0, 0, 1, 1}));
+  // 7 tokens into 6: the longer text loses its last token first.
+  auto cut = (*tok)->encode_pair("a a a", "b b", 6);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->ids, (Ids{1, 0, 0, 2, 3, 2}));
+  json single = testing_tokenizer(json{{"type", "TemplateProcessing"}, {"single", "[CLS] $A [SEP]"}, {"special_tokens", specials}});
+  auto no_pair = tokenizer_from_json(single.dump(), "single.json");
+  ASSERT_TRUE(no_pair.ok());
+  auto refused = (*no_pair)->encode_pair("a", "b", 64);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "single.json: the post-processor's template has no pair form, so a pair of texts cannot be laid out");
+}
+
+// bert-base-uncased's tokenizer.json writes its pair form as a list.
+TEST(TokenizerPairs, BertBaseUncasedsListForm) {
+  ARCH_REQUIRE_SHARED(testing::tokenizer_dir("bert-base-uncased"));
+  auto tok = testing::shared_tokenizer("bert-base-uncased");
+  ASSERT_TRUE(tok);
+  const Ids q = tok->encode("what is a tokenizer?", false), d = tok->encode("It splits text into pieces.", false);
+  auto p = tok->encode_pair("what is a tokenizer?", "It splits text into pieces.", 512);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  Ids want = {101};
+  want.insert(want.end(), q.begin(), q.end());
+  want.push_back(102);
+  want.insert(want.end(), d.begin(), d.end());
+  want.push_back(102);
+  EXPECT_EQ(p->ids, want);
+  Ids types(q.size() + 2, 0);
+  types.insert(types.end(), d.size() + 1, 1);
+  EXPECT_EQ(p->type_ids, types);
+}
+
+TEST(TokenizerPairs, BertAndRobertaProcessing) {
+  auto bert = tokenizer_from_json(
+      testing_tokenizer(json{{"type", "BertProcessing"}, {"cls", {"[CLS]", 1}}, {"sep", {"[SEP]", 2}}}).dump(), "bert.json");
+  ASSERT_TRUE(bert.ok()) << bert.error().message;
+  auto b = (*bert)->encode_pair("a", "b b", 64);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->ids, (Ids{1, 0, 2, 3, 3, 2}));
+  EXPECT_EQ(b->type_ids, (Ids{0, 0, 0, 1, 1, 1}));
+  auto roberta = tokenizer_from_json(
+      testing_tokenizer(json{{"type", "RobertaProcessing"}, {"cls", {"[CLS]", 1}}, {"sep", {"[SEP]", 2}}}).dump(), "roberta.json");
+  ASSERT_TRUE(roberta.ok());
+  auto r = (*roberta)->encode_pair("a", "b", 64);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->ids, (Ids{1, 0, 2, 2, 3, 2}));
+  EXPECT_EQ(r->type_ids, (Ids{0, 0, 0, 0, 0, 0}));
 }
 
 }  // namespace
