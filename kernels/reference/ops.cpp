@@ -44,6 +44,7 @@ void define_reference_ops(OpTable& t) {
   define_one_hot(t);
   define_relative_position_bucket(t);
   define_log_bucket_position(t);
+  define_resize(t);
   define_flip(t);
   define_cumsum(t);
   define_expand_by_durations(t);

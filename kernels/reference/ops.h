@@ -54,6 +54,7 @@ void define_gather(OpTable& t);       // gather
 void define_one_hot(OpTable& t);      // one_hot
 void define_relative_position_bucket(OpTable& t);  // relative_position_bucket
 void define_log_bucket_position(OpTable& t);       // log_bucket_position
+void define_resize(OpTable& t);                    // resize
 void define_flip(OpTable& t);         // flip
 void define_cumsum(OpTable& t);       // cumsum
 void define_expand_by_durations(OpTable& t);  // expand_by_durations

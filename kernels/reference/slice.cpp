@@ -1,5 +1,5 @@
 // slice(x) attrs axis, start, end -> x with `axis` cut to [start, end): a copy
-// of that range along a concrete axis (any dtype). start and end count from
+// of that range along a concrete or `_` axis (any dtype). start and end count from
 // the end when negative and are clamped to the axis, as Python slices are
 // (step 1; an empty range gives a zero-length dim).
 #include <algorithm>
@@ -25,13 +25,12 @@ Result<std::vector<TypedShape>> slice_shape(std::span<const TypedShape> in, std:
   const Shape& x = in[0].shape;
   if (x.empty()) return error("slice: x must have at least one dim, got []");
   ARCH_TRY(size_t axis, normalize_axis("slice", attr_int(attrs, "axis", 0), x.size()));
-  if (!x[axis].concrete())
+  // A `_` axis (a size known per call) gives a `_` one, sized when the call's shapes are.
+  if (!x[axis].concrete() && x[axis] != Dim::dyn())
     return error("slice: axis " + std::to_string(axis) + " of x " + shape_str(x) + " is " + dim_str(x[axis]) +
-                 ": only a concrete axis can be sliced");
-  auto [start, len] = python_range(attr_int(attrs, "start", 0), attr_int(attrs, "end", 0), x[axis].n);
-  (void)start;
+                 ": only a concrete axis (or a `_` one) can be sliced");
   Shape out = x;
-  out[axis] = Dim::of(len);
+  if (x[axis].concrete()) out[axis] = Dim::of(python_range(attr_int(attrs, "start", 0), attr_int(attrs, "end", 0), x[axis].n).second);
   return one_output(out, in[0].dtype);
 }
 

@@ -130,5 +130,22 @@ TEST(ClassificationHead, DebertasContextPoolerOnTheFirstToken) {
                 linear(C, &c, each(linear(D, &d, first), gelu)));
 }
 
+// Image classification: DINOv2's head reads CLS beside the mean of the
+// patch tokens (after the registers, which it skips).
+TEST(ClassificationHead, Dinov2sReadsClsBesideThePatchesMean) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("dinov2_registers"));
+  const Tensor C = random_tensor({3, 128}, 15), c = random_tensor({3}, 16);
+  auto exp = read_safetensors(testing::golden_dir("dinov2_registers") + "/expected.safetensors");
+  ASSERT_TRUE(exp.ok());
+  const Tensor& h = exp->tensors.at("last_hidden_state");  // [CLS, 4 registers, 30 patches] x 64
+  const int64_t n = h.shape[0], d = h.shape[1];
+  Vec in(size_t(2 * d), 0.0);
+  for (int64_t j = 0; j < d; ++j) {
+    in[size_t(j)] = h.f32()[j];
+    for (int64_t i = 5; i < n; ++i) in[size_t(d + j)] += h.f32()[i * d + j] / double(n - 5);
+  }
+  expect_logits("dinov2_registers", {{"classifier.weight", C}, {"classifier.bias", c}}, linear(C, &c, in));
+}
+
 }  // namespace
 }  // namespace arch

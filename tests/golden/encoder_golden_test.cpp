@@ -33,7 +33,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, EncoderGolden,
                                            Case{"roberta", "BertStyle"}, Case{"xlm_roberta", "BertStyle"},
                                            Case{"modernbert", "BertStyle"}, Case{"modernbert_mlm", "BertStyle"}, Case{"deberta_v2", "BertStyle"}, Case{"vit", "ViTStyle"},
                                            Case{"vit_model", "ViTStyle"}, Case{"clip_vision", "ViTStyle"}, Case{"deit", "ViTStyle"},
-                                           Case{"dinov2", "ViTStyle"}, Case{"siglip_vision", "ViTStyle"},
+                                           Case{"dinov2", "ViTStyle"}, Case{"dinov2_interp", "ViTStyle"}, Case{"dinov2_registers", "ViTStyle"}, Case{"siglip_vision", "ViTStyle"},
                                            Case{"resnet", "CNNStyle"}, Case{"resnet_bottleneck", "CNNStyle"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 

@@ -1,0 +1,67 @@
+// archrun classify on DINOv2 with an image-classification head (registers,
+// an image of another size than the config's): the labels and
+// probabilities are the head's on the preprocessed image, run in-process.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#include <stb/stb_image_write.h>
+
+#include "engine/runtime/forward.h"
+#include "engine/runtime/model.h"
+#include "importer/image/image.h"
+#include "importer/image/image_preprocess.h"
+#include "importer/image/image_processor_config.h"
+#include "tests/engine/runtime/cross_encoder.h"
+#include "tests/tools/run_tool.h"
+
+namespace arch {
+namespace {
+
+TEST(ArchrunClassify, Dinov2WithAHead) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("dinov2_registers"));
+  const nlohmann::json labels = {{"0", "cat"}, {"1", "dog"}, {"2", "bird"}, {"3", "fish"}};
+  testing::GoldenVariant v("dinov2_registers", "dinov2_classifier", {{"id2label", labels}},
+                           {{"classifier.weight", testing::seeded({4, 128}, 31)}, {"classifier.bias", testing::seeded({4}, 32)}});
+  // BitImageProcessor as DINOv2's cards have it, resizing to 40 x 48 (5 x 6 patches of 8).
+  std::ofstream(v.dir / "preprocessor_config.json") << R"({"image_processor_type": "BitImageProcessor",
+      "do_resize": true, "size": {"height": 40, "width": 48}, "resample": 3, "do_center_crop": false,
+      "do_rescale": true, "rescale_factor": 0.00392156862745098, "do_normalize": true,
+      "image_mean": [0.485, 0.456, 0.406], "image_std": [0.229, 0.224, 0.225]})";
+  std::vector<unsigned char> rgb(64 * 56 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 53) % 241);
+  const std::string png = (v.dir / "image.png").string();
+  ASSERT_NE(stbi_write_png(png.c_str(), 64, 56, 3, rgb.data(), 64 * 3), 0);
+  auto r = testing::run_tool(testing::archrun() + " classify " + v.path() + " " + png + " --top-k 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto top = nlohmann::json::parse(r.out)["top"];
+  ASSERT_EQ(top.size(), 4u);
+  // In-process: the same preprocessing, the head's softmax.
+  auto m = load_model(v.path());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto image = load_image(png);
+  ASSERT_TRUE(image.ok());
+  auto pre = read_preprocessor_config(v.path(), (*m)->checkpoint.config);
+  ASSERT_TRUE(pre.ok()) << pre.error().message;
+  const Tensor pixels = preprocess(*image, *pre);
+  ASSERT_EQ(pixels.shape, (Dims{3, 40, 48}));
+  auto out = forward(**m, {{"pixel_values", pixels}}, {"logits"});
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  const float* l = out->at("logits").f32();
+  double most = -INFINITY, total = 0;
+  for (int i = 0; i < 4; ++i) most = std::max(most, double(l[i]));
+  for (int i = 0; i < 4; ++i) total += std::exp(l[i] - most);
+  for (const auto& t : top) {
+    const std::string label = t["label"];
+    int id = -1;
+    for (int i = 0; i < 4; ++i)
+      if (labels[std::to_string(i)] == label) id = i;
+    ASSERT_GE(id, 0) << label;
+    EXPECT_NEAR(t["probability"].get<double>(), std::exp(l[id] - most) / total, 1e-5) << label;
+  }
+}
+
+}  // namespace
+}  // namespace arch
