@@ -38,7 +38,10 @@ Result<std::vector<TypedShape>> attention_shape(std::span<const TypedShape> in, 
                    dim_str(T) + " is not " + dim_str(S) + ", ctx, or a concrete length >= it), got " +
                    names());
   }
-  if (!q[1].concrete() || !k[1].concrete() || k[1].n <= 0 || q[1].n % k[1].n != 0)
+  // `_` heads (windows and heads as one axis, of an image of any size) are
+  // checked when the call's shapes are known.
+  const bool per_call = q[1] == Dim::dyn() || k[1] == Dim::dyn();
+  if (!per_call && (!q[1].concrete() || !k[1].concrete() || k[1].n <= 0 || q[1].n % k[1].n != 0))
     return error("attention: query heads " + dim_str(q[1]) + " must be a multiple of kv heads " +
                  dim_str(k[1]) + " (" + names() + ")");
   if (in.size() > 3 && is_present(present, 3)) {

@@ -1,7 +1,9 @@
 // Views for images of any size, where a reshape cannot name the sizes:
-//   flatten(x) attr axis -> x's dims before `axis`, then their product from
-//     `axis` on ([C, H, W] -> [C, H W]: an image's pixels as tokens); a `_`
-//     among them makes the product `_`.
+//   flatten(x) attrs axis, end -> x's dims before `axis`, their product from
+//     `axis` through `end` (-1: the last), then the dims after `end` ([C, H,
+//     W] -> [C, H W]: an image's pixels as tokens; [w², windows, heads, d]
+//     -> [w², windows·heads, d] with end 2); a `_` among them makes the
+//     product `_`.
 //   reshape_as(x, like) -> like's shape, x's elements (the tokens back to
 //     [C, H, W]); `like` gives only the shape.
 #include "kernels/reference/ops.h"
@@ -11,16 +13,26 @@ namespace arch {
 
 namespace {
 
+// The dims `axis` .. `end` of a rank-`rank` x, checked; end -1 is the last.
+Result<std::pair<size_t, size_t>> merged_range(const Attrs& attrs, size_t rank) {
+  const int64_t axis = attr_int(attrs, "axis", 1), end_attr = attr_int(attrs, "end", -1);
+  const int64_t end = end_attr < 0 ? int64_t(rank) + end_attr : end_attr;
+  if (axis < 0 || axis >= int64_t(rank) || end < axis || end >= int64_t(rank))
+    return error("flatten: axis " + std::to_string(axis) + " through end " + std::to_string(end_attr) + " are not dims of a rank-" +
+                 std::to_string(rank) + " x");
+  return std::pair<size_t, size_t>{size_t(axis), size_t(end)};
+}
+
 Result<std::vector<TypedShape>> flatten_shape(std::span<const TypedShape> in, std::span<const bool>, const Attrs& attrs) {
   if (in.size() != 1) return error("flatten: takes x");
   const Shape& x = in[0].shape;
-  const int64_t axis = attr_int(attrs, "axis", 1);
-  if (axis < 0 || axis >= int64_t(x.size())) return error("flatten: axis " + std::to_string(axis) + " is not one of " + shape_str(x) + "'s");
-  Shape out(x.begin(), x.begin() + axis);
+  ARCH_TRY(auto range, merged_range(attrs, x.size()));
+  Shape out(x.begin(), x.begin() + ptrdiff_t(range.first));
   Dim merged = Dim::of(1);
-  for (size_t d = size_t(axis); d < x.size(); ++d)
+  for (size_t d = range.first; d <= range.second; ++d)
     merged = merged.concrete() && x[d].concrete() ? Dim::of(merged.n * x[d].n) : Dim::dyn();
   out.push_back(merged);
+  out.insert(out.end(), x.begin() + ptrdiff_t(range.second) + 1, x.end());
   return one_output(out, in[0].dtype);
 }
 
@@ -47,12 +59,13 @@ Status view_as(KernelContext& ctx, const char* op, const Dims& want) {
 Status flatten_kernel(KernelContext& ctx) {
   if (ctx.inputs.size() != 1 || ctx.outputs.empty()) return kernel_error(ctx, "flatten", "needs one input and one output");
   const Tensor& X = ctx.inputs[0];
-  const int64_t axis = attr_int(ctx.attrs, "axis", 1);
-  if (axis < 0 || axis >= int64_t(X.shape.size())) return kernel_error(ctx, "flatten", "axis out of range for " + dims_str(X.shape));
-  Dims want(X.shape.begin(), X.shape.begin() + axis);
+  auto range = merged_range(ctx.attrs, X.shape.size());
+  if (!range.ok()) return kernel_error(ctx, "flatten", range.error().message);
+  Dims want(X.shape.begin(), X.shape.begin() + ptrdiff_t(range->first));
   int64_t merged = 1;
-  for (size_t d = size_t(axis); d < X.shape.size(); ++d) merged *= X.shape[d];
+  for (size_t d = range->first; d <= range->second; ++d) merged *= X.shape[d];
   want.push_back(merged);
+  want.insert(want.end(), X.shape.begin() + ptrdiff_t(range->second) + 1, X.shape.end());
   return view_as(ctx, "flatten", want);
 }
 
@@ -67,11 +80,11 @@ void define_flatten(OpTable& t) {
   t.define(checked(OpDef{
                .name = "flatten",
                .inputs = {"x"},
-               .attrs = {{"axis", AttrSpec::Int, 1}},
+               .attrs = {{"axis", AttrSpec::Int, 1}, {"end", AttrSpec::Int, -1}},
                .shape = flatten_shape,
                .tolerance = {0, 0},
                .view = true,
-               .doc = "flatten(x) -> x's dims before axis, then their product ([C, H, W] -> [C, H W]; `_` stays `_`)",
+               .doc = "flatten(x) -> x's dims before axis, the product of axis..end (-1: the last), the dims after ([C, H, W] -> [C, H W]; `_` stays `_`)",
            }),
            flatten_kernel);
   t.define(checked(OpDef{

@@ -45,6 +45,8 @@ void define_reference_ops(OpTable& t) {
   define_relative_position_bucket(t);
   define_log_bucket_position(t);
   define_resize(t);
+  define_windows(t);
+  define_pixel_shuffle(t);
   define_flip(t);
   define_cumsum(t);
   define_expand_by_durations(t);

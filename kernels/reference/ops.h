@@ -55,6 +55,8 @@ void define_one_hot(OpTable& t);      // one_hot
 void define_relative_position_bucket(OpTable& t);  // relative_position_bucket
 void define_log_bucket_position(OpTable& t);       // log_bucket_position
 void define_resize(OpTable& t);                    // resize
+void define_windows(OpTable& t);   // window_partition, window_reverse, shifted_window_mask, window_coords, window_relative_index
+void define_pixel_shuffle(OpTable& t);             // pixel_shuffle
 void define_flip(OpTable& t);         // flip
 void define_cumsum(OpTable& t);       // cumsum
 void define_expand_by_durations(OpTable& t);  // expand_by_durations

@@ -34,7 +34,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, EncoderGolden,
                                            Case{"modernbert", "BertStyle"}, Case{"modernbert_mlm", "BertStyle"}, Case{"deberta_v2", "BertStyle"}, Case{"vit", "ViTStyle"},
                                            Case{"vit_model", "ViTStyle"}, Case{"clip_vision", "ViTStyle"}, Case{"deit", "ViTStyle"},
                                            Case{"dinov2", "ViTStyle"}, Case{"dinov2_interp", "ViTStyle"}, Case{"dinov2_registers", "ViTStyle"}, Case{"siglip_vision", "ViTStyle"},
-                                           Case{"resnet", "CNNStyle"}, Case{"resnet_bottleneck", "CNNStyle"}),
+                                           Case{"resnet", "CNNStyle"}, Case{"resnet_bottleneck", "CNNStyle"}, Case{"swin2sr", "CNNStyle"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -39,7 +39,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "kv_cache", "topk", "routed_matmul", "sum", "mean", "stack", "concat",
                                    "slice", "select", "quick_gelu", "transpose", "cast", "l2_normalize",
                                    "batch_norm", "conv2d", "max_pool2d", "avg_pool2d", "glu",
-                                   "arange", "gather", "one_hot", "relative_position_bucket", "log_bucket_position", "resize", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "patchify", "unpatchify", "patch_ids", "flatten", "reshape_as", "rope_axes_tables", "rotary", "pad", "clamp",
+                                   "arange", "gather", "one_hot", "relative_position_bucket", "log_bucket_position", "resize", "window_partition", "window_reverse", "shifted_window_mask", "window_coords", "window_relative_index", "pixel_shuffle", "conv1d", "round", "timestep_embedding", "sincos_2d", "group_norm", "upsample_nearest", "patchify", "unpatchify", "patch_ids", "flatten", "reshape_as", "rope_axes_tables", "rotary", "pad", "clamp",
                                    "conv_transpose1d", "leaky_relu", "ceil", "flip", "cumsum", "expand_by_durations",
                                    "rational_quadratic_spline", "normal_noise", "relative_attention",
                                    "softplus", "causal_conv1d", "gated_delta_rule", "all_reduce", "all_gather", "send",
@@ -76,6 +76,12 @@ std::map<std::string, Sample> sample_calls() {
   s["gather"] = {{x({3, 4}), i32({3, 2}, {0, 3, 1, 1, 2, 0})}};
   s["one_hot"] = {{i32({3}, {0, 3, 1})}, {{"depth", 4}}};
   s["resize"] = {{x({2, 4, 4}), x({1, 6, 5})}, {{"mode", "bicubic"}, {"antialias", true}}};
+  s["window_partition"] = {{x({16, 3}), x({1, 4, 4})}, {{"window", 2}, {"shift", 1}}};
+  s["window_reverse"] = {{x({4, 4, 3}), x({1, 4, 4})}, {{"window", 2}, {"shift", 1}}};
+  s["shifted_window_mask"] = {{x({1, 4, 4})}, {{"window", 2}, {"shift", 1}}};
+  s["window_coords"] = {{}, {{"window", 3}}};
+  s["window_relative_index"] = {{}, {{"window", 3}}};
+  s["pixel_shuffle"] = {{x({8, 2, 3})}, {{"factor", 2}}};
   s["log_bucket_position"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 40})}, {{"buckets", 8}, {"max_position", 32}, {"span", 8}}};
   s["relative_position_bucket"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 4})}, {{"bidirectional", false}}};
   s["reshape"] = {{x({3, 4})}, {{"shape", {3, 2, 2}}}};

@@ -290,7 +290,7 @@ TEST_P(ArchrunEncoderGolden, ForwardWritesEveryExpectedTensor) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderGolden,
                          ::testing::Values("bert", "bert_mlm", "roberta", "modernbert", "modernbert_mlm", "deberta_v2", "vit", "vit_model", "clip_vision", "deit", "dinov2", "dinov2_interp", "dinov2_registers", "siglip_vision",
-                                           "resnet", "resnet_bottleneck", "vits", "vits_noise"),
+                                           "resnet", "resnet_bottleneck", "swin2sr", "vits", "vits_noise"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // RoBERTa has one token type, so embed's ids alone are the golden's whole
