@@ -133,6 +133,15 @@ int main(int argc, char** argv) {
   emb->add_flag("--normalize", e.normalize, "L2-normalise the vector (also when the model card has a Normalize module)");
   emb->add_flag("--json", e.json, "print {\"embedding\": [...], \"dim\": N, \"pooling\": ..., \"normalized\": ...}");
 
+  UpscaleArgs up;
+  auto* ups = app.add_subcommand("upscale", "an image made larger by a super-resolution model (Swin2SR), tile by tile: a PNG");
+  add_common(ups, up.common);
+  ups->add_option("image", up.image, "the image (PNG, JPEG, BMP or GIF)")->required();
+  ups->add_option("-o,--out", up.out, "the PNG to write (written whole or not at all; - for stdout)")->required();
+  ups->add_option("--tile", up.tile, "input pixels per tile side: memory stays bounded (default 256)")->check(CLI::Range(int64_t(8), int64_t(1) << 16));
+  ups->add_option("--overlap", up.overlap, "input pixels neighbouring tiles share (default 16)")->check(CLI::Range(int64_t(0), int64_t(1) << 15));
+  ups->add_flag("--json", up.json, "print {\"input\", \"output\", \"scale\", \"seconds\"}");
+
   RerankArgs rr;
   auto* rrk = app.add_subcommand("rerank", "passages ordered by relevance to a query: a cross-encoder's classification head on each (query, passage) pair");
   add_common(rrk, rr.common);
@@ -344,6 +353,7 @@ int main(int argc, char** argv) {
     if (info->parsed()) return run_info(ic, info_json);
     if (emb->parsed()) return run_embed(e);
     if (rrk->parsed()) return run_rerank(rr);
+    if (ups->parsed()) return run_upscale(up);
     if (cmp->parsed()) return run_compare(cc, golden, compare_json);
     if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
     if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);

@@ -73,6 +73,13 @@ struct EmbedArgs {
   bool normalize = false, json = false;
 };
 
+struct UpscaleArgs {
+  Common common;
+  std::string image, out;
+  int64_t tile = 256, overlap = 16;  // input pixels
+  bool json = false;
+};
+
 struct RerankArgs {
   Common common;
   std::string query, passages;  // --passages FILE: one per line ("-": stdin)
@@ -190,6 +197,7 @@ int run_generate_npu2(const GenerateArgs& a, const std::vector<int32_t>& prompt,
 int run_forward(const ForwardArgs& a);
 int run_embed(const EmbedArgs& a);
 int run_rerank(const RerankArgs& a);
+int run_upscale(const UpscaleArgs& a);
 int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json);
 int run_tokenize(const std::string& model, std::string text, const std::string& file, bool no_special, bool as_json);
 int run_detokenize(const std::string& model, const std::string& ids_text, bool skip_special, bool as_json);

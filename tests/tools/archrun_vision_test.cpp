@@ -1,9 +1,11 @@
-// archrun classify on DINOv2 with an image-classification head (registers,
-// an image of another size than the config's): the labels and
-// probabilities are the head's on the preprocessed image, run in-process.
+// The vision commands on the goldens: archrun classify on DINOv2 with an
+// image-classification head (registers, an image of another size than the
+// config's): the labels and probabilities are the head's on the
+// preprocessed image, run in-process; archrun upscale through Swin2SR.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +63,43 @@ TEST(ArchrunClassify, Dinov2WithAHead) {
     ASSERT_GE(id, 0) << label;
     EXPECT_NEAR(t["probability"].get<double>(), std::exp(l[id] - most) / total, 1e-5) << label;
   }
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// archrun upscale: a PNG twice the size, tile by tile; nothing written when
+// the model cannot upscale.
+TEST(ArchrunUpscale, WritesAnImageOfTheRightSize) {
+  const std::string dir = testing::golden_dir("swin2sr");
+  ARCH_REQUIRE_SHARED(dir);
+  testing::GoldenVariant scratch("swin2sr", "upscale_scratch", nlohmann::json::object());
+  std::vector<unsigned char> rgb(45 * 30 * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<unsigned char>((i * 29) % 253);
+  const std::string in = (scratch.dir / "in.png").string(), out = (scratch.dir / "out.png").string();
+  ASSERT_NE(stbi_write_png(in.c_str(), 45, 30, 3, rgb.data(), 45 * 3), 0);
+  auto r = testing::run_tool(testing::archrun() + " upscale " + dir + " " + in + " -o " + out + " --tile 24 --overlap 8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(testing::last_line(r.out));
+  EXPECT_EQ(j["output"]["width"], 90);
+  EXPECT_EQ(j["output"]["height"], 60);
+  EXPECT_EQ(j["scale"], 2);
+  auto img = load_image(out);
+  ASSERT_TRUE(img.ok()) << img.error().message;
+  EXPECT_EQ(img->shape, (Dims{3, 60, 90}));
+  // Progress on stderr, tile by tile.
+  auto p = testing::run_tool(testing::archrun() + " upscale " + dir + " " + in + " -o " + out + " --tile 24 --overlap 8");
+  ASSERT_EQ(p.exit_code, 0) << p.out;
+  EXPECT_NE(p.out.find("tile 6/6"), std::string::npos) << p.out;
+  // A model that is not a super-resolution model: an error, and no file.
+  const std::string none = (scratch.dir / "none.png").string();
+  auto bad = testing::run_tool(testing::archrun() + " upscale " + testing::golden_dir("dinov2") + " " + in + " -o " + none);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("the model makes no reconstruction"), std::string::npos) << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(none));
 }
 
 }  // namespace
