@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
   bool bench_json = false, bench_profile = false;
   int bench_steps = 2;
   double bench_audio_s = 10;
-  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode; a voice: the real-time factor)");
+  auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode; a voice: the real-time factor; an encoder or vision model: sequences or images per second beside the GEMM rate, -p tokens or the config's image size)");
   add_common(bench, bc);
   bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));

@@ -1,7 +1,8 @@
 // The vision commands on the goldens: archrun classify on DINOv2 with an
 // image-classification head (registers, an image of another size than the
 // config's): the labels and probabilities are the head's on the
-// preprocessed image, run in-process; archrun upscale through Swin2SR.
+// preprocessed image, run in-process; archrun upscale through Swin2SR;
+// archrun bench on encoders.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -100,6 +101,32 @@ TEST(ArchrunUpscale, WritesAnImageOfTheRightSize) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.out.find("the model makes no reconstruction"), std::string::npos) << bad.out;
   EXPECT_FALSE(std::filesystem::exists(none));
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// archrun bench on encoders: a text encoder's sequences and a vision
+// model's images per second, with the GFLOP of the pass and the GEMM rate
+// measured beside it (figures, not timed assertions).
+TEST(ArchrunBenchEncoder, ReportsInputsPerSecondBesideTheGemmRate) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("deberta_v2"));
+  auto text = testing::run_tool(testing::archrun() + " bench " + testing::golden_dir("deberta_v2") + " -p 300 --json");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  auto t = nlohmann::json::parse(testing::last_line(text.out));
+  EXPECT_EQ(t["inputs"], "input_ids [64]");  // -p 300 cut to the model's 64 positions
+  EXPECT_GT(t["sequences_per_s"].get<double>(), 0.0);
+  EXPECT_GT(t["gflop"].get<double>(), 0.0);
+  EXPECT_GT(t["gemm_gflop_s"].get<double>(), 0.0);
+  auto image = testing::run_tool(testing::archrun() + " bench " + testing::golden_dir("swin2sr") + " --json");
+  ASSERT_EQ(image.exit_code, 0) << image.out;
+  auto i = nlohmann::json::parse(testing::last_line(image.out));
+  EXPECT_EQ(i["inputs"], "pixel_values [3, 16, 16]");  // the config's image_size
+  EXPECT_GT(i["images_per_s"].get<double>(), 0.0);
+  EXPECT_GT(i["gflop"].get<double>(), 0.0);
 }
 
 }  // namespace

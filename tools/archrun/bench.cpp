@@ -22,6 +22,7 @@
 #include "kernels/kernels.h"
 #include "engine/runtime/forward.h"
 #include "engine/runtime/pipeline.h"
+#include "tools/archrun/bench_graph.h"
 #include "tools/archrun/commands.h"
 #include "tools/bench/gemm_rate.h"
 #include "tools/bench/read_bandwidth.h"
@@ -90,6 +91,8 @@ bool reset_peak_rss() {
 // of 5 passes.
 double probe_bandwidth() { return read_bandwidth(size_t(256) << 20, 5); }
 
+}  // namespace
+
 // The first lines of a model's benchmark: what ran where, and its load.
 void print_header(const Model& m, double load_ms) {
   std::printf("%s (%s, %s backend, %s, %d threads)\n", m.checkpoint.dir.c_str(), m.family.c_str(),
@@ -102,7 +105,7 @@ void print_header(const Model& m, double load_ms) {
 // interpreter does at the call. A value-shaped op's output (its size from
 // its inputs' values) takes `value_rows` as its first dim: what the run
 // made (a voice's frames); < 0: left unknown.
-std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in, int64_t value_rows = -1) {
+std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in, int64_t value_rows) {
   std::vector<Shape> s(g.values.size());
   for (size_t v = 0; v < g.values.size(); ++v) s[v] = g.values[v].type.shape;
   for (int v : g.inputs)
@@ -140,7 +143,7 @@ std::vector<Shape> shapes_for(const Graph& g, const NamedTensors& in, int64_t va
 // a run-time dim leaves them unknown until a call.
 // `shapes`: each value's shape for one call's inputs (shapes_for), where
 // the graph's own leave `_` dims.
-double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}, const std::vector<Shape>* shapes = nullptr) {
+double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound, const std::vector<Shape>* shapes) {
   auto shape = [&](int v) -> const Shape& { return shapes ? (*shapes)[size_t(v)] : g.values[size_t(v)].type.shape; };
   auto size = [&](const Dim& d) -> double {
     if (d.concrete()) return double(d.n);
@@ -181,6 +184,8 @@ double graph_gflop(const Graph& g, const std::map<int, int64_t>& bound = {}, con
   }
   return flop / 1e9;
 }
+
+namespace {
 
 // An encoder-decoder (T5, Whisper): the encoder on one input of the size
 // it takes (a log-mel window of seeded noise, or `prompt_tokens` random
@@ -529,6 +534,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   if (speech_graph(**m)) return bench_speech(**m, 1000 * seconds(t0, t1), audio_seconds, as_json, profile, repeat);
   if ((*m)->is_encoder_decoder())
     return bench_encoder_decoder(c, **m, 1000 * seconds(t0, t1), prompt_tokens, new_tokens, as_json, profile, repeat);
+  if (!(*m)->token_graph()) return bench_encoder(**m, 1000 * seconds(t0, t1), prompt_tokens, as_json, profile, repeat);
   int64_t vocab = (*m)->config_int("vocab_size", 0);
   if (vocab <= 0) return fail(error("bench needs a model with a vocab_size (a decoder)"));
   std::mt19937 rng(1234);
