@@ -13,7 +13,7 @@
 #include "engine/runtime/forward.h"
 #include "engine/runtime/model.h"
 #include "importer/checkpoint/safetensors.h"
-#include "tests/engine/runtime/golden_variant.h"
+#include "tests/engine/runtime/cross_encoder.h"
 #include "tests/golden/golden_case.h"
 #include "tools/toolkit/compare.h"
 
@@ -21,16 +21,6 @@ namespace arch {
 namespace {
 
 using Vec = std::vector<double>;
-
-Tensor random_tensor(Dims shape, uint64_t seed) {
-  Tensor t = Tensor::zeros(DType::F32, std::move(shape));
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    t.f32()[i] = float(double(x % 20001) / 10000.0 - 1.0) * 0.3f;
-  }
-  return t;
-}
 
 // y = W x + b, W [out, in] as a Linear stores it.
 Vec linear(const Tensor& W, const Tensor* b, const Vec& x) {
@@ -93,15 +83,15 @@ void expect_logits(const std::string& golden, const std::map<std::string, Tensor
 
 TEST(ClassificationHead, BertsReadsThePooler) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("bert"));
-  const Tensor W = random_tensor({3, 64}, 1), b = random_tensor({3}, 2);
+  const Tensor W = testing::seeded({3, 64}, 1), b = testing::seeded({3}, 2);
   expect_logits("bert", {{"classifier.weight", W}, {"classifier.bias", b}},
                 linear(W, &b, expected_row("bert", "pooler_output", 0)));
 }
 
 TEST(ClassificationHead, XlmRobertasIsDenseTanhOutProjOnTheFirstToken) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("xlm_roberta"));
-  const Tensor D = random_tensor({80, 80}, 3), d = random_tensor({80}, 4), O = random_tensor({3, 80}, 5),
-               o = random_tensor({3}, 6);
+  const Tensor D = testing::seeded({80, 80}, 3), d = testing::seeded({80}, 4), O = testing::seeded({3, 80}, 5),
+               o = testing::seeded({3}, 6);
   const Vec first = expected_row("xlm_roberta", "last_hidden_state", 0);
   expect_logits("xlm_roberta",
                 {{"classifier.dense.weight", D}, {"classifier.dense.bias", d}, {"classifier.out_proj.weight", O},
@@ -112,8 +102,8 @@ TEST(ClassificationHead, XlmRobertasIsDenseTanhOutProjOnTheFirstToken) {
 TEST(ClassificationHead, ModernBertsPredictionHeadOnTheFirstToken) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("modernbert"));
   // classifier_bias false, norm_bias false: a bias-free dense and norm.
-  const Tensor D = random_tensor({64, 64}, 7), N = random_tensor({64}, 8), C = random_tensor({3, 64}, 9),
-               c = random_tensor({3}, 10);
+  const Tensor D = testing::seeded({64, 64}, 7), N = testing::seeded({64}, 8), C = testing::seeded({3, 64}, 9),
+               c = testing::seeded({3}, 10);
   const Vec first = expected_row("modernbert", "last_hidden_state", 0);
   expect_logits("modernbert",
                 {{"head.dense.weight", D}, {"head.norm.weight", N}, {"classifier.weight", C}, {"classifier.bias", c}},
@@ -122,8 +112,8 @@ TEST(ClassificationHead, ModernBertsPredictionHeadOnTheFirstToken) {
 
 TEST(ClassificationHead, DebertasContextPoolerOnTheFirstToken) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("deberta_v2"));
-  const Tensor D = random_tensor({64, 64}, 11), d = random_tensor({64}, 12), C = random_tensor({3, 64}, 13),
-               c = random_tensor({3}, 14);
+  const Tensor D = testing::seeded({64, 64}, 11), d = testing::seeded({64}, 12), C = testing::seeded({3, 64}, 13),
+               c = testing::seeded({3}, 14);
   const Vec first = expected_row("deberta_v2", "last_hidden_state", 0);
   expect_logits("deberta_v2",
                 {{"pooler.dense.weight", D}, {"pooler.dense.bias", d}, {"classifier.weight", C}, {"classifier.bias", c}},
@@ -134,7 +124,7 @@ TEST(ClassificationHead, DebertasContextPoolerOnTheFirstToken) {
 // patch tokens (after the registers, which it skips).
 TEST(ClassificationHead, Dinov2sReadsClsBesideThePatchesMean) {
   ARCH_REQUIRE_SHARED(testing::golden_dir("dinov2_registers"));
-  const Tensor C = random_tensor({3, 128}, 15), c = random_tensor({3}, 16);
+  const Tensor C = testing::seeded({3, 128}, 15), c = testing::seeded({3}, 16);
   auto exp = read_safetensors(testing::golden_dir("dinov2_registers") + "/expected.safetensors");
   ASSERT_TRUE(exp.ok());
   const Tensor& h = exp->tensors.at("last_hidden_state");  // [CLS, 4 registers, 30 patches] x 64

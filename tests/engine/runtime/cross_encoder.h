@@ -21,6 +21,7 @@ inline const std::vector<std::string>& cross_encoder_words() {
   return words;
 }
 
+// Weights of `shape` from `seed`: uniform in [-0.5, 0.5].
 inline Tensor seeded(Dims shape, uint64_t seed) {
   Tensor t = Tensor::zeros(DType::F32, std::move(shape));
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
