@@ -106,8 +106,9 @@ void Checker::path(const Expr& e, const Scope& s) {
   bool local = s.names.count(head) > 0;
   bool global = globals_.count(head) > 0;
   if (e.path.size() == 1) {
-    // A lone weight root (`layernorm`) is a prefix, fine where one is.
-    if (!local && !global && !(prefix_ok_ && weight_matches(e.path, true)))
+    // A lone weight root (`layernorm`) is a prefix, fine where one is; a
+    // one-segment weight (`final_logits_bias`) is a tensor anywhere.
+    if (!local && !global && !(prefix_ok_ && weight_matches(e.path, true)) && !weight_matches(e.path, false))
       report(e.loc, "undefined name '" + head + "'" + (full() ? "" : suggest(head, s)));
     return;
   }

@@ -95,6 +95,17 @@ TEST(Check, ConfigDefaultsMayNameAnyFieldButNothingUndefined) {
             (Lines{"t.arch:7:7: error: undefined name 'nothing_here'"}));
 }
 
+// A weight whose whole name is one segment (BART's final_logits_bias) is a
+// tensor where it is used, not an undefined name.
+TEST(Check, AOneSegmentWeightIsATensor) {
+  EXPECT_EQ(check("family T\nweights {\n  final_logits_bias: [1, 4]\n}\n"
+                  "graph g(x: f32[seq, 4]) { output y = x + reshape(final_logits_bias, shape: [4]) }\n"),
+            Lines{});
+  EXPECT_EQ(check("family T\nweights {\n  final_logits_bias: [1, 4]\n}\n"
+                  "graph g(x: f32[seq, 4]) { output y = x + final_logits_bais }\n"),
+            (Lines{"t.arch:5:42: error: undefined name 'final_logits_bais'"}));
+}
+
 TEST(Check, FlagsMayAskAboutAnyTensorWithExists) {
   EXPECT_EQ(check("family T\nflags {\n  f = exists(model.anything.at.all)\n}\n"
                   "graph g(x: f32[seq]) { output y = x }\n"),

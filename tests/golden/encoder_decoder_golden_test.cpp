@@ -1,4 +1,4 @@
-// Encoder-decoder goldens (T5, T5 v1.1, Whisper) through forward() and generation:
+// Encoder-decoder goldens (T5, T5 v1.1, mT5, BART, mBART, Marian, M2M-100, Whisper) through forward() and generation:
 // every tensor transformers stored, per layer where it is stacked, within
 // the golden README's float32 rule, and the 16 greedy tokens of its
 // generate() (encoder once, decoder from decoder_start_token_id), on the
@@ -49,16 +49,22 @@ TEST_P(EncoderDecoderGolden, StepLogitsOfGenerationMatchTransformers) {
   auto tokens = testing::read_json(dir + "/expected.json")["greedy"]["new_token_ids"].get<std::vector<int32_t>>();
   int32_t next = *start;
   const int64_t vocab = want.shape[1];
+  std::vector<float> got;
   for (int64_t k = 0; k < want.shape[0]; ++k) {
     auto out = s.step(std::vector<int32_t>{next});
     ASSERT_TRUE(out.ok()) << out.error().message;
-    auto c = testing::compare_f32(out->at("logits").f32(), want.f32() + k * vocab, vocab);
-    EXPECT_TRUE(c.ok()) << GetParam() << " step " << k << ": " << c.max_abs << " > " << c.bound;
+    got.insert(got.end(), out->at("logits").f32(), out->at("logits").f32() + vocab);
     next = tokens[size_t(k)];
   }
+  // Per tensor, relative to its max |value|, as the golden README states
+  // its rule, at 3x the case's own float32-vs-float64 deviation where that
+  // exceeds the rule's 1e-4 (the rule's own derivation: BART's float32 run
+  // strays 1.4e-4 of the tensor's max from float64, more than the rule).
+  auto c = testing::compare_f32(got.data(), want.f32(), want.numel(), testing::grounded_rel(dir, "greedy_step_logits"));
+  EXPECT_TRUE(c.ok()) << GetParam() << ": step " << c.worst / vocab << " differs by " << c.max_abs << " > " << c.bound;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, EncoderDecoderGolden, ::testing::Values("t5", "t5_v11", "whisper"),
+INSTANTIATE_TEST_SUITE_P(Cases, EncoderDecoderGolden, ::testing::Values("t5", "t5_v11", "mt5", "bart", "mbart", "marian", "m2m_100", "whisper"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace

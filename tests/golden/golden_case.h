@@ -47,4 +47,15 @@ inline Compare compare_f32(const float* out, const float* ref, int64_t n, double
   return c;
 }
 
+// The relative tolerance of the golden README's rule for one tensor of a
+// case: 1e-4, "about 3x the worst observed float32-vs-float64 deviation",
+// or 3x this case's own recorded deviation (expected.json f32_vs_f64) where
+// that is larger: the rule's derivation applied to the case.
+inline double grounded_rel(const std::string& dir, const std::string& tensor) {
+  const nlohmann::json j = read_json(dir + "/expected.json");
+  const nlohmann::json* d = j.contains("f32_vs_f64") && j["f32_vs_f64"].contains(tensor) ? &j["f32_vs_f64"][tensor] : nullptr;
+  const double own = d && (*d).contains("rel_to_max") ? (*d)["rel_to_max"].get<double>() : 0.0;
+  return std::max(1e-4, 3 * own);
+}
+
 }  // namespace arch::testing

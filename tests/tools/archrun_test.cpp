@@ -135,7 +135,7 @@ TEST_P(ArchrunEncoderDecoder, ForwardAndGenerateMatchTransformers) {
   EXPECT_EQ(nlohmann::json::parse(g.out)["tokens"].get<std::vector<int32_t>>(), want) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderDecoder, ::testing::Values("t5", "t5_v11", "whisper"),
+INSTANTIATE_TEST_SUITE_P(Cases, ArchrunEncoderDecoder, ::testing::Values("t5", "t5_v11", "mt5", "bart", "mbart", "marian", "m2m_100", "whisper"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(Archrun, InfoSaysWhichFamilyAndWhy) {
