@@ -5,9 +5,11 @@
 
 namespace arch {
 
-Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, const NamedTensors& state,
-                               const std::vector<int32_t>& prompt, int width, int max_new, int32_t eot,
-                               const LogitsProcessor& process) {
+Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>>& sessions, const NamedTensors& state,
+                                            const std::vector<int32_t>& prompt, const BeamOptions& opt) {
+  const int width = opt.width, max_new = opt.max_new;
+  const int32_t eot = opt.eot;
+  const bool hf = opt.transformers;
   if (width < 1 || int(sessions.size()) < width)
     return error("beam search: " + std::to_string(width) + " beams need as many sessions, not " +
                  std::to_string(sessions.size()));
@@ -24,7 +26,7 @@ Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, 
     const Tensor& l = outs.at("logits");
     const int64_t V = l.dim(-1), rows = l.numel() / V;
     std::vector<float> v(l.f32() + (rows - 1) * V, l.f32() + rows * V);
-    process(v, seq);
+    if (opt.process) opt.process(v, seq);
     return v;
   };
   for (auto& s : sessions) s->reset();
@@ -32,34 +34,74 @@ Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, 
   std::vector<Hyp> live(1);
   live[0].session = 0;
   ARCH_TRY(live[0].logits, step_logits(*sessions[0], prompt, {}));
-  std::vector<std::pair<double, std::vector<int32_t>>> finished;
+  // Finished hypotheses: (normalised score, sum, tokens).
+  struct Done {
+    double score, sum;
+    std::vector<int32_t> seq;
+  };
+  std::vector<Done> finished;
+  auto normalised = [&](double sum, size_t len) { return sum / std::pow(double(std::max<size_t>(1, len)), opt.length_penalty); };
+  // transformers' BeamHypotheses.add: the best `width` kept; Whisper's: the first `width`.
+  auto finish = [&](double sum, std::vector<int32_t> seq) {
+    const double score = normalised(sum, seq.size());
+    if (!hf) {
+      if (int(finished.size()) < width) finished.push_back({score, sum, std::move(seq)});
+      return;
+    }
+    if (int(finished.size()) < width) {
+      finished.push_back({score, sum, std::move(seq)});
+      return;
+    }
+    auto worst = std::min_element(finished.begin(), finished.end(), [](const Done& a, const Done& b) { return a.score < b.score; });
+    if (score > worst->score) *worst = {score, sum, std::move(seq)};
+  };
+  auto done = [&](const std::vector<double>& running_sums, size_t generated) {
+    if (int(finished.size()) < width) return false;
+    if (!hf || opt.early_stopping) return true;
+    // transformers' heuristic (early_stopping false): the best running sum at
+    // the current length cannot beat the worst finished one.
+    double worst = INFINITY, best = -INFINITY;
+    for (const Done& d : finished) worst = std::min(worst, d.score);
+    for (double r : running_sums) best = std::max(best, r);
+    return worst >= normalised(best, generated);
+  };
   std::vector<std::vector<int32_t>> held(sessions.size());  // what each session holds past the prompt
-  for (int k = 0; k < max_new && !live.empty() && int(finished.size()) < width; ++k) {
+  for (int k = 0; k < max_new && !live.empty(); ++k) {
     struct Cand { double score; size_t parent; int32_t tok; };
     std::vector<Cand> cands;
+    const size_t per_beam = hf ? size_t(2 * width) : size_t(width) + 1;
     for (size_t h = 0; h < live.size(); ++h) {
-      const auto& l = live[h].logits;
+      std::vector<float> l = live[h].logits;
       float top = -INFINITY;
       for (float x : l) top = std::max(top, x);
       double sum = 0;
       for (float x : l) sum += std::exp(double(x) - top);
       const double norm = top + std::log(sum);
+      double shift = norm;  // Whisper's: the log-softmax taken in double with each candidate's score
+      if (hf) {
+        // transformers': float32 log-probabilities, then its processors on them
+        for (float& x : l) x -= float(norm);
+        if (opt.process_scores) opt.process_scores(l, live[h].seq);
+        shift = 0;
+      }
       std::vector<int32_t> idx(l.size());
       for (size_t i = 0; i < idx.size(); ++i) idx[i] = int32_t(i);
-      const size_t take = std::min(idx.size(), size_t(width) + 1);
+      const size_t take = std::min(idx.size(), per_beam);
       std::partial_sort(idx.begin(), idx.begin() + long(take), idx.end(),
                         [&](int32_t a, int32_t b) { return l[size_t(a)] > l[size_t(b)]; });
       for (size_t i = 0; i < take; ++i)
-        if (l[size_t(idx[i])] > -INFINITY) cands.push_back({live[h].score + l[size_t(idx[i])] - norm, h, idx[i]});
+        if (l[size_t(idx[i])] > -INFINITY) cands.push_back({live[h].score + double(l[size_t(idx[i])]) - shift, h, idx[i]});
     }
-    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.score > b.score; });
+    std::stable_sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.score > b.score; });
+    if (hf && cands.size() > size_t(2 * width)) cands.resize(size_t(2 * width));
     std::vector<Hyp> next;
-    for (const Cand& c : cands) {
+    for (size_t rank = 0; rank < cands.size(); ++rank) {
+      const Cand& c = cands[rank];
       if (int(next.size()) == width) break;
       std::vector<int32_t> seq = live[c.parent].seq;
       seq.push_back(c.tok);
       if (c.tok == eot) {
-        if (int(finished.size()) < width) finished.push_back({c.score / double(seq.size()), seq});
+        if (!hf || rank < size_t(width)) finish(c.score, std::move(seq));  // transformers drops an end ranked past width
         continue;
       }
       Hyp h;
@@ -67,6 +109,12 @@ Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, 
       h.score = c.score;
       h.session = int(c.parent);  // resolved below
       next.push_back(std::move(h));
+    }
+    std::vector<double> running;
+    for (const Hyp& h : next) running.push_back(h.score);
+    if (done(running, size_t(k + 1)) || next.empty()) {
+      live.clear();
+      break;
     }
     // Sessions: a parent's own session goes to its first child; the
     // others take a session no child claimed and bring it to the
@@ -116,15 +164,22 @@ Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, 
     }
     live = std::move(next);
   }
-  for (auto& h : live)
-    if (int(finished.size()) < width) finished.push_back({h.score / double(std::max<size_t>(1, h.seq.size())), h.seq});
+  for (auto& h : live) finish(h.score, h.seq);  // what still runs at the end joins the finished
   if (finished.empty()) return error("beam search ended with no hypothesis");
-  auto best = std::max_element(finished.begin(), finished.end(),
-                               [](const auto& a, const auto& b) { return a.first < b.first; });
-  BeamResult r;
-  r.tokens = best->second;
-  r.sum_logprob = best->first * double(best->second.size());
-  return r;
+  std::stable_sort(finished.begin(), finished.end(), [](const Done& a, const Done& b) { return a.score > b.score; });
+  std::vector<BeamResult> out;
+  for (size_t i = 0; i < finished.size() && int(i) < std::max(1, opt.num_return); ++i)
+    out.push_back({finished[i].seq, finished[i].sum, finished[i].score});
+  return out;
+}
+
+Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, const NamedTensors& state,
+                               const std::vector<int32_t>& prompt, int width, int max_new, int32_t eot,
+                               const LogitsProcessor& process) {
+  BeamOptions opt;
+  opt.width = width, opt.max_new = max_new, opt.eot = eot, opt.process = process;
+  ARCH_TRY(auto best, beam_search(sessions, state, prompt, opt));
+  return best.front();
 }
 
 }  // namespace arch

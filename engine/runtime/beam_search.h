@@ -1,10 +1,19 @@
 // Beam search over a decoder's token graph: `width` hypotheses, each in a
-// session of its own holding the same encoder state; each step every
-// hypothesis's processed logits give its best width + 1 continuations,
-// the best `width` of all go on (one reaching `eot` is finished), and a
-// hypothesis that takes over another's history rewinds its session to what
-// they share and replays the rest. The best finished one by average
-// log-probability wins.
+// session of its own holding the same encoder state; each step the
+// hypotheses' candidates are ranked by their summed log-probabilities, the
+// best `width` that do not end go on, and one ending with `eot` is
+// finished; a hypothesis that takes over another's history rewinds its
+// session to what they share and replays the rest. Finished hypotheses
+// rank by their sum over (generated tokens, the end included) ** length
+// penalty. Two flavours by their options:
+//   Whisper's (the defaults): each hypothesis's best width + 1 tokens, the
+//     first `width` finished end the search, the raw logits processed
+//     before the log-softmax;
+//   transformers' generate (BeamOptions::transformers): the best 2 x width
+//     (beam, token) pairs, an end ranked past width dropped, the finished
+//     kept to the best width, processors applied to the log-probabilities
+//     (no renormalisation), stopping early or by transformers' heuristic,
+//     and the running beams joining the finished at the end.
 #pragma once
 
 #include <cstdint>
@@ -20,12 +29,29 @@ namespace arch {
 struct BeamResult {
   std::vector<int32_t> tokens;   // after the prompt, the end token included where reached
   double sum_logprob = 0;
+  double score = 0;              // sum_logprob / tokens ** length_penalty
 };
 
 using LogitsProcessor = std::function<void(std::span<float> logits, const std::vector<int32_t>& seq)>;
 
+struct BeamOptions {
+  int width = 1;
+  int max_new = 16;
+  int32_t eot = -1;
+  LogitsProcessor process;          // on the raw logits, before the log-softmax
+  LogitsProcessor process_scores;   // on the log-probabilities, after it
+  double length_penalty = 1.0;
+  bool transformers = false;        // transformers' candidates, capacity and stopping (above)
+  bool early_stopping = false;      // transformers: stop once `width` are finished
+  int num_return = 1;               // hypotheses returned, best first
+};
+
 // `sessions`: at least `width`, reset here; `state`: what each session's
-// first step takes (Session::begin).
+// first step takes (Session::begin). The best hypotheses first.
+Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>>& sessions, const NamedTensors& state,
+                                            const std::vector<int32_t>& prompt, const BeamOptions& opt);
+
+// Whisper's: the best finished hypothesis by average log-probability.
 Result<BeamResult> beam_search(std::vector<std::unique_ptr<Session>>& sessions, const NamedTensors& state,
                                const std::vector<int32_t>& prompt, int width, int max_new, int32_t eot,
                                const LogitsProcessor& process);
