@@ -104,6 +104,22 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"npu2"}));
   gen->add_option("--program", g.program, "with --backend npu2: run this program (archc lower -o FILE) instead of lowering now");
   gen->add_option("--chunk", g.chunk, "with --backend npu2: the prompt version's rows per call")->check(CLI::Range(1, 4096));
+  gen->add_option("--beam-size", g.beam_size, "an encoder-decoder: beams (default: generation_config.json's num_beams, else 1)")->check(CLI::Range(1, 64));
+  gen->add_option("--length-penalty", g.length_penalty, "an encoder-decoder's beam search: score = log-prob sum / length ** this (default: the config's)")->check(kFinite & CLI::Range(-10.0, 10.0));
+  gen->add_option("--no-repeat-ngram-size", g.no_repeat_ngram_size, "an encoder-decoder: no n-gram of this size twice (0: off; default: the config's)")->check(CLI::Range(0, 64));
+  gen->add_option("--target-lang", g.target_lang, "an encoder-decoder: the language whose token is generated first (fr: __fr__, fr_XX, ...)");
+
+  TranslateArgs tr_args;
+  auto* tra = app.add_subcommand("translate", "text to text through a translation or summarisation encoder-decoder (Marian, M2M-100, mBART, BART, T5): -p TEXT, or each line of stdin as a sentence, one line out per line in");
+  add_common(tra, tr_args.common);
+  tra->add_option("-p,--prompt", tr_args.prompt, "the text (else each line of stdin)");
+  tra->add_option("--source-lang", tr_args.source_lang, "the source language (M2M-100, mBART-50: its token first in the input)");
+  tra->add_option("--target-lang", tr_args.target_lang, "the target language (its token forced first, or Marian's >>xx<< before the text)");
+  tra->add_option("--beam-size", tr_args.beam_size, "beams (default: generation_config.json's num_beams, else 1)")->check(CLI::Range(1, 64));
+  tra->add_option("--length-penalty", tr_args.length_penalty, "score = log-prob sum / length ** this (default: the config's)")->check(kFinite & CLI::Range(-10.0, 10.0));
+  tra->add_option("--no-repeat-ngram-size", tr_args.no_repeat_ngram_size, "no n-gram of this size twice (0: off; default: the config's)")->check(CLI::Range(0, 64));
+  tra->add_option("-n,--max-new-tokens", tr_args.n, "tokens per sentence at most (default: the config's max_length)")->check(CLI::Range(1, 65536));
+  tra->add_flag("--json", tr_args.json, "one object per line: {\"text\", \"tokens\", \"score\"}");
 
   ForwardArgs f;
   auto* fwd = app.add_subcommand("forward", "run one forward pass over the named inputs; write the named outputs");
@@ -354,6 +370,7 @@ int main(int argc, char** argv) {
     if (emb->parsed()) return run_embed(e);
     if (rrk->parsed()) return run_rerank(rr);
     if (ups->parsed()) return run_upscale(up);
+    if (tra->parsed()) return run_translate(tr_args);
     if (cmp->parsed()) return run_compare(cc, golden, compare_json);
     if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
     if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,20 @@ struct GenerateArgs {
   std::string program;      // --program FILE: run this lowered program (else lowered now)
   int64_t chunk = 64;       // --chunk: the prompt version's rows
   bool sampling_given = false;
+  // An encoder-decoder's search, over its generation_config.json's.
+  std::optional<int> beam_size, no_repeat_ngram_size;
+  std::optional<double> length_penalty;
+  std::string target_lang;  // the language token forced first (forced_bos_token_id)
+};
+
+struct TranslateArgs {
+  Common common;
+  std::string prompt;       // empty: each line of stdin
+  std::string source_lang, target_lang;
+  std::optional<int> beam_size, no_repeat_ngram_size;
+  std::optional<double> length_penalty;
+  int n = 0;                // 0: the checkpoint's max_length
+  bool json = false;
 };
 
 struct ForwardArgs {
@@ -198,6 +213,9 @@ int run_forward(const ForwardArgs& a);
 int run_embed(const EmbedArgs& a);
 int run_rerank(const RerankArgs& a);
 int run_upscale(const UpscaleArgs& a);
+int run_translate(const TranslateArgs& a);
+// A language's token: M2M-100's __fr__, Marian's >>fra<<, mBART-50's fr_XX, or the name itself.
+Result<int32_t> language_token(const Tokenizer& tok, const std::string& lang);
 int run_classify(const Common& c, const std::string& image_path, int top_k, bool as_json);
 int run_tokenize(const std::string& model, std::string text, const std::string& file, bool no_special, bool as_json);
 int run_detokenize(const std::string& model, const std::string& ids_text, bool skip_special, bool as_json);

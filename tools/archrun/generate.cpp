@@ -6,12 +6,53 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/generate.h"
+#include "engine/runtime/seq2seq.h"
 #include "tools/toolkit/npu2_lowering.h"
 #include "tools/archrun/npu2_run.h"
 #include "importer/text/text_stream.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
+
+namespace {
+
+// An encoder-decoder's search (engine/runtime/seq2seq.h), its tokens printed at the end.
+int run_seq2seq(const GenerateArgs& a, const Model& m, const std::vector<int32_t>& prompt,
+                const std::shared_ptr<const Tokenizer>& tok) {
+  Seq2SeqOptions o;
+  o.beams = a.greedy && !a.beam_size ? std::optional<int>(1) : a.beam_size;
+  o.length_penalty = a.length_penalty, o.no_repeat_ngram_size = a.no_repeat_ngram_size;
+  o.max_new_tokens = a.n;
+  if (!a.target_lang.empty()) {
+    if (!tok) return fail(error("--target-lang names a token: give the prompt as -p TEXT, so the tokenizer is read"));
+    auto id = language_token(*tok, a.target_lang);
+    if (!id.ok()) return fail(id.error());
+    o.forced_bos_token_id = *id;
+  }
+  auto plan = seq2seq_plan(m, o);
+  if (!plan.ok()) return fail(plan.error());
+  if (a.ignore_eos) plan->rules.eos.clear();
+  auto r = seq2seq_generate(m, prompt, *plan);
+  if (!r.ok()) return fail(r.error());
+  if (a.json) {
+    nlohmann::json j = {{"tokens", r->tokens}, {"score", r->score}, {"beams", plan->beams}};
+    if (tok) j["prompt_tokens"] = prompt, j["text"] = tok->decode(r->tokens, true);
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  if (tok) std::printf("%s\n", tok->decode(r->tokens, true).c_str());
+  else {
+    for (int32_t t : r->tokens) std::printf("%d ", t);
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s (%s): %zu prompt tokens encoded in %.3f s, %zu new tokens in %.3f s (%d beam%s, length penalty %g); stopped by %s\n",
+               m.family.c_str(), m.template_path.c_str(), prompt.size(), r->encode_seconds, r->tokens.size(), r->decode_seconds,
+               plan->beams, plan->beams == 1 ? "" : "s", plan->length_penalty, r->stop_reason.c_str());
+  return 0;
+}
+
+}  // namespace
 
 int run_generate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 1,2,3 (one of them)"));
@@ -58,6 +99,15 @@ int run_generate(const GenerateArgs& a) {
     };
   else if (stream)
     opt.on_token = [&](int32_t t) { stream->push(t); };
+  const bool search_given = a.beam_size || a.length_penalty || a.no_repeat_ngram_size || !a.target_lang.empty();
+  if (search_given && !(*m)->is_encoder_decoder())
+    return fail(error("--beam-size, --length-penalty, --no-repeat-ngram-size and --target-lang steer an encoder-decoder's search; " +
+                      a.common.model + " is a decoder (" + (*m)->family + ")"));
+  if (search_given && a.sampling_given) return fail(error("beam search is not sampling: drop --temperature, --top-k and --top-p"));
+  // An encoder-decoder decodes as its generation_config.json says (beams,
+  // length penalty, n-gram blocking, bad words, forced tokens) unless
+  // sampled.
+  if ((*m)->is_encoder_decoder() && !a.sampling_given && !a.common.check) return run_seq2seq(a, **m, prompt, tok);
   CheckStats check;
   if (a.common.check) opt.check = &check;
   // An encoder-decoder (T5): the prompt is the encoder's input, and the

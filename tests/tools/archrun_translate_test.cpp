@@ -1,0 +1,117 @@
+// archrun generate's beam search on the translation goldens (beam.json's
+// best hypothesis for each setting, from the command line), and archrun
+// translate: one line out per line of stdin, the target language's token
+// forced first.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/engine/runtime/golden_variant.h"
+#include "tests/golden/golden_case.h"
+#include "tests/tools/run_tool.h"
+
+namespace arch {
+namespace {
+
+using testing::run_tool;
+
+std::string ids_of(const std::string& golden) {
+  std::string list;
+  for (auto id : testing::read_json(testing::golden_dir(golden) + "/inputs.json")["input_ids"].get<std::vector<int64_t>>())
+    list += (list.empty() ? "" : ",") + std::to_string(id);
+  return list;
+}
+
+class ArchrunBeam : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ArchrunBeam, EachSettingsBestHypothesis) {
+  const std::string dir = testing::golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  const nlohmann::json beam = testing::read_json(dir + "/beam.json");
+  for (const auto& s : beam["settings"]) {
+    const std::string cmd = testing::archrun() + " generate " + dir + " --ids " + ids_of(GetParam()) + " -n 16 --beam-size 4" +
+                            " --length-penalty " + s["length_penalty"].dump() + " --no-repeat-ngram-size " +
+                            s["no_repeat_ngram_size"].dump() + " --json";
+    auto r = run_tool(cmd);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    auto j = nlohmann::json::parse(testing::last_line(r.out));
+    EXPECT_EQ(j["tokens"], s["new_token_ids"][0]) << cmd;
+    EXPECT_EQ(j["beams"], 4);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ArchrunBeam, ::testing::Values("bart", "marian", "m2m_100"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(ArchrunBeam, ADecoderRefusesTheSearchOptions) {
+  const std::string dir = testing::golden_dir("llama");
+  ARCH_REQUIRE_SHARED(dir);
+  auto r = run_tool(testing::archrun() + " generate " + dir + " --ids 1,2,3 --beam-size 4");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("steer an encoder-decoder's search"), std::string::npos) << r.out;
+}
+
+// The marian golden with a word-level tokenizer over its ids (</s> 0, <pad>
+// 511, __fr__ 7 a language token) and one generation setting of its own.
+struct TinyTranslator {
+  testing::GoldenVariant v{"marian", "translator", nlohmann::json::object()};
+  TinyTranslator() {
+    nlohmann::json vocab = {{"</s>", 0}, {"<unk>", 1}, {"__fr__", 7}, {"<pad>", 511}};
+    const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "dog", "ran"};
+    for (int i = 0; i < 8; ++i) vocab[words[i]] = 20 + i;
+    for (int i = 30; i < 511; ++i) vocab["w" + std::to_string(i)] = i;
+    nlohmann::json tok = {
+        {"version", "1.0"},
+        {"added_tokens", {{{"id", 0}, {"content", "</s>"}, {"special", true}, {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}},
+                          {{"id", 7}, {"content", "__fr__"}, {"special", true}, {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}},
+                          {{"id", 511}, {"content", "<pad>"}, {"special", true}, {"single_word", false}, {"lstrip", false}, {"rstrip", false}, {"normalized", false}}}},
+        {"normalizer", nullptr},
+        {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+        {"post_processor", {{"type", "TemplateProcessing"}, {"single", "$A </s>"}, {"pair", "$A $B </s>"},
+                            {"special_tokens", {{"</s>", {{"id", "</s>"}, {"ids", {0}}, {"tokens", {"</s>"}}}}}}}},
+        {"decoder", {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", false}}},
+        {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
+    std::ofstream(v.dir / "tokenizer.json") << tok.dump();
+    std::ofstream(v.dir / "generation_config.json") << R"({"decoder_start_token_id": 511, "eos_token_id": 0, "pad_token_id": 511,
+        "num_beams": 2, "max_length": 9, "bad_words_ids": [[511]]})";
+  }
+  std::string path() const { return v.path(); }
+};
+
+TEST(ArchrunTranslate, OneLineOutPerLineIn) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("marian"));
+  TinyTranslator t;
+  const std::string in = (t.v.dir / "in.txt").string();
+  std::ofstream(in) << "the cat sat on a mat\n\na dog ran\n";
+  auto r = run_tool(testing::archrun() + " translate " + t.path() + " --json < " + in);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> lines;
+  std::stringstream ss(r.out);
+  for (std::string l; std::getline(ss, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 3u) << r.out;  // the blank line stays a blank line
+  EXPECT_EQ(lines[1], "");
+  // Each line is the -p run of that sentence, with the checkpoint's settings:
+  // 2 beams, at most 8 new tokens (max_length 9), the pad never generated.
+  for (auto [line, text] : {std::pair{0, "the cat sat on a mat"}, std::pair{2, "a dog ran"}}) {
+    auto one = run_tool(testing::archrun() + " translate " + t.path() + " -p '" + text + "' --json");
+    ASSERT_EQ(one.exit_code, 0) << one.out;
+    EXPECT_EQ(nlohmann::json::parse(lines[size_t(line)]), nlohmann::json::parse(testing::last_line(one.out)));
+    auto tokens = nlohmann::json::parse(one.out)["tokens"].get<std::vector<int32_t>>();
+    EXPECT_LE(tokens.size(), 8u);
+    for (int32_t id : tokens) EXPECT_NE(id, 511);
+  }
+  // The target language's token first.
+  auto fr = run_tool(testing::archrun() + " translate " + t.path() + " -p 'a dog ran' --target-lang fr --json");
+  ASSERT_EQ(fr.exit_code, 0) << fr.out;
+  EXPECT_EQ(nlohmann::json::parse(fr.out)["tokens"][0], 7);
+  auto xx = run_tool(testing::archrun() + " translate " + t.path() + " -p 'a dog ran' --target-lang xx");
+  EXPECT_NE(xx.exit_code, 0);
+  EXPECT_NE(xx.out.find("language 'xx': the tokenizer has none of the tokens __xx__, >>xx<<, xx, xx_XX"), std::string::npos) << xx.out;
+}
+
+}  // namespace
+}  // namespace arch
