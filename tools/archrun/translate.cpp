@@ -46,10 +46,18 @@ int run_translate(const TranslateArgs& a) {
   }
   auto plan = seq2seq_plan(**m, o);
   if (!plan.ok()) return fail(plan.error());
+  // A tokenizer that opens every text with its default source language
+  // (M2M-100's __en__) has it replaced; others get the language first.
+  auto opens_with_language = [&](const std::vector<int32_t>& ids) {
+    if (ids.empty()) return false;
+    const std::string t = (**tok).id_to_token(ids.front());
+    return t.size() > 4 && t.rfind("__", 0) == 0 && t.compare(t.size() - 2, 2, "__") == 0;
+  };
   auto one = [&](const std::string& text) -> int {
     std::vector<int32_t> ids = (**tok).encode(text, true);
     if (target_prefix) ids.insert(ids.begin(), *target_prefix);
-    if (source_prefix) ids.insert(ids.begin(), *source_prefix);
+    if (source_prefix && opens_with_language(ids)) ids.front() = *source_prefix;
+    else if (source_prefix) ids.insert(ids.begin(), *source_prefix);
     auto r = seq2seq_generate(**m, ids, *plan);
     if (!r.ok()) return fail(r.error());
     const std::string out = (**tok).decode(r->tokens, /*skip_special_tokens=*/true);
