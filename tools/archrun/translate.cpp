@@ -1,6 +1,7 @@
 // archrun translate: text through a translation or summarisation
 // encoder-decoder (engine/runtime/seq2seq.h): -p TEXT, or each line of
 // stdin as a sentence, one line out per line in.
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 
@@ -46,17 +47,21 @@ int run_translate(const TranslateArgs& a) {
   }
   auto plan = seq2seq_plan(**m, o);
   if (!plan.ok()) return fail(plan.error());
-  // A tokenizer that opens every text with its default source language
-  // (M2M-100's __en__) has it replaced; others get the language first.
-  auto opens_with_language = [&](const std::vector<int32_t>& ids) {
-    if (ids.empty()) return false;
-    const std::string t = (**tok).id_to_token(ids.front());
-    return t.size() > 4 && t.rfind("__", 0) == 0 && t.compare(t.size() - 2, 2, "__") == 0;
+  // A tokenizer that marks every text with its default source language
+  // (M2M-100's __en__ and mBART-50's en_XX first, mBART's en_XX last) has
+  // that token replaced; others get the language first.
+  auto is_language = [&](int32_t id) {
+    const std::string t = (**tok).id_to_token(id);
+    const bool fairseq = t.size() > 4 && t.rfind("__", 0) == 0 && t.compare(t.size() - 2, 2, "__") == 0;
+    const bool mbart = t.size() == 5 && t[2] == '_' && std::islower((unsigned char)t[0]) && std::islower((unsigned char)t[1]) &&
+                       std::isupper((unsigned char)t[3]) && std::isupper((unsigned char)t[4]);
+    return fairseq || mbart;
   };
   auto one = [&](const std::string& text) -> int {
     std::vector<int32_t> ids = (**tok).encode(text, true);
     if (target_prefix) ids.insert(ids.begin(), *target_prefix);
-    if (source_prefix && opens_with_language(ids)) ids.front() = *source_prefix;
+    if (source_prefix && !ids.empty() && is_language(ids.front())) ids.front() = *source_prefix;
+    else if (source_prefix && !ids.empty() && is_language(ids.back())) ids.back() = *source_prefix;
     else if (source_prefix) ids.insert(ids.begin(), *source_prefix);
     auto r = seq2seq_generate(**m, ids, *plan);
     if (!r.ok()) return fail(r.error());

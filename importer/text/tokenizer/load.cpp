@@ -5,6 +5,7 @@
 #include "engine/core/mapped_file.h"
 #include "importer/text/tokenizer/backend.h"
 #include "importer/text/tokenizer/clip_files.h"
+#include "importer/text/tokenizer/fairseq_spm_files.h"
 #include "importer/text/tokenizer/m2m100_files.h"
 #include "importer/text/tokenizer/marian_files.h"
 #include "importer/text/tokenizer/vits_vocab.h"
@@ -50,11 +51,12 @@ Result<std::shared_ptr<const Tokenizer>> load_tokenizer(const std::string& dir) 
   if (has_clip_files(p.string())) return load_clip_tokenizer(p.string());  // CLIP's slow files (a pipeline's tokenizer/)
   if (has_marian_files(p.string())) return load_marian_tokenizer(p.string());  // opus-mt's source.spm, target.spm, vocab.json
   if (has_m2m100_files(p.string())) return load_m2m100_tokenizer(p.string());  // M2M-100's sentencepiece.bpe.model, vocab.json
+  if (has_fairseq_spm_files(p.string(), config)) return load_fairseq_spm_tokenizer(p.string(), config);  // XLM-R's, mBART's
   if (has_vits_files(p.string())) return load_vits_tokenizer(p.string());  // a VITS voice's characters
   for (const char* name : {"tokenizer.model", "spiece.model"})  // spiece.model: T5's
     if (fs::exists(p / name))
       return from_backend(tok::sentencepiece_backend((p / name).string(), config, config_path.string()));
-  return error(dir + ": no tokenizer.json, tokenizer.model, spiece.model, vocab.json + merges.txt, source.spm + target.spm + vocab.json, sentencepiece.bpe.model + vocab.json, or a VitsTokenizer's vocab.json");
+  return error(dir + ": no tokenizer.json, tokenizer.model, spiece.model, vocab.json + merges.txt, source.spm + target.spm + vocab.json, sentencepiece.bpe.model (+ vocab.json), or a VitsTokenizer's vocab.json");
 }
 
 Result<std::shared_ptr<const Tokenizer>> load_tokenizer_from(const ReadSideFile& read, const std::string& label) {

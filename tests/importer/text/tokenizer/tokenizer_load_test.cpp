@@ -128,7 +128,7 @@ TEST(TokenizerLoad, MissingFilesAreNamed) {
   TempDir dir;
   auto r = load_tokenizer(dir.path());
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message, dir.path() + ": no tokenizer.json, tokenizer.model, spiece.model, vocab.json + merges.txt, source.spm + target.spm + vocab.json, sentencepiece.bpe.model + vocab.json, or a VitsTokenizer's vocab.json");
+  EXPECT_EQ(r.error().message, dir.path() + ": no tokenizer.json, tokenizer.model, spiece.model, vocab.json + merges.txt, source.spm + target.spm + vocab.json, sentencepiece.bpe.model (+ vocab.json), or a VitsTokenizer's vocab.json");
   r = load_tokenizer(dir / "nowhere");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("nowhere: no such file or directory"), std::string::npos);
