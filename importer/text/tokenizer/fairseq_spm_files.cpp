@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "importer/text/tokenizer/spm_vocab.h"
-#include "importer/text/tokenizer/unicode.h"
 
 namespace arch {
 
@@ -34,20 +33,13 @@ class FairseqBackend : public tok::PieceVocabBackend {
  public:
   sentencepiece::SentencePieceProcessor spm;
   Layout layout = Layout::XlmRoberta;
-  int32_t english = -1, first_code = 0, codes_end = 0;
+  int32_t english = -1, first_code = 0;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override {
-    std::string repaired;
-    if (!tok::is_valid_utf8(text)) {
-      repaired = tok::utf8_lossy(text);
-      text = repaired;
-    }
-    std::vector<std::string> pieces;
-    if (!spm.Encode(text, &pieces).ok()) pieces.clear();
     std::vector<int32_t> out;
     if (add_special_tokens && layout == Layout::XlmRoberta) out.push_back(*bos_id);
     if (add_special_tokens && layout == Layout::MBart50) out.push_back(english);
-    append_ids(pieces, out);
+    append_ids(spm, text, out);
     if (add_special_tokens) out.push_back(*eos_id);
     if (add_special_tokens && layout == Layout::MBart) out.push_back(english);
     return out;
@@ -94,7 +86,6 @@ Result<std::shared_ptr<const Tokenizer>> load_fairseq_spm_tokenizer(const std::s
   b->first_code = next;
   const size_t codes = b->layout == Layout::MBart ? 25 : b->layout == Layout::MBart50 ? std::size(kCodes) : 0;
   for (size_t i = 0; i < codes; ++i) put(kCodes[i], next++);
-  b->codes_end = next;
   put("<mask>", next);
   b->bos_id = 0, b->pad = 1, b->eos_id = 2, b->unk = 3;
   b->english = b->vocab.find("en_XX");

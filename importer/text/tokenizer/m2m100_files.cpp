@@ -6,7 +6,6 @@
 #include <filesystem>
 
 #include "importer/text/tokenizer/backend.h"
-#include "importer/text/tokenizer/unicode.h"
 #include "importer/text/tokenizer/spm_vocab.h"
 
 namespace arch {
@@ -31,16 +30,9 @@ class M2M100Backend : public tok::PieceVocabBackend {
   int32_t first_language = 0;                          // the language tokens' first id
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override {
-    std::string repaired;
-    if (!tok::is_valid_utf8(text)) {
-      repaired = tok::utf8_lossy(text);
-      text = repaired;
-    }
-    std::vector<std::string> pieces;
-    if (!spm.Encode(text, &pieces).ok()) pieces.clear();
     std::vector<int32_t> out;
     if (add_special_tokens) out.push_back(english);
-    append_ids(pieces, out);
+    append_ids(spm, text, out);
     if (add_special_tokens && eos_id) out.push_back(*eos_id);
     return out;
   }

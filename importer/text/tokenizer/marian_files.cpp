@@ -5,7 +5,6 @@
 #include <filesystem>
 
 #include "importer/text/tokenizer/backend.h"
-#include "importer/text/tokenizer/unicode.h"
 #include "importer/text/tokenizer/spm_vocab.h"
 
 namespace arch {
@@ -19,11 +18,6 @@ class MarianBackend : public tok::PieceVocabBackend {
   sentencepiece::SentencePieceProcessor source_spm, target_spm;
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const override {
-    std::string repaired;
-    if (!tok::is_valid_utf8(text)) {
-      repaired = tok::utf8_lossy(text);
-      text = repaired;
-    }
     std::vector<int32_t> out;
     // A language code opening the text (">>fra<< ...") is one token.
     if (text.rfind(">>", 0) == 0) {
@@ -35,9 +29,7 @@ class MarianBackend : public tok::PieceVocabBackend {
         }
       }
     }
-    std::vector<std::string> pieces;
-    if (!source_spm.Encode(text, &pieces).ok()) pieces.clear();
-    append_ids(pieces, out);
+    append_ids(source_spm, text, out);
     if (add_special_tokens && eos_id) out.push_back(*eos_id);
     return out;
   }

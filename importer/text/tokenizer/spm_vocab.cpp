@@ -4,6 +4,7 @@
 
 #include "engine/core/json_text.h"
 #include "engine/core/mapped_file.h"
+#include "importer/text/tokenizer/unicode.h"
 #include "importer/text/tokenizer/vocab_json.h"
 
 namespace arch::tok {
@@ -59,7 +60,15 @@ std::vector<int32_t> PieceVocabBackend::special_ids() const {
   return s;
 }
 
-void PieceVocabBackend::append_ids(const std::vector<std::string>& pieces, std::vector<int32_t>& out) const {
+void PieceVocabBackend::append_ids(const sentencepiece::SentencePieceProcessor& sp, std::string_view text,
+                                   std::vector<int32_t>& out) const {
+  std::string repaired;
+  if (!is_valid_utf8(text)) {
+    repaired = utf8_lossy(text);
+    text = repaired;
+  }
+  std::vector<std::string> pieces;
+  if (!sp.Encode(text, &pieces).ok()) pieces.clear();  // only fails on an unloaded model
   for (const std::string& p : pieces) {
     auto it = vocab.ids.find(p);
     out.push_back(it != vocab.ids.end() ? it->second : unk);

@@ -50,7 +50,9 @@ class PieceVocabBackend : public Backend {
  protected:
   // unk, pad, eos and bos; a subclass adds its own (language tokens).
   virtual bool is_special(int32_t id) const;
-  void append_ids(const std::vector<std::string>& pieces, std::vector<int32_t>& out) const;
+  // The pieces of `text` (its bytes that are not UTF-8 read as U+FFFD) by
+  // `sp`, each looked up in the vocabulary, appended to `out`.
+  void append_ids(const sentencepiece::SentencePieceProcessor& sp, std::string_view text, std::vector<int32_t>& out) const;
   std::string decode_through(const sentencepiece::SentencePieceProcessor& sp, std::span<const int32_t> ids,
                              bool skip_special_tokens) const;
 };
