@@ -273,6 +273,12 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
     bool first = f == "min" ? a[0].num() <= a[1].num() : a[0].num() >= a[1].num();
     return first ? a[0] : a[1];
   }
+  if (f == "is_list") {
+    // is_list(x): a config value given as a list (diffusers' per-level
+    // attention_head_dim) rather than one number for all
+    ARCH_TRY_STATUS(want(1));
+    return Val::of_bool(a[0].kind == Val::List);
+  }
   if (f == "contains") {
     // contains(list, x): is x an item of the list (mlp_only_layers, ...);
     // contains(str, s): is s part of the string (DeBERTa's "p2c|c2p")

@@ -5,7 +5,7 @@
 namespace arch::dsl {
 
 const std::vector<std::string>& builtin_names() {
-  static const std::vector<std::string> names = {"exists", "len", "sqrt", "log", "int", "float", "min", "max", "default", "error", "contains", "str"};
+  static const std::vector<std::string> names = {"exists", "len", "sqrt", "log", "int", "float", "min", "max", "default", "error", "contains", "str", "is_list"};
   return names;
 }
 

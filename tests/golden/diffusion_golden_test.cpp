@@ -32,6 +32,7 @@ TEST_P(DiffusionGolden, EveryPerBlockTensorMatchesDiffusers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DiffusionGolden, ::testing::Values(Case{"dit", "DiTDiffusion"}, Case{"unet_sd15", "UNetDiffusion"},
+                                                            Case{"unet_sd2", "UNetDiffusion"},
                                                             Case{"sd3", "MMDiT"}, Case{"flux", "Flux"},
                                                             Case{"vae_sd15", "VAEStyle"}, Case{"clip_text", "CLIPTextStyle"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
@@ -48,11 +49,13 @@ Tensor first_tensor(const std::string& path, const std::string& name) {
   return f.ok() && f->tensors.count(name) ? f->tensors.at(name) : Tensor{};
 }
 
-// The unet_sd15 golden's four DDIM steps (751, 501, 251, 1), without and
-// with classifier-free guidance 7.5: every step's latents and noise
-// prediction.
-TEST(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
-  const std::string dir = testing::golden_dir("unet_sd15");
+// The unet_sd15 and unet_sd2 goldens' four DDIM steps (751, 501, 251, 1),
+// without and with classifier-free guidance 7.5: every step's latents and
+// model output (SD 2.x's a v prediction, which the scheduler converts).
+class DdimGolden : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
+  const std::string dir = testing::golden_dir(GetParam());
   ARCH_REQUIRE_SHARED(dir);
   auto model = load_model(dir);
   ASSERT_TRUE(model.ok()) << model.error().message;
@@ -89,6 +92,9 @@ TEST(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, DdimGolden, ::testing::Values("unet_sd15", "unet_sd2"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
 }  // namespace arch
