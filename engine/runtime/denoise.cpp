@@ -113,7 +113,7 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
     }
     for (int v : graph.inputs) {
       const std::string& name = graph.values[size_t(v)].name;
-      if (v != sample_in && v != time_in && !in.count(name))
+      if (v != sample_in && v != time_in && !in.count(name) && !graph.default_of(v))  // one with a default may be left out
         return error(m.template_path + ": the denoise graph also takes '" + name + "' (give it: --pooled for pooled_projections)");
     }
     return in;

@@ -32,7 +32,7 @@ TEST_P(DiffusionGolden, EveryPerBlockTensorMatchesDiffusers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, DiffusionGolden, ::testing::Values(Case{"dit", "DiTDiffusion"}, Case{"unet_sd15", "UNetDiffusion"},
-                                                            Case{"unet_sd2", "UNetDiffusion"},
+                                                            Case{"unet_sd2", "UNetDiffusion"}, Case{"unet_sdxl", "UNetDiffusion"},
                                                             Case{"sd3", "MMDiT"}, Case{"flux", "Flux"},
                                                             Case{"vae_sd15", "VAEStyle"}, Case{"clip_text", "CLIPTextStyle"}),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
@@ -49,9 +49,11 @@ Tensor first_tensor(const std::string& path, const std::string& name) {
   return f.ok() && f->tensors.count(name) ? f->tensors.at(name) : Tensor{};
 }
 
-// The unet_sd15 and unet_sd2 goldens' four DDIM steps (751, 501, 251, 1),
-// without and with classifier-free guidance 7.5: every step's latents and
-// model output (SD 2.x's a v prediction, which the scheduler converts).
+// The unet_sd15, unet_sd2 and unet_sdxl goldens' four DDIM steps (751,
+// 501, 251, 1), without and with classifier-free guidance (7.5; SDXL 5):
+// every step's latents and model output (SD 2.x's a v prediction, which
+// the scheduler converts; SDXL's with the pooled text and size ids, the
+// negative text's pooled embedding beside the negative context).
 class DdimGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
@@ -71,9 +73,18 @@ TEST_P(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
     DenoiseOptions opt;
     opt.steps = 4;
     opt.context = first_tensor(dir + "/inputs.safetensors", "encoder_hidden_states");
+    const bool sdxl = GetParam() == "unet_sdxl";
+    if (sdxl) {
+      opt.extra["text_embeds"] = first_tensor(dir + "/inputs.safetensors", "text_embeds").reshaped({24});
+      opt.extra["time_ids"] = first_tensor(dir + "/inputs.safetensors", "time_ids").reshaped({6});
+    }
     if (guided) {
-      opt.guidance = 7.5f;
+      opt.guidance = testing::read_json(dir + "/expected.json")["sampling"]["guidance_scale_cfg_loop"].get<float>();
       opt.negative_context = first_tensor(dir + "/sampling_inputs.safetensors", "negative_encoder_hidden_states");
+      if (sdxl) {
+        opt.negative_extra["text_embeds"] = first_tensor(dir + "/sampling_inputs.safetensors", "negative_text_embeds").reshaped({24});
+        opt.negative_extra["time_ids"] = opt.extra["time_ids"];
+      }
     }
     auto r = denoise(**model, **scheduler, latents, opt);
     ASSERT_TRUE(r.ok()) << r.error().message;
@@ -93,7 +104,7 @@ TEST_P(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, DdimGolden, ::testing::Values("unet_sd15", "unet_sd2"),
+INSTANTIATE_TEST_SUITE_P(Cases, DdimGolden, ::testing::Values("unet_sd15", "unet_sd2", "unet_sdxl"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace
