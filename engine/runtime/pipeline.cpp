@@ -32,8 +32,8 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   ARCH_TRY(p.index, parse_json(text.str(), index.string()));
   if (!p.index.is_object()) return error(index.string() + ": not a JSON object");
   const std::string cls = p.index.value("_class_name", std::string());
-  if (cls != "StableDiffusionPipeline")
-    return error(index.string() + ": pipeline '" + cls + "' is not one archrun runs (StableDiffusionPipeline)");
+  if (cls != "StableDiffusionPipeline" && cls != "StableDiffusionXLPipeline")
+    return error(index.string() + ": pipeline '" + cls + "' is not one archrun runs (StableDiffusionPipeline, StableDiffusionXLPipeline)");
   auto component = [&](const char* name) -> Result<std::shared_ptr<Model>> {
     const fs::path sub = fs::path(dir) / name;
     std::error_code ec;
@@ -43,6 +43,9 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
     return *m;
   };
   ARCH_TRY(p.text_encoder, component("text_encoder"));
+  if (cls == "StableDiffusionXLPipeline") {
+    ARCH_TRY(p.text_encoder_2, component("text_encoder_2"));
+  }
   ARCH_TRY(p.unet, component("unet"));
   ARCH_TRY(p.vae, component("vae"));
   // The components must fit one another: the text's width is the UNet's
@@ -50,9 +53,11 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   const auto& tc = p.text_encoder->checkpoint.config;
   const auto& uc = p.unet->checkpoint.config;
   const auto& vc = p.vae->checkpoint.config;
-  if (tc.value("hidden_size", -1) != uc.value("cross_attention_dim", -2))
-    return error(dir + ": text_encoder's hidden_size (" + tc.value("hidden_size", nlohmann::json()).dump() +
-                 ") is not unet's cross_attention_dim (" + uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
+  const int64_t width = tc.value("hidden_size", int64_t(-1)) +
+                        (p.text_encoder_2 ? p.text_encoder_2->checkpoint.config.value("hidden_size", int64_t(0)) : 0);
+  if (uc.value("cross_attention_dim", int64_t(-2)) != width)
+    return error(dir + ": the text encoders' hidden_size (" + std::to_string(width) + ") is not unet's cross_attention_dim (" +
+                 uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
   if (uc.value("in_channels", -1) != vc.value("latent_channels", -2) || uc.value("out_channels", -1) != vc.value("latent_channels", -2))
     return error(dir + ": unet's in/out channels (" + uc.value("in_channels", nlohmann::json()).dump() + ", " +
                  uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
@@ -120,15 +125,67 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
     if (!out.ok()) return error(p.dir + ": text_encoder on the " + what + ": " + out.error().message);
     return out->at("last_hidden_state");
   };
-  ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
   DenoiseOptions d;
   d.steps = opt.steps;
   d.guidance = opt.guidance;
-  d.context = r.prompt_embeds;
   d.on_step = opt.on_step;
-  if (!opt.negative_ids.empty() && opt.guidance != 1.0f) {
-    ARCH_TRY(r.negative_prompt_embeds, embed(opt.negative_ids, "negative prompt"));
-    d.negative_context = r.negative_prompt_embeds;
+  const bool guided = opt.guidance != 1.0f;
+  if (!p.text_encoder_2) {
+    ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
+    d.context = r.prompt_embeds;
+    if (!opt.negative_ids.empty() && guided) {
+      ARCH_TRY(r.negative_prompt_embeds, embed(opt.negative_ids, "negative prompt"));
+      d.negative_context = r.negative_prompt_embeds;
+    }
+  } else {
+    // SDXL: the penultimate hidden states of both encoders side by side,
+    // the second's projected pooled row.
+    auto both = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& ids_2, const char* what,
+                    Tensor& context, Tensor& pooled) -> Status {
+      if (ids.empty()) return error(std::string("the ") + what + " has no token ids");
+      auto run = [&](const Model& m, const std::vector<int32_t>& v, std::vector<std::string> outs) -> Result<NamedTensors> {
+        Tensor t = Tensor::zeros(DType::I32, {int64_t(v.size())});
+        std::copy(v.begin(), v.end(), t.i32());
+        return forward(m, {{"input_ids", t}}, outs);
+      };
+      auto a = run(*p.text_encoder, ids, {"penultimate_hidden_state"});
+      if (!a.ok()) return error(p.dir + ": text_encoder on the " + what + ": " + a.error().message);
+      auto b = run(*p.text_encoder_2, ids_2.empty() ? ids : ids_2, {"penultimate_hidden_state", "text_embeds"});
+      if (!b.ok()) return error(p.dir + ": text_encoder_2 on the " + what + ": " + b.error().message);
+      const Tensor &x = a->at("penultimate_hidden_state"), &y = b->at("penultimate_hidden_state");
+      if (x.dim(0) != y.dim(0)) return error("the " + std::string(what) + "'s two id lists differ in length (" + std::to_string(x.dim(0)) + ", " + std::to_string(y.dim(0)) + ")");
+      const int64_t n = x.dim(0), h1 = x.dim(1), h2 = y.dim(1);
+      context = Tensor::zeros(DType::F32, {n, h1 + h2});
+      for (int64_t i = 0; i < n; ++i) {
+        std::copy(x.f32() + i * h1, x.f32() + (i + 1) * h1, context.f32() + i * (h1 + h2));
+        std::copy(y.f32() + i * h2, y.f32() + (i + 1) * h2, context.f32() + i * (h1 + h2) + h1);
+      }
+      pooled = b->at("text_embeds");
+      return {};
+    };
+    ARCH_TRY_STATUS(both(opt.ids, opt.ids_2, "prompt", r.prompt_embeds, r.pooled_prompt_embeds));
+    d.context = r.prompt_embeds;
+    // The size ids: original size, crop's top-left, target size (the image's).
+    const int64_t scale = vae_scale(p), H = opt.latents.dim(-2) * scale, W = opt.latents.dim(-1) * scale;
+    r.add_time_ids = Tensor::zeros(DType::F32, {6});
+    const int64_t ids6[6] = {opt.original_height ? opt.original_height : H, opt.original_width ? opt.original_width : W,
+                             opt.crop_top, opt.crop_left, H, W};
+    for (int k = 0; k < 6; ++k) r.add_time_ids.f32()[k] = float(ids6[k]);
+    d.extra = {{"text_embeds", r.pooled_prompt_embeds}, {"time_ids", r.add_time_ids}};
+    if (guided) {
+      if (!opt.negative_ids.empty()) {
+        ARCH_TRY_STATUS(both(opt.negative_ids, opt.negative_ids_2, "negative prompt", r.negative_prompt_embeds,
+                             r.negative_pooled_prompt_embeds));
+      } else if (p.index.value("force_zeros_for_empty_prompt", true)) {
+        // No negative prompt: zeros, as the pipeline makes them.
+        r.negative_prompt_embeds = Tensor::zeros(DType::F32, r.prompt_embeds.shape);
+        r.negative_pooled_prompt_embeds = Tensor::zeros(DType::F32, r.pooled_prompt_embeds.shape);
+      } else {
+        return error(p.dir + ": this SDXL pipeline does not zero the empty prompt: give the negative prompt's ids");
+      }
+      d.negative_context = r.negative_prompt_embeds;
+      d.negative_extra = {{"text_embeds", r.negative_pooled_prompt_embeds}, {"time_ids", r.add_time_ids}};
+    }
   }
   r.text_seconds = since(t);
   t = clock::now();

@@ -1,9 +1,14 @@
 // A diffusers pipeline folder (model_index.json with text_encoder/, unet/,
 // vae/, scheduler/): each component dispatched to its family as any
-// checkpoint is, and text to image over them (Stable Diffusion 1.x):
-// the prompt's and the negative prompt's embeddings from the text
+// checkpoint is, and text to image over them (Stable Diffusion 1.x and
+// 2.x): the prompt's and the negative prompt's embeddings from the text
 // encoder, the sampling loop over the UNet with classifier-free guidance,
 // the VAE's decode of latents / scaling_factor, the image in [0, 1].
+// SDXL's (StableDiffusionXLPipeline) adds text_encoder_2/: the two
+// encoders' penultimate hidden states side by side, the second's projected
+// pooled embedding and the size ids (original size, crop, target size) as
+// the UNet's text-time conditioning, zeros for the unconditional half where
+// no negative prompt is given (force_zeros_for_empty_prompt).
 #pragma once
 
 #include <functional>
@@ -23,6 +28,7 @@ struct Pipeline {
   std::string dir;
   nlohmann::json index;                       // model_index.json
   std::shared_ptr<Model> text_encoder, unet, vae;
+  std::shared_ptr<Model> text_encoder_2;      // SDXL's second encoder (null: none)
   std::unique_ptr<Scheduler> scheduler;
   std::string scheduler_path;
 };
@@ -35,6 +41,10 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = 
 
 struct ImagineOptions {
   std::vector<int32_t> ids, negative_ids;     // the prompts' token ids (negative: none without guidance)
+  std::vector<int32_t> ids_2, negative_ids_2; // SDXL's second encoder's (empty: the first's)
+  // SDXL's size conditioning, (height, width) and (top, left); 0, 0: the
+  // output size and no crop, as diffusers defaults them.
+  int64_t original_height = 0, original_width = 0, crop_top = 0, crop_left = 0;
   int steps = 20;
   float guidance = 7.5f;
   Tensor latents;                             // the initial latents [C, h, w]
@@ -43,6 +53,7 @@ struct ImagineOptions {
 
 struct ImagineResult {
   Tensor prompt_embeds, negative_prompt_embeds;
+  Tensor pooled_prompt_embeds, negative_pooled_prompt_embeds, add_time_ids;  // SDXL's
   DenoiseResult denoised;
   Tensor decode_input, image_decoded;         // latents / scaling_factor; the VAE's output
   Tensor image;                               // [3, H, W] in [0, 1]

@@ -260,6 +260,42 @@ TEST(PipelineGolden, TextToImageMatchesDiffusersStepByStep) {
   }
 }
 
+// The SDXL pipeline folder: both text encoders (penultimate hidden states
+// side by side, the second's projected pooled row), zeros for the
+// unconditional half, the size ids from original size (48, 40), crop (4, 0)
+// and the 32 x 32 target, four Euler steps with guidance 5, the VAE's
+// decode: every tensor the golden recorded.
+TEST(PipelineGolden, SdxlTextToImageMatchesDiffusersStepByStep) {
+  const std::string dir = testing::golden_dir("sdxl_pipeline");
+  ARCH_REQUIRE_SHARED(dir);
+  auto p = load_pipeline(dir);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ASSERT_TRUE(p->text_encoder_2);
+  auto in = testing::read_json(dir + "/inputs.json");
+  ImagineOptions opt;
+  opt.ids = in["prompt_input_ids"].get<std::vector<int32_t>>();
+  opt.ids_2 = in["prompt_input_ids_2"].get<std::vector<int32_t>>();
+  opt.steps = 4;
+  opt.guidance = 5.0f;
+  opt.original_height = 48, opt.original_width = 40, opt.crop_top = 4, opt.crop_left = 0;
+  opt.latents = first_tensor(dir + "/inputs.safetensors", "latents");
+  auto r = imagine(*p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  const std::pair<const char*, const Tensor*> got[] = {
+      {"prompt_embeds", &r->prompt_embeds}, {"pooled_prompt_embeds", &r->pooled_prompt_embeds},
+      {"add_time_ids", &r->add_time_ids},   {"latents", &r->denoised.trajectory},
+      {"noise_pred", &r->denoised.noise_preds}, {"decode_input", &r->decode_input},
+      {"image_decoded", &r->image_decoded}, {"image", &r->image}};
+  for (const auto& [name, t] : got) {
+    const Tensor& want = expected->tensors.at(name);
+    ASSERT_EQ(t->numel(), want.numel()) << name;
+    auto c = testing::compare_f32(t->f32(), want.f32(), want.numel());
+    EXPECT_TRUE(c.ok()) << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
+  }
+}
+
 }  // namespace
 }  // namespace arch
 

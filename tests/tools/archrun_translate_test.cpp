@@ -115,3 +115,4 @@ TEST(ArchrunTranslate, OneLineOutPerLineIn) {
 
 }  // namespace
 }  // namespace arch
+

@@ -159,6 +159,7 @@ struct DenoiseArgs {
 struct ImagineArgs {
   Common common;
   std::string prompt, negative_prompt, ids, negative_ids, latents, out, save_tensors, scheduler;
+  std::string ids_2, negative_ids_2, original_size, crop_top_left;  // SDXL's second encoder and size conditioning
   int steps = 20, height = 0, width = 0;
   float guidance = 7.5f;
   uint64_t seed = 0;

@@ -29,14 +29,54 @@ int run_imagine(const ImagineArgs& a) {
   ImagineOptions opt;
   opt.steps = a.steps;
   opt.guidance = a.guidance;
+  const bool xl = p->text_encoder_2 != nullptr;
+  if (!xl && (!a.ids_2.empty() || !a.negative_ids_2.empty() || !a.original_size.empty() || !a.crop_top_left.empty()))
+    return fail(error("--ids-2, --negative-ids-2, --original-size and --crop-top-left are SDXL's; " + a.common.model +
+                      " is not an SDXL pipeline"));
+  // H,W and Y,X: two non-negative integers.
+  auto pair = [](const std::string& text, const char* what, int64_t& first, int64_t& second) -> Status {
+    if (text.empty()) return {};
+    auto v = parse_ids(text);
+    if (!v.ok() || v->size() != 2) return error(std::string(what) + " must be two integers, as 48,40, not '" + text + "'");
+    first = (*v)[0], second = (*v)[1];
+    return {};
+  };
+  if (Status st = pair(a.original_size, "--original-size", opt.original_height, opt.original_width); !st.ok()) return fail(st.error());
+  if (Status st = pair(a.crop_top_left, "--crop-top-left", opt.crop_top, opt.crop_left); !st.ok()) return fail(st.error());
   if (!a.prompt.empty()) {
-    // The negative prompt "" (bos, eos) where guidance is asked for and none is given.
-    const std::string tdir = a.common.model + "/tokenizer";
-    auto tok = open_tokenizer(tdir);
-    if (!tok.ok()) return fail(error(a.common.model + ": -p needs the pipeline's tokenizer/: " + tok.error().message));
-    opt.ids = pipeline_prompt_ids(*p, **tok, tdir, a.prompt);
-    if (a.guidance != 1.0f) opt.negative_ids = pipeline_prompt_ids(*p, **tok, tdir, a.negative_prompt);
+    // The negative prompt "" (bos, eos) where guidance is asked for and none
+    // is given; SDXL's empty negative prompt is zeros instead.
+    auto ids_of = [&](const char* folder, const std::string& text) -> Result<std::vector<int32_t>> {
+      const std::string tdir = a.common.model + "/" + folder;
+      auto tok = open_tokenizer(tdir);
+      if (!tok.ok()) return error(a.common.model + ": -p needs the pipeline's " + folder + "/: " + tok.error().message);
+      return pipeline_prompt_ids(*p, **tok, tdir, text);
+    };
+    auto ids = ids_of("tokenizer", a.prompt);
+    if (!ids.ok()) return fail(ids.error());
+    opt.ids = *ids;
+    if (xl) {
+      auto ids_2 = ids_of("tokenizer_2", a.prompt);
+      if (!ids_2.ok()) return fail(ids_2.error());
+      opt.ids_2 = *ids_2;
+    }
+    if (a.guidance != 1.0f && (!xl || !a.negative_prompt.empty())) {
+      auto neg = ids_of("tokenizer", a.negative_prompt);
+      if (!neg.ok()) return fail(neg.error());
+      opt.negative_ids = *neg;
+      if (xl) {
+        auto neg_2 = ids_of("tokenizer_2", a.negative_prompt);
+        if (!neg_2.ok()) return fail(neg_2.error());
+        opt.negative_ids_2 = *neg_2;
+      }
+    }
   } else {
+    for (auto [text, into] : {std::pair{&a.ids_2, &opt.ids_2}, std::pair{&a.negative_ids_2, &opt.negative_ids_2}}) {
+      if (text->empty()) continue;
+      auto v = parse_ids(*text);
+      if (!v.ok()) return fail(v.error());
+      *into = *v;
+    }
     auto ids = parse_ids(a.ids);
     if (!ids.ok()) return fail(ids.error());
     opt.ids = *ids;
