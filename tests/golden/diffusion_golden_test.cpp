@@ -3,6 +3,8 @@
 // README's float32 rule, on both paths.
 #include <gtest/gtest.h>
 
+#include <span>
+
 #include <algorithm>
 
 #include "importer/checkpoint/safetensors.h"
@@ -223,6 +225,18 @@ TEST(FlowMatchEuler, FluxLoopPacksAndStepsByTheModelsVelocity) {
 namespace arch {
 namespace {
 
+// Each of a pipeline run's tensors against the one the golden recorded under its name.
+void expect_recorded(const std::string& dir, std::span<const std::pair<const char*, const Tensor*>> got) {
+  auto expected = read_safetensors(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  for (const auto& [name, t] : got) {
+    const Tensor& want = expected->tensors.at(name);
+    ASSERT_EQ(t->numel(), want.numel()) << name;
+    auto c = testing::compare_f32(t->f32(), want.f32(), want.numel());
+    EXPECT_TRUE(c.ok()) << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
+  }
+}
+
 // The whole Stable Diffusion 1.5 pipeline folder: the text encoder on the
 // prompt and the empty prompt, four DDIM steps with guidance 7.5 from the
 // stored latents, the VAE's decode, the image in [0, 1]: every tensor the
@@ -245,19 +259,12 @@ TEST(PipelineGolden, TextToImageMatchesDiffusersStepByStep) {
   opt.latents = first_tensor(dir + "/inputs.safetensors", "latents");
   auto r = imagine(*p, opt);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  auto expected = read_safetensors(dir + "/expected.safetensors");
-  ASSERT_TRUE(expected.ok());
   const std::pair<const char*, const Tensor*> got[] = {
       {"prompt_embeds", &r->prompt_embeds},        {"negative_prompt_embeds", &r->negative_prompt_embeds},
       {"latents", &r->denoised.trajectory},        {"noise_pred", &r->denoised.noise_preds},
       {"decode_input", &r->decode_input},          {"image_decoded", &r->image_decoded},
       {"image", &r->image}};
-  for (const auto& [name, t] : got) {
-    const Tensor& want = expected->tensors.at(name);
-    ASSERT_EQ(t->numel(), want.numel()) << name;
-    auto c = testing::compare_f32(t->f32(), want.f32(), want.numel());
-    EXPECT_TRUE(c.ok()) << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
-  }
+  expect_recorded(dir, got);
 }
 
 // The SDXL pipeline folder: both text encoders (penultimate hidden states
@@ -281,19 +288,12 @@ TEST(PipelineGolden, SdxlTextToImageMatchesDiffusersStepByStep) {
   opt.latents = first_tensor(dir + "/inputs.safetensors", "latents");
   auto r = imagine(*p, opt);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  auto expected = read_safetensors(dir + "/expected.safetensors");
-  ASSERT_TRUE(expected.ok());
   const std::pair<const char*, const Tensor*> got[] = {
       {"prompt_embeds", &r->prompt_embeds}, {"pooled_prompt_embeds", &r->pooled_prompt_embeds},
       {"add_time_ids", &r->add_time_ids},   {"latents", &r->denoised.trajectory},
       {"noise_pred", &r->denoised.noise_preds}, {"decode_input", &r->decode_input},
       {"image_decoded", &r->image_decoded}, {"image", &r->image}};
-  for (const auto& [name, t] : got) {
-    const Tensor& want = expected->tensors.at(name);
-    ASSERT_EQ(t->numel(), want.numel()) << name;
-    auto c = testing::compare_f32(t->f32(), want.f32(), want.numel());
-    EXPECT_TRUE(c.ok()) << name << " differs by " << c.max_abs << " (allowed " << c.bound << ")";
-  }
+  expect_recorded(dir, got);
 }
 
 }  // namespace
