@@ -2,7 +2,8 @@
 // one request at a time, the PNG as base64 (`b64_json`). Beside the API's
 // fields (prompt, n = 1, size "WxH", response_format b64_json) it takes
 // diffusers' knobs by their names: negative_prompt, num_inference_steps,
-// guidance_scale, seed; and prompt_ids / negative_prompt_ids for a
+// guidance_scale, seed; SDXL's second encoder through tokenizer_2/ (or
+// prompt_ids_2 / negative_prompt_ids_2); and prompt_ids / negative_prompt_ids for a
 // pipeline without a tokenizer/.
 #include <chrono>
 #include <cstdio>
@@ -78,7 +79,25 @@ void Server::image(const httplib::Request& req, httplib::Response& res) {
     if (!tok_) return reply_error(res, bad_request("this pipeline has no tokenizer/: send 'prompt_ids'", "prompt"));
     opt.ids = pipeline_prompt_ids(*pipeline_, *tok_, tok_dir, j["prompt"].get<std::string>());
   }
-  if (opt.negative_ids.empty() && opt.guidance != 1.0f) {
+  const bool xl = pipeline_->text_encoder_2 != nullptr;
+  if (!xl && (j.contains("prompt_ids_2") || j.contains("negative_prompt_ids_2")))
+    return reply_error(res, bad_request("'prompt_ids_2' and 'negative_prompt_ids_2' are an SDXL pipeline's: this one has one text encoder", "prompt_ids_2"));
+  if (xl) {
+    // The second encoder's ids: given, or its tokenizer_2/ on the text.
+    if (!ids_of(j, "prompt_ids_2", opt.ids_2) || !ids_of(j, "negative_prompt_ids_2", opt.negative_ids_2))
+      return reply_error(res, bad_request("'prompt_ids_2' and 'negative_prompt_ids_2' must be non-empty arrays of token ids", "prompt_ids_2"));
+    const std::string tok_dir_2 = path_ + "/tokenizer_2";
+    if (opt.ids_2.empty() && j.contains("prompt") && j["prompt"].is_string() && !j["prompt"].get<std::string>().empty()) {
+      if (!tok_2_) return reply_error(res, bad_request("this SDXL pipeline has no tokenizer_2/: send 'prompt_ids_2'", "prompt"));
+      opt.ids_2 = pipeline_prompt_ids(*pipeline_, *tok_2_, tok_dir_2, j["prompt"].get<std::string>());
+    }
+    // No negative prompt: the pipeline's zeros; a negative prompt through both tokenizers.
+    if (opt.negative_ids.empty() && opt.guidance != 1.0f && !std::get<std::string>(negative).empty()) {
+      if (!tok_ || !tok_2_) return reply_error(res, bad_request("this SDXL pipeline lacks tokenizer/ or tokenizer_2/: send 'negative_prompt_ids' and 'negative_prompt_ids_2'", "negative_prompt"));
+      opt.negative_ids = pipeline_prompt_ids(*pipeline_, *tok_, tok_dir, std::get<std::string>(negative));
+      opt.negative_ids_2 = pipeline_prompt_ids(*pipeline_, *tok_2_, tok_dir_2, std::get<std::string>(negative));
+    }
+  } else if (opt.negative_ids.empty() && opt.guidance != 1.0f) {
     if (!tok_) return reply_error(res, bad_request("this pipeline has no tokenizer/: guidance needs 'negative_prompt_ids'", "negative_prompt_ids"));
     opt.negative_ids = pipeline_prompt_ids(*pipeline_, *tok_, tok_dir, std::get<std::string>(negative));
   }

@@ -93,6 +93,7 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<Pipeline> p, const 
   s->pipeline_ = std::move(p);
   s->path_ = path;
   if (auto t = load_model_tokenizer(path + "/tokenizer"); t.ok()) s->tok_ = *t;
+  if (auto t = load_model_tokenizer(path + "/tokenizer_2"); s->pipeline_->text_encoder_2 && t.ok()) s->tok_2_ = *t;
   s->start(path, opt);
   return s;
 }

@@ -96,6 +96,7 @@ class Server {
   ServeOptions opt_;
   std::string name_, path_;
   std::shared_ptr<const Tokenizer> tok_;
+  std::shared_ptr<const Tokenizer> tok_2_;  // an SDXL pipeline's tokenizer_2/
   std::optional<ChatTemplateInfo> chat_;
   std::string chat_missing_;            // why there is no chat template
   std::unique_ptr<Batcher> batcher_;    // null: the model does not generate

@@ -1,4 +1,4 @@
-// /v1/images/generations over the SD 1.5 pipeline golden: the PNG is the
+// /v1/images/generations over the SD 1.5 and SDXL pipeline goldens: the PNG is the
 // one imagining the same ids from the same seeded latents in-process writes.
 #include "tests/engine/serve/serve_fixture.h"
 
@@ -6,6 +6,7 @@
 
 #include "importer/image/image_write.h"
 #include "engine/runtime/pipeline.h"
+#include "tests/golden/golden_case.h"
 
 namespace arch {
 namespace {
@@ -64,6 +65,56 @@ TEST(ServeImages, APngIsWhatImaginingGives) {
     EXPECT_EQ(b->status, 400) << bad.dump() << ": " << b->body;
   }
   EXPECT_EQ(c.Post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump(), "application/json")->status, 400);
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+// An SDXL pipeline folder: the PNG is what imagining both encoders' ids
+// from the same seeded latents in-process writes (zeros for the
+// unconditional half); the second encoder's fields refused on SD 1.5.
+TEST(ServeImages, SdxlFromBothEncodersIds) {
+  const std::string dir = testing::golden_dir("sdxl_pipeline");
+  ARCH_REQUIRE_SHARED(dir);
+  auto p = load_pipeline(dir);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto pipe = std::make_shared<Pipeline>(std::move(p).value());
+  const auto in = testing::read_json(dir + "/inputs.json");
+  ImagineOptions opt;
+  opt.ids = in["prompt_input_ids"].get<std::vector<int32_t>>();
+  opt.ids_2 = in["prompt_input_ids_2"].get<std::vector<int32_t>>();
+  opt.steps = 2;
+  opt.guidance = 5.0f;
+  auto shape = latent_shape(*pipe, 32, 32);
+  ASSERT_TRUE(shape.ok());
+  opt.latents = seeded_latents(*shape, 7);
+  auto want = imagine(*pipe, opt);
+  ASSERT_TRUE(want.ok()) << want.error().message;
+  const fs::path png = fs::temp_directory_path() / ("serve_xl_" + std::to_string(getpid()) + ".png");
+  ASSERT_TRUE(write_png(png.string(), want->image).ok());
+  std::ifstream f(png, std::ios::binary);
+  const std::string want_bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  fs::remove(png);
+  RunningServer s(serve::Server::make(pipe, dir, testing::options()));
+  auto c = s.client();
+  json req = {{"prompt_ids", opt.ids}, {"prompt_ids_2", opt.ids_2}, {"num_inference_steps", 2}, {"guidance_scale", 5.0},
+              {"size", "32x32"}, {"seed", 7}};
+  auto r = c.Post("/v1/images/generations", req.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(unbase64(testing::body_of(r)["data"][0]["b64_json"].get<std::string>()), want_bytes);
+
+  auto sd15 = load_pipeline(testing::golden_dir("sd15_pipeline"));
+  ASSERT_TRUE(sd15.ok());
+  RunningServer one(serve::Server::make(std::make_shared<Pipeline>(std::move(sd15).value()), testing::golden_dir("sd15_pipeline"), testing::options()));
+  auto c1 = one.client();
+  auto bad = c1.Post("/v1/images/generations", json{{"prompt_ids", {98, 99}}, {"prompt_ids_2", {98, 99}}}.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(testing::body_of(bad)["error"]["param"], "prompt_ids_2") << bad->body;
 }
 
 }  // namespace
