@@ -176,7 +176,8 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
       if (!opt.negative_ids.empty()) {
         ARCH_TRY_STATUS(both(opt.negative_ids, opt.negative_ids_2, "negative prompt", r.negative_prompt_embeds,
                              r.negative_pooled_prompt_embeds));
-      } else if (p.index.value("force_zeros_for_empty_prompt", true)) {
+      } else if (const auto zeros = p.index.find("force_zeros_for_empty_prompt");
+                 zeros == p.index.end() || !zeros->is_boolean() || zeros->get<bool>()) {
         // No negative prompt: zeros, as the pipeline makes them.
         r.negative_prompt_embeds = Tensor::zeros(DType::F32, r.prompt_embeds.shape);
         r.negative_pooled_prompt_embeds = Tensor::zeros(DType::F32, r.pooled_prompt_embeds.shape);
