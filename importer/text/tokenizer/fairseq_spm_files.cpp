@@ -50,7 +50,7 @@ class FairseqBackend : public tok::PieceVocabBackend {
 
  protected:
   bool is_special(int32_t id) const override {
-    return PieceVocabBackend::is_special(id) || (id >= first_code && id < int32_t(vocab.tokens.size()));
+    return PieceVocabBackend::is_special(id) || (id >= first_code && id <= vocab.max_id());
   }
 };
 
@@ -73,10 +73,7 @@ Result<std::shared_ptr<const Tokenizer>> load_fairseq_spm_tokenizer(const std::s
   b->layout = *layout;
   // fairseq's four, then every piece but SentencePiece's own <unk>, <s>, </s> at its id + 1.
   auto put = [&](const std::string& t, int32_t id) {
-    if (size_t(id) >= b->vocab.tokens.size()) b->vocab.tokens.resize(size_t(id) + 1);
-    if (b->vocab.ids.count(t)) return;
-    b->vocab.tokens[size_t(id)] = t;
-    b->vocab.ids.emplace(t, id);
+    if (!b->vocab.find(t)) b->vocab.add(t, id);  // a piece spelled as a fairseq token keeps fairseq's id
   };
   put("<s>", 0), put("<pad>", 1), put("</s>", 2), put("<unk>", 3);
   const int32_t n = b->spm.GetPieceSize();
@@ -88,7 +85,7 @@ Result<std::shared_ptr<const Tokenizer>> load_fairseq_spm_tokenizer(const std::s
   for (size_t i = 0; i < codes; ++i) put(kCodes[i], next++);
   put("<mask>", next);
   b->bos_id = 0, b->pad = 1, b->eos_id = 2, b->unk = 3;
-  b->english = b->vocab.find("en_XX");
+  b->english = b->id_of("en_XX");
   return std::shared_ptr<const Tokenizer>(std::make_shared<Tokenizer>(std::move(b)));
 }
 

@@ -59,19 +59,14 @@ Result<std::shared_ptr<const Tokenizer>> load_m2m100_tokenizer(const std::string
   auto b = std::make_unique<M2M100Backend>();
   b->source = (p / "vocab.json").string();
   ARCH_TRY_STATUS(tok::load_spm(b->spm, (p / "sentencepiece.bpe.model").string()));
-  ARCH_TRY(b->vocab, tok::read_piece_vocab(b->source));
-  // The language tokens follow vocab.json's entries (its size, as M2M100Tokenizer counts).
-  const size_t first = b->vocab.entries;
+  ARCH_TRY_STATUS(tok::read_vocab_file(b->source, b->vocab));
+  // The language tokens follow vocab.json's entries (their count, as M2M100Tokenizer numbers them).
+  const size_t first = b->vocab.size();
   b->first_language = int32_t(first);
-  b->vocab.tokens.resize(std::max(b->vocab.tokens.size(), first + std::size(kLanguages)));
-  for (size_t i = 0; i < std::size(kLanguages); ++i) {
-    const std::string t = std::string("__") + kLanguages[i] + "__";
-    b->vocab.tokens[first + i] = t;
-    b->vocab.ids[t] = int32_t(first + i);
-  }
-  b->unk = b->vocab.find("<unk>"), b->pad = b->vocab.find("<pad>"), b->english = b->vocab.find("__en__");
-  if (b->vocab.find("</s>") >= 0) b->eos_id = b->vocab.find("</s>");
-  if (b->vocab.find("<s>") >= 0) b->bos_id = b->vocab.find("<s>");
+  for (size_t i = 0; i < std::size(kLanguages); ++i) b->vocab.add(std::string("__") + kLanguages[i] + "__", int32_t(first + i));
+  b->unk = b->id_of("<unk>"), b->pad = b->id_of("<pad>"), b->english = b->id_of("__en__");
+  b->eos_id = b->vocab.find("</s>");
+  b->bos_id = b->vocab.find("<s>");
   if (b->unk < 0) return error(b->source + ": no '<unk>' entry, which M2M100Tokenizer needs");
   return std::shared_ptr<const Tokenizer>(std::make_shared<Tokenizer>(std::move(b)));
 }

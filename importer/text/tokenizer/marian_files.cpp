@@ -23,8 +23,8 @@ class MarianBackend : public tok::PieceVocabBackend {
     if (text.rfind(">>", 0) == 0) {
       const size_t close = text.find("<<");
       if (close != std::string_view::npos) {
-        if (auto it = vocab.ids.find(text.substr(0, close + 2)); it != vocab.ids.end()) {
-          out.push_back(it->second);
+        if (auto id = vocab.find(text.substr(0, close + 2))) {
+          out.push_back(*id);
           text.remove_prefix(close + 2);
         }
       }
@@ -54,9 +54,9 @@ Result<std::shared_ptr<const Tokenizer>> load_marian_tokenizer(const std::string
   b->source = (p / "vocab.json").string();
   ARCH_TRY_STATUS(tok::load_spm(b->source_spm, (p / "source.spm").string()));
   ARCH_TRY_STATUS(tok::load_spm(b->target_spm, (p / "target.spm").string()));
-  ARCH_TRY(b->vocab, tok::read_piece_vocab(b->source));
-  b->unk = b->vocab.find("<unk>"), b->pad = b->vocab.find("<pad>");
-  if (b->vocab.find("</s>") >= 0) b->eos_id = b->vocab.find("</s>");
+  ARCH_TRY_STATUS(tok::read_vocab_file(b->source, b->vocab));
+  b->unk = b->id_of("<unk>"), b->pad = b->id_of("<pad>");
+  b->eos_id = b->vocab.find("</s>");
   if (b->unk < 0) return error(b->source + ": no '<unk>' entry, which MarianTokenizer needs");
   return std::shared_ptr<const Tokenizer>(std::make_shared<Tokenizer>(std::move(b)));
 }

@@ -8,6 +8,7 @@
 #include <sentencepiece_processor.h>
 
 #include "importer/text/tokenizer/backend.h"
+#include "importer/text/tokenizer/spm_vocab.h"
 #include "importer/text/tokenizer/unicode.h"
 #include "importer/text/tokenizer/vocab_json.h"
 
@@ -73,22 +74,7 @@ Result<std::unique_ptr<Backend>> sentencepiece_backend(const std::string& path, 
                                                        const std::string& config_source) {
   auto b = std::make_unique<SpBackend>();
   b->source = path;
-  sentencepiece::util::Status status;
-  try {
-    status = b->sp.Load(path);
-  } catch (const std::exception& e) {
-    // Its trie builder throws past Load on a piece it cannot index (one
-    // starting with a NUL byte: fuzz_tokenizer_model) with the header's
-    // place first: "./third_party/darts_clone/darts.h:1143: exception: ...".
-    std::string what = e.what();
-    if (auto at = what.find("exception: "); at != std::string::npos) what.erase(0, at + 11);
-    return error(path + ": not a SentencePiece model: its pieces cannot be indexed (" + what + ")");
-  }
-  if (!status.ok()) return error(path + ": not a SentencePiece model: " + status.ToString());
-  if (b->sp.GetPieceSize() <= 0) return error(path + ": the SentencePiece model has no pieces");
-  // Checked once loaded: libsentencepiece reads the file whole, in memory
-  // proportional to it; the limit keeps what is built on it (ids) bounded.
-  ARCH_TRY_STATUS(check_entries(size_t(b->sp.GetPieceSize()), path, "the model's pieces"));
+  ARCH_TRY_STATUS(load_spm(b->sp, path));
   if (b->sp.bos_id() < 0) b->add_bos = false, b->add_eos = true;  // T5Tokenizer's
   if (config.is_object()) {
     for (auto [key, dst] : {std::pair{"add_bos_token", &b->add_bos}, std::pair{"add_eos_token", &b->add_eos}}) {

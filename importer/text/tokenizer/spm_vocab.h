@@ -1,9 +1,9 @@
-// What the slow SentencePiece tokenizers with a vocab.json share (Marian's,
-// M2M-100's): loading a SentencePiece model, and reading vocab.json's
-// {piece: id} into both directions.
+// What the SentencePiece tokenizers share: loading a model (a lone
+// tokenizer.model's, and the slow tokenizers' that number its pieces by a
+// vocab.json or by fairseq's offset: Marian, M2M-100, XLM-R, mBART), and a
+// backend over such a numbering.
 #pragma once
 
-#include <map>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -12,6 +12,7 @@
 
 #include "engine/core/error.h"
 #include "importer/text/tokenizer/backend.h"
+#include "importer/text/tokenizer/vocab.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;
@@ -19,31 +20,25 @@ class SentencePieceProcessor;
 
 namespace arch::tok {
 
-// Errors name the file.
+// Errors name the file: not a model, pieces libsentencepiece cannot index
+// (its trie builder throws past Load), no pieces, more than
+// tokenizer_entries.
 Status load_spm(sentencepiece::SentencePieceProcessor& sp, const std::string& path);
 
-struct PieceVocab {
-  std::map<std::string, int32_t, std::less<>> ids;
-  std::vector<std::string> tokens;  // by id ("" where none)
-  size_t entries = 0;               // vocab.json's, as the slow tokenizers count them
-  int32_t find(const std::string& t) const {
-    auto it = ids.find(t);
-    return it != ids.end() ? it->second : -1;
-  }
-};
-// Two pieces with one id, an id out of bounds: errors naming the entry.
-Result<PieceVocab> read_piece_vocab(const std::string& path);
+// vocab.json's {piece: id} (read_vocab_object's checks).
+Status read_vocab_file(const std::string& path, Vocab& vocab);
 
-// A backend over a PieceVocab: lookups both ways, pieces to ids (<unk>
-// where absent), ids back to text through a SentencePiece model.
+// A backend over a Vocab: lookups both ways, pieces to ids (<unk> where
+// absent), ids back to text through a SentencePiece model.
 class PieceVocabBackend : public Backend {
  public:
-  PieceVocab vocab;
+  Vocab vocab;
   int32_t unk = -1, pad = -1;
+  int32_t id_of(std::string_view token) const { return vocab.find(token).value_or(-1); }
 
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   std::optional<std::string> id_to_token(int32_t id) const override;
-  size_t vocab_size() const override { return vocab.tokens.size(); }
+  size_t vocab_size() const override { return size_t(vocab.max_id() + 1); }
   std::vector<int32_t> special_ids() const override;
   std::string kind() const override { return "SentencePiece"; }
 

@@ -23,8 +23,14 @@ Result<int32_t> token_id(const json& id, const std::string& where, const std::st
 Status read_vocab_map(const json& model, const std::string& where, Vocab& vocab) {
   auto vit = model.find("vocab");
   if (vit == model.end() || !vit->is_object()) return error(where + ": field 'vocab' must be an object {token: id}");
-  vocab.reserve(vit->size());  // its size was held to tokenizer_entries as it was parsed
-  for (auto it = vit->begin(); it != vit->end(); ++it) {
+  return read_vocab_object(*vit, where, vocab);
+}
+
+Status read_vocab_object(const json& object, const std::string& where, Vocab& vocab) {
+  if (!object.is_object()) return error(where + ": the vocabulary must be an object {token: id}");
+  ARCH_TRY_STATUS(check_entries(object.size(), where, "the vocabulary (entries)"));
+  vocab.reserve(object.size());
+  for (auto it = object.begin(); it != object.end(); ++it) {
     ARCH_TRY(int32_t id, token_id(it.value(), where, "vocab entry '" + shown(it.key()) + "'"));
     // Two tokens under one id: decoding the id can give only one of them
     // (which one `tokenizers` keeps depends on its hash map's order).

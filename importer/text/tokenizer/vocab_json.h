@@ -26,6 +26,8 @@ Result<int32_t> token_id(const json& id, const std::string& where, const std::st
 // The model's "vocab": an object {token: id}; two tokens with one id are an
 // error naming both.
 Status read_vocab_map(const json& model, const std::string& where, Vocab& vocab);
+// The same for the object itself (a slow tokenizer's vocab.json).
+Status read_vocab_object(const json& object, const std::string& where, Vocab& vocab);
 
 // A token or line for a message: at most 60 bytes of it (a hostile file's
 // strings can be megabytes long).

@@ -70,7 +70,7 @@ TEST(MarianFiles, AVocabWithoutUnkIsRefused) {
   std::ofstream(dir / "vocab.json") << R"({"<unk>": 0, "b": 0})";
   auto twice = load_tokenizer(dir.path());
   ASSERT_FALSE(twice.ok());
-  EXPECT_EQ(twice.error().message, (dir / "vocab.json") + ": id 0 is both '<unk>' and 'b'");
+  EXPECT_EQ(twice.error().message, (dir / "vocab.json") + ": vocab entries '<unk>' and 'b' both have id 0");
 }
 
 }  // namespace
