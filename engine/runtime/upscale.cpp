@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/core/limits.h"
 #include "engine/runtime/forward.h"
 
 namespace arch {
@@ -55,6 +56,11 @@ Result<Tensor> upscale_image(const Model& m, const Tensor& rgb, const UpscaleOpt
     return error("a tile of " + std::to_string(opt.tile) + " pixels leaves no room beside an overlap of " +
                  std::to_string(opt.overlap) + " (and a window of " + std::to_string(multiple) + ")");
   const int64_t C = rgb.dim(0), H = rgb.dim(1), W = rgb.dim(2);
+  // The output is held whole (as floats, then as the PNG's bytes): bounded as
+  // an image to decode is, before any tile runs.
+  ARCH_TRY_STATUS(check_limit("image_pixels", saturating_product({H, s, W, s}),
+                              "an upscaled image of " + std::to_string(H) + "x" + std::to_string(W) + " times " + std::to_string(s),
+                              "its pixels"));
   const std::vector<int64_t> ys = starts(H, opt.tile, opt.tile - opt.overlap), xs = starts(W, opt.tile, opt.tile - opt.overlap);
   Tensor out = Tensor::zeros(DType::F32, {C, H * s, W * s});
   const int64_t total = int64_t(ys.size() * xs.size());

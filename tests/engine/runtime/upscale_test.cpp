@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/runtime/forward.h"
+#include "engine/core/limits.h"
 #include "engine/runtime/upscale.h"
 #include "tests/shared_data.h"
 
@@ -69,6 +70,13 @@ TEST(Upscale, TilesAreEachTheirOwnPart) {
   for (int64_t c = 0; c < 3; ++c)
     for (int64_t y = 0; y < 40; ++y)
       for (int64_t x = 40; x < 72; ++x) ASSERT_EQ(up->f32()[(c * 80 + y) * 112 + x], r.f32()[(c * 48 + y) * 48 + x - 32]) << c << y << x;
+  // The output is bounded before any tile runs: image_pixels lowered below 80 x 112.
+  const int64_t was = limit("image_pixels");
+  ASSERT_TRUE(set_limit("image_pixels", 80 * 112 - 1).ok());
+  auto big = upscale_image(**m, img, opt);
+  ASSERT_TRUE(set_limit("image_pixels", was).ok());
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("an upscaled image of 40x56 times 2"), std::string::npos) << big.error().message;
   opt.tile = 16;
   auto small = upscale_image(**m, img, opt);
   ASSERT_FALSE(small.ok());
