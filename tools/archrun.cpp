@@ -33,6 +33,15 @@ const CLI::Validator kFinite(
     },
     "FINITE");
 
+// An encoder-decoder's search settings over its generation_config.json's.
+void add_search_options(CLI::App* cmd, Seq2SeqOptions& o, const std::string& whose) {
+  cmd->add_option("--beam-size", o.beams, whose + "beams (default: generation_config.json's num_beams, else 1)")->check(CLI::Range(1, 64));
+  cmd->add_option("--length-penalty", o.length_penalty, whose + "beam search's score = log-prob sum / length ** this (default: the config's)")
+      ->check(kFinite & CLI::Range(-10.0, 10.0));
+  cmd->add_option("--no-repeat-ngram-size", o.no_repeat_ngram_size, whose + "no n-gram of this size twice (0: off; default: the config's)")
+      ->check(CLI::Range(0, 64));
+}
+
 void add_common(CLI::App* cmd, Common& c) {
   c.model = default_model_path();
   cmd->add_option("model", c.model,
@@ -104,9 +113,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"npu2"}));
   gen->add_option("--program", g.program, "with --backend npu2: run this program (archc lower -o FILE) instead of lowering now");
   gen->add_option("--chunk", g.chunk, "with --backend npu2: the prompt version's rows per call")->check(CLI::Range(1, 4096));
-  gen->add_option("--beam-size", g.beam_size, "an encoder-decoder: beams (default: generation_config.json's num_beams, else 1)")->check(CLI::Range(1, 64));
-  gen->add_option("--length-penalty", g.length_penalty, "an encoder-decoder's beam search: score = log-prob sum / length ** this (default: the config's)")->check(kFinite & CLI::Range(-10.0, 10.0));
-  gen->add_option("--no-repeat-ngram-size", g.no_repeat_ngram_size, "an encoder-decoder: no n-gram of this size twice (0: off; default: the config's)")->check(CLI::Range(0, 64));
+  add_search_options(gen, g.search, "an encoder-decoder: ");
   gen->add_option("--target-lang", g.target_lang, "an encoder-decoder: the language whose token is generated first (fr: __fr__, fr_XX, ...)");
 
   TranslateArgs tr_args;
@@ -115,10 +122,8 @@ int main(int argc, char** argv) {
   tra->add_option("-p,--prompt", tr_args.prompt, "the text (else each line of stdin)");
   tra->add_option("--source-lang", tr_args.source_lang, "the source language (M2M-100, mBART-50: its token first in the input)");
   tra->add_option("--target-lang", tr_args.target_lang, "the target language (its token forced first, or Marian's >>xx<< before the text)");
-  tra->add_option("--beam-size", tr_args.beam_size, "beams (default: generation_config.json's num_beams, else 1)")->check(CLI::Range(1, 64));
-  tra->add_option("--length-penalty", tr_args.length_penalty, "score = log-prob sum / length ** this (default: the config's)")->check(kFinite & CLI::Range(-10.0, 10.0));
-  tra->add_option("--no-repeat-ngram-size", tr_args.no_repeat_ngram_size, "no n-gram of this size twice (0: off; default: the config's)")->check(CLI::Range(0, 64));
-  tra->add_option("-n,--max-new-tokens", tr_args.n, "tokens per sentence at most (default: the config's max_length)")->check(CLI::Range(1, 65536));
+  add_search_options(tra, tr_args.search, "");
+  tra->add_option("-n,--max-new-tokens", tr_args.search.max_new_tokens, "tokens per sentence at most (default: the config's max_length)")->check(CLI::Range(1, 65536));
   tra->add_flag("--json", tr_args.json, "one object per line: {\"text\", \"tokens\", \"score\"}");
 
   ForwardArgs f;

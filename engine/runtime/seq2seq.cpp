@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/runtime/generate.h"
+#include "engine/runtime/text_encoder.h"
 
 namespace arch {
 
@@ -33,6 +34,10 @@ Result<Seq2SeqPlan> seq2seq_plan(const Model& m, const Seq2SeqOptions& o) {
     p.max_new_tokens = o.max_new_tokens;
     p.rules.max_length = o.max_new_tokens + 1;  // the forced end, where there is one, at the new limit
   }
+  // A decoder of learned positions has max_position_embeddings of them (less an offset).
+  if (const int64_t positions = text_positions(m); positions > 0 && p.max_new_tokens + 1 > positions)
+    return error("the new-token limit " + std::to_string(p.max_new_tokens) + " and the start token exceed the decoder's " +
+                 std::to_string(positions) + " positions");
   if (p.beams < 1 || p.beams > 64) return error("--beam-size must be 1..64, not " + std::to_string(p.beams));
   if (p.max_new_tokens < 1 || p.max_new_tokens > 65536) return error("the new-token limit must be 1..65536, not " + std::to_string(p.max_new_tokens));
   return p;
@@ -40,6 +45,9 @@ Result<Seq2SeqPlan> seq2seq_plan(const Model& m, const Seq2SeqOptions& o) {
 
 Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t>& input_ids, const Seq2SeqPlan& p) {
   if (input_ids.empty()) return error("the input holds no tokens");
+  if (const int64_t positions = text_positions(m); positions > 0 && int64_t(input_ids.size()) > positions)
+    return error("an input of " + std::to_string(input_ids.size()) + " tokens exceeds the encoder's " + std::to_string(positions) +
+                 " positions");
   Tensor ids = Tensor::zeros(DType::I32, {int64_t(input_ids.size())});
   std::copy(input_ids.begin(), input_ids.end(), ids.i32());
   const int32_t start = p.start;

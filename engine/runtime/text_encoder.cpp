@@ -7,10 +7,7 @@
 
 namespace arch {
 
-int64_t text_positions(const Model& m) {
-  const int64_t rows = m.config_int("max_position_embeddings", 0);
-  return rows > 0 ? std::max<int64_t>(rows - m.config_int("position_offset", 0), 0) : 0;
-}
+int64_t text_positions(const Model& m) { return std::max<int64_t>(m.config_int("input_positions", 0), 0); }
 
 bool has_output(const Model& m, const std::string& name) { return m.producer_of(name) != nullptr; }
 

@@ -15,9 +15,9 @@
 
 namespace arch {
 
-// The tokens one input may hold: the position table's rows
-// (max_position_embeddings, less the rows a template skips:
-// position_offset); 0 when the model does not say.
+// The tokens one input may hold, as its template says (its config field
+// input_positions: BERT's table less RoBERTa's offset rows, BART's
+// learned positions); 0 where the template does not say.
 int64_t text_positions(const Model& m);
 
 // Does the model have this output (in any graph)?

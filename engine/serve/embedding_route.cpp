@@ -53,7 +53,7 @@ void Server::embed(const httplib::Request& req, httplib::Response& res) {
   if (inputs.size() > 2048) return reply_error(res, bad_request("'input' holds more than 2048 inputs", "input"));
   std::vector<std::vector<float>> vectors;
   int64_t tokens = 0;
-  const int64_t limit = model_->config_int("max_position_embeddings", 0);
+  const int64_t limit = text_positions(*model_);
   for (const auto& ids : inputs) {
     if (ids.empty()) return reply_error(res, bad_request("an input is empty", "input"));
     if (limit > 0 && int64_t(ids.size()) > limit)

@@ -47,6 +47,24 @@ TEST_P(ArchrunBeam, EachSettingsBestHypothesis) {
 INSTANTIATE_TEST_SUITE_P(Cases, ArchrunBeam, ::testing::Values("bart", "marian", "m2m_100"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// Options the search cannot honour are refused by name: --check with a
+// search option, more new tokens or input tokens than the positions.
+TEST(ArchrunBeam, SettingsItCannotHonourAreRefused) {
+  const std::string dir = testing::golden_dir("bart");
+  ARCH_REQUIRE_SHARED(dir);
+  auto check = run_tool(testing::archrun() + " generate " + dir + " --ids 1,2 --beam-size 2 --check");
+  EXPECT_NE(check.exit_code, 0);
+  EXPECT_NE(check.out.find("--check compares the steps of one greedy decode"), std::string::npos) << check.out;
+  auto many = run_tool(testing::archrun() + " generate " + dir + " --ids 1,2 -n 64");  // 64 learned positions
+  EXPECT_NE(many.exit_code, 0);
+  EXPECT_NE(many.out.find("the new-token limit 64 and the start token exceed the decoder's 64 positions"), std::string::npos) << many.out;
+  std::string long_input = "1";
+  for (int i = 0; i < 64; ++i) long_input += ",2";
+  auto input = run_tool(testing::archrun() + " generate " + dir + " --ids " + long_input + " -n 4");
+  EXPECT_NE(input.exit_code, 0);
+  EXPECT_NE(input.out.find("an input of 65 tokens exceeds the encoder's 64 positions"), std::string::npos) << input.out;
+}
+
 TEST(ArchrunBeam, ADecoderRefusesTheSearchOptions) {
   const std::string dir = testing::golden_dir("llama");
   ARCH_REQUIRE_SHARED(dir);

@@ -17,6 +17,7 @@
 #include "engine/runtime/interpreter.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/pipeline.h"
+#include "engine/runtime/seq2seq.h"
 #include "engine/runtime/session.h"
 #include "engine/serve/server.h"
 #include "importer/text/tokenizer/tokenizer.h"
@@ -57,9 +58,9 @@ struct GenerateArgs {
   std::string program;      // --program FILE: run this lowered program (else lowered now)
   int64_t chunk = 64;       // --chunk: the prompt version's rows
   bool sampling_given = false;
-  // An encoder-decoder's search, over its generation_config.json's.
-  std::optional<int> beam_size, no_repeat_ngram_size;
-  std::optional<double> length_penalty;
+  // An encoder-decoder's search, over its generation_config.json's
+  // (add_search_options: --beam-size, --length-penalty, --no-repeat-ngram-size).
+  Seq2SeqOptions search;
   std::string target_lang;  // the language token forced first (forced_bos_token_id)
 };
 
@@ -67,9 +68,7 @@ struct TranslateArgs {
   Common common;
   std::string prompt;       // empty: each line of stdin
   std::string source_lang, target_lang;
-  std::optional<int> beam_size, no_repeat_ngram_size;
-  std::optional<double> length_penalty;
-  int n = 0;                // 0: the checkpoint's max_length
+  Seq2SeqOptions search;    // its max_new_tokens: -n (0: the checkpoint's max_length)
   bool json = false;
 };
 

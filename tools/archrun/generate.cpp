@@ -19,9 +19,8 @@ namespace {
 // An encoder-decoder's search (engine/runtime/seq2seq.h), its tokens printed at the end.
 int run_seq2seq(const GenerateArgs& a, const Model& m, const std::vector<int32_t>& prompt,
                 const std::shared_ptr<const Tokenizer>& tok) {
-  Seq2SeqOptions o;
-  o.beams = a.greedy && !a.beam_size ? std::optional<int>(1) : a.beam_size;
-  o.length_penalty = a.length_penalty, o.no_repeat_ngram_size = a.no_repeat_ngram_size;
+  Seq2SeqOptions o = a.search;
+  if (a.greedy && !o.beams) o.beams = 1;
   o.max_new_tokens = a.n;
   if (!a.target_lang.empty()) {
     if (!tok) return fail(error("--target-lang names a token: give the prompt as -p TEXT, so the tokenizer is read"));
@@ -99,11 +98,13 @@ int run_generate(const GenerateArgs& a) {
     };
   else if (stream)
     opt.on_token = [&](int32_t t) { stream->push(t); };
-  const bool search_given = a.beam_size || a.length_penalty || a.no_repeat_ngram_size || !a.target_lang.empty();
+  const bool search_given = a.search.beams || a.search.length_penalty || a.search.no_repeat_ngram_size || !a.target_lang.empty();
   if (search_given && !(*m)->is_encoder_decoder())
     return fail(error("--beam-size, --length-penalty, --no-repeat-ngram-size and --target-lang steer an encoder-decoder's search; " +
                       a.common.model + " is a decoder (" + (*m)->family + ")"));
   if (search_given && a.sampling_given) return fail(error("beam search is not sampling: drop --temperature, --top-k and --top-p"));
+  if (search_given && a.common.check)
+    return fail(error("--check compares the steps of one greedy decode: drop --beam-size, --length-penalty, --no-repeat-ngram-size and --target-lang"));
   // An encoder-decoder decodes as its generation_config.json says (beams,
   // length penalty, n-gram blocking, bad words, forced tokens) unless
   // sampled.

@@ -27,9 +27,7 @@ int run_translate(const TranslateArgs& a) {
   if (!tok.ok()) return fail(tok.error());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
-  Seq2SeqOptions o;
-  o.beams = a.beam_size, o.length_penalty = a.length_penalty, o.no_repeat_ngram_size = a.no_repeat_ngram_size;
-  o.max_new_tokens = a.n;
+  Seq2SeqOptions o = a.search;
   // The target language: Marian's multilingual models read >>xx<< before the
   // text; the others generate its token first.
   std::optional<int32_t> target_prefix;
