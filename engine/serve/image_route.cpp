@@ -86,6 +86,8 @@ void Server::image(const httplib::Request& req, httplib::Response& res) {
     // The second encoder's ids: given, or its tokenizer_2/ on the text.
     if (!ids_of(j, "prompt_ids_2", opt.ids_2) || !ids_of(j, "negative_prompt_ids_2", opt.negative_ids_2))
       return reply_error(res, bad_request("'prompt_ids_2' and 'negative_prompt_ids_2' must be non-empty arrays of token ids", "prompt_ids_2"));
+    if (!opt.negative_ids_2.empty() && opt.negative_ids.empty())
+      return reply_error(res, bad_request("'negative_prompt_ids_2' is the second encoder's half of a negative prompt: send 'negative_prompt_ids' too", "negative_prompt_ids_2"));
     const std::string tok_dir_2 = path_ + "/tokenizer_2";
     if (opt.ids_2.empty() && j.contains("prompt") && j["prompt"].is_string() && !j["prompt"].get<std::string>().empty()) {
       if (!tok_2_) return reply_error(res, bad_request("this SDXL pipeline has no tokenizer_2/: send 'prompt_ids_2'", "prompt"));

@@ -47,6 +47,9 @@ TEST(ArchrunImagineXl, TheGoldensImageFromTheCommandLine) {
   auto sd15 = run_tool(testing::archrun() + " imagine " + testing::golden_dir("sd15_pipeline") + " --ids 98,99 --ids-2 98,99 -o " + png);
   EXPECT_NE(sd15.exit_code, 0);
   EXPECT_NE(sd15.out.find("are SDXL's"), std::string::npos) << sd15.out;
+  auto half = run_tool(testing::archrun() + " imagine " + dir + " --ids 98,99 --negative-ids-2 98,99 -o " + png);
+  EXPECT_NE(half.exit_code, 0);
+  EXPECT_NE(half.out.find("give --negative-ids too"), std::string::npos) << half.out;
   auto bad = run_tool(testing::archrun() + " imagine " + dir + " --ids 98,99 --original-size 48 -o " + png);
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.out.find("--original-size must be two integers, as 48,40, not '48'"), std::string::npos) << bad.out;

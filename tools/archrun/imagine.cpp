@@ -33,6 +33,10 @@ int run_imagine(const ImagineArgs& a) {
   if (!xl && (!a.ids_2.empty() || !a.negative_ids_2.empty() || !a.original_size.empty() || !a.crop_top_left.empty()))
     return fail(error("--ids-2, --negative-ids-2, --original-size and --crop-top-left are SDXL's; " + a.common.model +
                       " is not an SDXL pipeline"));
+  if (!a.prompt.empty() && (!a.ids_2.empty() || !a.negative_ids_2.empty()))
+    return fail(error("-p tokenizes for both encoders: --ids-2 and --negative-ids-2 go with --ids"));
+  if (!a.negative_ids_2.empty() && a.negative_ids.empty())
+    return fail(error("--negative-ids-2 is the second encoder's half of a negative prompt: give --negative-ids too"));
   // H,W and Y,X: two non-negative integers.
   auto pair = [](const std::string& text, const char* what, int64_t& first, int64_t& second) -> Status {
     if (text.empty()) return {};
