@@ -71,7 +71,7 @@ Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>
     std::vector<Cand> cands;
     const size_t per_beam = hf ? size_t(2 * width) : size_t(width) + 1;
     for (size_t h = 0; h < live.size(); ++h) {
-      std::vector<float> l = live[h].logits;
+      std::vector<float>& l = live[h].logits;  // used this step only: transformers' log-probabilities made in place
       float top = -INFINITY;
       for (float x : l) top = std::max(top, x);
       double sum = 0;

@@ -79,12 +79,6 @@ Result<GenerationRules> generation_rules(const nlohmann::json& gen, const nlohma
     }
     if (!ok) return error("generation config: 'bad_words_ids' must be a list of non-empty lists of token ids, got " + v->dump());
   }
-  if (const auto* v = field("eos_token_id")) {
-    if (v->is_number_integer()) r.eos.push_back(v->get<int32_t>());
-    else if (v->is_array())
-      for (const auto& e : *v)
-        if (e.is_number_integer()) r.eos.push_back(e.get<int32_t>());
-  }
   return r;
 }
 

@@ -24,7 +24,7 @@ struct GenerationRules {
   std::vector<std::vector<int32_t>> bad_words_ids;
   int min_length = 0;                 // decoder tokens, the start included
   int max_length = 0;                 // likewise; 0: none (no forced end)
-  std::vector<int32_t> eos;
+  std::vector<int32_t> eos;           // what min_length holds back (a model's eos_ids)
   std::optional<int32_t> forced_bos_token_id, forced_eos_token_id;
 
   // `seq`: the whole decoder sequence so far, its start token first.
@@ -32,7 +32,8 @@ struct GenerationRules {
 };
 
 // From generation_config.json (then config.json) fields of those names;
-// errors name a field of the wrong type.
+// errors name a field of the wrong type. `eos` is left to the caller
+// (eos_ids: the config's, the generation config's, the tokenizer's).
 Result<GenerationRules> generation_rules(const nlohmann::json& generation_config, const nlohmann::json& config);
 
 }  // namespace arch

@@ -15,7 +15,7 @@ Result<Seq2SeqPlan> seq2seq_plan(const Model& m, const Seq2SeqOptions& o) {
   Seq2SeqPlan p;
   ARCH_TRY(p.start, decoder_start_token(m));
   ARCH_TRY(p.rules, generation_rules(gen, config));
-  if (p.rules.eos.empty()) p.rules.eos = eos_ids(m);
+  p.rules.eos = eos_ids(m);
   auto value = [&](const char* name) -> const nlohmann::json* {
     if (gen.contains(name) && !gen[name].is_null()) return &gen[name];
     if (config.contains(name) && !config[name].is_null()) return &config[name];

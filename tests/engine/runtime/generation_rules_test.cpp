@@ -49,12 +49,11 @@ TEST(GenerationRules, BadWordsMinLengthAndForcedTokens) {
 
 TEST(GenerationRules, ReadFromTheGenerationConfigFirst) {
   auto r = generation_rules({{"no_repeat_ngram_size", 3}, {"bad_words_ids", {{58100}}}, {"forced_bos_token_id", 250004}},
-                            {{"no_repeat_ngram_size", 2}, {"eos_token_id", 2}, {"max_length", 200}});
+                            {{"no_repeat_ngram_size", 2}, {"max_length", 200}});
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->no_repeat_ngram_size, 3);
   EXPECT_EQ(r->bad_words_ids, (std::vector<std::vector<int32_t>>{{58100}}));
   EXPECT_EQ(r->forced_bos_token_id, 250004);
-  EXPECT_EQ(r->eos, (std::vector<int32_t>{2}));
   EXPECT_EQ(r->max_length, 200);
   auto bad = generation_rules({{"bad_words_ids", {1, 2}}}, nullptr);
   ASSERT_FALSE(bad.ok());
