@@ -1,5 +1,7 @@
 #include "engine/runtime/beam_search.h"
 
+#include "engine/runtime/generate.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -26,6 +28,7 @@ Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>
     const Tensor& l = outs.at("logits");
     const int64_t V = l.dim(-1), rows = l.numel() / V;
     std::vector<float> v(l.f32() + (rows - 1) * V, l.f32() + rows * V);
+    ARCH_TRY_STATUS(check_logits_finite(v, int64_t(seq.size())));  // a NaN would leave the candidates no order
     if (opt.process) opt.process(v, seq);
     return v;
   };

@@ -36,6 +36,12 @@ std::vector<int32_t> eos_ids(const Model& m, const Tokenizer* tok) {
   return out;
 }
 
+Status check_logits_finite(std::span<const float> row, int64_t step) {
+  if (all_finite(row)) return {};
+  return error("the model's logits are not all numbers (NaN or Inf) at step " + std::to_string(step) +
+               ": its weights may hold NaN or Inf (archc --check TEMPLATE --model DIR reads every one)");
+}
+
 Result<int32_t> decoder_start_token(const Model& m) {
   ARCH_TRY(nlohmann::json g, generation_config(m));
   if (g.contains("decoder_start_token_id") && g["decoder_start_token_id"].is_number_integer())
@@ -103,11 +109,7 @@ Result<GenerateResult> generate(Session& s, const std::vector<int32_t>& prompt, 
     Tensor& logits = outs.at("logits");
     int64_t vocab = logits.dim(-1), rows = logits.numel() / vocab;
     std::span<float> last(logits.f32() + (rows - 1) * vocab, size_t(vocab));
-    // NaN or Inf logits come from NaN or Inf weights (or an overflow): a
-    // token drawn from them would be noise, said to be text.
-    if (!all_finite(last))
-      return error("the model's logits are not all numbers (NaN or Inf) at step " + std::to_string(k) +
-                   ": its weights may hold NaN or Inf (archc --check TEMPLATE --model DIR reads every one)");
+    ARCH_TRY_STATUS(check_logits_finite(last, k));
     if (opt.process_logits) opt.process_logits(last, r.tokens);
     int32_t tok = sampler.next(last);
     r.logprobs.push_back(token_logprobs(last, tok, 0).logprob);

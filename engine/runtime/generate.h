@@ -51,6 +51,11 @@ Result<GenerateResult> generate(const Model& m, const std::vector<int32_t>& prom
 Result<GenerateResult> generate_encoded(Session& s, NamedTensors encoder_inputs,
                                         const std::vector<int32_t>& decoder_prompt, const GenerateOptions& opt);
 
+// A step's row of logits that holds NaN or Inf (from NaN or Inf weights, or
+// an overflow): the error every decoding loop stops with, instead of a
+// token drawn from noise.
+Status check_logits_finite(std::span<const float> row, int64_t step);
+
 // The token an encoder-decoder's decoder starts from: generation_config.json's
 // decoder_start_token_id, else config.json's (none: an error naming both).
 Result<int32_t> decoder_start_token(const Model& m);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/core/finite.h"
 #include "engine/runtime/forward.h"
 
 namespace arch {
@@ -99,6 +100,8 @@ Result<std::vector<RankedPassage>> rerank(const Model& m, const Tokenizer& tok, 
     r.index = i;
     r.tokens = pair.ids.size();
     r.logits.assign(l.f32(), l.f32() + l.numel());
+    if (!all_finite(std::span<const float>(r.logits)))  // a NaN would leave the passages no order
+      return error("passage " + std::to_string(i) + ": the head's logits are not all numbers (NaN or Inf): its weights may hold NaN or Inf");
     r.relevance_score = relevance(r.logits);
     ranked.push_back(std::move(r));
   }

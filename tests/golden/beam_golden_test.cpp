@@ -71,3 +71,32 @@ INSTANTIATE_TEST_SUITE_P(Cases, BeamGolden, ::testing::Values("mt5", "bart", "mb
 
 }  // namespace
 }  // namespace arch
+
+#include "engine/runtime/seq2seq.h"
+#include "tests/engine/runtime/golden_variant.h"
+
+namespace arch {
+namespace {
+
+// NaN logits (here from a NaN in final_logits_bias) stop the search with
+// the fault named, as greedy decoding stops, rather than ranking noise.
+TEST(BeamSearch, NanLogitsStopItWithTheFaultNamed) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("marian"));
+  Tensor bias = testing::filled({1, 512}, 0.0f);
+  bias.f32()[7] = NAN;
+  testing::GoldenVariant v("marian", "beam_nan", nlohmann::json::object(), {{"final_logits_bias", bias}});
+  auto m = load_model(v.path());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  Seq2SeqOptions o;
+  o.beams = 2;
+  o.max_new_tokens = 4;
+  auto plan = seq2seq_plan(**m, o);
+  ASSERT_TRUE(plan.ok()) << plan.error().message;
+  auto r = seq2seq_generate(**m, {13, 6, 35, 0}, *plan);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("the model's logits are not all numbers (NaN or Inf) at step 0"), std::string::npos)
+      << r.error().message;
+}
+
+}  // namespace
+}  // namespace arch

@@ -2,6 +2,7 @@
 // xlm_roberta golden's token states give (transformers' own), and rerank orders
 // passages as the classification head scores each pair on its own.
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -101,6 +102,21 @@ TEST(TextEncoder, RerankNeedsAClassificationHead) {
   EXPECT_EQ(r.error().message,
             "the model has no sequence-classification head (an encoder's logits, one per label): it cannot score passages");
   EXPECT_NEAR(relevance(std::vector<float>{0.0f, std::log(3.0f)}), 0.75, 1e-6);  // two labels: the last one's share
+}
+
+TEST(TextEncoder, RerankRefusesNanScores) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("bert"));
+  testing::GoldenVariant nan_head("bert", "nan_head", {{"id2label", {{"0", "LABEL_0"}}}},
+                                  {{"classifier.weight", testing::seeded({1, 64}, 21)}, {"classifier.bias", testing::filled({1}, NAN)}});
+  testing::CrossEncoder ce;  // its tokenizer
+  std::filesystem::copy_file(ce.variant.dir / "tokenizer.json", nan_head.dir / "tokenizer.json");
+  auto m = load_model(nan_head.path());
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  auto tok = load_tokenizer(nan_head.path());
+  ASSERT_TRUE(tok.ok());
+  auto r = rerank(**m, **tok, "what", {"it was red", "a dog"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "passage 0: the head's logits are not all numbers (NaN or Inf): its weights may hold NaN or Inf");
 }
 
 }  // namespace
