@@ -57,6 +57,11 @@ constexpr int kPartialSum = -2;
 // A Part's axis meaning "as it is held, so long as axis ranges[0].first is
 // not cut": what a reader of a value's length alone asks (arange).
 constexpr int kAnyPart = -3;
+// A wanted part meaning "any part you make of it": an output no op reads
+// but the graph hands out (a state beside the op's main output, gathered
+// from every process), asked of a rule beside a sibling wanted in part.
+// The rule says which part it makes in SplitAnswer::outputs.
+constexpr int kOpenPart = -4;
 
 // What the split rule is asked: the node's types as instantiated, and the
 // part of each output wanted (whole where an output is wanted whole, or not
@@ -75,6 +80,11 @@ struct SplitAnswer {
   std::vector<Part> inputs;
   nlohmann::json attrs;
   int64_t contraction = 0;  // asked for a partial sum with no ranges: the length to cut
+  // The part of each output it makes, where that is not the part wanted
+  // (empty: each as wanted): an open output's part, or more than was
+  // wanted (whole heads where the part asked would cut one), which its
+  // readers then take theirs of by a slice.
+  std::vector<Part> outputs;
 };
 
 // An error says why the op cannot make that part (it mixes what the part

@@ -66,6 +66,20 @@ bool all_of(const Part& p, const Shape& shape) {
          shape[size_t(p.axis)].concrete() && p.ranges[0].second == shape[size_t(p.axis)].n;
 }
 
+// Whether `have` holds every range of `want` (along the same axis), or is
+// the whole value; a partial sum only itself.
+bool holds(const Part& have, const Part& want) {
+  if (have.is_whole()) return want.is_whole() || want.axis >= 0;
+  if (have.axis != want.axis) return false;
+  if (have.axis < 0) return have == want;
+  for (const auto& [b, e] : want.ranges) {
+    bool in = false;
+    for (const auto& [hb, he] : have.ranges) in = in || (b >= hb && e <= he);
+    if (!in) return false;
+  }
+  return true;
+}
+
 std::string where(const Graph& g, const Node& n) {
   return n.op + " (" + g.values[size_t(n.outputs[0])].name + ", " + str(n.loc) + ")";
 }
@@ -89,7 +103,8 @@ class Splitter {
     }
   }
 
-  Result<Graph> run(TensorSplitReport* report) {
+  // The passes until no decision changes.
+  void settle() {
     for (;;) {
       pass();
       bool changed = false;
@@ -107,8 +122,19 @@ class Splitter {
         if (gather_candidate(o.value) && layout_[size_t(o.value)].is_whole()) gather_off_.insert(o.value), changed = true;
       if (!changed) break;
     }
-    return rebuild(report);
   }
+
+  // The part of each value that is a graph output this process makes
+  // (whole: not made in part), after settle().
+  std::vector<Part> output_layouts() const {
+    std::vector<Part> out;
+    for (const auto& o : g_.outputs) out.push_back(gathered_[size_t(o.value)] ? layout_[size_t(o.value)] : Part::whole());
+    return out;
+  }
+
+  // `all`: output_layouts() of every process, in rank order (all_gather's
+  // sizes, and the order its parts are put back in).
+  Result<Graph> rebuild(TensorSplitReport* report, const std::vector<std::vector<Part>>& all);
 
  private:
   // The op's split rule asked for `want` of node n's outputs, on the node's
@@ -154,7 +180,9 @@ class Splitter {
     const Node& node = g_.nodes[size_t(n)];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       const int v = node.inputs[i];
-      if (v >= 0 && !from_weights_[size_t(v)] && !demand(n, i).is_whole() && layout_[size_t(v)].is_whole()) return false;
+      if (v >= 0 && !from_weights_[size_t(v)] && !demand(n, i).is_whole() &&
+          (layout_[size_t(v)].is_whole() || rounded_[size_t(v)]))
+        return false;  // cut from a whole value, or from more than this process's part (whole heads)
     }
     return true;
   }
@@ -197,6 +225,7 @@ class Splitter {
   void pass() {
     layout_.assign(g_.values.size(), Part::whole());
     gathered_.assign(g_.values.size(), 0);
+    rounded_.assign(g_.values.size(), 0);
     why_whole_.assign(g_.values.size(), "");
     demand_.clear();
     row_.assign(g_.nodes.size(), 0);
@@ -205,13 +234,20 @@ class Splitter {
     for (int n = int(g_.nodes.size()) - 1; n >= 0; --n) {
       const Node& node = g_.nodes[size_t(n)];
       std::vector<Part> want(node.outputs.size());
-      std::vector<char> wanted(node.outputs.size(), 0);
+      std::vector<char> wanted(node.outputs.size(), 0), open(node.outputs.size(), 0);
       bool any_part = false;
+      // A graph output no op reads, beside outputs that ops read (a state
+      // beside its op's main output), is asked in any part the op makes of
+      // the others', rather than its own even range.
+      bool read = false;
+      for (int v : node.outputs) read = read || !uses_[size_t(v)].empty();
       for (size_t k = 0; k < node.outputs.size(); ++k) {
         const int v = node.outputs[k];
         std::vector<Part> asks;
         for (const Use& u : uses_[size_t(v)]) asks.push_back(demand(u.node, u.slot));
-        if (is_output_[size_t(v)]) {
+        if (is_output_[size_t(v)] && read && asks.empty() && node.outputs.size() > 1) {
+          open[k] = 1;
+        } else if (is_output_[size_t(v)]) {
           if (gather_candidate(v)) {
             const int64_t n_last = g_.values[size_t(v)].type.shape.back().n;
             auto [b, e] = even_range(n_last, rank_, ranks_);
@@ -229,6 +265,8 @@ class Splitter {
       }
       const OpDef* def = ops_.find(node.op);
       if (!any_part) {
+        for (size_t k = 0; k < open.size(); ++k)  // wanted whole, with the others
+          if (open[k]) want[k] = Part::whole(), wanted[k] = 1;
         const int64_t k_len = row_off_.count(n) ? 0 : contraction(n);
         if (k_len >= ranks_) {
           auto [b, e] = even_range(k_len, rank_, ranks_, step_of(n));
@@ -242,20 +280,36 @@ class Splitter {
         }
         continue;
       }
-      // An output nobody reads is made in whatever part the others are.
+      // An output nobody reads is made in whatever part the others are;
+      // an open one in whatever part the op says it makes of it, else so.
+      std::vector<Part> open_want = want;
       for (size_t k = 0; k < want.size(); ++k)
-        if (!wanted[k])
+        if (!wanted[k] && !open[k])
+          for (size_t j = 0; j < want.size(); ++j)
+            if (wanted[j] && !want[j].is_whole()) {
+              want[k] = open_want[k] = want[j];
+              break;
+            }
+      bool any_open = false;
+      for (size_t k = 0; k < want.size(); ++k)
+        if (open[k]) {
+          open_want[k] = Part{kOpenPart, {}};
+          any_open = true;
           for (size_t j = 0; j < want.size(); ++j)
             if (wanted[j] && !want[j].is_whole()) {
               want[k] = want[j];
               break;
             }
+        }
       std::string why;
+      std::vector<Part> made;
       if (!def || !def->split) why = "it has no split rule";
-      else if (ask(n, *def, want, &why)) {
+      else if ((any_open && ask(n, *def, open_want, nullptr, &made)) || ask(n, *def, want, &why, &made)) {
         for (size_t k = 0; k < node.outputs.size(); ++k) {
-          layout_[size_t(node.outputs[k])] = want[k];
-          gathered_[size_t(node.outputs[k])] = is_output_[size_t(node.outputs[k])] && !want[k].is_whole();
+          const int v = node.outputs[k];
+          layout_[size_t(v)] = made[k];
+          rounded_[size_t(v)] = wanted[k] && made[k] != want[k];
+          gathered_[size_t(v)] = is_output_[size_t(v)] && !made[k].is_whole();
         }
         continue;
       }
@@ -294,13 +348,22 @@ class Splitter {
 
   // Asks the op's rule for `want`; on an answer it can take, sets its
   // inputs' demands and its attributes.
-  bool ask(int n, const OpDef& def, const std::vector<Part>& want, std::string* why = nullptr) {
+  // `made`: the part of each output it then makes (as wanted, or more:
+  // SplitAnswer::outputs).
+  bool ask(int n, const OpDef& def, const std::vector<Part>& want, std::string* why = nullptr,
+           std::vector<Part>* made = nullptr) {
     const Node& node = g_.nodes[size_t(n)];
     auto a = query(n, def, want);
     if (!a.ok()) {
       if (why) *why = a.error().message;
       return false;
     }
+    std::vector<Part> outs = a->outputs.empty() ? want : a->outputs;
+    for (size_t k = 0; k < want.size(); ++k)
+      if (k >= outs.size() || (want[k].axis == kOpenPart ? outs[k].axis < 0 : !holds(outs[k], want[k]))) {
+        if (why) *why = "its split rule makes output " + std::to_string(k) + " in a part that does not hold the one wanted";
+        return false;
+      }
     if (a->inputs.size() < node.inputs.size()) {
       if (why) *why = "its split rule answers for fewer inputs than it has";
       return false;
@@ -319,6 +382,7 @@ class Splitter {
       if (node.inputs[i] >= 0 && (a->inputs[i].axis >= 0 || a->inputs[i].axis == kAnyPart))
         demand_[{n, i}] = a->inputs[i];
     attrs_[size_t(n)] = a->attrs;
+    if (made) *made = std::move(outs);
     return true;
   }
 
@@ -383,6 +447,7 @@ class Splitter {
   // One pass's decisions.
   std::vector<Part> layout_;
   std::vector<char> gathered_;
+  std::vector<char> rounded_;  // made larger than its readers ask (whole heads): they slice theirs
   std::vector<std::string> why_whole_;
   std::map<std::pair<int, size_t>, Part> demand_;
   std::vector<char> row_;
@@ -395,7 +460,7 @@ std::string ranges_str(const Part& p) {
   return "@" + std::to_string(p.axis) + "[" + s + "]";
 }
 
-Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
+Result<Graph> Splitter::rebuild(TensorSplitReport* report, const std::vector<std::vector<Part>>& all) {
   Graph out;
   out.family = g_.family;
   out.name = g_.name;
@@ -477,6 +542,56 @@ Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
     return made[{v, key}] = id;
   };
 
+  // Output v whole from every process's part (`all`, in rank order): one
+  // all_gather, then, where the parts are not the whole in order (a
+  // state's channels q | k | v per process, heads held twice), each range
+  // taken from the first process holding it.
+  std::map<int, size_t> output_at;
+  for (size_t o = 0; o < g_.outputs.size(); ++o) output_at.emplace(g_.outputs[o].value, o);
+  auto gather = [&](int v, int part, const std::vector<std::vector<Part>>& parts, std::vector<Node>& after) -> Status {
+    const Value& val = g_.values[size_t(v)];
+    const int axis = layout_[size_t(v)].axis;
+    const int64_t n_all = val.type.shape[size_t(axis)].n;
+    struct Held {
+      int64_t begin, end, at;  // [begin, end) of v, at `at` in the gathered tensor
+    };
+    std::vector<Held> held;
+    std::vector<int64_t> sizes;
+    int64_t at = 0;
+    for (const auto& of_rank : parts) {
+      const Part& p = of_rank[output_at.at(v)];
+      if (p.axis != axis) return error("tensor split: the processes make " + val.name + " in parts along different axes");
+      sizes.push_back(p.size());
+      for (const auto& [b, e] : p.ranges) held.push_back({b, e, at}), at += e - b;
+    }
+    std::vector<std::pair<int64_t, int64_t>> picks;  // of the gathered tensor, in v's order
+    for (int64_t x = 0; x < n_all;) {
+      auto h = std::find_if(held.begin(), held.end(), [&](const Held& h) { return h.begin <= x && x < h.end; });
+      if (h == held.end())
+        return error("tensor split: no process makes " + val.name + "'s [" + std::to_string(x) + "] along axis " +
+                     std::to_string(axis));
+      if (!picks.empty() && picks.back().second == h->at + x - h->begin) picks.back().second = h->at + h->end - h->begin;
+      else picks.push_back({h->at + x - h->begin, h->at + h->end - h->begin});
+      x = h->end;
+    }
+    if (picks.size() == 1 && picks[0] == std::make_pair(int64_t(0), at)) {
+      after.push_back(Node{"all_gather", {part}, {v}, Attrs{{"axis", axis}, {"sizes", sizes}}, val.loc});
+      return {};
+    }
+    TypedShape type = val.type;
+    type.shape[size_t(axis)] = Dim::of(at);
+    const int all_parts = new_value(val.name + ".parts", val.loc, type);
+    after.push_back(Node{"all_gather", {part}, {all_parts}, Attrs{{"axis", axis}, {"sizes", sizes}}, val.loc});
+    std::vector<int> pieces;
+    for (const auto& [b, e] : picks) {
+      type.shape[size_t(axis)] = Dim::of(e - b);
+      pieces.push_back(picks.size() == 1 ? v : new_value(val.name + ranges_str(Part::of(axis, b, e)), val.loc, type));
+      after.push_back(Node{"slice", {all_parts}, {pieces.back()}, Attrs{{"axis", axis}, {"start", b}, {"end", e}}, val.loc});
+    }
+    if (picks.size() > 1) after.push_back(Node{"concat", pieces, {v}, Attrs{{"axis", axis}}, val.loc});
+    return {};
+  };
+
   for (size_t n = 0; n < g_.nodes.size(); ++n) {
     Node node = g_.nodes[n];
     node.attrs = attrs_[n];
@@ -493,17 +608,10 @@ Result<Graph> Splitter::rebuild(TensorSplitReport* report) {
         node.outputs[k] = partial;
         ++rep.all_reduces;
       } else if (gathered_[size_t(v)]) {
-        const Part& p = layout_[size_t(v)];
         const int part = new_value(g_.values[size_t(v)].name + ".part", node.loc, g_.values[size_t(v)].type);
         part_of[size_t(v)] = part;
-        std::vector<int64_t> sizes;
-        const int64_t n_all = g_.values[size_t(v)].type.shape[size_t(p.axis)].n;
-        for (int r = 0; r < ranks_; ++r) {
-          auto [b, e] = even_range(n_all, r, ranks_);
-          sizes.push_back(e - b);
-        }
-        after.push_back(Node{"all_gather", {part}, {v}, Attrs{{"axis", p.axis}, {"sizes", sizes}}, node.loc});
         node.outputs[k] = part;
+        ARCH_TRY_STATUS(gather(v, part, all, after));
         ++rep.all_gathers;
       }
     }
@@ -585,7 +693,19 @@ Result<Graph> split_tensors(const Graph& g, const OpTable& ops, int rank, int ra
     if (report) *report = {};
     return g;
   }
-  return Splitter(g, ops, rank, ranks, granule).run(report);
+  // Every process's parts of the outputs it gathers: where they are not
+  // even ranges, each must know the others' to put the whole together.
+  std::vector<std::vector<Part>> all(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    if (r != rank) {
+      Splitter other(g, ops, r, ranks, granule);
+      other.settle();
+      all[size_t(r)] = other.output_layouts();
+    }
+  Splitter mine(g, ops, rank, ranks, granule);
+  mine.settle();
+  all[size_t(rank)] = mine.output_layouts();
+  return mine.rebuild(report, all);
 }
 
 }  // namespace arch

@@ -11,6 +11,7 @@
 #include "kernels/reference/kv_cache.h"
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -154,28 +155,7 @@ Result<SplitAnswer> attention_split(const SplitQuery& q) {
   const Shape& qs = q.in[0].shape;
   const Shape& ks = q.in[1].shape;
   if (!qs[1].concrete() || !ks[1].concrete() || qs[1].n % ks[1].n) return error("attention: heads not concrete");
-  const int64_t group = qs[1].n / ks[1].n;
-  Part kv{1, {}};
-  std::vector<int64_t> q_heads, kv_heads;
-  for (const auto& [b, e] : want.ranges) {
-    for (int64_t h = b; h < e; ++h) q_heads.push_back(h);
-    const int64_t kb = b / group, ke = (e + group - 1) / group;
-    if (!kv.ranges.empty() && kb < kv.ranges.back().second) {
-      if (kb != kv.ranges.back().second - 1) return error("attention: query heads out of order");
-      kv.ranges.back().second = std::max(kv.ranges.back().second, ke);
-    } else {
-      kv.ranges.push_back({kb, ke});
-    }
-  }
-  for (const auto& [b, e] : kv.ranges)
-    for (int64_t h = b; h < e; ++h) kv_heads.push_back(h);
-  if (kv_heads.empty() || q_heads.size() % kv_heads.size())
-    return error("attention: " + std::to_string(q_heads.size()) + " query heads over " +
-                 std::to_string(kv_heads.size()) + " kv heads do not group evenly");
-  const size_t local_group = q_heads.size() / kv_heads.size();
-  for (size_t i = 0; i < q_heads.size(); ++i)
-    if (kv_heads[i / local_group] != q_heads[i] / group)
-      return error("attention: the query heads held read their kv heads in another pattern");
+  ARCH_TRY(Part kv, grouped_heads(want, qs[1].n / ks[1].n, "attention"));
   SplitAnswer a{{want, kv, kv}, q.attrs};
   const bool per_head_bias = q.present.size() > 3 && q.present[3] && q.in[3].shape[0] == qs[1];
   if (q.in.size() > 3) a.inputs.push_back(per_head_bias ? Part{0, want.ranges} : Part::whole());

@@ -57,6 +57,19 @@ Status causal_conv1d_kernel(KernelContext& ctx) {
   return {};
 }
 
+// Some channels: x's and the weight's rows of them; the window (the state)
+// holds the same channels.
+Result<SplitAnswer> causal_conv1d_split(const SplitQuery& q) {
+  if (q.want.size() != 2 || q.want[0].axis != 1) return error("causal_conv1d: only a part of its channels is defined");
+  const Part& want = q.want[0];
+  const Part window{0, want.ranges};
+  if (q.want[1].axis != kOpenPart && q.want[1] != window)
+    return error("causal_conv1d: its window is wanted in another part than its channels");
+  SplitAnswer a{{want, window}, q.attrs};
+  a.outputs = {want, window};
+  return a;
+}
+
 }  // namespace
 
 void define_causal_conv1d(OpTable& t) {
@@ -73,6 +86,7 @@ void define_causal_conv1d(OpTable& t) {
                  return in[1].shape[0].n * in[1].shape[1].n * int64_t(sizeof(float));
                },
                .fills = true,
+               .split = causal_conv1d_split,
                .doc = "causal_conv1d(x [seq, C], weight [C, K]) -> (y [seq, C], window [C, K]): depthwise "
                       "convolution over the present and the K - 1 inputs before it (zeros before the first), "
                       "the last K inputs kept per sequence; window: them after the call",

@@ -4,6 +4,7 @@
 // graph's own run-time dim (an encoder's `src`) or `_` can, the output's
 // length then worked out per call (`_`): a joint attention's image and text
 // keys.
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/reference/ops.h"
@@ -73,13 +74,31 @@ static Status concat_kernel(KernelContext& ctx) {
   return {};
 }
 
-// A part of another axis than the one joined along: the same of each input.
+// A part of another axis than the one joined along: the same of each
+// input. A part of the joined axis: each input's share of its ranges, in
+// order (Gated DeltaNet's q | k | v channels, each process its heads'),
+// so long as every input keeps some.
 static Result<SplitAnswer> concat_split(const SplitQuery& q) {
+  if (q.want.size() != 1 || q.want[0].axis < 0) return error("concat: no partial sum of it is defined");
   const Part& want = q.want[0];
-  auto axis = normalize_axis("concat", attr_int(q.attrs, "axis", 0), q.out[0].shape.size());
-  if (want.axis < 0 || !axis.ok() || size_t(want.axis) == *axis)
-    return error("concat: only a part of an axis it does not join along is defined");
-  return SplitAnswer{std::vector<Part>(q.in.size(), want), q.attrs};
+  ARCH_TRY(size_t axis, normalize_axis("concat", attr_int(q.attrs, "axis", 0), q.out[0].shape.size()));
+  if (size_t(want.axis) != axis) return SplitAnswer{std::vector<Part>(q.in.size(), want), q.attrs};
+  for (size_t r = 1; r < want.ranges.size(); ++r)
+    if (want.ranges[r].first < want.ranges[r - 1].second) return error("concat: the part's ranges are out of order");
+  SplitAnswer a{{}, q.attrs};
+  int64_t at = 0;
+  for (size_t i = 0; i < q.in.size(); ++i) {
+    const Dim& d = q.in[i].shape[axis];
+    if (!d.concrete()) return error("concat: a run-time length along the joined axis is never cut");
+    Part p{want.axis, {}};
+    for (const auto& [b, e] : want.ranges)
+      if (std::max(b, at) < std::min(e, at + d.n)) p.ranges.push_back({std::max(b, at) - at, std::min(e, at + d.n) - at});
+    if (p.ranges.empty())
+      return error("concat: the part holds nothing of input " + std::to_string(i) + ", which would be left out");
+    a.inputs.push_back(std::move(p));
+    at += d.n;
+  }
+  return a;
 }
 
 void define_concat(OpTable& t) {

@@ -18,6 +18,7 @@
 #include "kernels/reference/ops.h"
 #include "kernels/reference/recurrent_state.h"
 #include "kernels/reference/shape_rules.h"
+#include "kernels/reference/split_rules.h"
 
 namespace arch {
 
@@ -84,6 +85,22 @@ Status gated_delta_rule_kernel(KernelContext& ctx) {
   return {};
 }
 
+// Some value heads: v's, g's and beta's ranges of them, and the key heads
+// they read (q's and k's, shared where processes outnumber them, as
+// attention's kv heads); the state holds the same value heads.
+Result<SplitAnswer> gated_delta_rule_split(const SplitQuery& q) {
+  if (q.want.size() != 2 || q.want[0].axis != 1) return error("gated_delta_rule: only a part of its value heads is defined");
+  const Part& want = q.want[0];
+  const Part state{0, want.ranges};
+  if (q.want[1].axis != kOpenPart && q.want[1] != state)
+    return error("gated_delta_rule: its state is wanted in another part than its heads");
+  const Shape &qs = q.in[0].shape, &vs = q.in[2].shape;
+  ARCH_TRY(Part key_heads, grouped_heads(want, vs[1].n / qs[1].n, "gated_delta_rule"));
+  SplitAnswer a{{key_heads, key_heads, want, want, want}, q.attrs};
+  a.outputs = {want, state};
+  return a;
+}
+
 }  // namespace
 
 void define_gated_delta_rule(OpTable& t) {
@@ -101,6 +118,7 @@ void define_gated_delta_rule(OpTable& t) {
                  return s[0].n * s[1].n * s[2].n * int64_t(sizeof(float));
                },
                .fills = true,
+               .split = gated_delta_rule_split,
                .doc = "gated_delta_rule(q [seq, KH, Dk], k [seq, KH, Dk], v [seq, H, Dv], g [seq, H], beta [seq, H]) "
                       "-> (o [seq, H, Dv], state [H, Dk, Dv]): per value head S = exp(g) S; S += k (beta (v - S^T k))^T; "
                       "o = S^T q, position by position, S kept per sequence",

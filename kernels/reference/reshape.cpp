@@ -85,15 +85,29 @@ static Result<SplitAnswer> reshape_split(const SplitQuery& q) {
     if (!x[k].concrete() || !inner(x, k, in_x)) continue;
     outer_syms(x, k, outer_x, syms_x);
     if (outer_x != outer_out || syms_x != syms_out || x[k].n * in_x != out[a].n * in_out) continue;
+    // Ranges cutting one of x's steps take the whole step where a step
+    // holds whole ones of the output (a key head's group of value heads,
+    // for a process holding one of them): the output is then made larger
+    // than wanted, and its readers slice theirs from it.
     SplitAnswer ans{{Part{int(k), {}}}, q.attrs};
+    Part made{want.axis, {}};
     for (const auto& [b, e] : want.ranges) {
-      if ((b * in_out) % in_x || (e * in_out) % in_x)
+      int64_t xb = b * in_out / in_x, xe = (e * in_out + in_x - 1) / in_x;
+      if (((b * in_out) % in_x || (e * in_out) % in_x) && in_x % in_out)
         return error("reshape: the part's ranges do not fall on whole steps of x's axis " + std::to_string(k));
-      ans.inputs[0].ranges.push_back({b * in_out / in_x, e * in_out / in_x});
+      if (!ans.inputs[0].ranges.empty() && xb < ans.inputs[0].ranges.back().second) {  // one step, rounded out twice
+        xb = ans.inputs[0].ranges.back().first;
+        xe = std::max(xe, ans.inputs[0].ranges.back().second);
+        ans.inputs[0].ranges.pop_back();
+        made.ranges.pop_back();
+      }
+      ans.inputs[0].ranges.push_back({xb, xe});
+      made.ranges.push_back({xb * in_x / in_out, xe * in_x / in_out});
     }
+    if (made != want) ans.outputs = {made};
     auto& spec = ans.attrs["shape"];
     if (spec.is_array() && a < spec.size() && spec[a].is_number_integer() && spec[a].get<int64_t>() > 0)
-      spec[a] = want.size();
+      spec[a] = made.size();
     return ans;
   }
   return error("reshape: the part of axis " + std::to_string(a) + " of " + shape_str(out) +

@@ -1,5 +1,7 @@
 #include "kernels/reference/split_rules.h"
 
+#include <algorithm>
+
 #include "kernels/reference/shape_rules.h"
 
 namespace arch {
@@ -53,6 +55,31 @@ Result<SplitAnswer> split_like_input0(const SplitQuery& q) {
   SplitAnswer a{{want}, q.attrs};
   for (size_t i = 1; i < q.in.size(); ++i) a.inputs.push_back(Part::whole());
   return a;
+}
+
+Result<Part> grouped_heads(const Part& heads, int64_t group, const char* op) {
+  Part kv{heads.axis, {}};
+  std::vector<int64_t> q_heads, kv_heads;
+  for (const auto& [b, e] : heads.ranges) {
+    for (int64_t h = b; h < e; ++h) q_heads.push_back(h);
+    const int64_t kb = b / group, ke = (e + group - 1) / group;
+    if (!kv.ranges.empty() && kb < kv.ranges.back().second) {
+      if (kb != kv.ranges.back().second - 1) return error(std::string(op) + ": heads out of order");
+      kv.ranges.back().second = std::max(kv.ranges.back().second, ke);
+    } else {
+      kv.ranges.push_back({kb, ke});
+    }
+  }
+  for (const auto& [b, e] : kv.ranges)
+    for (int64_t h = b; h < e; ++h) kv_heads.push_back(h);
+  if (kv_heads.empty() || q_heads.size() % kv_heads.size())
+    return error(std::string(op) + ": " + std::to_string(q_heads.size()) + " heads over " +
+                 std::to_string(kv_heads.size()) + " shared heads do not group evenly");
+  const size_t local_group = q_heads.size() / kv_heads.size();
+  for (size_t i = 0; i < q_heads.size(); ++i)
+    if (kv_heads[i / local_group] != q_heads[i] / group)
+      return error(std::string(op) + ": the heads held read their shared heads in another pattern");
+  return kv;
 }
 
 }  // namespace arch

@@ -16,6 +16,13 @@ Result<SplitAnswer> split_all_but_last(const SplitQuery& q);
 // like the output, every other input whole (rope: per head).
 Result<SplitAnswer> split_like_input0(const SplitQuery& q);
 
+// The shared heads (attention's kv heads, Gated DeltaNet's key heads) that
+// `heads` read where each `group` of them reads one (head h reads h / group),
+// so long as the heads held read theirs in the same pattern as the whole:
+// local head i reading local shared head i / (held heads / held shared).
+// More processes than shared heads hold some of them twice.
+Result<Part> grouped_heads(const Part& heads, int64_t group, const char* op);
+
 // An embed table's rows as its attributes place them (embed's first_row,
 // vocab): rows [first, first + V) of vocab ids.
 struct EmbedRows {

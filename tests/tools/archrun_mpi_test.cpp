@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -93,7 +94,7 @@ TEST_P(MpiGolden, TensorSplitEqualsOneProcess) {
 
 INSTANTIATE_TEST_SUITE_P(Decoders, MpiGolden,
                          ::testing::Combine(::testing::Values("llama", "qwen3", "gemma3_text", "mixtral",
-                                                              "deepseek_v3", "deepseek_v2_lite", "phi3"),
+                                                              "deepseek_v3", "deepseek_v2_lite", "phi3", "qwen3_next"),
                                             ::testing::Values(2, 4)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_np" + std::to_string(std::get<1>(info.param));
@@ -109,29 +110,28 @@ TEST_P(MpiGolden, PipelineSplitEqualsOneProcess) {
   expect_tokens_of_one_process(dir, np, "pipeline");
 }
 
-class MpiPipelineOnly : public ::testing::TestWithParam<std::string> {};
-
-// What the tensor split refuses splits by layers.
-TEST_P(MpiPipelineOnly, TokensEqualOneProcess) {
-  ARCH_REQUIRE_MPI();
-  const std::string dir = golden_dir(GetParam());
-  ARCH_REQUIRE_SHARED(dir);
-  expect_tokens_of_one_process(dir, 2, "pipeline");
-}
-
-INSTANTIATE_TEST_SUITE_P(Decoders, MpiPipelineOnly, ::testing::Values("qwen3_next"));
-
+// A family whose MLP puts a softmax between its matmuls (every column a
+// process would hold is mixed): the llama golden under it cannot be split.
 TEST(Mpi, ARefusalIsSaidOnceAndEndsEveryRank) {
   ARCH_REQUIRE_MPI();
-  const std::string dir = golden_dir("qwen3_next");
+  const std::string dir = golden_dir("llama");
   ARCH_REQUIRE_SHARED(dir);
+  const std::string families = ::testing::TempDir() + "/mpi_mixed_mlp";
+  std::filesystem::create_directories(families);
+  std::ofstream(families + "/mixed.arch")
+      << "family MixedMlp\nimport \"" ARCHETYPE_FAMILIES_DIR "/llama.arch\"\n"
+      << "block mlp(x, L, i) {\n  M = L.mlp\n"
+      << "  return softmax(silu(x @ M.gate_proj.weight^T) * (x @ M.up_proj.weight^T)) @ M.down_proj.weight^T\n}\n";
+  std::ofstream(families + "/registry.toml")
+      << "[[family]]\nname = \"MixedMlp\"\ntemplate = \"mixed.arch\"\nmodel_types = [\"llama\"]\n"
+      << "signature = [\"model.embed_tokens.weight\"]\n";
   const auto start = std::chrono::steady_clock::now();
-  auto r = run_tool(mpirun(2, "generate " + dir + " --ids 1,2,3 -n 4 --split tensor"));
+  auto r = run_tool(mpirun(2, "generate " + dir + " --families " + families + " --ids 1,2,3 -n 4 --split tensor"));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(r.exit_code, 0);
   EXPECT_LT(seconds, testing::time_bound(60));
-  EXPECT_NE(r.out.find("the graph cannot be split at model.layers.0.linear_attn.in_proj_qkvz.weight"),
-            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the graph cannot be split at model.layers.0.mlp."), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("softmax"), std::string::npos) << r.out;
   size_t said = 0;
   for (size_t at = 0; (at = r.out.find("archrun: error:", at)) != std::string::npos; ++at) ++said;
   EXPECT_EQ(said, 1u) << r.out;

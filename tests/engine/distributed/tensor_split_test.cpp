@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include "dsl/instantiate.h"
+#include "dsl/parse.h"
 #include "engine/distributed/pipeline_split.h"
 #include "engine/distributed/tensor_split.h"
 #include "engine/runtime/model.h"
@@ -92,14 +94,56 @@ TEST(TensorSplit, HeadsThatDoNotDivideGoWhole) {
   EXPECT_EQ(part_of(*b, "model.layers.0.self_attn.qkv_proj.weight"), (Part{0, {{32, 112}}}));
 }
 
+// A softmax between two large matmuls mixes every column a process would
+// hold: the split is refused, naming the weight, the op and its line (the
+// residual's norm keeps the output from being gathered in columns).
 TEST(TensorSplit, RefusalNamesTheOp) {
+  const std::string src =
+      "family Mixer\n"
+      "config {\n  hidden_size: int = 64\n  inner: int = 256\n}\n"
+      "weights {\n  up.weight: [inner, hidden_size]\n  down.weight: [hidden_size, inner]\n}\n"
+      "graph step(x: f32[seq, hidden_size]) {\n"
+      "  h = softmax(x @ up.weight^T)\n"
+      "  output y = rms_norm(x + h @ down.weight^T, null, eps: 1e-5)\n"
+      "}\n";
+  auto t = dsl::parse_template("mixer.arch", src);
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  dsl::InstantiateOptions opt;
+  opt.tensor_exists = [](const std::string&) { return true; };
+  auto in = dsl::instantiate(*t, opt, op_table());
+  ASSERT_TRUE(in.ok()) << in.error().message;
+  auto s = split_tensors(in->graph, op_table(), 0, 2);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("the graph cannot be split at "), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("weight"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("softmax"), std::string::npos) << s.error().message;
+  EXPECT_NE(s.error().message.find("mixer.arch:11:"), std::string::npos) << s.error().message;
+}
+
+// Qwen3-Next's linear attention by value heads (2 key heads, 4 value heads
+// of 16, q | k | v | z fused per key head): over 2 processes each holds a
+// key head and its two value heads; over 4, one value head each, key heads
+// held twice. The short convolution holds the channels of its q, k and v.
+TEST(TensorSplit, GatedDeltaNetByValueHeads) {
   ARCH_REQUIRE_SHARED(golden_dir("qwen3_next"));
   const Graph g = graph_of("qwen3_next");
-  auto s = split_tensors(g, op_table(), 0, 2);
-  ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.error().message.find("in_proj_qkvz.weight"), std::string::npos) << s.error().message;
-  EXPECT_NE(s.error().message.find("(layers.0.linear_attention."), std::string::npos) << s.error().message;
-  EXPECT_NE(s.error().message.find("qwen3_next.arch:"), std::string::npos) << s.error().message;
+  const std::string at = "model.layers.0.linear_attn.";
+  for (int rank = 0; rank < 2; ++rank) {
+    auto s = split_tensors(g, op_table(), rank, 2);
+    ASSERT_TRUE(s.ok()) << s.error().message;
+    const int64_t r = rank;
+    EXPECT_EQ(part_of(*s, at + "in_proj_qkvz.weight"), Part::of(0, 96 * r, 96 * r + 96));
+    EXPECT_EQ(part_of(*s, at + "in_proj_ba.weight"), Part::of(0, 4 * r, 4 * r + 4));
+    EXPECT_EQ(part_of(*s, at + "conv1d.weight"), (Part{0, {{16 * r, 16 * r + 16}, {32 + 16 * r, 48 + 16 * r}, {64 + 32 * r, 96 + 32 * r}}}));
+    EXPECT_EQ(part_of(*s, at + "A_log"), Part::of(0, 2 * r, 2 * r + 2));
+    EXPECT_EQ(part_of(*s, at + "out_proj.weight"), Part::of(1, 32 * r, 32 * r + 32));
+  }
+  auto s = split_tensors(g, op_table(), 1, 4);  // value head 1, of key head 0
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_EQ(part_of(*s, at + "in_proj_qkvz.weight"), Part::of(0, 0, 96));
+  EXPECT_EQ(part_of(*s, at + "conv1d.weight"), (Part{0, {{0, 16}, {32, 48}, {80, 96}}}));
+  EXPECT_EQ(part_of(*s, at + "A_log"), Part::of(0, 1, 2));
+  EXPECT_EQ(part_of(*s, at + "out_proj.weight"), Part::of(1, 16, 32));
 }
 
 TEST(TensorPart, RowsAreViewsColumnsCopies) {
@@ -207,6 +251,55 @@ void expect_split_matches(const std::string& golden, int ranks, bool pipeline = 
   }
 }
 
+// Every output of a prompt step, not only the logits: Qwen3-Next's
+// convolution and recurrent states come together from each process's
+// channels and heads (some held twice over 4) in the whole model's order.
+TEST(TensorSplit, EveryOutputOfAPromptAsOne) {
+  ARCH_REQUIRE_SHARED(golden_dir("qwen3_next"));
+  auto whole = load_model(golden_dir("qwen3_next"));
+  ASSERT_TRUE(whole.ok()) << whole.error().message;
+  std::vector<std::string> names;
+  for (const auto& o : (*whole)->graph().outputs)
+    if (std::find(names.begin(), names.end(), o.name) == names.end()) names.push_back(o.name);
+  ASSERT_NE(std::find(names.begin(), names.end(), "prefill_recurrent_states"), names.end());
+  const std::vector<int32_t> prompt = {1, 438, 309, 258, 92, 411, 30};
+  Session one(**whole, 16);
+  auto want = one.step(prompt, names);
+  ASSERT_TRUE(want.ok()) << want.error().message;
+  const int ranks = 4;
+  testing::ThreadGroup group(ranks);
+  std::vector<NamedTensors> got(ranks);
+  std::vector<std::string> errors(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      testing::ThreadCollectives coll(group, r);
+      LoadOptions opt;
+      opt.kernels.collectives = &coll;
+      opt.rewrite = [r](const Graph& g, const std::string&) { return split_tensors(g, op_table(), r, ranks); };
+      auto m = load_model(golden_dir("qwen3_next"), opt);
+      if (!m.ok()) return void(errors[size_t(r)] = m.error().message);
+      Session s(**m, 16);
+      auto out = s.step(prompt, names);
+      if (!out.ok()) return void(errors[size_t(r)] = out.error().message);
+      got[size_t(r)] = std::move(*out);
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) {
+    ASSERT_EQ(errors[size_t(r)], "") << "rank " << r;
+    for (const auto& name : names) {
+      const Tensor& a = want->at(name);
+      ASSERT_TRUE(got[size_t(r)].count(name)) << name;
+      const Tensor& b = got[size_t(r)].at(name);
+      ASSERT_EQ(a.shape, b.shape) << name << " rank " << r;
+      float scale = 0, worst = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) scale = std::max(scale, std::abs(a.f32()[i]));
+      for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::abs(a.f32()[i] - b.f32()[i]));
+      EXPECT_LE(worst, 1e-5f * scale + 1e-6f) << name << " rank " << r;
+    }
+  }
+}
+
 class SplitGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(SplitGolden, TwoProcessesAsOne) { expect_split_matches(GetParam(), 2); }
@@ -216,7 +309,7 @@ TEST_P(SplitGolden, FourStagesAsOne) { expect_split_matches(GetParam(), 4, true)
 
 INSTANTIATE_TEST_SUITE_P(Decoders, SplitGolden,
                          ::testing::Values("llama", "qwen3", "gemma3_text", "mixtral", "qwen2_moe", "deepseek_v3",
-                                           "deepseek_v2_lite", "phi3", "starcoder2", "gpt2", "gemma2"));
+                                           "deepseek_v2_lite", "phi3", "starcoder2", "gpt2", "gemma2", "qwen3_next"));
 
 // Quantized weights are cut on whole blocks: qwen3's FFN of 160 columns in
 // Q8_0 (five blocks of 32) over 2 processes as 64 and 96.
@@ -242,8 +335,8 @@ TEST(TensorSplit, QuantizedRowsCutOnWholeBlocks) {
   std::remove(out.c_str());
 }
 
-// A graph the tensor split refuses (a fused projection interleaved per
-// head group) still splits by layers.
+// A hybrid of recurrent and attention layers, by layers over 3 stages too
+// (4 layers: 2, 1 and 1).
 class PipelineGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(PipelineGolden, TwoStagesAsOne) { expect_split_matches(GetParam(), 2, true); }
 TEST_P(PipelineGolden, ThreeStagesAsOne) { expect_split_matches(GetParam(), 3, true); }
