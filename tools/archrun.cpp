@@ -16,6 +16,7 @@
 
 #include "importer/checkpoint/toy_checkpoint.h"
 #include "engine/runtime/dispatch.h"
+#include "engine/runtime/scheduler.h"
 #include "tools/toolkit/tool_environment.h"
 #include "tools/archrun/commands.h"
 
@@ -32,6 +33,19 @@ const CLI::Validator kFinite(
       return std::isfinite(v) ? std::string() : "'" + text + "' is not a finite number";
     },
     "FINITE");
+
+// --scheduler's names, and them with the diffusers class each runs.
+std::vector<std::string> scheduler_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, _] : scheduler_kinds()) names.push_back(name);
+  return names;
+}
+std::string scheduler_help() {
+  std::string s;
+  for (const auto& [name, cls] : scheduler_kinds())
+    s += (s.empty() ? "" : ", ") + name + (name == "dpm++2m_karras" ? " (" + cls + " with Karras sigmas)" : " (" + cls + ")");
+  return s;
+}
 
 // An encoder-decoder's search settings over its generation_config.json's.
 void add_search_options(CLI::App* cmd, Seq2SeqOptions& o, const std::string& whose) {
@@ -323,7 +337,7 @@ int main(int argc, char** argv) {
   toy->add_option("--dtype", toy_dtype, "f32 (default) or bf16")->check(CLI::IsMember({"f32", "bf16"}));
 
   DenoiseArgs dn;
-  auto* den = app.add_subcommand("denoise", "a diffusion denoiser's sampling loop (its scheduler_config.json: DDIM, Euler or flow-matching Euler) from latents and a context");
+  auto* den = app.add_subcommand("denoise", "a diffusion denoiser's sampling loop (its scheduler_config.json: DDIM, Euler, Euler ancestral, DPM-Solver++, LCM or flow-matching Euler) from latents and a context");
   add_common(den, dn.common);
   den->add_option("--latents", dn.latents, "initial latents, one tensor [C, H, W] (or [1, C, H, W]); default: seeded normal noise");
   den->add_option("--context", dn.context, "encoder_hidden_states, one tensor [tokens, width]")->required();
@@ -332,10 +346,10 @@ int main(int argc, char** argv) {
   den->add_option("--negative-pooled", dn.negative_pooled, "pooled_projections with the negative context");
   den->add_option("--steps", dn.steps, "sampling steps");
   den->add_option("--guidance", dn.guidance, "guidance scale, with --negative-context (1: none); a guidance-distilled model (Flux-dev) takes it as an input")->check(kFinite);
-  den->add_option("--scheduler", dn.scheduler, "sample the config's noise schedule by ddim or euler (default: its own scheduler)")
-      ->check(CLI::IsMember({"ddim", "euler"}));
+  den->add_option("--scheduler", dn.scheduler, "sample the config's noise schedule by another method: " + scheduler_help() + " (default: its own scheduler)")
+      ->check(CLI::IsMember(scheduler_names()));
   den->add_option("--scheduler-config", dn.scheduler_config, "a scheduler_config.json (default: beside the model, or its pipeline's scheduler/)");
-  den->add_option("--seed", dn.seed, "seed of the initial noise (without --latents)");
+  den->add_option("--seed", dn.seed, "seed of the initial noise (without --latents) and of what an ancestral sampler adds");
   den->add_option("--latent-height", dn.latent_height, "the seeded latents' height, where the model takes any size (Flux)");
   den->add_option("--latent-width", dn.latent_width, "the seeded latents' width");
   den->add_option("-o,--out", dn.out, "safetensors to write: latents [C, H, W], trajectory [steps + 1, C, H, W], noise_preds, timesteps")->required();
@@ -353,9 +367,9 @@ int main(int argc, char** argv) {
   img->add_option("--crop-top-left", im.crop_top_left, "SDXL's size conditioning: Y,X (default: 0,0)");
   img->add_option("--steps", im.steps, "sampling steps");
   img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none)")->check(kFinite);
-  img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by ddim or euler (default: its scheduler/)")
-      ->check(CLI::IsMember({"ddim", "euler"}));
-  img->add_option("--seed", im.seed, "seed of the initial noise (without --latents)");
+  img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by another method: " + scheduler_help() + " (default: its scheduler/)")
+      ->check(CLI::IsMember(scheduler_names()));
+  img->add_option("--seed", im.seed, "seed of the initial noise (without --latents) and of what an ancestral sampler adds");
   img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8)");
   img->add_option("--width", im.width, "image width in pixels (as --height)");
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");

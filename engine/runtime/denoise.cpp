@@ -133,6 +133,7 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
     return out.at("latents");
   };
   // A resolution-dependent shift reads the image's token count.
+  scheduler.seed_noise(opt.noise_seed);
   ARCH_TRY(std::vector<float> ts, scheduler.set_timesteps(opt.steps, pack ? packed.dim(0) : 0));
   DenoiseResult r;
   r.timesteps = ts;

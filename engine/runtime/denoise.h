@@ -31,6 +31,7 @@ struct DenoiseOptions {
   NamedTensors extra;               // other inputs of the graph (pooled_projections), with the context
   NamedTensors negative_extra;      // ... and with the negative context
   std::function<void(int step, int steps)> on_step;  // progress
+  uint64_t noise_seed = 0;          // the noise a sampler adds per step (Euler ancestral, LCM)
 };
 
 struct DenoiseResult {

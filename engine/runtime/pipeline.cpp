@@ -129,6 +129,7 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   d.steps = opt.steps;
   d.guidance = opt.guidance;
   d.on_step = opt.on_step;
+  d.noise_seed = opt.noise_seed;
   const bool guided = opt.guidance != 1.0f;
   if (!p.text_encoder_2) {
     ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
@@ -228,6 +229,8 @@ std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok
   ids.resize(size_t(length), pad);
   return ids;
 }
+
+uint64_t noise_seed_of(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15ull; }
 
 Tensor seeded_latents(const Dims& shape, uint64_t seed) {
   Tensor t = Tensor::zeros(DType::F32, shape);

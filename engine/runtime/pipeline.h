@@ -35,7 +35,7 @@ struct Pipeline {
 
 // Whether `dir` is a pipeline folder (it holds model_index.json).
 bool is_pipeline(const std::string& dir);
-// `scheduler`: "ddim" or "euler" samples the scheduler/ config's noise
+// `scheduler`: a --scheduler name (scheduler_kinds()) samples the scheduler/ config's noise
 // schedule by that method (make_scheduler's kind); empty: its own.
 Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = {}, const std::string& scheduler = "");
 
@@ -48,6 +48,7 @@ struct ImagineOptions {
   int steps = 20;
   float guidance = 7.5f;
   Tensor latents;                             // the initial latents [C, h, w]
+  uint64_t noise_seed = 0;                    // the noise a sampler adds per step (noise_seed_of(seed))
   std::function<void(int step, int steps)> on_step;
 };
 
@@ -79,5 +80,8 @@ std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok
 // Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
 // imagine's --seed; the server's `seed`).
 Tensor seeded_latents(const Dims& shape, uint64_t seed);
+// The seed of the noise an ancestral sampler adds as it steps, from the
+// initial latents' seed (a draw of its own, not the latents' again).
+uint64_t noise_seed_of(uint64_t seed);
 
 }  // namespace arch

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "engine/core/json_text.h"
+#include "engine/runtime/dpm_solver_scheduler.h"
+#include "engine/runtime/lcm_scheduler.h"
 
 namespace arch {
 
@@ -49,20 +51,34 @@ Status check_steps(int steps, int train_steps) {
 
 }  // namespace
 
-Result<DdpmSchedule> DdpmSchedule::from_config(const nlohmann::json& c, const std::string& where) {
+Tensor Scheduler::noise(const Dims& shape) {
+  Tensor t = Tensor::zeros(DType::F32, shape);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < t.numel(); ++i) t.f32()[i] = normal(rng_);
+  return t;
+}
+
+Result<DdpmSchedule> DdpmSchedule::from_config(const nlohmann::json& c, const std::string& where,
+                                               const std::string& spacing) {
   if (!c.is_object()) return error(where + ": a scheduler config is a JSON object");
   DdpmSchedule s;
   s.train_steps = c.value("num_train_timesteps", 1000);
   if (s.train_steps < 1) return error(where + ": num_train_timesteps must be positive");
   ARCH_TRY(s.alphas_cumprod, alphas_cumprod_of(c, where, s.train_steps));
   s.steps_offset = c.value("steps_offset", 0);
-  s.spacing = c.value("timestep_spacing", std::string("leading"));
+  s.spacing = c.value("timestep_spacing", spacing);
   if (s.spacing != "leading" && s.spacing != "trailing" && s.spacing != "linspace")
     return error(where + ": timestep_spacing '" + s.spacing + "' is not one archrun knows (leading, trailing, linspace)");
   s.prediction = c.value("prediction_type", std::string("epsilon"));
   if (s.prediction != "epsilon" && s.prediction != "v_prediction")
     return error(where + ": prediction_type '" + s.prediction + "' is not one archrun knows (epsilon, v_prediction)");
   return s;
+}
+
+std::vector<float> DdpmSchedule::sigmas() const {
+  std::vector<float> out;
+  for (float a : alphas_cumprod) out.push_back(std::sqrt((1.0f - a) / a));
+  return out;
 }
 
 Result<std::vector<double>> DdpmSchedule::timesteps(int steps) const {
@@ -73,7 +89,7 @@ Result<std::vector<double>> DdpmSchedule::timesteps(int steps) const {
     for (int i = steps - 1; i >= 0; --i) ts.push_back(double(i * ratio + steps_offset));
   } else if (spacing == "trailing") {
     const double ratio = double(train_steps) / steps;
-    for (int i = 0; i < steps; ++i) ts.push_back(std::round(train_steps - i * ratio) - 1);
+    for (int i = 0; i < steps; ++i) ts.push_back(std::nearbyint(train_steps - i * ratio) - 1);  // numpy's round
   } else {
     for (int i = steps - 1; i >= 0; --i) ts.push_back(steps == 1 ? 0.0 : double(train_steps - 1) * i / (steps - 1));
   }
@@ -97,7 +113,7 @@ Result<std::vector<float>> DdimScheduler::set_timesteps(int steps, int64_t) {
   return std::vector<float>(timesteps_.begin(), timesteps_.end());
 }
 
-Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample) const {
+Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample) {
   const std::vector<float>& ac = schedule_.alphas_cumprod;
   const int t = timesteps_.at(index);
   const int prev = t - schedule_.train_steps / steps_;
@@ -176,7 +192,7 @@ Result<std::vector<float>> FlowMatchEulerScheduler::set_timesteps(int steps, int
   return ts;
 }
 
-Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor& sample) const {
+Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor& sample) {
   const float dt = sigmas_.at(index + 1) - sigmas_.at(index);
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   for (int64_t i = 0; i < sample.numel(); ++i) out.f32()[i] = sample.f32()[i] + dt * v.f32()[i];
@@ -185,7 +201,7 @@ Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor
 
 Result<EulerScheduler> EulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
   EulerScheduler s;
-  ARCH_TRY(s.schedule_, DdpmSchedule::from_config(c, where));
+  ARCH_TRY(s.schedule_, DdpmSchedule::from_config(c, where, "linspace"));
   for (const char* f : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas"})
     if (c.value(f, false)) return error(where + ": " + std::string(f) + " is not supported");
   if (c.value("interpolation_type", std::string("linear")) != "linear")
@@ -198,8 +214,8 @@ Result<std::vector<float>> EulerScheduler::set_timesteps(int steps, int64_t) {
   ARCH_TRY(std::vector<double> spaced, schedule_.timesteps(steps));
   // The training sigmas sqrt((1 - a) / a), read at the timesteps by linear
   // interpolation, then 0.
-  std::vector<float> train;
-  for (float a : schedule_.alphas_cumprod) train.push_back(std::sqrt((1.0f - a) / a));
+  const std::vector<float> train = schedule_.sigmas();
+  restart_noise();
   sigmas_.clear();
   std::vector<float> ts;
   for (double t : spaced) {
@@ -225,8 +241,11 @@ Tensor EulerScheduler::scale_model_input(const Tensor& sample, size_t index) con
   return out;
 }
 
-Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) const {
-  const float sigma = sigmas_.at(index), dt = sigmas_.at(index + 1) - sigma;
+Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) {
+  const float sigma = sigmas_.at(index), next = sigmas_.at(index + 1);
+  // Ancestral: down to sigma_down, then up by fresh noise of sigma_up.
+  const float up = ancestral ? std::sqrt(next * next * (sigma * sigma - next * next) / (sigma * sigma)) : 0.0f;
+  const float dt = (ancestral ? std::sqrt(next * next - up * up) : next) - sigma;
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   for (int64_t i = 0; i < sample.numel(); ++i) {
     const float x = sample.f32()[i], e = model_output.f32()[i];
@@ -236,39 +255,75 @@ Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tens
                          : e * (-sigma / std::sqrt(sigma * sigma + 1.0f)) + x / (sigma * sigma + 1.0f);
     out.f32()[i] = x + (x - x0) / sigma * dt;
   }
+  if (ancestral) {
+    const Tensor z = noise(sample.shape);
+    for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] += z.f32()[i] * up;
+  }
   return out;
+}
+
+const std::vector<std::pair<std::string, std::string>>& scheduler_kinds() {
+  static const std::vector<std::pair<std::string, std::string>> kinds = {
+      {"ddim", "DDIMScheduler"},
+      {"euler", "EulerDiscreteScheduler"},
+      {"euler_a", "EulerAncestralDiscreteScheduler"},
+      {"dpm++2m", "DPMSolverMultistepScheduler"},
+      {"dpm++2m_karras", "DPMSolverMultistepScheduler"},
+      {"lcm", "LCMScheduler"},
+  };
+  return kinds;
 }
 
 Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, const std::string& where,
                                                   const std::string& kind) {
   if (!config.is_object()) return error(where + ": a scheduler config is a JSON object");
-  const nlohmann::json& c = config;
+  nlohmann::json c = config;
   std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
   const bool flow = cls == "FlowMatchEulerDiscreteScheduler";
-  // --scheduler: the same noise schedule, sampled by another method.
-  if (kind == "ddim") {
-    if (flow) return error(where + ": a flow-matching model's scheduler cannot be sampled by DDIM (use euler)");
-    cls = "DDIMScheduler";
-  } else if (kind == "euler") {
-    if (!flow) cls = "EulerDiscreteScheduler";
-  } else if (!kind.empty()) {
-    return error("--scheduler '" + kind + "' is not one archrun knows (ddim, euler)");
+  // --scheduler: the same noise schedule, sampled by another method (its
+  // fields as the config has them, the method's own defaults for the rest,
+  // as diffusers' from_config does).
+  if (!kind.empty()) {
+    const auto& kinds = scheduler_kinds();
+    auto k = std::find_if(kinds.begin(), kinds.end(), [&](const auto& e) { return e.first == kind; });
+    if (k == kinds.end()) {
+      std::string names;
+      for (const auto& [name, _] : kinds) names += (names.empty() ? "" : ", ") + name;
+      return error("--scheduler '" + kind + "' is not one archrun knows (" + names + ")");
+    }
+    if (flow && kind != "euler")
+      return error(where + ": a flow-matching model's scheduler cannot be sampled by " + kind + " (use euler)");
+    if (!flow) {
+      cls = k->second;
+      if (kind == "dpm++2m_karras") c["use_karras_sigmas"] = true;
+      if (kind == "dpm++2m") c["use_karras_sigmas"] = false;
+    }
   }
   if (cls == "DDIMScheduler") {
     ARCH_TRY(DdimScheduler d, DdimScheduler::from_config(c, where));
     return std::unique_ptr<Scheduler>(new DdimScheduler(std::move(d)));
   }
-  if (cls == "EulerDiscreteScheduler") {
+  if (cls == "EulerDiscreteScheduler" || cls == "EulerAncestralDiscreteScheduler") {
     ARCH_TRY(EulerScheduler e, EulerScheduler::from_config(c, where));
+    e.ancestral = cls == "EulerAncestralDiscreteScheduler";
     return std::unique_ptr<Scheduler>(new EulerScheduler(std::move(e)));
+  }
+  if (cls == "DPMSolverMultistepScheduler") {
+    ARCH_TRY(DpmSolverScheduler d, DpmSolverScheduler::from_config(c, where));
+    return std::unique_ptr<Scheduler>(new DpmSolverScheduler(std::move(d)));
+  }
+  if (cls == "LCMScheduler") {
+    ARCH_TRY(LcmScheduler l, LcmScheduler::from_config(c, where));
+    return std::unique_ptr<Scheduler>(new LcmScheduler(std::move(l)));
   }
   if (flow) {
     ARCH_TRY(FlowMatchEulerScheduler f, FlowMatchEulerScheduler::from_config(c, where));
     return std::unique_ptr<Scheduler>(new FlowMatchEulerScheduler(std::move(f)));
   }
   return error(where + ": scheduler '" + cls +
-               "' is not one archrun runs (DDIMScheduler, EulerDiscreteScheduler, FlowMatchEulerDiscreteScheduler; "
-               "--scheduler ddim|euler samples its noise schedule another way)");
+               "' is not one archrun runs (DDIMScheduler, EulerDiscreteScheduler, EulerAncestralDiscreteScheduler, "
+               "DPMSolverMultistepScheduler, LCMScheduler, FlowMatchEulerDiscreteScheduler; --scheduler samples its "
+               "noise schedule another way)");
 }
 
 Result<nlohmann::json> read_scheduler_config(const std::string& where, std::string* path) {

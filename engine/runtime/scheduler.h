@@ -3,9 +3,11 @@
 // steps_offset, set_alpha_to_one, epsilon or v prediction; eta 0), Euler
 // over the same noise schedule (EulerDiscreteScheduler, no churn) and
 // flow-matching Euler (SD3's sigmas shifted by `shift`; Flux's by the
-// image's size).
+// image's size), Euler ancestral; DPM-Solver++ (dpm_solver_scheduler.h)
+// and LCM (lcm_scheduler.h).
 #pragma once
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -23,21 +25,37 @@ class Scheduler {
   // set_timesteps); kept for step(). `image_tokens`: the packed image's
   // token count, for a shift that depends on it (0: not known).
   virtual Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) = 0;
-  // Step `index` back from `sample`, given the model's output there.
-  virtual Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const = 0;
+  // Step `index` back from `sample`, given the model's output there (steps
+  // in order: a multistep sampler keeps the outputs before).
+  virtual Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) = 0;
   // The initial noise's scale (after set_timesteps), and the model's input
   // at step `index` (the sample itself for all but Euler's sigma scaling).
   virtual float init_noise_sigma() const { return 1.0f; }
   virtual Tensor scale_model_input(const Tensor& sample, size_t) const { return sample; }
+  // The noise a sampler adds as it steps (Euler ancestral, LCM) is drawn
+  // from N(0, 1) at this seed, from set_timesteps on; the others add none.
+  void seed_noise(uint64_t seed) { noise_seed_ = seed; }
+
+ protected:
+  // N(0, 1) of `shape`, the next draw since set_timesteps.
+  Tensor noise(const Dims& shape);
+  void restart_noise() { rng_.seed(noise_seed_); }
+
+ private:
+  uint64_t noise_seed_ = 0;
+  std::mt19937_64 rng_;
 };
 
 // The scheduler a scheduler_config.json names (_class_name); an error names
-// `where` and the field it cannot use. `kind` ("ddim", "euler"; empty: the
-// config's own) samples the config's noise schedule by that method
-// (archrun's --scheduler): euler on a DDPM-style schedule is
+// `where` and the field it cannot use. `kind` (empty: the config's own)
+// samples the config's noise schedule by another method (archrun's
+// --scheduler; scheduler_kinds()): euler on a DDPM-style schedule is
 // EulerDiscreteScheduler, on a flow-matching one the flow-matching Euler.
 Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, const std::string& where,
                                                   const std::string& kind = "");
+// --scheduler's names, each with the diffusers class it runs: ddim, euler,
+// euler_a, dpm++2m, dpm++2m_karras, lcm.
+const std::vector<std::pair<std::string, std::string>>& scheduler_kinds();
 
 // The noise schedule DDIM and Euler share, read from a DDPM-style config:
 // the alphas' cumulative product of its beta schedule, the timestep
@@ -47,7 +65,11 @@ struct DdpmSchedule {
   int train_steps = 1000, steps_offset = 0;
   std::string spacing = "leading", prediction = "epsilon";
 
-  static Result<DdpmSchedule> from_config(const nlohmann::json& config, const std::string& where);
+  // `spacing`: the sampler's own default, where the config names none.
+  static Result<DdpmSchedule> from_config(const nlohmann::json& config, const std::string& where,
+                                          const std::string& spacing = "leading");
+  // The training sigmas sqrt((1 - a) / a), one per training step.
+  std::vector<float> sigmas() const;
   // diffusers' spacings, first to last: "leading" (multiples of T / steps,
   // plus steps_offset), "trailing" (from T - 1 down), "linspace" (0 to T - 1
   // evenly, unrounded: DDIM rounds them).
@@ -59,7 +81,7 @@ class DdimScheduler : public Scheduler {
   static Result<DdimScheduler> from_config(const nlohmann::json& config, const std::string& where);
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
   // eta 0: deterministic.
-  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
+  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
 
  private:
   DdpmSchedule schedule_;
@@ -74,8 +96,12 @@ class DdimScheduler : public Scheduler {
 class EulerScheduler : public Scheduler {
  public:
   static Result<EulerScheduler> from_config(const nlohmann::json& config, const std::string& where);
+  // Euler ancestral's step (EulerAncestralDiscreteScheduler): to
+  // sigma_down, then noise of sigma_up, so that sigma_down^2 + sigma_up^2
+  // is the next sigma's square.
+  bool ancestral = false;
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
-  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
+  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
   float init_noise_sigma() const override;
   Tensor scale_model_input(const Tensor& sample, size_t index) const override;
   const std::vector<float>& sigmas() const { return sigmas_; }
@@ -94,7 +120,7 @@ class FlowMatchEulerScheduler : public Scheduler {
  public:
   static Result<FlowMatchEulerScheduler> from_config(const nlohmann::json& config, const std::string& where);
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
-  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) const override;
+  Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
   const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:

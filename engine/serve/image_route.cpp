@@ -106,6 +106,7 @@ void Server::image(const httplib::Request& req, httplib::Response& res) {
   auto shape = latent_shape(*pipeline_, height, width);
   if (!shape.ok()) return reply_error(res, bad_request(shape.error().message, "size"));
   opt.latents = seeded_latents(*shape, seed);
+  opt.noise_seed = noise_seed_of(seed);
   Result<ImagineResult> made = error("");
   {
     auto lock = hold_work();

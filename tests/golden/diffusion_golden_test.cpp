@@ -109,6 +109,52 @@ TEST_P(DdimGolden, TheTrajectoryMatchesDiffusersStepByStep) {
 INSTANTIATE_TEST_SUITE_P(Cases, DdimGolden, ::testing::Values("unet_sd15", "unet_sd2", "unet_sdxl"),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+// DPM-Solver++ of order 1 is DDIM (Lu et al.: the first-order solver in
+// log-SNR is DDIM's step): on the golden's UNet, over the same timesteps
+// (trailing, every 100th) to the same end (set_alpha_to_one), its path is
+// the DDIM path that the trajectory above checks against diffusers'. This
+// checks the sigmas, alphas and log-SNR steps the second order builds on
+// (its own term is checked by hand in tests/engine/runtime).
+TEST(DpmSolverGolden, FirstOrderWalksTheDdimPath) {
+  const std::string dir = testing::golden_dir("unet_sd15");
+  ARCH_REQUIRE_SHARED(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  auto config = read_scheduler_config(dir);
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  (*config)["timestep_spacing"] = "trailing";
+  (*config)["set_alpha_to_one"] = true;
+  nlohmann::json first = *config;
+  first["_class_name"] = "DPMSolverMultistepScheduler";
+  first["solver_order"] = 1;
+  DenoiseOptions opt;
+  opt.steps = 10;
+  opt.context = first_tensor(dir + "/inputs.safetensors", "encoder_hidden_states");
+  const Tensor latents = first_tensor(dir + "/sampling_inputs.safetensors", "ddim_initial_latents");
+  auto ddim = make_scheduler(*config, "ddim"), dpm = make_scheduler(first, "dpm");
+  ASSERT_TRUE(ddim.ok() && dpm.ok());
+  auto a = denoise(**model, **ddim, latents, opt), b = denoise(**model, **dpm, latents, opt);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->timesteps, b->timesteps);
+  auto c = testing::compare_f32(b->trajectory.f32(), a->trajectory.f32(), a->trajectory.numel());
+  EXPECT_TRUE(c.ok()) << "DPM-Solver++ 1 strays from DDIM by " << c.max_abs << " (allowed " << c.bound << ")";
+  // Its second order leaves that path, and comes closer to where many
+  // small DDIM steps end (the ODE both solve).
+  first["solver_order"] = 2;
+  auto dpm2 = make_scheduler(first, "dpm2");
+  ASSERT_TRUE(dpm2.ok());
+  auto two = denoise(**model, **dpm2, latents, opt);
+  opt.steps = 500;
+  auto fine = denoise(**model, **ddim, latents, opt);
+  ASSERT_TRUE(two.ok() && fine.ok());
+  double e1 = 0, e2 = 0;
+  for (int64_t i = 0; i < fine->latents.numel(); ++i) {
+    e1 = std::max(e1, double(std::abs(a->latents.f32()[i] - fine->latents.f32()[i])));
+    e2 = std::max(e2, double(std::abs(two->latents.f32()[i] - fine->latents.f32()[i])));
+  }
+  EXPECT_LT(e2, e1) << "second order " << e2 << ", first " << e1;
+}
+
 }  // namespace
 }  // namespace arch
 

@@ -10,6 +10,7 @@
 #include "engine/core/output_file.h"
 #include "importer/checkpoint/safetensors.h"
 #include "engine/runtime/denoise.h"
+#include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
@@ -74,12 +75,10 @@ int run_denoise(const DenoiseArgs& a) {
       shape.push_back(d.concrete() ? d.n : given);
     }
     if (Status st = check_loop_size(shape, a.steps); !st.ok()) return fail(st.error());  // before the noise is made
-    latents = Tensor::zeros(DType::F32, shape);
-    std::mt19937_64 rng(a.seed);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < latents.numel(); ++i) latents.f32()[i] = normal(rng);
+    latents = seeded_latents(shape, a.seed);
     std::fprintf(stderr, "latents: seeded normal noise %s, seed %llu\n", dims_str(shape).c_str(), (unsigned long long)a.seed);
   }
+  opt.noise_seed = noise_seed_of(a.seed);
   const auto t0 = std::chrono::steady_clock::now();
   opt.on_step = [&](int k, int n) {
     if (!isatty(2)) return;

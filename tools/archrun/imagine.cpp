@@ -90,6 +90,7 @@ int run_imagine(const ImagineArgs& a) {
       opt.negative_ids = *n;
     }
   }
+  opt.noise_seed = noise_seed_of(a.seed);
   // Sizes from the command line bounded before anything of theirs is made.
   auto shape = latent_shape(*p, a.height, a.width);
   if (!shape.ok()) return fail(shape.error());

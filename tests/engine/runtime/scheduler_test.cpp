@@ -2,6 +2,10 @@
 // (numbers worked out apart from the code, in float32 as torch does).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "engine/runtime/dpm_solver_scheduler.h"
+#include "engine/runtime/lcm_scheduler.h"
 #include "engine/runtime/scheduler.h"
 
 namespace arch {
@@ -84,6 +88,105 @@ TEST(FlowMatchEuler, DynamicShiftFollowsTheImagesTokens) {
   for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR((*ts)[i], want[i], 2e-3f) << i;
   // the last step goes to sigma 0
   EXPECT_NEAR((*s)->step(filled(2.0f), 3, filled(1.0f)).f32()[0], 1.0f - 0.3472584f * 2.0f, 1e-5f);
+}
+
+// DPM-Solver++ 2M on SD 1.5's leading schedule (steps + 1 points, the
+// last dropped: 801, 601, 401, 201). Step 0 is first order; step 1 second
+// order over step 0's x0, by the midpoint rule. The numbers come from the
+// formulas of Lu et al. worked in double apart from the code
+// (x0 = (x - sigma_t eps) / alpha_t, alpha_t = 1 / sqrt(sigma^2 + 1),
+// sigma_t = sigma alpha_t, lambda = log(alpha_t / sigma_t)).
+TEST(DpmSolverScheduler, TwoStepsAsDpmPlusPlus2M) {
+  auto s = make_scheduler(sd15("DDIMScheduler"), "config", "dpm++2m");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto* dpm = dynamic_cast<DpmSolverScheduler*>(s->get());
+  ASSERT_NE(dpm, nullptr);
+  auto ts = (*s)->set_timesteps(4);
+  ASSERT_TRUE(ts.ok()) << ts.error().message;
+  EXPECT_EQ(*ts, (std::vector<float>{801, 601, 401, 201}));
+  const std::vector<float> sigmas = {5.1344352f, 2.2928548f, 1.1682165f, 0.5740505f, 0.0f};
+  for (size_t i = 0; i < sigmas.size(); ++i) EXPECT_NEAR(dpm->sigmas()[i], sigmas[i], 2e-5f * (1 + sigmas[i])) << i;
+  EXPECT_EQ((*s)->init_noise_sigma(), 1.0f);
+  const Tensor x1 = (*s)->step(filled(0.5f), 0, filled(3.0f));
+  EXPECT_NEAR(x1.f32()[0], 5.7054988f, 1e-4f);
+  const Tensor x2 = (*s)->step(filled(-0.25f), 1, x1);
+  EXPECT_NEAR(x2.f32()[1], 9.6931821f, 2e-4f);
+}
+
+// Karras sigmas over SD 1.5's training sigmas (14.6147 down to 0.0291675,
+// rho 7), each timestep the training step of its sigma, rounded; the last
+// step goes to sigma 0 at first order: the x0 itself.
+TEST(DpmSolverScheduler, KarrasSigmasAndTheirTimesteps) {
+  auto s = make_scheduler(sd15("DDIMScheduler"), "config", "dpm++2m_karras");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto ts = (*s)->set_timesteps(4);
+  ASSERT_TRUE(ts.ok());
+  EXPECT_EQ(*ts, (std::vector<float>{999, 687, 146, 0}));
+  const auto& sigmas = dynamic_cast<DpmSolverScheduler&>(**s).sigmas();
+  const std::vector<float> want = {14.614655f, 3.1686126f, 0.4469210f, 0.0291675f, 0.0f};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(sigmas[i], want[i], 2e-5f * (1 + want[i])) << i;
+  for (size_t k = 0; k < 3; ++k) (void)(*s)->step(filled(0.1f), k, filled(1.0f));
+  const float sigma = 0.0291675f, alpha = 1.0f / std::sqrt(sigma * sigma + 1.0f);
+  EXPECT_NEAR((*s)->step(filled(0.5f), 3, filled(2.0f)).f32()[0], (2.0f - sigma * alpha * 0.5f) / alpha, 1e-5f);
+  EXPECT_NEAR(sigma_to_t(3.1686126, {std::log(1.0), std::log(4.0)}), 0.832, 1e-3);  // log-linear between the two
+}
+
+// Euler ancestral: to sigma_down, then noise of sigma_up
+// (sigma_up^2 = next^2 (sigma^2 - next^2) / sigma^2; sigma_down^2 +
+// sigma_up^2 = next^2). With a zero model output x0 is x, so what the step
+// adds is the noise alone, N(0, sigma_up^2), the same again from the same seed.
+TEST(EulerAncestral, AddsTheNoiseItsSigmasLeave) {
+  auto s = make_scheduler(sd15("DDIMScheduler"), "config", "euler_a");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());
+  const float sigma = 4.1166997f, next = 1.6236926f;  // at 751 and 501 (leading)
+  const float up = std::sqrt(next * next * (sigma * sigma - next * next) / (sigma * sigma));
+  const Tensor zero = Tensor::zeros(DType::F32, {20000});
+  Tensor x = Tensor::zeros(DType::F32, {20000});
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 1.0f;
+  (*s)->seed_noise(7);
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());
+  const Tensor a = (*s)->step(zero, 0, x);
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) mean += (a.f32()[i] - 1.0) / up;
+  mean /= double(a.numel());
+  for (int64_t i = 0; i < a.numel(); ++i) var += std::pow((a.f32()[i] - 1.0) / up - mean, 2);
+  var /= double(a.numel());
+  EXPECT_NEAR(mean, 0.0, 0.03);
+  EXPECT_NEAR(var, 1.0, 0.05);
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());  // the same draws again
+  EXPECT_EQ((*s)->step(zero, 0, x).f32()[123], a.f32()[123]);
+  (*s)->seed_noise(8);
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());
+  EXPECT_NE((*s)->step(zero, 0, x).f32()[123], a.f32()[123]);
+  // The last step, to sigma 0, adds none: Euler's own step.
+  EXPECT_NEAR((*s)->step(filled(0.5f), 3, filled(3.0f)).f32()[0], 3.0f - 0.0413145f * 0.5f, 1e-5f);
+}
+
+// LCM: 4 of the 50 distillation timesteps (k = 20: 999, 979, ... 19),
+// taken evenly by index; each step's x0 mixed by c_skip and c_out
+// (sigma_data 0.5, timestep x 10), then noised to the next timestep; the
+// last step's is the result itself.
+TEST(LcmScheduler, TimestepsAndTheBoundaryCondition) {
+  auto s = make_scheduler(sd15("DDIMScheduler"), "config", "lcm");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  EXPECT_NE(dynamic_cast<LcmScheduler*>(s->get()), nullptr);
+  EXPECT_FALSE((*s)->set_timesteps(51).ok());  // past original_inference_steps
+  auto ts = (*s)->set_timesteps(4);
+  ASSERT_TRUE(ts.ok());
+  EXPECT_EQ(*ts, (std::vector<float>{999, 759, 499, 259}));
+  for (size_t k = 0; k < 3; ++k) (void)(*s)->step(filled(0.5f), k, filled(3.0f));
+  EXPECT_NEAR((*s)->step(filled(0.5f), 3, filled(3.0f)).f32()[0], 3.3359244f, 1e-4f);
+  // A middle step: the boundary-mixed x0 (36.639155 at 999) scaled to the
+  // next timestep's alpha, plus its noise; with x0's part known, the rest
+  // is the noise times sqrt(1 - a_prev) = 0.9735436.
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());
+  Tensor x = Tensor::zeros(DType::F32, {20000}), e = Tensor::zeros(DType::F32, {20000});
+  for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 3.0f, e.f32()[i] = 0.5f;
+  const Tensor out = (*s)->step(e, 0, x);
+  double mean = 0;
+  for (int64_t i = 0; i < out.numel(); ++i) mean += (out.f32()[i] - 0.2285013 * 36.639155) / 0.9735436;
+  EXPECT_NEAR(mean / double(out.numel()), 0.0, 0.03);
 }
 
 }  // namespace
