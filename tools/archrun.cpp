@@ -355,7 +355,7 @@ int main(int argc, char** argv) {
   den->add_option("-o,--out", dn.out, "safetensors to write: latents [C, H, W], trajectory [steps + 1, C, H, W], noise_preds, timesteps")->required();
 
   ImagineArgs im;
-  auto* img = app.add_subcommand("imagine", "text to image through a Stable Diffusion pipeline folder (model_index.json): a PNG");
+  auto* img = app.add_subcommand("imagine", "text to image (or image to image, inpainting) through a Stable Diffusion pipeline folder (model_index.json): a PNG");
   add_common(img, im.common);
   img->add_option("-p,--prompt", im.prompt, "the prompt (the pipeline's tokenizer/: CLIP's vocab.json + merges.txt, or tokenizer.json)");
   img->add_option("--negative-prompt", im.negative_prompt, "the negative prompt (default: the empty one, with guidance)");
@@ -370,7 +370,10 @@ int main(int argc, char** argv) {
   img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by another method: " + scheduler_help() + " (default: its scheduler/)")
       ->check(CLI::IsMember(scheduler_names()));
   img->add_option("--seed", im.seed, "seed of the initial noise (without --latents) and of what an ancestral sampler adds");
-  img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8)");
+  img->add_option("--init-image", im.init_image, "image to image: start from this PNG/JPEG (resized to --height/--width, else its own size down to the VAE's scale), noised to --strength");
+  img->add_option("--strength", im.strength, "with --init-image: how much of the schedule runs, above 0 to 1 (default 0.8; inpainting 1)")->check(kFinite);
+  img->add_option("--mask", im.mask, "with --init-image: inpaint where this image is white (>= 0.5 gray), keep where it is black");
+  img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8, or --init-image's)");
   img->add_option("--width", im.width, "image width in pixels (as --height)");
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
   img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place)")->required();

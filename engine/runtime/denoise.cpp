@@ -43,6 +43,16 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
                               const DenoiseOptions& opt) {
   if (opt.steps < 1) return error("a sampling loop needs at least 1 step, not " + std::to_string(opt.steps));
   ARCH_TRY_STATUS(check_guidance(opt.guidance));
+  // Image to image: the steps it runs, and what it starts from.
+  const bool from_image = opt.image_latents.data != nullptr;
+  if (from_image && !(std::isfinite(opt.strength) && opt.strength > 0.0f && opt.strength <= 1.0f))
+    return error("the strength must be above 0 and at most 1, not " + std::to_string(opt.strength));
+  const int run_steps = from_image ? std::min(int(float(opt.steps) * opt.strength), opt.steps) : opt.steps;
+  if (run_steps < 1)
+    return error("a strength of " + std::to_string(opt.strength) + " over " + std::to_string(opt.steps) +
+                 " steps leaves no step to run (steps x strength must be at least 1)");
+  const size_t first = size_t(opt.steps - run_steps);
+  if (opt.mask.data && !from_image) return error("a mask needs the image it keeps (image latents)");
   ARCH_TRY(const ModelGraph* g, m.find_graph("denoise"));
   const Graph& graph = g->graph;
   const std::string latent_name = graph.find_input("sample") >= 0 ? "sample" : "hidden_states";
@@ -126,6 +136,18 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
     ARCH_TRY(uncond, inputs_for(c, opt.negative_extra.empty() ? opt.extra : opt.negative_extra));
   }
   if (pack && !packed.data) return error(m.template_path + ": the pack graph must output '" + latent_name + "'");
+  if (from_image && pack) return error(m.template_path + ": image to image over packed latents is not supported");
+  Tensor image_latents, mask;
+  if (from_image) {
+    image_latents = unbatched(opt.image_latents, x.shape.size());
+    if (image_latents.shape != x.shape)
+      return error("the image's latents are " + dims_str(opt.image_latents.shape) + ", the loop's " + dims_str(x.shape));
+  }
+  if (opt.mask.data) {
+    mask = opt.mask.reshaped({opt.mask.numel()});
+    if (x.shape.size() != 3 || mask.numel() != x.shape[1] * x.shape[2])
+      return error("the mask is " + dims_str(opt.mask.shape) + ", the latents " + dims_str(x.shape) + ": one value per latent pixel");
+  }
   // The loop's latents back as [C, H, W].
   auto unpacked = [&](const Tensor& z) -> Result<Tensor> {
     if (!unpack) return z;
@@ -135,24 +157,32 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
   // A resolution-dependent shift reads the image's token count.
   scheduler.seed_noise(opt.noise_seed);
   ARCH_TRY(std::vector<float> ts, scheduler.set_timesteps(opt.steps, pack ? packed.dim(0) : 0));
+  if (ts.size() != size_t(opt.steps))
+    return error("the scheduler made " + std::to_string(ts.size()) + " timesteps for " + std::to_string(opt.steps) + " steps");
   DenoiseResult r;
-  r.timesteps = ts;
+  r.timesteps.assign(ts.begin() + std::ptrdiff_t(first), ts.end());
   r.guided = guided;
   r.guidance_input = guidance_input;
   Dims stack = x.shape;
-  stack.insert(stack.begin(), int64_t(ts.size()) + 1);
+  stack.insert(stack.begin(), int64_t(run_steps) + 1);
   r.trajectory = Tensor::zeros(DType::F32, stack);
-  stack[0] = int64_t(ts.size());
+  stack[0] = int64_t(run_steps);
   r.noise_preds = Tensor::zeros(DType::F32, stack);
-  // The initial latents scaled by the scheduler's init_noise_sigma.
+  // The initial latents scaled by the scheduler's init_noise_sigma, or the
+  // image's noised to the first step run by them (inpainting at full
+  // strength: the noise alone).
   Tensor latents = Tensor::zeros(DType::F32, pack ? packed.shape : x.shape);
   const Tensor& start = pack ? packed : x;
-  for (int64_t i = 0; i < start.numel(); ++i) latents.f32()[i] = start.f32()[i] * scheduler.init_noise_sigma();
+  if (from_image && !(mask.data && opt.strength >= 1.0f)) {
+    latents = scheduler.add_noise(image_latents, x, first);
+  } else {
+    for (int64_t i = 0; i < start.numel(); ++i) latents.f32()[i] = start.f32()[i] * scheduler.init_noise_sigma();
+  }
   {
     ARCH_TRY(Tensor row, unpacked(latents));
     put_row(r.trajectory, 0, row);
   }
-  for (size_t k = 0; k < ts.size(); ++k) {
+  for (size_t k = first; k < ts.size(); ++k) {
     // The timestep as the graph takes it: an int (a UNet's), a float (SD3's
     // sigma x 1000), or what the template's timestep graph makes of it.
     Tensor t = Tensor::zeros(graph.values[size_t(time_in)].type.dtype, {1});
@@ -185,12 +215,20 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
                    " (a model predicting variance too is not a DDIM denoiser)");
     {
       ARCH_TRY(Tensor row, unpacked(eps));
-      put_row(r.noise_preds, int64_t(k), row);
+      put_row(r.noise_preds, int64_t(k - first), row);
     }
     latents = scheduler.step(eps, k, latents);
+    if (mask.data) {  // the kept part: the image at the next step's noise, at the end itself
+      const Tensor kept = k + 1 < ts.size() ? scheduler.add_noise(image_latents, x, k + 1) : image_latents;
+      const int64_t plane = mask.numel();
+      for (int64_t i = 0; i < latents.numel(); ++i) {
+        const float m = mask.f32()[i % plane];
+        latents.f32()[i] = (1.0f - m) * kept.f32()[i] + m * latents.f32()[i];
+      }
+    }
     ARCH_TRY(Tensor row, unpacked(latents));
-    put_row(r.trajectory, int64_t(k) + 1, row);
-    if (opt.on_step) opt.on_step(int(k) + 1, int(ts.size()));
+    put_row(r.trajectory, int64_t(k - first) + 1, row);
+    if (opt.on_step) opt.on_step(int(k - first) + 1, run_steps);
   }
   ARCH_TRY(r.latents, unpacked(latents));
   return r;

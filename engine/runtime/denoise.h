@@ -32,19 +32,32 @@ struct DenoiseOptions {
   NamedTensors negative_extra;      // ... and with the negative context
   std::function<void(int step, int steps)> on_step;  // progress
   uint64_t noise_seed = 0;          // the noise a sampler adds per step (Euler ancestral, LCM)
+  // Image to image (diffusers' img2img and inpaint pipelines): the loop
+  // runs the last int(steps x strength) steps of the schedule, from the
+  // image's latents [C, h, w] noised to the first of them by the initial
+  // latents (the noise).
+  Tensor image_latents;
+  float strength = 1.0f;
+  // Inpainting ([1, h, w] or [h, w]: 1 where the image is made anew, 0
+  // where it is kept): after each step the kept part is the image's
+  // latents noised to the next step's level (at the end, themselves), as
+  // diffusers does for a UNet of 4 channels. At strength 1 the loop starts
+  // from the noise alone, as text to image does.
+  Tensor mask;
 };
 
 struct DenoiseResult {
   Tensor latents;                   // the final [C, H, W]
   Tensor trajectory;                // [steps + 1, C, H, W]: the initial latents, then after each step
   Tensor noise_preds;               // [steps, C, H, W]: the (guided) model output of each step
-  std::vector<float> timesteps;
+  std::vector<float> timesteps;     // of the steps run (image to image: the schedule's last ones)
   bool guided = false;              // two passes a step, mixed by the guidance scale
   bool guidance_input = false;      // the scale fed to the model itself (guidance-distilled)
 };
 
 // Refused before any of it is made: a guidance scale that is not a number
-// from 0 to 100, a loop past check_loop_size.
+// from 0 to 100, a loop past check_loop_size, a strength outside (0, 1] or
+// one leaving no step, image latents or a mask not the latents' size.
 Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor& initial_latents,
                               const DenoiseOptions& opt);
 

@@ -100,6 +100,13 @@ Result<std::vector<float>> DpmSolverScheduler::set_timesteps(int steps, int64_t)
   return std::vector<float>(ts.begin(), ts.end());
 }
 
+Tensor DpmSolverScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
+  const double s = sigmas_.at(index), alpha = 1.0 / std::sqrt(s * s + 1.0);
+  Tensor out = Tensor::zeros(DType::F32, x0.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = float(alpha * x0.f32()[i] + s * alpha * noise.f32()[i]);
+  return out;
+}
+
 Tensor DpmSolverScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) {
   const size_t n = sigmas_.size() - 1;
   // alpha_t = 1 / sqrt(sigma^2 + 1), sigma_t = sigma alpha_t, lambda their log ratio.

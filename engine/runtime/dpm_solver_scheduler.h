@@ -17,6 +17,7 @@ class DpmSolverScheduler : public Scheduler {
   static Result<DpmSolverScheduler> from_config(const nlohmann::json& config, const std::string& where);
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
   Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
+  Tensor add_noise(const Tensor& x0, const Tensor& noise, size_t index) const override;
   const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:

@@ -16,6 +16,9 @@ class LcmScheduler : public Scheduler {
   static Result<LcmScheduler> from_config(const nlohmann::json& config, const std::string& where);
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
   Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
+  Tensor add_noise(const Tensor& x0, const Tensor& noise, size_t index) const override {
+    return schedule_.add_noise(x0, noise, timesteps_.at(index));
+  }
 
  private:
   DdpmSchedule schedule_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -191,6 +192,19 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   }
   r.text_seconds = since(t);
   t = clock::now();
+  if (opt.init_image.data) {
+    ARCH_TRY(r.image_latents, image_latents(p, opt.init_image, opt.noise_seed + 1));
+    d.image_latents = r.image_latents;
+    d.strength = opt.strength;
+  }
+  if (opt.mask.data) {
+    if (!opt.init_image.data) return error("a mask needs the image it keeps (--init-image)");
+    if (p.unet->config_int("in_channels", 4) != 4)
+      return error(p.dir + ": unet: an inpainting UNet (in_channels " + std::to_string(p.unet->config_int("in_channels", 4)) +
+                   ": the latents, the mask and the masked image's latents) is not supported yet; a UNet of 4 channels is");
+    ARCH_TRY(r.mask_latents, latent_mask(opt.mask, r.image_latents.dim(-2), r.image_latents.dim(-1)));
+    d.mask = r.mask_latents;
+  }
   ARCH_TRY(r.denoised, denoise(*p.unet, *p.scheduler, opt.latents, d));
   r.loop_seconds = since(t);
   t = clock::now();
@@ -228,6 +242,52 @@ std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok
   }
   ids.resize(size_t(length), pad);
   return ids;
+}
+
+Result<Tensor> image_latents(const Pipeline& p, const Tensor& image, uint64_t seed) {
+  if (image.dtype != DType::F32 || image.shape.size() != 3 || image.shape[0] != 3)
+    return error("the image to start from is " + dims_str(image.shape) + ", not [3, H, W]");
+  const int64_t scale = vae_scale(p);
+  if (image.dim(1) % scale || image.dim(2) % scale)
+    return error("the image to start from is " + std::to_string(image.dim(2)) + "x" + std::to_string(image.dim(1)) +
+                 ": its sides must be multiples of " + std::to_string(scale) + " (the VAE's scale)");
+  // diffusers' VaeImageProcessor: [0, 1] to [-1, 1].
+  Tensor x = Tensor::zeros(DType::F32, image.shape);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = image.f32()[i];
+    if (!std::isfinite(v)) return error("the image to start from holds a value that is not a number, at element " + std::to_string(i));
+    x.f32()[i] = v * 2.0f - 1.0f;
+  }
+  auto out = forward(*p.vae, {{"image", x}}, {"latent_mean", "latent_std"}, nullptr, "encode");
+  if (!out.ok()) return error(p.dir + ": vae, encoding the image: " + out.error().message);
+  const Tensor& mean = out->at("latent_mean");
+  const Tensor& stdev = out->at("latent_std");
+  // A sample of the posterior (retrieve_latents' "sample"), scaled as the
+  // decoder unscales it.
+  const Tensor eps = seeded_latents(mean.shape, seed);
+  const float scaling = float(p.vae->checkpoint.config.value("scaling_factor", 0.18215));
+  const nlohmann::json& shift_j = p.vae->checkpoint.config.contains("shift_factor") ? p.vae->checkpoint.config["shift_factor"] : nlohmann::json();
+  const float shift = shift_j.is_number() ? shift_j.get<float>() : 0.0f;
+  Tensor z = Tensor::zeros(DType::F32, mean.shape);
+  for (int64_t i = 0; i < z.numel(); ++i) z.f32()[i] = (mean.f32()[i] + stdev.f32()[i] * eps.f32()[i] - shift) * scaling;
+  return z;
+}
+
+Result<Tensor> latent_mask(const Tensor& mask, int64_t height, int64_t width) {
+  if (mask.dtype != DType::F32 || mask.numel() == 0 || mask.shape.size() < 2)
+    return error("the mask is " + dims_str(mask.shape) + ", not [1, H, W]");
+  const int64_t H = mask.dim(-2), W = mask.dim(-1);
+  if (mask.numel() != H * W) return error("the mask is " + dims_str(mask.shape) + ": one channel, [1, H, W]");
+  // Binarised at 0.5, then torch's nearest interpolation to the latents'
+  // size (source index floor(i x H / h)).
+  Tensor out = Tensor::zeros(DType::F32, {1, height, width});
+  for (int64_t i = 0; i < height; ++i)
+    for (int64_t j = 0; j < width; ++j) {
+      const int64_t si = std::min(H - 1, int64_t(double(i) * double(H) / double(height)));
+      const int64_t sj = std::min(W - 1, int64_t(double(j) * double(W) / double(width)));
+      out.f32()[i * width + j] = mask.f32()[si * W + sj] >= 0.5f ? 1.0f : 0.0f;
+    }
+  return out;
 }
 
 uint64_t noise_seed_of(uint64_t seed) { return seed ^ 0x9e3779b97f4a7c15ull; }

@@ -49,12 +49,22 @@ struct ImagineOptions {
   float guidance = 7.5f;
   Tensor latents;                             // the initial latents [C, h, w]
   uint64_t noise_seed = 0;                    // the noise a sampler adds per step (noise_seed_of(seed))
+  // Image to image (StableDiffusionImg2ImgPipeline): the image [3, H, W]
+  // in [0, 1] at the output's size, encoded by the VAE (a sample of its
+  // posterior, drawn at noise_seed + 1), the last steps x strength steps
+  // run from it noised by `latents`. Inpainting
+  // (StableDiffusionInpaintPipeline, a UNet of 4 channels): `mask` [1, H, W]
+  // in [0, 1], white (>= 0.5) made anew, black kept.
+  Tensor init_image;
+  float strength = 0.8f;
+  Tensor mask;
   std::function<void(int step, int steps)> on_step;
 };
 
 struct ImagineResult {
   Tensor prompt_embeds, negative_prompt_embeds;
   Tensor pooled_prompt_embeds, negative_pooled_prompt_embeds, add_time_ids;  // SDXL's
+  Tensor image_latents, mask_latents;         // image to image: the image's, scaled; the mask at the latents' size
   DenoiseResult denoised;
   Tensor decode_input, image_decoded;         // latents / scaling_factor; the VAE's output
   Tensor image;                               // [3, H, W] in [0, 1]
@@ -80,6 +90,14 @@ std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok
 // Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
 // imagine's --seed; the server's `seed`).
 Tensor seeded_latents(const Dims& shape, uint64_t seed);
+// An image [3, H, W] in [0, 1] as the pipeline's latents: VAE-encoded, a
+// sample of the posterior (its noise drawn at `seed`), scaled (and shifted)
+// as the decoder expects; H and W multiples of the VAE's scale.
+Result<Tensor> image_latents(const Pipeline& p, const Tensor& image, uint64_t seed);
+// An inpainting mask [1, H, W] in [0, 1] at the latents' size [1, h, w]:
+// 1 (made anew) where it is 0.5 or more, nearest-sampled as torch's
+// interpolate does.
+Result<Tensor> latent_mask(const Tensor& mask, int64_t height, int64_t width);
 // The seed of the noise an ancestral sampler adds as it steps, from the
 // initial latents' seed (a draw of its own, not the latents' again).
 uint64_t noise_seed_of(uint64_t seed);

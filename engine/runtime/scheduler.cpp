@@ -81,6 +81,21 @@ std::vector<float> DdpmSchedule::sigmas() const {
   return out;
 }
 
+Tensor DdpmSchedule::add_noise(const Tensor& x0, const Tensor& noise, int t) const {
+  const float a = alphas_cumprod[size_t(std::clamp(t, 0, train_steps - 1))];
+  const float ka = std::sqrt(a), kb = std::sqrt(1.0f - a);
+  Tensor out = Tensor::zeros(DType::F32, x0.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = ka * x0.f32()[i] + kb * noise.f32()[i];
+  return out;
+}
+
+// x0 + sigma noise: the Euler samplers' latents at sigma.
+static Tensor sigma_noised(const Tensor& x0, const Tensor& noise, float sigma) {
+  Tensor out = Tensor::zeros(DType::F32, x0.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = x0.f32()[i] + sigma * noise.f32()[i];
+  return out;
+}
+
 Result<std::vector<double>> DdpmSchedule::timesteps(int steps) const {
   ARCH_TRY_STATUS(check_steps(steps, train_steps));
   std::vector<double> ts;
@@ -135,6 +150,10 @@ Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample
     out.f32()[i] = sa_prev * x0 + dir * pe;
   }
   return out;
+}
+
+Tensor DdimScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
+  return schedule_.add_noise(x0, noise, timesteps_.at(index));
 }
 
 Result<FlowMatchEulerScheduler> FlowMatchEulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
@@ -199,6 +218,13 @@ Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor
   return out;
 }
 
+Tensor FlowMatchEulerScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
+  const float sigma = sigmas_.at(index);  // scale_noise: sigma noise + (1 - sigma) x0
+  Tensor out = Tensor::zeros(DType::F32, x0.shape);
+  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = sigma * noise.f32()[i] + (1.0f - sigma) * x0.f32()[i];
+  return out;
+}
+
 Result<EulerScheduler> EulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
   EulerScheduler s;
   ARCH_TRY(s.schedule_, DdpmSchedule::from_config(c, where, "linspace"));
@@ -239,6 +265,10 @@ Tensor EulerScheduler::scale_model_input(const Tensor& sample, size_t index) con
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   for (int64_t i = 0; i < sample.numel(); ++i) out.f32()[i] = sample.f32()[i] * k;
   return out;
+}
+
+Tensor EulerScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
+  return sigma_noised(x0, noise, sigmas_.at(index));
 }
 
 Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) {

@@ -32,6 +32,10 @@ class Scheduler {
   // at step `index` (the sample itself for all but Euler's sigma scaling).
   virtual float init_noise_sigma() const { return 1.0f; }
   virtual Tensor scale_model_input(const Tensor& sample, size_t) const { return sample; }
+  // Clean latents x0 noised to the noise level of step `index` (after
+  // set_timesteps; diffusers' add_noise, or scale_noise for flow
+  // matching): where image to image starts, and what inpainting keeps.
+  virtual Tensor add_noise(const Tensor& x0, const Tensor& noise, size_t index) const = 0;
   // The noise a sampler adds as it steps (Euler ancestral, LCM) is drawn
   // from N(0, 1) at this seed, from set_timesteps on; the others add none.
   void seed_noise(uint64_t seed) { noise_seed_ = seed; }
@@ -65,6 +69,8 @@ struct DdpmSchedule {
   int train_steps = 1000, steps_offset = 0;
   std::string spacing = "leading", prediction = "epsilon";
 
+  // x0 noised to training step t: sqrt(a_t) x0 + sqrt(1 - a_t) noise.
+  Tensor add_noise(const Tensor& x0, const Tensor& noise, int t) const;
   // `spacing`: the sampler's own default, where the config names none.
   static Result<DdpmSchedule> from_config(const nlohmann::json& config, const std::string& where,
                                           const std::string& spacing = "leading");
@@ -82,6 +88,7 @@ class DdimScheduler : public Scheduler {
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
   // eta 0: deterministic.
   Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
+  Tensor add_noise(const Tensor& x0, const Tensor& noise, size_t index) const override;
 
  private:
   DdpmSchedule schedule_;
@@ -104,6 +111,7 @@ class EulerScheduler : public Scheduler {
   Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
   float init_noise_sigma() const override;
   Tensor scale_model_input(const Tensor& sample, size_t index) const override;
+  Tensor add_noise(const Tensor& x0, const Tensor& noise, size_t index) const override;
   const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:
@@ -121,6 +129,7 @@ class FlowMatchEulerScheduler : public Scheduler {
   static Result<FlowMatchEulerScheduler> from_config(const nlohmann::json& config, const std::string& where);
   Result<std::vector<float>> set_timesteps(int steps, int64_t image_tokens = 0) override;
   Tensor step(const Tensor& model_output, size_t index, const Tensor& sample) override;
+  Tensor add_noise(const Tensor& x0, const Tensor& noise, size_t index) const override;
   const std::vector<float>& sigmas() const { return sigmas_; }
 
  private:

@@ -9,6 +9,7 @@
 
 #include "importer/checkpoint/safetensors.h"
 #include "engine/runtime/denoise.h"
+#include "engine/runtime/forward.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/pipeline.h"
 #include "tests/golden/golden_case.h"
@@ -381,6 +382,81 @@ TEST(PipelineAnySize, ANonSquareImageOfAnotherSize) {
   // the image is clamped to [0, 1]: what can go wrong is a constant one
   const auto [lo, hi] = std::minmax_element(r->image.f32(), r->image.f32() + r->image.numel());
   EXPECT_GT(*hi - *lo, 0.1f);
+}
+
+// Image to image (diffusers' img2img): the VAE's posterior sample of the
+// image, scaled, noised by the initial latents to the first step run
+// (strength 0.5 of DDIM's 751, 501, 251, 1: the last two), then those
+// steps. Inpainting: after the last step the kept part is the image's
+// latents exactly, the rest made anew.
+TEST(PipelineImage, ImageToImageAndInpaintingStartFromTheImage) {
+  const std::string dir = testing::golden_dir("sd15_pipeline");
+  ARCH_REQUIRE_SHARED(dir);
+  auto p = load_pipeline(dir);
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  auto in = testing::read_json(dir + "/inputs.json");
+  ImagineOptions opt;
+  opt.ids = in["prompt_input_ids"].get<std::vector<int32_t>>();
+  opt.negative_ids = in["negative_input_ids"].get<std::vector<int32_t>>();
+  opt.steps = 4;
+  opt.latents = first_tensor(dir + "/inputs.safetensors", "latents");
+  opt.noise_seed = 11;
+  opt.init_image = Tensor::zeros(DType::F32, {3, 32, 32});
+  for (int64_t i = 0; i < opt.init_image.numel(); ++i) opt.init_image.f32()[i] = float((i * 13) % 29) / 28.0f;
+  opt.strength = 0.5f;
+  auto r = imagine(*p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->denoised.timesteps, (std::vector<float>{251, 1}));
+  EXPECT_EQ(r->denoised.trajectory.shape, (Dims{3, 4, 16, 16}));
+  // The image's latents: (mean + std x N(0, 1) at noise_seed + 1) x scaling_factor.
+  Tensor pixels = opt.init_image;
+  for (int64_t i = 0; i < pixels.numel(); ++i) pixels.f32()[i] = pixels.f32()[i] * 2 - 1;
+  auto post = forward(*p->vae, {{"image", pixels}}, {"latent_mean", "latent_std"}, nullptr, "encode");
+  ASSERT_TRUE(post.ok()) << post.error().message;
+  const Tensor eps = seeded_latents({4, 16, 16}, 12);
+  const float sf = float(p->vae->checkpoint.config.value("scaling_factor", 0.18215));
+  auto sched = read_scheduler_config(dir + "/unet");
+  ASSERT_TRUE(sched.ok());
+  auto ddpm = DdpmSchedule::from_config(*sched, "config");
+  ASSERT_TRUE(ddpm.ok());
+  const double a = ddpm->alphas_cumprod[251];
+  const Tensor noise = opt.latents.reshaped({4, 16, 16});
+  for (int64_t i = 0; i < 4 * 16 * 16; ++i) {
+    const double x0 = (post->at("latent_mean").f32()[i] + post->at("latent_std").f32()[i] * eps.f32()[i]) * sf;
+    ASSERT_NEAR(r->image_latents.f32()[i], x0, 1e-5 * (1 + std::abs(x0))) << i;
+    ASSERT_NEAR(r->denoised.trajectory.f32()[i], std::sqrt(a) * x0 + std::sqrt(1 - a) * noise.f32()[i], 1e-4) << i;
+  }
+  // Inpainting the left half (white) at strength 1: the loop starts from
+  // the noise (DDIM's four steps); the right half ends as the image's latents.
+  opt.strength = 1.0f;
+  opt.mask = Tensor::zeros(DType::F32, {1, 32, 32});
+  for (int64_t y = 0; y < 32; ++y)
+    for (int64_t x = 0; x < 16; ++x) opt.mask.f32()[y * 32 + x] = 1.0f;
+  auto inpaint = imagine(*p, opt);
+  ASSERT_TRUE(inpaint.ok()) << inpaint.error().message;
+  EXPECT_EQ(inpaint->denoised.timesteps.size(), 4u);
+  const Tensor& z = inpaint->denoised.latents;
+  double made = 0;
+  for (int64_t c = 0; c < 4; ++c)
+    for (int64_t y = 0; y < 16; ++y)
+      for (int64_t x = 0; x < 16; ++x) {
+        const int64_t i = (c * 16 + y) * 16 + x;
+        EXPECT_EQ(inpaint->mask_latents.f32()[y * 16 + x], x < 8 ? 1.0f : 0.0f);
+        if (x >= 8) ASSERT_EQ(z.f32()[i], inpaint->image_latents.f32()[i]) << i;
+        else made = std::max(made, double(std::abs(z.f32()[i] - inpaint->image_latents.f32()[i])));
+      }
+  EXPECT_GT(made, 0.01);
+  // What cannot run is refused by name.
+  opt.mask = Tensor{};
+  opt.strength = 0.2f;  // int(4 x 0.2) = 0 steps
+  auto none = imagine(*p, opt);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("leaves no step to run"), std::string::npos) << none.error().message;
+  opt.strength = 0.5f;
+  opt.init_image = Tensor::zeros(DType::F32, {3, 31, 32});
+  auto odd = imagine(*p, opt);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("multiples of 2"), std::string::npos) << odd.error().message;
 }
 
 }  // namespace

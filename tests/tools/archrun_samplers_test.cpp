@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/runtime/scheduler.h"
+#include "importer/image/image_write.h"
 #include "tests/shared_data.h"
 #include "tests/test_files.h"
 #include "tests/tools/run_tool.h"
@@ -58,6 +59,45 @@ TEST(ArchrunSamplers, EveryOneMakesAnImageAndAncestralNoiseFollowsTheSeed) {
                                    (dir / "x.png").string());
   EXPECT_NE(unknown.exit_code, 0);
   EXPECT_NE(unknown.out.find("--scheduler"), std::string::npos) << unknown.out;
+  fs::remove_all(dir);
+}
+
+// --init-image and --mask from the command line: the steps strength
+// leaves, said; the image's own size taken; what does not fit refused.
+TEST(ArchrunImageToImage, StrengthAndMaskFromTheCommandLine) {
+  const std::string pipe = testing::golden_dir("sd15_pipeline");
+  ARCH_REQUIRE_SHARED(pipe);
+  const fs::path dir = fs::temp_directory_path() / ("img2img_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  Tensor rgb = Tensor::zeros(DType::F32, {3, 24, 20}), mask = Tensor::zeros(DType::F32, {3, 24, 20});
+  for (int64_t i = 0; i < rgb.numel(); ++i) rgb.f32()[i] = float((i * 7) % 11) / 10.0f;
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t y = 0; y < 12; ++y)
+      for (int64_t x = 0; x < 20; ++x) mask.f32()[(c * 24 + y) * 20 + x] = 1.0f;  // the top half anew
+  const std::string image = (dir / "in.png").string(), mask_png = (dir / "mask.png").string();
+  ASSERT_TRUE(write_png(image, rgb).ok());
+  ASSERT_TRUE(write_png(mask_png, mask).ok());
+  const std::string base = testing::archrun() + " imagine " + pipe + " --ids 98,18,80,99 --steps 10 --seed 2 --init-image " + image;
+  const std::string out = (dir / "out.png").string();
+  auto i2i = testing::run_tool(base + " --strength 0.3 -o " + out);
+  ASSERT_EQ(i2i.exit_code, 0) << i2i.out;
+  EXPECT_NE(i2i.out.find("3 steps of 10 from " + image), std::string::npos) << i2i.out;
+  EXPECT_NE(i2i.out.find("24x20"), std::string::npos) << i2i.out;  // the image's own size
+  auto inpaint = testing::run_tool(base + " --mask " + mask_png + " -o " + out);
+  ASSERT_EQ(inpaint.exit_code, 0) << inpaint.out;
+  EXPECT_NE(inpaint.out.find("10 steps of 10 from " + image + " inpainted by " + mask_png), std::string::npos) << inpaint.out;
+  auto resized = testing::run_tool(base + " --height 16 --width 16 -o " + out);
+  ASSERT_EQ(resized.exit_code, 0) << resized.out;
+  EXPECT_NE(resized.out.find("16x16"), std::string::npos) << resized.out;
+  auto weak = testing::run_tool(base + " --strength 0.05 -o " + out);
+  EXPECT_NE(weak.exit_code, 0);
+  EXPECT_NE(weak.out.find("leaves no step to run"), std::string::npos) << weak.out;
+  auto alone = testing::run_tool(testing::archrun() + " imagine " + pipe + " --ids 98,99 --mask " + mask_png + " -o " + out);
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.out.find("go with --init-image"), std::string::npos) << alone.out;
+  auto missing = testing::run_tool(base + "x -o " + out);
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.out.find(image + "x"), std::string::npos) << missing.out;
   fs::remove_all(dir);
 }
 

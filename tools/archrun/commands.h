@@ -159,8 +159,10 @@ struct ImagineArgs {
   Common common;
   std::string prompt, negative_prompt, ids, negative_ids, latents, out, save_tensors, scheduler;
   std::string ids_2, negative_ids_2, original_size, crop_top_left;  // SDXL's second encoder and size conditioning
+  std::string init_image, mask;                                     // image to image, inpainting
   int steps = 20, height = 0, width = 0;
   float guidance = 7.5f;
+  float strength = -1.0f;                                           // unset: 0.8 image to image, 1 inpainting
   uint64_t seed = 0;
 };
 

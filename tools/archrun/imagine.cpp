@@ -7,6 +7,8 @@
 
 #include "engine/core/output_file.h"
 #include "importer/checkpoint/safetensors.h"
+#include "importer/image/image.h"
+#include "importer/image/image_resample.h"
 #include "importer/image/image_write.h"
 #include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
@@ -91,8 +93,47 @@ int run_imagine(const ImagineArgs& a) {
     }
   }
   opt.noise_seed = noise_seed_of(a.seed);
+  // Image to image: the image at the output's size (its own, down to the
+  // VAE's scale, where --height/--width do not say), resized as diffusers'
+  // VaeImageProcessor resizes (Pillow's Lanczos); the mask likewise, as
+  // gray (Pillow's L).
+  int64_t height = a.height, width = a.width;
+  if (a.init_image.empty() && (!a.mask.empty() || a.strength >= 0))
+    return fail(error("--mask and --strength go with --init-image, the image they start from"));
+  if (!a.init_image.empty()) {
+    if (a.strength >= 0 && !(a.strength > 0 && a.strength <= 1))
+      return fail(error("--strength must be above 0 and at most 1, not " + std::to_string(a.strength)));
+    opt.strength = a.strength >= 0 ? a.strength : a.mask.empty() ? 0.8f : 1.0f;
+    auto img = load_image(a.init_image);
+    if (!img.ok()) return fail(img.error());
+    const int64_t scale = vae_scale(*p);
+    if (!height) height = img->dim(1) / scale * scale;
+    if (!width) width = img->dim(2) / scale * scale;
+    if (height < scale || width < scale)
+      return fail(error(a.init_image + ": " + std::to_string(img->dim(2)) + "x" + std::to_string(img->dim(1)) +
+                        " is smaller than the VAE's scale (" + std::to_string(scale) + ")"));
+    if (auto sized = latent_shape(*p, height, width); !sized.ok()) return fail(sized.error());  // bounded before resizing
+    auto at_size = [&](const Tensor& t) {
+      return t.dim(1) == height && t.dim(2) == width ? t : resize_image(t, int(height), int(width), "lanczos");
+    };
+    Tensor rgb = at_size(*img);
+    for (int64_t i = 0; i < rgb.numel(); ++i) rgb.f32()[i] /= 255.0f;
+    opt.init_image = rgb;
+    if (!a.mask.empty()) {
+      auto m = load_image(a.mask);
+      if (!m.ok()) return fail(m.error());
+      const int64_t plane = m->dim(1) * m->dim(2);
+      Tensor gray = Tensor::zeros(DType::F32, {1, m->dim(1), m->dim(2)});
+      for (int64_t i = 0; i < plane; ++i)  // ITU-R 601-2 luma, in integers as Pillow's convert("L")
+        gray.f32()[i] = float((int64_t(m->f32()[i]) * 299 + int64_t(m->f32()[plane + i]) * 587 +
+                               int64_t(m->f32()[2 * plane + i]) * 114) / 1000);
+      Tensor sized = at_size(gray);
+      for (int64_t i = 0; i < sized.numel(); ++i) sized.f32()[i] /= 255.0f;
+      opt.mask = sized;
+    }
+  }
   // Sizes from the command line bounded before anything of theirs is made.
-  auto shape = latent_shape(*p, a.height, a.width);
+  auto shape = latent_shape(*p, height, width);
   if (!shape.ok()) return fail(shape.error());
   if (!a.latents.empty()) {
     auto l = only_tensor(a.latents, "the latents");
@@ -120,11 +161,14 @@ int run_imagine(const ImagineArgs& a) {
     std::vector<std::pair<std::string, Tensor>> t = {{"prompt_embeds", r->prompt_embeds}, {"latents", r->denoised.trajectory},
                                                      {"noise_pred", r->denoised.noise_preds}, {"decode_input", r->decode_input},
                                                      {"image_decoded", r->image_decoded}, {"image", r->image}};
+    if (r->image_latents.data) t.push_back({"image_latents", r->image_latents});
+    if (r->mask_latents.data) t.push_back({"mask_latents", r->mask_latents});
     if (r->negative_prompt_embeds.data) t.insert(t.begin() + 1, {"negative_prompt_embeds", r->negative_prompt_embeds});
     Status s2 = write_safetensors(a.save_tensors, t);
     if (!s2.ok()) return fail(s2.error());
   }
-  std::fprintf(stderr, "%s: %d steps (%s%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), a.steps,
+  std::fprintf(stderr, "%s: %d steps%s (%s%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), int(r->denoised.timesteps.size()),
+               a.init_image.empty() ? "" : (" of " + std::to_string(a.steps) + " from " + a.init_image + (a.mask.empty() ? "" : " inpainted by " + a.mask)).c_str(),
                p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, OutputFile::shown(a.out).c_str());
   return 0;
 }
