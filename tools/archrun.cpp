@@ -361,8 +361,10 @@ int main(int argc, char** argv) {
   img->add_option("--negative-prompt", im.negative_prompt, "the negative prompt (default: the empty one, with guidance)");
   img->add_option("--ids", im.ids, "the prompt's token ids, as the text encoder takes them (bos, ids, eos, padding)");
   img->add_option("--negative-ids", im.negative_ids, "the negative prompt's token ids: classifier-free guidance");
-  img->add_option("--ids-2", im.ids_2, "SDXL: the prompt's ids for the second text encoder (default: --ids)");
-  img->add_option("--negative-ids-2", im.negative_ids_2, "SDXL: the negative prompt's ids for the second text encoder");
+  img->add_option("--ids-2", im.ids_2, "SDXL, SD3: the prompt's ids for the second text encoder (default: --ids); Flux: for its T5");
+  img->add_option("--negative-ids-2", im.negative_ids_2, "SDXL, SD3: the negative prompt's ids for the second text encoder");
+  img->add_option("--ids-3", im.ids_3, "SD3: the prompt's ids for its T5 (text_encoder_3)");
+  img->add_option("--negative-ids-3", im.negative_ids_3, "SD3: the negative prompt's ids for its T5");
   img->add_option("--original-size", im.original_size, "SDXL's size conditioning: H,W (default: the output size)");
   img->add_option("--crop-top-left", im.crop_top_left, "SDXL's size conditioning: Y,X (default: 0,0)");
   img->add_option("--steps", im.steps, "sampling steps");

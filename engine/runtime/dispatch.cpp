@@ -65,6 +65,7 @@ Result<Registry> load_registry(const std::string& dir) {
     f.template_path = (fs::path(dir) / tmpl).string();
     toml::node_view<const toml::node> view(*t);
     f.model_types = strings(view["model_types"]);
+    f.architectures = strings(view["architectures"]);
     for (std::string s : strings(view["signature"])) {
       if (!s.empty() && s[0] == '!') f.absent.push_back(s.substr(1));
       else f.signature.push_back(std::move(s));
@@ -127,6 +128,15 @@ std::string families_listed(const Registry& reg) {
 Result<DispatchResult> dispatch(const Registry& reg, const nlohmann::json& config,
                                 const std::function<bool(const std::string&)>& has_tensor) {
   const std::string model_type = model_type_of(config);
+  // An architecture a family lists is more than its model_type says.
+  const nlohmann::json* archs = config.is_object() && config.contains("architectures") ? &config["architectures"] : nullptr;
+  if (archs && archs->is_array() && !archs->empty() && (*archs)[0].is_string()) {
+    const std::string arch = (*archs)[0].get<std::string>();
+    for (const auto& f : reg.families)
+      for (const auto& a : f.architectures)
+        if (a == arch)
+          return DispatchResult{&f, "architecture '" + arch + "' is listed for " + f.name + " in " + reg.path};
+  }
   for (const auto& f : reg.families)
     for (const auto& mt : f.model_types)
       if (mt == model_type)

@@ -33,6 +33,9 @@ struct FamilyEntry {
   std::string name;                      // LlamaStyle
   std::string template_path;             // absolute: <families>/llama.arch
   std::vector<std::string> model_types;
+  // config.json's architectures[0] values it runs whatever the model_type
+  // says (T5EncoderModel: a "t5" without its decoder).
+  std::vector<std::string> architectures;
   std::vector<std::string> signature;    // tensors whose presence identifies it
   std::vector<std::string> absent;       // tensors whose presence rules it out ("!name" in the signature)
   // Wrapper model types whose inner text model is this family

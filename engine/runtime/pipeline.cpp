@@ -12,10 +12,20 @@
 #include "engine/core/json_text.h"
 #include "engine/core/limits.h"
 #include "engine/runtime/forward.h"
+#include "engine/runtime/pipeline_prompts.h"
 
 namespace arch {
 
 namespace fs = std::filesystem;
+
+std::vector<std::pair<std::string, const Model*>> pipeline_components(const Pipeline& p) {
+  std::vector<std::pair<std::string, const Model*>> out = {{"text_encoder", p.text_encoder.get()}};
+  if (p.text_encoder_2) out.push_back({"text_encoder_2", p.text_encoder_2.get()});
+  if (p.text_encoder_3) out.push_back({"text_encoder_3", p.text_encoder_3.get()});
+  out.push_back({p.denoiser_folder, p.denoiser.get()});
+  out.push_back({"vae", p.vae.get()});
+  return out;
+}
 
 bool is_pipeline(const std::string& dir) {
   std::error_code ec;
@@ -32,9 +42,18 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   if (!in) return error(index.string() + ": cannot read it");
   ARCH_TRY(p.index, parse_json(text.str(), index.string()));
   if (!p.index.is_object()) return error(index.string() + ": not a JSON object");
-  const std::string cls = p.index.value("_class_name", std::string());
-  if (cls != "StableDiffusionPipeline" && cls != "StableDiffusionXLPipeline")
-    return error(index.string() + ": pipeline '" + cls + "' is not one archrun runs (StableDiffusionPipeline, StableDiffusionXLPipeline)");
+  p.kind = p.index.value("_class_name", std::string());
+  const bool xl = p.kind == "StableDiffusionXLPipeline", sd3 = p.kind == "StableDiffusion3Pipeline",
+             flux = p.kind == "FluxPipeline";
+  if (p.kind != "StableDiffusionPipeline" && !xl && !sd3 && !flux)
+    return error(index.string() + ": pipeline '" + p.kind +
+                 "' is not one archrun runs (StableDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, "
+                 "FluxPipeline)");
+  // A component model_index.json names null is absent (SD3 without its T5).
+  auto named = [&](const char* name) {
+    const auto it = p.index.find(name);
+    return it != p.index.end() && it->is_array() && !it->empty() && !(*it)[0].is_null();
+  };
   auto component = [&](const char* name) -> Result<std::shared_ptr<Model>> {
     const fs::path sub = fs::path(dir) / name;
     std::error_code ec;
@@ -44,26 +63,65 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
     return *m;
   };
   ARCH_TRY(p.text_encoder, component("text_encoder"));
-  if (cls == "StableDiffusionXLPipeline") {
+  if (xl || sd3 || flux) {
     ARCH_TRY(p.text_encoder_2, component("text_encoder_2"));
   }
-  ARCH_TRY(p.unet, component("unet"));
+  if (sd3 && named("text_encoder_3")) {
+    ARCH_TRY(p.text_encoder_3, component("text_encoder_3"));
+  }
+  p.denoiser_folder = sd3 || flux ? "transformer" : "unet";
+  ARCH_TRY(p.denoiser, component(p.denoiser_folder.c_str()));
   ARCH_TRY(p.vae, component("vae"));
-  // The components must fit one another: the text's width is the UNet's
-  // cross-attention width, the UNet's channels the VAE's latent channels.
-  const auto& tc = p.text_encoder->checkpoint.config;
-  const auto& uc = p.unet->checkpoint.config;
+  // The components must fit one another.
+  const auto& uc = p.denoiser->checkpoint.config;
   const auto& vc = p.vae->checkpoint.config;
-  const int64_t width = tc.value("hidden_size", int64_t(-1)) +
-                        (p.text_encoder_2 ? p.text_encoder_2->checkpoint.config.value("hidden_size", int64_t(0)) : 0);
-  if (uc.value("cross_attention_dim", int64_t(-2)) != width)
-    return error(dir + ": the text encoders' hidden_size (" + std::to_string(width) + ") is not unet's cross_attention_dim (" +
-                 uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
-  if (uc.value("in_channels", -1) != vc.value("latent_channels", -2) || uc.value("out_channels", -1) != vc.value("latent_channels", -2))
-    return error(dir + ": unet's in/out channels (" + uc.value("in_channels", nlohmann::json()).dump() + ", " +
-                 uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
-                 vc.value("latent_channels", nlohmann::json()).dump() + ")");
-  ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::path(dir) / "unet").string(), &p.scheduler_path));
+  auto field = [](const std::shared_ptr<Model>& m, const char* f) {
+    return m ? m->checkpoint.config.value(f, int64_t(0)) : int64_t(0);
+  };
+  auto unfit = [&](const std::string& what, int64_t have, const std::string& wanted, int64_t want) -> Status {
+    if (have == want) return {};
+    return error(dir + ": " + what + " (" + std::to_string(have) + ") is not " + wanted + " (" + std::to_string(want) + ")");
+  };
+  const std::string d = p.denoiser_folder;
+  const int64_t latent = vc.value("latent_channels", int64_t(-1));
+  if (sd3) {
+    // SD3: both CLIPs' penultimate states side by side, padded to the T5's
+    // width, then the T5's; their projected pooled rows side by side.
+    const int64_t joint = uc.value("joint_attention_dim", int64_t(-1));
+    if (p.text_encoder_3) ARCH_TRY_STATUS(unfit("text_encoder_3's d_model", field(p.text_encoder_3, "d_model"), d + "'s joint_attention_dim", joint));
+    if (field(p.text_encoder, "hidden_size") + field(p.text_encoder_2, "hidden_size") > joint)
+      return error(dir + ": the CLIP encoders' hidden sizes add up past " + d + "'s joint_attention_dim (" + std::to_string(joint) + ")");
+    ARCH_TRY_STATUS(unfit("the CLIP encoders' projection_dim", field(p.text_encoder, "projection_dim") + field(p.text_encoder_2, "projection_dim"),
+                          d + "'s pooled_projection_dim", uc.value("pooled_projection_dim", int64_t(-1))));
+    ARCH_TRY_STATUS(unfit(d + "'s in_channels", uc.value("in_channels", int64_t(-1)), "vae's latent_channels", latent));
+  } else if (flux) {
+    // Flux: the T5's states are the context, the CLIP's pooled row the
+    // pooled projection; the latents packed 2x2.
+    ARCH_TRY_STATUS(unfit("text_encoder_2's d_model", field(p.text_encoder_2, "d_model"), d + "'s joint_attention_dim",
+                          uc.value("joint_attention_dim", int64_t(-1))));
+    ARCH_TRY_STATUS(unfit("text_encoder's hidden_size", field(p.text_encoder, "hidden_size"), d + "'s pooled_projection_dim",
+                          uc.value("pooled_projection_dim", int64_t(-1))));
+    ARCH_TRY_STATUS(unfit(d + "'s in_channels", uc.value("in_channels", int64_t(-1)), "4 x vae's latent_channels (2x2 patches)", 4 * latent));
+  } else {
+    // The text's width is the UNet's cross-attention width, the UNet's
+    // channels the VAE's latent channels.
+    const int64_t width = field(p.text_encoder, "hidden_size") + field(p.text_encoder_2, "hidden_size");
+    if (uc.value("cross_attention_dim", int64_t(-2)) != width)
+      return error(dir + ": the text encoders' hidden_size (" + std::to_string(width) + ") is not unet's cross_attention_dim (" +
+                   uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
+    if (uc.value("in_channels", int64_t(-1)) == 2 * latent + 1)
+      return error(dir + ": unet: an inpainting UNet (in_channels " + std::to_string(2 * latent + 1) +
+                   ": the latents, the mask and the masked image's latents) is not supported yet; one of the VAE's "
+                   "latent channels is, inpainting as diffusers does for it");
+    if (uc.value("in_channels", -1) != latent || uc.value("out_channels", -1) != latent)
+      return error(dir + ": unet's in/out channels (" + uc.value("in_channels", nlohmann::json()).dump() + ", " +
+                   uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
+                   vc.value("latent_channels", nlohmann::json()).dump() + ")");
+  }
+  // The pipeline's scheduler/ (a component may be a link to a folder elsewhere).
+  std::error_code ec;
+  const fs::path own = fs::path(dir) / "scheduler";
+  ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::is_directory(own, ec) ? own : fs::path(dir) / d).string(), &p.scheduler_path));
   ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path, scheduler));
   return p;
 }
@@ -86,20 +144,28 @@ int64_t vae_scale(const Pipeline& p) {
 }
 
 Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
-  ARCH_TRY(const ModelGraph* g, p.unet->find_graph("denoise"));
-  const int v = g->graph.find_input("sample");
-  if (v < 0) return error(p.dir + ": unet: its denoise graph takes no sample");
+  // The latents as the loop holds them: what a pack graph packs (Flux), else
+  // the denoise graph's sample (UNet) or hidden_states (SD3).
+  const std::string& d = p.denoiser_folder;
+  auto pack = p.denoiser->find_graph("pack");
+  ARCH_TRY(const ModelGraph* g, pack.ok() ? pack : p.denoiser->find_graph("denoise"));
+  int v = g->graph.find_input(pack.ok() ? "latents" : "sample");
+  if (v < 0 && !pack.ok()) v = g->graph.find_input("hidden_states");
+  if (v < 0) return error(p.dir + ": " + d + ": its graph takes no latents (sample, hidden_states, or a pack graph's latents)");
   const Shape& want = g->graph.values[size_t(v)].type.shape;
-  if (want.size() != 3 || !want[0].concrete()) return error(p.dir + ": unet: its latents are not [C, H, W]");
-  const int64_t scale = vae_scale(p), fallback = p.unet->config_int("sample_size", 64) * scale;
+  if (want.size() != 3 || !want[0].concrete()) return error(p.dir + ": " + d + ": its latents are not [C, H, W]");
+  // Packed latents are cut into 2x2 patches.
+  const int64_t scale = vae_scale(p), step = pack.ok() ? 2 * scale : scale;
+  const int64_t fallback = p.denoiser->config_int("sample_size", pack.ok() ? 128 : 64) * scale;
   Dims shape = {want[0].n};
-  for (auto [d, pixels, what] : {std::tuple{want[1], height, "height"}, std::tuple{want[2], width, "width"}}) {
-    const int64_t px = pixels ? pixels : d.concrete() ? d.n * scale : fallback;
-    if (px % scale != 0 || px < scale)
-      return error("the image's " + std::string(what) + " must be a positive multiple of " + std::to_string(scale) +
-                   " (the VAE's scale), not " + std::to_string(px));
-    if (d.concrete() && d.n * scale != px)
-      return error(p.dir + ": this pipeline's UNet makes images of " + std::to_string(d.n * scale) + " pixels' " + what +
+  for (auto [dim, pixels, what] : {std::tuple{want[1], height, "height"}, std::tuple{want[2], width, "width"}}) {
+    const int64_t px = pixels ? pixels : dim.concrete() ? dim.n * scale : fallback;
+    if (px % step != 0 || px < step)
+      return error("the image's " + std::string(what) + " must be a positive multiple of " + std::to_string(step) +
+                   (step == scale ? " (the VAE's scale)" : " (twice the VAE's scale: latents packed in 2x2 patches)") +
+                   ", not " + std::to_string(px));
+    if (dim.concrete() && dim.n * scale != px)
+      return error(p.dir + ": this pipeline's " + d + " makes images of " + std::to_string(dim.n * scale) + " pixels' " + what +
                    " only, not " + std::to_string(px));
     shape.push_back(px / scale);
   }
@@ -132,7 +198,11 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   d.on_step = opt.on_step;
   d.noise_seed = opt.noise_seed;
   const bool guided = opt.guidance != 1.0f;
-  if (!p.text_encoder_2) {
+  if (p.kind == "StableDiffusion3Pipeline") {
+    ARCH_TRY_STATUS(sd3_conditioning(p, opt, r, d));
+  } else if (p.kind == "FluxPipeline") {
+    ARCH_TRY_STATUS(flux_conditioning(p, opt, r, d));
+  } else if (!p.text_encoder_2) {
     ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
     d.context = r.prompt_embeds;
     if (!opt.negative_ids.empty() && guided) {
@@ -199,13 +269,10 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   }
   if (opt.mask.data) {
     if (!opt.init_image.data) return error("a mask needs the image it keeps (--init-image)");
-    if (p.unet->config_int("in_channels", 4) != 4)
-      return error(p.dir + ": unet: an inpainting UNet (in_channels " + std::to_string(p.unet->config_int("in_channels", 4)) +
-                   ": the latents, the mask and the masked image's latents) is not supported yet; a UNet of 4 channels is");
     ARCH_TRY(r.mask_latents, latent_mask(opt.mask, r.image_latents.dim(-2), r.image_latents.dim(-1)));
     d.mask = r.mask_latents;
   }
-  ARCH_TRY(r.denoised, denoise(*p.unet, *p.scheduler, opt.latents, d));
+  ARCH_TRY(r.denoised, denoise(*p.denoiser, *p.scheduler, opt.latents, d));
   r.loop_seconds = since(t);
   t = clock::now();
   auto out = forward(*p.vae, {{"latents", r.denoised.latents}}, {"decode_input", "decoded_sample"}, nullptr, "decode");
@@ -218,6 +285,19 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   for (int64_t i = 0; i < r.image.numel(); ++i)
     r.image.f32()[i] = std::clamp(r.image_decoded.f32()[i] / 2.0f + 0.5f, 0.0f, 1.0f);
   return r;
+}
+
+std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& text, int64_t length) {
+  const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("</s>").value_or(1);
+  const int32_t pad = tok.token_to_id("<pad>").value_or(0);
+  std::vector<int32_t> ids = tok.encode(text, true);
+  if (ids.empty() || ids.back() != eos) ids.push_back(eos);
+  if (int64_t(ids.size()) > length) {
+    ids.resize(size_t(length));
+    ids.back() = eos;
+  }
+  ids.resize(size_t(length), pad);
+  return ids;
 }
 
 std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,

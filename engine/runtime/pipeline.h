@@ -27,11 +27,18 @@ namespace arch {
 struct Pipeline {
   std::string dir;
   nlohmann::json index;                       // model_index.json
-  std::shared_ptr<Model> text_encoder, unet, vae;
-  std::shared_ptr<Model> text_encoder_2;      // SDXL's second encoder (null: none)
+  std::string kind;                           // its _class_name: StableDiffusion(XL|3)Pipeline, FluxPipeline
+  std::shared_ptr<Model> text_encoder, denoiser, vae;
+  std::string denoiser_folder;                // unet/ (SD 1.x, 2.x, XL) or transformer/ (SD3, Flux)
+  std::shared_ptr<Model> text_encoder_2;      // SDXL's and SD3's second CLIP, Flux's T5 (null: none)
+  std::shared_ptr<Model> text_encoder_3;      // SD3's T5 (null: none, its part of the context zeros)
   std::unique_ptr<Scheduler> scheduler;
   std::string scheduler_path;
 };
+
+// Each component there is, by its folder's name (text_encoder,
+// text_encoder_2, text_encoder_3, unet or transformer, vae).
+std::vector<std::pair<std::string, const Model*>> pipeline_components(const Pipeline& p);
 
 // Whether `dir` is a pipeline folder (it holds model_index.json).
 bool is_pipeline(const std::string& dir);
@@ -41,7 +48,8 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt = 
 
 struct ImagineOptions {
   std::vector<int32_t> ids, negative_ids;     // the prompts' token ids (negative: none without guidance)
-  std::vector<int32_t> ids_2, negative_ids_2; // SDXL's second encoder's (empty: the first's)
+  std::vector<int32_t> ids_2, negative_ids_2; // SDXL's and SD3's second encoder's (empty: the first's); Flux's T5's
+  std::vector<int32_t> ids_3, negative_ids_3; // SD3's T5's
   // SDXL's size conditioning, (height, width) and (top, left); 0, 0: the
   // output size and no crop, as diffusers defaults them.
   int64_t original_height = 0, original_width = 0, crop_top = 0, crop_left = 0;
@@ -86,6 +94,11 @@ int64_t vae_scale(const Pipeline& p);
 // one cut there and ended with eos. `tok_dir`: the pipeline's tokenizer/.
 std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,
                                          const std::string& text);
+
+// A prompt as SD3's and Flux's T5 tokenizer takes it: the text, </s>,
+// padded with the pad token (0) to `length` (max_sequence_length: SD3 256,
+// Flux 512), a longer one cut there and ended with </s>.
+std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& text, int64_t length);
 
 // Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
 // imagine's --seed; the server's `seed`).

@@ -89,6 +89,9 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<const Model> m, con
 }
 
 Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<Pipeline> p, const std::string& path, ServeOptions opt) {
+  if (p->kind != "StableDiffusionPipeline" && p->kind != "StableDiffusionXLPipeline")
+    return error(path + ": /v1/images/generations serves Stable Diffusion 1.x, 2.x and XL pipelines; " + p->kind +
+                 " runs through archrun imagine");
   std::unique_ptr<Server> s(new Server());
   s->pipeline_ = std::move(p);
   s->path_ = path;

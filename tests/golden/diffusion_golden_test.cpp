@@ -295,7 +295,7 @@ TEST(PipelineGolden, TextToImageMatchesDiffusersStepByStep) {
   auto p = load_pipeline(dir);
   ASSERT_TRUE(p.ok()) << p.error().message;
   EXPECT_EQ(p->text_encoder->family, "CLIPTextStyle");
-  EXPECT_EQ(p->unet->family, "UNetDiffusion");
+  EXPECT_EQ(p->denoiser->family, "UNetDiffusion");
   EXPECT_EQ(p->vae->family, "VAEStyle");
   auto in = testing::read_json(dir + "/inputs.json");
   ImagineOptions opt;

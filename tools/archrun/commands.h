@@ -159,6 +159,7 @@ struct ImagineArgs {
   Common common;
   std::string prompt, negative_prompt, ids, negative_ids, latents, out, save_tensors, scheduler;
   std::string ids_2, negative_ids_2, original_size, crop_top_left;  // SDXL's second encoder and size conditioning
+  std::string ids_3, negative_ids_3;                                // SD3's T5
   std::string init_image, mask;                                     // image to image, inpainting
   int steps = 20, height = 0, width = 0;
   float guidance = 7.5f;

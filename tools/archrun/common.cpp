@@ -147,10 +147,8 @@ Result<Pipeline> open_pipeline(const Common& c, const std::string& scheduler) {
   lo.backend = c.path;
   lo.strict = c.strict;
   ARCH_TRY(Pipeline p, load_pipeline(c.model, lo, scheduler));
-  const std::pair<const char*, const Model*> parts[] = {
-      {"text_encoder", p.text_encoder.get()}, {"unet", p.unet.get()}, {"vae", p.vae.get()}};
-  for (const auto& [name, m] : parts)
-    for (const auto& w : m->warnings) std::fprintf(stderr, "archrun: warning: %s: %s\n", name, w.c_str());
+  for (const auto& [name, m] : pipeline_components(p))
+    for (const auto& w : m->warnings) std::fprintf(stderr, "archrun: warning: %s: %s\n", name.c_str(), w.c_str());
   return p;
 }
 

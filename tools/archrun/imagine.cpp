@@ -2,6 +2,8 @@
 // pipeline folder: embeddings, the sampling loop with guidance, the VAE.
 #include <chrono>
 #include <cstdio>
+#include <tuple>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,12 +33,19 @@ int run_imagine(const ImagineArgs& a) {
   ImagineOptions opt;
   opt.steps = a.steps;
   opt.guidance = a.guidance;
-  const bool xl = p->text_encoder_2 != nullptr;
-  if (!xl && (!a.ids_2.empty() || !a.negative_ids_2.empty() || !a.original_size.empty() || !a.crop_top_left.empty()))
-    return fail(error("--ids-2, --negative-ids-2, --original-size and --crop-top-left are SDXL's; " + a.common.model +
-                      " is not an SDXL pipeline"));
-  if (!a.prompt.empty() && (!a.ids_2.empty() || !a.negative_ids_2.empty()))
-    return fail(error("-p tokenizes for both encoders: --ids-2 and --negative-ids-2 go with --ids"));
+  const bool xl = p->kind == "StableDiffusionXLPipeline", sd3 = p->kind == "StableDiffusion3Pipeline",
+             flux = p->kind == "FluxPipeline";
+  if (!xl && (!a.original_size.empty() || !a.crop_top_left.empty()))
+    return fail(error("--original-size and --crop-top-left are SDXL's; " + a.common.model + " is not an SDXL pipeline"));
+  if (!xl && !sd3 && !flux && (!a.ids_2.empty() || !a.negative_ids_2.empty()))
+    return fail(error("--ids-2 and --negative-ids-2 are for a second text encoder (SDXL, SD3, Flux); " + a.common.model +
+                      " has one"));
+  if (!sd3 && (!a.ids_3.empty() || !a.negative_ids_3.empty()))
+    return fail(error("--ids-3 and --negative-ids-3 are SD3's T5's; " + a.common.model + " is not an SD3 pipeline"));
+  if (flux && (!a.negative_prompt.empty() || !a.negative_ids.empty() || !a.negative_ids_2.empty()))
+    return fail(error(a.common.model + ": Flux takes the guidance scale as an input (guidance-distilled): it runs no negative prompt"));
+  if (!a.prompt.empty() && (!a.ids_2.empty() || !a.negative_ids_2.empty() || !a.ids_3.empty() || !a.negative_ids_3.empty()))
+    return fail(error("-p tokenizes for every encoder: --ids-2, --ids-3 and their negatives go with --ids"));
   if (!a.negative_ids_2.empty() && a.negative_ids.empty())
     return fail(error("--negative-ids-2 is the second encoder's half of a negative prompt: give --negative-ids too"));
   // H,W and Y,X: two non-negative integers.
@@ -52,32 +61,37 @@ int run_imagine(const ImagineArgs& a) {
   if (!a.prompt.empty()) {
     // The negative prompt "" (bos, eos) where guidance is asked for and none
     // is given; SDXL's empty negative prompt is zeros instead.
-    auto ids_of = [&](const char* folder, const std::string& text) -> Result<std::vector<int32_t>> {
+    // CLIP's ids padded to its positions; a T5's to the pipeline's
+    // max_sequence_length (SD3 256, Flux 512), ended by </s>.
+    auto ids_of = [&](const char* folder, const std::string& text, int64_t t5_length = 0) -> Result<std::vector<int32_t>> {
       const std::string tdir = a.common.model + "/" + folder;
       auto tok = open_tokenizer(tdir);
       if (!tok.ok()) return error(a.common.model + ": -p needs the pipeline's " + folder + "/: " + tok.error().message);
+      if (t5_length) return t5_prompt_ids(**tok, text, t5_length);
       return pipeline_prompt_ids(*p, **tok, tdir, text);
     };
-    auto ids = ids_of("tokenizer", a.prompt);
-    if (!ids.ok()) return fail(ids.error());
-    opt.ids = *ids;
-    if (xl) {
-      auto ids_2 = ids_of("tokenizer_2", a.prompt);
-      if (!ids_2.ok()) return fail(ids_2.error());
-      opt.ids_2 = *ids_2;
-    }
-    if (a.guidance != 1.0f && (!xl || !a.negative_prompt.empty())) {
-      auto neg = ids_of("tokenizer", a.negative_prompt);
-      if (!neg.ok()) return fail(neg.error());
-      opt.negative_ids = *neg;
-      if (xl) {
-        auto neg_2 = ids_of("tokenizer_2", a.negative_prompt);
-        if (!neg_2.ok()) return fail(neg_2.error());
-        opt.negative_ids_2 = *neg_2;
+    // Each encoder's tokenizer folder, and the T5's length where it is one.
+    std::vector<std::tuple<const char*, std::vector<int32_t>*, std::vector<int32_t>*, int64_t>> encoders = {
+        {"tokenizer", &opt.ids, &opt.negative_ids, 0}};
+    if (xl || sd3) encoders.push_back({"tokenizer_2", &opt.ids_2, &opt.negative_ids_2, 0});
+    if (flux) encoders.push_back({"tokenizer_2", &opt.ids_2, &opt.negative_ids_2, 512});
+    if (sd3 && p->text_encoder_3) encoders.push_back({"tokenizer_3", &opt.ids_3, &opt.negative_ids_3, 256});
+    // The negative prompt "" where guidance is asked for and none is given
+    // (SDXL's empty one is zeros instead; Flux runs none).
+    const bool negative = a.guidance != 1.0f && !flux && (!xl || !a.negative_prompt.empty());
+    for (auto [folder, ids, negative_ids, t5_length] : encoders) {
+      auto v = ids_of(folder, a.prompt, t5_length);
+      if (!v.ok()) return fail(v.error());
+      *ids = *v;
+      if (negative) {
+        auto n = ids_of(folder, a.negative_prompt, t5_length);
+        if (!n.ok()) return fail(n.error());
+        *negative_ids = *n;
       }
     }
   } else {
-    for (auto [text, into] : {std::pair{&a.ids_2, &opt.ids_2}, std::pair{&a.negative_ids_2, &opt.negative_ids_2}}) {
+    for (auto [text, into] : {std::pair{&a.ids_2, &opt.ids_2}, std::pair{&a.negative_ids_2, &opt.negative_ids_2},
+                              std::pair{&a.ids_3, &opt.ids_3}, std::pair{&a.negative_ids_3, &opt.negative_ids_3}}) {
       if (text->empty()) continue;
       auto v = parse_ids(*text);
       if (!v.ok()) return fail(v.error());

@@ -30,9 +30,7 @@ int pipeline_info(const Common& c, bool as_json) {
   j["pipeline"] = c.model;
   j["class"] = p->index.value("_class_name", std::string());
   j["scheduler"] = p->scheduler_path;
-  const std::pair<const char*, const Model*> parts[] = {
-      {"text_encoder", p->text_encoder.get()}, {"unet", p->unet.get()}, {"vae", p->vae.get()}};
-  for (const auto& [name, m] : parts) {
+  for (const auto& [name, m] : pipeline_components(*p)) {
     nlohmann::json cj = {{"family", m->family}, {"template", m->template_path}, {"reason", m->reason},
                          {"tensors", m->checkpoint.tensors.size()}, {"graphs", m->graph_names()}};
     j["components"][name] = cj;
@@ -43,10 +41,10 @@ int pipeline_info(const Common& c, bool as_json) {
   }
   std::printf("pipeline: %s (%s)\nscheduler: %s\n", c.model.c_str(), j["class"].get<std::string>().c_str(),
               p->scheduler_path.c_str());
-  for (const auto& [name, m] : parts) {
+  for (const auto& [name, m] : pipeline_components(*p)) {
     std::string graphs;
     for (const auto& g : m->graph_names()) graphs += (graphs.empty() ? "" : ", ") + g;
-    std::printf("  %-13s %s (%s; graphs %s, %zu tensors): %s\n", name, m->family.c_str(), m->template_path.c_str(),
+    std::printf("  %-15s %s (%s; graphs %s, %zu tensors): %s\n", name.c_str(), m->family.c_str(), m->template_path.c_str(),
                 graphs.c_str(), m->checkpoint.tensors.size(), m->reason.c_str());
   }
   return 0;
