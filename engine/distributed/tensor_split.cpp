@@ -264,9 +264,7 @@ class Splitter {
         any_part = any_part || !want[k].is_whole();
       }
       const OpDef* def = ops_.find(node.op);
-      if (!any_part) {
-        for (size_t k = 0; k < open.size(); ++k)  // wanted whole, with the others
-          if (open[k]) want[k] = Part::whole(), wanted[k] = 1;
+      if (!any_part) {  // an open output is then made whole, with the others
         const int64_t k_len = row_off_.count(n) ? 0 : contraction(n);
         if (k_len >= ranks_) {
           auto [b, e] = even_range(k_len, rank_, ranks_, step_of(n));
