@@ -148,6 +148,23 @@ TEST(Conv2d, Errors) {
             "conv2d: attribute 'padding' must be an int, got \"same\"");
 }
 
+// Unfolded rows past 256 MB are made a band of output rows at a time
+// (kernels/cpu/conv2d_cpu.cpp): 2048 channels by 3x3 over 4096 columns is
+// 302 MB a row of output, so each of the three output rows is its own band
+// (and at stride 2, two rows' worth fits no more than one).
+TEST(CpuConv2d, BandsOfOutputRowsMatchTheReference) {
+  struct Case { int64_t H, W, stride; };
+  uint64_t seed = 41;
+  for (const Case& c : {Case{3, 4096, 1}, Case{5, 4096, 2}}) {
+    const int64_t C = 2048, O = 2;
+    Tensor x = f32({C, c.H, c.W}, scaled_values(size_t(C * c.H * c.W), seed++, 1.0f));
+    Tensor w = f32({O, C, 3, 3}, scaled_values(size_t(O * C * 9), seed++, 0.05f));
+    Tensor b = f32({O}, scaled_values(size_t(O), seed++, 1.0f));
+    expect_cpu_matches_reference("conv2d", {x, w, b}, {{"stride", c.stride}, {"padding", 1}, {"dilation", 1}, {"groups", 1}},
+                                 "banded, stride " + std::to_string(c.stride));
+  }
+}
+
 }  // namespace
 }  // namespace arch::test
 
