@@ -166,6 +166,19 @@ TEST(CpuAttention, LongUnmaskedAttentionByMatmulMatchesReference) {
   }
 }
 
+// Scores past 64 MiB a head are made a band of query rows at a time:
+// 4,200 queries over 4,100 keys (about SD3's joint attention) are two
+// bands, 4,092 rows and 108; with a bias [H, S, T] read at each band's rows.
+TEST(CpuAttention, LongAttentionInBandsOfQueryRowsMatchesReference) {
+  const Case c{4200, 4100, 2, 1, 8, 8};
+  Attrs a = {{"causal", false}};
+  Tensor q = f32({c.S, c.H, c.D}, scaled_values(size_t(c.S * c.H * c.D), 811, 3.0f));
+  Tensor k = f32({c.T, c.KH, c.D}, scaled_values(size_t(c.T * c.KH * c.D), 812, 1.0f));
+  Tensor v = f32({c.T, c.KH, c.Dv}, scaled_values(size_t(c.T * c.KH * c.Dv), 813, 1.0f));
+  Tensor b = f32({c.H, c.S, c.T}, scaled_values(size_t(c.H * c.S * c.T), 814, 4.0f));
+  expect_cpu_matches_reference("attention", {q, k, v, b}, a, name(c, a) + " in bands, with bias");
+}
+
 TEST(CpuAttention, BiasMatchesReference) {
   // T5's position bias [H, S, T]: prompts (transposed keys), decode steps
   // (keys as stored, split across threads past 256 keys), causal and not.
