@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "tests/golden/mmdit_pipelines.h"
@@ -50,6 +51,18 @@ TEST(ArchrunMmdit, Sd3AndFluxFoldersToPngs) {
   EXPECT_NE(odd.exit_code, 0);
   EXPECT_NE(odd.out.find("2x2 patches"), std::string::npos) << odd.out;
   fs::remove_all(root);
+}
+
+// archrun bench on Flux's transformer: its latents through its pack graph
+// at 1024x1024 (128x128 latents: 4,096 packed tokens), their GFLOP counted.
+TEST(ArchrunMmdit, BenchPacksFluxsLatents) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("flux"));
+  auto r = testing::run_tool(testing::archrun() + " bench " + testing::golden_dir("flux") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_NE(j["inputs"].get<std::string>().find("hidden_states [4096, 16]"), std::string::npos) << j.dump();
+  EXPECT_NE(j["inputs"].get<std::string>().find("img_ids [4096, 3]"), std::string::npos) << j.dump();
+  EXPECT_GT(j["gflop"].get<double>(), 0.1);
 }
 
 }  // namespace

@@ -333,7 +333,10 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
 // A diffusion denoiser (a `denoise` graph): one evaluation on seeded
 // latents of the size it takes, timestep 500 and a context of 77 tokens
 // (CLIP's length, as Stable Diffusion feeds it); seconds per evaluation and
-// its GFLOP/s beside the f32 GEMM rate measured in the same run.
+// its GFLOP/s beside the f32 GEMM rate measured in the same run. A
+// template that packs its latents (Flux's `pack` graph) is given what its
+// pack graph makes of latents at the config's sample_size (128 where it
+// has none: 1024x1024), the image's tokens and their ids.
 int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, int repeat) {
   using clock = std::chrono::steady_clock;
   auto g = m.find_graph("denoise");
@@ -344,8 +347,39 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
   NamedTensors in;
   std::map<int, int64_t> bound;
   std::string what;
+  Session s(m);
+  auto packer = m.find_graph("pack");
+  if (packer.ok()) {
+    const Graph& pg = (*packer)->graph;
+    const int lv = pg.find_input("latents"), cv = graph.find_input("encoder_hidden_states");
+    if (lv < 0 || cv < 0) return fail(error(m.template_path + ": the pack graph takes no latents, or denoise no context"));
+    const Shape& ls = pg.values[size_t(lv)].type.shape;
+    const Shape& cs = graph.values[size_t(cv)].type.shape;
+    if (ls.size() != 3 || !ls[0].concrete() || cs.size() != 2 || !cs[1].concrete())
+      return fail(error(m.template_path + ": the pack graph's latents are not [C, H, W] or the context not [tokens, width]"));
+    const int64_t side = m.config_int("sample_size", 128);
+    Tensor latents = Tensor::zeros(DType::F32, {ls[0].n, side, side}), context = Tensor::zeros(DType::F32, {77, cs[1].n});
+    for (Tensor* t : {&latents, &context})
+      for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = normal(rng);
+    NamedTensors pin{{"latents", latents}};
+    if (pg.find_input("encoder_hidden_states") >= 0) pin["encoder_hidden_states"] = context;
+    std::vector<std::string> outs;
+    for (const GraphOutput& o : pg.outputs) outs.push_back(o.name);
+    auto packed = s.run("pack", pin, outs);
+    if (!packed.ok()) return fail(packed.error());
+    in = std::move(*packed);
+    in["encoder_hidden_states"] = context;
+    what = "latents " + dims_str(latents.shape) + " packed";
+  }
   for (int v : graph.inputs) {
     const Value& val = graph.values[size_t(v)];
+    if (in.count(val.name)) {  // made by the pack graph: its run-time dims bound by what it made
+      const Tensor& t = in.at(val.name);
+      for (size_t d = 0; d < val.type.shape.size() && d < t.shape.size(); ++d)
+        if (val.type.shape[d].is_named()) bound[val.type.shape[d].sym] = t.shape[d];
+      what += (what.empty() ? "" : ", ") + val.name + " " + dims_str(t.shape);
+      continue;
+    }
     Dims shape;
     for (const Dim& d : val.type.shape) {
       // A `_` is the latents' size (the config's sample_size); a named
@@ -364,7 +398,6 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
   }
   OpProfile prof;
   std::vector<double> runs_s;
-  Session s(m);
   const int runs = repeat > 1 ? repeat + 1 : 1;
   for (int r = 0; r < runs; ++r) {
     if (profile && (r > 0 || runs == 1)) s.profile_with(&prof);
@@ -529,7 +562,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   auto t1 = clock::now();
-  if ((*m)->find_graph("denoise").ok() && (*m)->graphs.size() == 1)
+  if ((*m)->find_graph("denoise").ok())
     return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat);
   if (speech_graph(**m)) return bench_speech(**m, 1000 * seconds(t0, t1), audio_seconds, as_json, profile, repeat);
   if ((*m)->is_encoder_decoder())
