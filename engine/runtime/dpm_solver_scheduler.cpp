@@ -62,21 +62,19 @@ Result<DpmSolverScheduler> DpmSolverScheduler::from_config(const nlohmann::json&
 
 Result<std::vector<float>> DpmSolverScheduler::set_timesteps(int steps, int64_t) {
   const DdpmSchedule& d = schedule_;
-  if (steps < 1 || steps > d.train_steps)
-    return error("the step count must be 1 to num_train_timesteps (" + std::to_string(d.train_steps) + "), not " +
+  if (steps < 1 || steps >= d.train_steps)  // leading and linspace take steps + 1 points
+    return error("the step count must be 1 to num_train_timesteps - 1 (" + std::to_string(d.train_steps - 1) + "), not " +
                  std::to_string(steps));
-  // Integer timesteps, spaced as this sampler spaces them (over steps + 1
-  // points, the last dropped, for linspace and leading).
-  const int T = d.train_steps;
+  // Integer timesteps: trailing as DDIM spaces them; leading and linspace
+  // over steps + 1 points, the last dropped, rounded (numpy's round: half
+  // to even).
   std::vector<double> ts;
-  if (d.spacing == "linspace") {
-    for (int i = steps; i >= 1; --i) ts.push_back(std::nearbyint(double(T - 1) * i / steps));  // numpy's round: half to even
-  } else if (d.spacing == "leading") {
-    const int ratio = T / (steps + 1);
-    for (int i = steps; i >= 1; --i) ts.push_back(double(i * ratio + d.steps_offset));
-  } else {  // trailing
-    const double ratio = double(T) / steps;
-    for (int i = 0; i < steps; ++i) ts.push_back(std::nearbyint(T - i * ratio) - 1);
+  if (d.spacing == "trailing") {
+    ARCH_TRY(ts, d.timesteps(steps));
+  } else {
+    ARCH_TRY(ts, d.timesteps(steps + 1));
+    ts.pop_back();
+    for (double& t : ts) t = std::nearbyint(t);
   }
   const std::vector<float> train = d.sigmas();
   std::vector<double> sig;
@@ -87,11 +85,7 @@ Result<std::vector<float>> DpmSolverScheduler::set_timesteps(int steps, int64_t)
     ts.clear();
     for (double s : sig) ts.push_back(std::nearbyint(sigma_to_t(s, log_sigmas)));
   } else {
-    for (double t : ts) {  // np.interp over the training steps
-      const double c = std::clamp(t, 0.0, double(train.size() - 1));
-      const size_t lo = size_t(std::floor(c)), hi = std::min(lo + 1, train.size() - 1);
-      sig.push_back(double(train[lo]) + (double(train[hi]) - double(train[lo])) * (c - double(lo)));
-    }
+    for (double t : ts) sig.push_back(DdpmSchedule::sigma_at(train, t));
   }
   sigmas_.clear();
   for (double s : sig) sigmas_.push_back(float(s));
@@ -102,9 +96,7 @@ Result<std::vector<float>> DpmSolverScheduler::set_timesteps(int steps, int64_t)
 
 Tensor DpmSolverScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
   const double s = sigmas_.at(index), alpha = 1.0 / std::sqrt(s * s + 1.0);
-  Tensor out = Tensor::zeros(DType::F32, x0.shape);
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = float(alpha * x0.f32()[i] + s * alpha * noise.f32()[i]);
-  return out;
+  return blend(float(alpha), x0, float(s * alpha), noise);
 }
 
 Tensor DpmSolverScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) {
@@ -115,11 +107,8 @@ Tensor DpmSolverScheduler::step(const Tensor& model_output, size_t index, const 
   const double s0 = sigmas_.at(index), st = sigmas_.at(index + 1);
   const double a0 = alpha_of(s0), at = alpha_of(st), sig0 = s0 * a0, sigt = st * at;
   // The data prediction x0.
-  Tensor x0 = Tensor::zeros(DType::F32, sample.shape);
-  for (int64_t i = 0; i < x0.numel(); ++i) {
-    const float x = sample.f32()[i], e = model_output.f32()[i];
-    x0.f32()[i] = schedule_.prediction == "epsilon" ? float((x - sig0 * e) / a0) : float(a0 * x - sig0 * e);
-  }
+  Tensor x0 = schedule_.prediction == "epsilon" ? blend(float(1.0 / a0), sample, float(-sig0 / a0), model_output)
+                                                 : blend(float(a0), sample, float(-sig0), model_output);
   x0_.push_back(x0);
   if (x0_.size() > 2) x0_.erase(x0_.begin());
   const bool last = index + 1 == n;
@@ -127,13 +116,9 @@ Tensor DpmSolverScheduler::step(const Tensor& model_output, size_t index, const 
                            (last && (euler_at_final_ || (lower_order_final_ && n < 15) || final_zero_));
   const double h = lambda_of(st) - lambda_of(s0);  // +inf into sigma 0: exp(-h) = 0
   const double em1 = std::exp(-h) - 1.0;
+  if (first_order) return blend(float(st == 0 ? 0.0 : sigt / sig0), sample, float(-at * em1), x0_.back());
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   const float* m0 = x0_.back().f32();
-  if (first_order) {
-    const double k = st == 0 ? 0.0 : sigt / sig0;
-    for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = float(k * sample.f32()[i] - at * em1 * m0[i]);
-    return out;
-  }
   // Second order over the last two x0 (the step before: sigma s1).
   const double s1 = sigmas_.at(index - 1);
   const double r0 = (lambda_of(s0) - lambda_of(s1)) / h;

@@ -46,18 +46,12 @@ Tensor LcmScheduler::step(const Tensor& model_output, size_t index, const Tensor
   // The boundary condition's scalings at the scaled timestep.
   const double scaled = double(t) * timestep_scaling_, data = 0.25;
   const float c_skip = float(data / (scaled * scaled + data)), c_out = float(scaled / std::sqrt(scaled * scaled + data));
-  Tensor out = Tensor::zeros(DType::F32, sample.shape);
-  for (int64_t i = 0; i < out.numel(); ++i) {
-    const float x = sample.f32()[i], e = model_output.f32()[i];
-    const float x0 = schedule_.prediction == "epsilon" ? (x - sb * e) / sa : sa * x - sb * e;
-    out.f32()[i] = c_out * x0 + c_skip * x;
-  }
-  if (index + 1 < timesteps_.size()) {  // noised afresh to the next timestep
-    const Tensor z = noise(sample.shape);
-    const float ka = std::sqrt(a_prev), kb = std::sqrt(1.0f - a_prev);
-    for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = ka * out.f32()[i] + kb * z.f32()[i];
-  }
-  return out;
+  // c_out x0 + c_skip x, x0 from epsilon or v: one mix of the sample and the output.
+  const Tensor out = schedule_.prediction == "epsilon"
+                         ? blend(c_out / sa + c_skip, sample, -c_out * sb / sa, model_output)
+                         : blend(c_out * sa + c_skip, sample, -c_out * sb, model_output);
+  if (index + 1 == timesteps_.size()) return out;
+  return blend(std::sqrt(a_prev), out, std::sqrt(1.0f - a_prev), noise(sample.shape));  // noised afresh to the next timestep
 }
 
 }  // namespace arch

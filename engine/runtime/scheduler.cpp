@@ -81,19 +81,23 @@ std::vector<float> DdpmSchedule::sigmas() const {
   return out;
 }
 
-Tensor DdpmSchedule::add_noise(const Tensor& x0, const Tensor& noise, int t) const {
-  const float a = alphas_cumprod[size_t(std::clamp(t, 0, train_steps - 1))];
-  const float ka = std::sqrt(a), kb = std::sqrt(1.0f - a);
-  Tensor out = Tensor::zeros(DType::F32, x0.shape);
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = ka * x0.f32()[i] + kb * noise.f32()[i];
+double DdpmSchedule::sigma_at(const std::vector<float>& train, double t) {
+  const double c = std::clamp(t, 0.0, double(train.size() - 1));
+  const size_t lo = size_t(std::floor(c)), hi = std::min(lo + 1, train.size() - 1);
+  return double(train[lo]) + (double(train[hi]) - double(train[lo])) * (c - double(lo));
+}
+
+Tensor blend(float a, const Tensor& x, float b, const Tensor& y) {
+  Tensor out = Tensor::zeros(DType::F32, x.shape);
+  const float *px = x.f32(), *py = y.f32();
+  float* o = out.f32();
+  for (int64_t i = 0; i < out.numel(); ++i) o[i] = a * px[i] + b * py[i];
   return out;
 }
 
-// x0 + sigma noise: the Euler samplers' latents at sigma.
-static Tensor sigma_noised(const Tensor& x0, const Tensor& noise, float sigma) {
-  Tensor out = Tensor::zeros(DType::F32, x0.shape);
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = x0.f32()[i] + sigma * noise.f32()[i];
-  return out;
+Tensor DdpmSchedule::add_noise(const Tensor& x0, const Tensor& noise, int t) const {
+  const float a = alphas_cumprod[size_t(std::clamp(t, 0, train_steps - 1))];
+  return blend(std::sqrt(a), x0, std::sqrt(1.0f - a), noise);
 }
 
 Result<std::vector<double>> DdpmSchedule::timesteps(int steps) const {
@@ -136,11 +140,12 @@ Tensor DdimScheduler::step(const Tensor& eps, size_t index, const Tensor& sample
   const float a_prev = prev >= 0 ? ac[size_t(prev)] : final_alpha_cumprod_;
   const float b = 1.0f - a;
   const float sa = std::sqrt(a), sb = std::sqrt(b), sa_prev = std::sqrt(a_prev), dir = std::sqrt(1.0f - a_prev);
+  const bool epsilon = schedule_.prediction == "epsilon";
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   for (int64_t i = 0; i < sample.numel(); ++i) {
     const float x = sample.f32()[i], e = eps.f32()[i];
     float x0, pe;
-    if (schedule_.prediction == "epsilon") {
+    if (epsilon) {
       x0 = (x - sb * e) / sa;  // the predicted original sample
       pe = e;
     } else {  // v_prediction
@@ -220,9 +225,7 @@ Tensor FlowMatchEulerScheduler::step(const Tensor& v, size_t index, const Tensor
 
 Tensor FlowMatchEulerScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
   const float sigma = sigmas_.at(index);  // scale_noise: sigma noise + (1 - sigma) x0
-  Tensor out = Tensor::zeros(DType::F32, x0.shape);
-  for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] = sigma * noise.f32()[i] + (1.0f - sigma) * x0.f32()[i];
-  return out;
+  return blend(1.0f - sigma, x0, sigma, noise);
 }
 
 Result<EulerScheduler> EulerScheduler::from_config(const nlohmann::json& c, const std::string& where) {
@@ -245,10 +248,7 @@ Result<std::vector<float>> EulerScheduler::set_timesteps(int steps, int64_t) {
   sigmas_.clear();
   std::vector<float> ts;
   for (double t : spaced) {
-    const double c = std::clamp(t, 0.0, double(train.size() - 1));
-    const size_t lo = size_t(std::floor(c)), hi = std::min(lo + 1, train.size() - 1);
-    const double f = c - double(lo);
-    sigmas_.push_back(float(double(train[lo]) + (double(train[hi]) - double(train[lo])) * f));
+    sigmas_.push_back(float(DdpmSchedule::sigma_at(train, t)));
     ts.push_back(float(t));
   }
   sigmas_.push_back(0.0f);
@@ -268,7 +268,7 @@ Tensor EulerScheduler::scale_model_input(const Tensor& sample, size_t index) con
 }
 
 Tensor EulerScheduler::add_noise(const Tensor& x0, const Tensor& noise, size_t index) const {
-  return sigma_noised(x0, noise, sigmas_.at(index));
+  return blend(1.0f, x0, sigmas_.at(index), noise);
 }
 
 Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tensor& sample) {
@@ -276,20 +276,17 @@ Tensor EulerScheduler::step(const Tensor& model_output, size_t index, const Tens
   // Ancestral: down to sigma_down, then up by fresh noise of sigma_up.
   const float up = ancestral ? std::sqrt(next * next * (sigma * sigma - next * next) / (sigma * sigma)) : 0.0f;
   const float dt = (ancestral ? std::sqrt(next * next - up * up) : next) - sigma;
+  const bool epsilon = schedule_.prediction == "epsilon";
   Tensor out = Tensor::zeros(DType::F32, sample.shape);
   for (int64_t i = 0; i < sample.numel(); ++i) {
     const float x = sample.f32()[i], e = model_output.f32()[i];
     // the predicted original sample, then the derivative (x - x0) / sigma
-    const float x0 = schedule_.prediction == "epsilon"
+    const float x0 = epsilon
                          ? x - sigma * e
                          : e * (-sigma / std::sqrt(sigma * sigma + 1.0f)) + x / (sigma * sigma + 1.0f);
     out.f32()[i] = x + (x - x0) / sigma * dt;
   }
-  if (ancestral) {
-    const Tensor z = noise(sample.shape);
-    for (int64_t i = 0; i < out.numel(); ++i) out.f32()[i] += z.f32()[i] * up;
-  }
-  return out;
+  return ancestral ? blend(1.0f, out, up, noise(sample.shape)) : out;
 }
 
 const std::vector<std::pair<std::string, std::string>>& scheduler_kinds() {

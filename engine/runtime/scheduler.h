@@ -61,7 +61,12 @@ Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, 
 // euler_a, dpm++2m, dpm++2m_karras, lcm.
 const std::vector<std::pair<std::string, std::string>>& scheduler_kinds();
 
-// The noise schedule DDIM and Euler share, read from a DDPM-style config:
+// a x + b y, element by element: a noise level's mix of clean latents and
+// noise (add_noise), and the other samplers' two-term updates.
+Tensor blend(float a, const Tensor& x, float b, const Tensor& y);
+
+// The noise schedule DDIM, Euler, DPM-Solver++ and LCM share, read from a
+// DDPM-style config:
 // the alphas' cumulative product of its beta schedule, the timestep
 // spacing and offset, the prediction type.
 struct DdpmSchedule {
@@ -76,6 +81,9 @@ struct DdpmSchedule {
                                           const std::string& spacing = "leading");
   // The training sigmas sqrt((1 - a) / a), one per training step.
   std::vector<float> sigmas() const;
+  // The training sigma at a fractional timestep t, linearly between the
+  // steps around it (np.interp), t held to [0, T - 1].
+  static double sigma_at(const std::vector<float>& train, double t);
   // diffusers' spacings, first to last: "leading" (multiples of T / steps,
   // plus steps_offset), "trailing" (from T - 1 down), "linspace" (0 to T - 1
   // evenly, unrounded: DDIM rounds them).
