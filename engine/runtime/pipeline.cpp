@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <tuple>
@@ -184,82 +185,12 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   ARCH_TRY_STATUS(check_guidance(opt.guidance));
   ImagineResult r;
   auto t = clock::now();
-  auto embed = [&](const std::vector<int32_t>& ids, const char* what) -> Result<Tensor> {
-    if (ids.empty()) return error(std::string("the ") + what + " has no token ids");
-    Tensor t = Tensor::zeros(DType::I32, {int64_t(ids.size())});
-    std::copy(ids.begin(), ids.end(), t.i32());
-    auto out = forward(*p.text_encoder, {{"input_ids", t}}, {"last_hidden_state"});
-    if (!out.ok()) return error(p.dir + ": text_encoder on the " + what + ": " + out.error().message);
-    return out->at("last_hidden_state");
-  };
   DenoiseOptions d;
   d.steps = opt.steps;
   d.guidance = opt.guidance;
   d.on_step = opt.on_step;
   d.noise_seed = opt.noise_seed;
-  const bool guided = opt.guidance != 1.0f;
-  if (p.kind == "StableDiffusion3Pipeline") {
-    ARCH_TRY_STATUS(sd3_conditioning(p, opt, r, d));
-  } else if (p.kind == "FluxPipeline") {
-    ARCH_TRY_STATUS(flux_conditioning(p, opt, r, d));
-  } else if (!p.text_encoder_2) {
-    ARCH_TRY(r.prompt_embeds, embed(opt.ids, "prompt"));
-    d.context = r.prompt_embeds;
-    if (!opt.negative_ids.empty() && guided) {
-      ARCH_TRY(r.negative_prompt_embeds, embed(opt.negative_ids, "negative prompt"));
-      d.negative_context = r.negative_prompt_embeds;
-    }
-  } else {
-    // SDXL: the penultimate hidden states of both encoders side by side,
-    // the second's projected pooled row.
-    auto both = [&](const std::vector<int32_t>& ids, const std::vector<int32_t>& ids_2, const char* what,
-                    Tensor& context, Tensor& pooled) -> Status {
-      if (ids.empty()) return error(std::string("the ") + what + " has no token ids");
-      auto run = [&](const Model& m, const std::vector<int32_t>& v, std::vector<std::string> outs) -> Result<NamedTensors> {
-        Tensor t = Tensor::zeros(DType::I32, {int64_t(v.size())});
-        std::copy(v.begin(), v.end(), t.i32());
-        return forward(m, {{"input_ids", t}}, outs);
-      };
-      auto a = run(*p.text_encoder, ids, {"penultimate_hidden_state"});
-      if (!a.ok()) return error(p.dir + ": text_encoder on the " + what + ": " + a.error().message);
-      auto b = run(*p.text_encoder_2, ids_2.empty() ? ids : ids_2, {"penultimate_hidden_state", "text_embeds"});
-      if (!b.ok()) return error(p.dir + ": text_encoder_2 on the " + what + ": " + b.error().message);
-      const Tensor &x = a->at("penultimate_hidden_state"), &y = b->at("penultimate_hidden_state");
-      if (x.dim(0) != y.dim(0)) return error("the " + std::string(what) + "'s two id lists differ in length (" + std::to_string(x.dim(0)) + ", " + std::to_string(y.dim(0)) + ")");
-      const int64_t n = x.dim(0), h1 = x.dim(1), h2 = y.dim(1);
-      context = Tensor::zeros(DType::F32, {n, h1 + h2});
-      for (int64_t i = 0; i < n; ++i) {
-        std::copy(x.f32() + i * h1, x.f32() + (i + 1) * h1, context.f32() + i * (h1 + h2));
-        std::copy(y.f32() + i * h2, y.f32() + (i + 1) * h2, context.f32() + i * (h1 + h2) + h1);
-      }
-      pooled = b->at("text_embeds");
-      return {};
-    };
-    ARCH_TRY_STATUS(both(opt.ids, opt.ids_2, "prompt", r.prompt_embeds, r.pooled_prompt_embeds));
-    d.context = r.prompt_embeds;
-    // The size ids: original size, crop's top-left, target size (the image's).
-    const int64_t scale = vae_scale(p), H = opt.latents.dim(-2) * scale, W = opt.latents.dim(-1) * scale;
-    r.add_time_ids = Tensor::zeros(DType::F32, {6});
-    const int64_t ids6[6] = {opt.original_height ? opt.original_height : H, opt.original_width ? opt.original_width : W,
-                             opt.crop_top, opt.crop_left, H, W};
-    for (int k = 0; k < 6; ++k) r.add_time_ids.f32()[k] = float(ids6[k]);
-    d.extra = {{"text_embeds", r.pooled_prompt_embeds}, {"time_ids", r.add_time_ids}};
-    if (guided) {
-      if (!opt.negative_ids.empty()) {
-        ARCH_TRY_STATUS(both(opt.negative_ids, opt.negative_ids_2, "negative prompt", r.negative_prompt_embeds,
-                             r.negative_pooled_prompt_embeds));
-      } else if (const auto zeros = p.index.find("force_zeros_for_empty_prompt");
-                 zeros == p.index.end() || !zeros->is_boolean() || zeros->get<bool>()) {
-        // No negative prompt: zeros, as the pipeline makes them.
-        r.negative_prompt_embeds = Tensor::zeros(DType::F32, r.prompt_embeds.shape);
-        r.negative_pooled_prompt_embeds = Tensor::zeros(DType::F32, r.pooled_prompt_embeds.shape);
-      } else {
-        return error(p.dir + ": this SDXL pipeline does not zero the empty prompt: give the negative prompt's ids");
-      }
-      d.negative_context = r.negative_prompt_embeds;
-      d.negative_extra = {{"text_embeds", r.negative_pooled_prompt_embeds}, {"time_ids", r.add_time_ids}};
-    }
-  }
+  ARCH_TRY_STATUS(conditioning(p, opt, r, d));
   r.text_seconds = since(t);
   t = clock::now();
   if (opt.init_image.data) {
@@ -287,11 +218,24 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   return r;
 }
 
-std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& text, int64_t length) {
-  const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("</s>").value_or(1);
-  const int32_t pad = tok.token_to_id("<pad>").value_or(0);
-  std::vector<int32_t> ids = tok.encode(text, true);
-  if (ids.empty() || ids.back() != eos) ids.push_back(eos);
+namespace {
+
+// The pad token tokenizer_config.json names beside a tokenizer, where the
+// tokenizer has it.
+std::optional<int32_t> configured_pad(const Tokenizer& tok, const std::string& tok_dir) {
+  std::ifstream in(tok_dir + "/tokenizer_config.json");
+  if (!in) return std::nullopt;
+  std::stringstream body;
+  body << in.rdbuf();
+  auto cfg = parse_json(body.str(), tok_dir);
+  if (!cfg.ok() || !cfg->is_object() || !cfg->contains("pad_token")) return std::nullopt;
+  const auto& t = (*cfg)["pad_token"];
+  const std::string name = t.is_string() ? t.get<std::string>() : t.is_object() ? t.value("content", std::string()) : "";
+  return tok.token_to_id(name);
+}
+
+// A prompt's ids cut to `length` (the last then `eos`), padded with `pad`.
+std::vector<int32_t> fitted(std::vector<int32_t> ids, int64_t length, int32_t eos, int32_t pad) {
   if (int64_t(ids.size()) > length) {
     ids.resize(size_t(length));
     ids.back() = eos;
@@ -300,28 +244,22 @@ std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& text
   return ids;
 }
 
+}  // namespace
+
+std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& tok_dir, const std::string& text,
+                                   int64_t length) {
+  const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("</s>").value_or(1);
+  const int32_t pad = configured_pad(tok, tok_dir).value_or(tok.token_to_id("<pad>").value_or(0));
+  std::vector<int32_t> ids = tok.encode(text, true);
+  if (ids.empty() || ids.back() != eos) ids.push_back(eos);
+  return fitted(std::move(ids), length, eos, pad);
+}
+
 std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,
                                          const std::string& text) {
-  const int64_t length = p.text_encoder->config_int("max_position_embeddings", 77);
   const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("<|endoftext|>").value_or(0);
-  int32_t pad = eos;
-  std::ifstream in(tok_dir + "/tokenizer_config.json");
-  if (in) {
-    std::stringstream body;
-    body << in.rdbuf();
-    if (auto cfg = parse_json(body.str(), tok_dir); cfg.ok() && cfg->is_object() && cfg->contains("pad_token")) {
-      const auto& t = (*cfg)["pad_token"];
-      const std::string name = t.is_string() ? t.get<std::string>() : t.is_object() ? t.value("content", std::string()) : "";
-      if (auto id = tok.token_to_id(name)) pad = *id;
-    }
-  }
-  std::vector<int32_t> ids = tok.encode(text, true);
-  if (int64_t(ids.size()) > length) {
-    ids.resize(size_t(length));
-    ids.back() = eos;
-  }
-  ids.resize(size_t(length), pad);
-  return ids;
+  return fitted(tok.encode(text, true), p.text_encoder->config_int("max_position_embeddings", 77), eos,
+                configured_pad(tok, tok_dir).value_or(eos));
 }
 
 Result<Tensor> image_latents(const Pipeline& p, const Tensor& image, uint64_t seed) {
@@ -338,18 +276,14 @@ Result<Tensor> image_latents(const Pipeline& p, const Tensor& image, uint64_t se
     if (!std::isfinite(v)) return error("the image to start from holds a value that is not a number, at element " + std::to_string(i));
     x.f32()[i] = v * 2.0f - 1.0f;
   }
-  auto out = forward(*p.vae, {{"image", x}}, {"latent_mean", "latent_std"}, nullptr, "encode");
+  auto out = forward(*p.vae, {{"image", x}}, {"latent_mean_scaled", "latent_std_scaled"}, nullptr, "encode");
   if (!out.ok()) return error(p.dir + ": vae, encoding the image: " + out.error().message);
-  const Tensor& mean = out->at("latent_mean");
-  const Tensor& stdev = out->at("latent_std");
-  // A sample of the posterior (retrieve_latents' "sample"), scaled as the
-  // decoder unscales it.
+  // A sample of the posterior (retrieve_latents' "sample"), shifted and
+  // scaled as the decoder undoes it (the template's outputs).
+  const Tensor &mean = out->at("latent_mean_scaled"), &stdev = out->at("latent_std_scaled");
   const Tensor eps = seeded_latents(mean.shape, seed);
-  const float scaling = float(p.vae->checkpoint.config.value("scaling_factor", 0.18215));
-  const nlohmann::json& shift_j = p.vae->checkpoint.config.contains("shift_factor") ? p.vae->checkpoint.config["shift_factor"] : nlohmann::json();
-  const float shift = shift_j.is_number() ? shift_j.get<float>() : 0.0f;
   Tensor z = Tensor::zeros(DType::F32, mean.shape);
-  for (int64_t i = 0; i < z.numel(); ++i) z.f32()[i] = (mean.f32()[i] + stdev.f32()[i] * eps.f32()[i] - shift) * scaling;
+  for (int64_t i = 0; i < z.numel(); ++i) z.f32()[i] = mean.f32()[i] + stdev.f32()[i] * eps.f32()[i];
   return z;
 }
 

@@ -96,9 +96,12 @@ std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok
                                          const std::string& text);
 
 // A prompt as SD3's and Flux's T5 tokenizer takes it: the text, </s>,
-// padded with the pad token (0) to `length` (max_sequence_length: SD3 256,
-// Flux 512), a longer one cut there and ended with </s>.
-std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& text, int64_t length);
+// padded with the pad token tokenizer_config.json names (else <pad>) to
+// `length` (max_sequence_length: SD3 256, Flux 512), a longer one cut
+// there and ended with </s>. `tok_dir`: the pipeline's tokenizer_3/ or
+// tokenizer_2/.
+std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& tok_dir, const std::string& text,
+                                   int64_t length);
 
 // Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
 // imagine's --seed; the server's `seed`).

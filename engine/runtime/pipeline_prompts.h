@@ -1,11 +1,17 @@
-// What SD3's and Flux's transformers are conditioned on, made from the
-// prompts' ids by the pipeline's text encoders, as diffusers'
-// StableDiffusion3Pipeline and FluxPipeline make it.
+// What a pipeline's denoiser is conditioned on, made from the prompts' ids
+// by its text encoders, as diffusers' StableDiffusionPipeline,
+// StableDiffusionXLPipeline, StableDiffusion3Pipeline and FluxPipeline
+// make it: the context (and its negative), the other denoise inputs.
 #pragma once
 
 #include "engine/runtime/pipeline.h"
 
 namespace arch {
+
+// The denoise options' context, negative context and extras for the
+// pipeline's kind (the ones below, or SD 1.x/2.x's last hidden states and
+// SDXL's two encoders with its size ids), kept in `r` too.
+Status conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineResult& r, DenoiseOptions& d);
 
 // SD3: each CLIP's penultimate hidden states side by side, zero-padded to
 // the T5's width, then the T5's last hidden states (zeros of 256 rows

@@ -21,6 +21,7 @@
 #include "kernels/cpu/cpu_kernels.h"
 #include "kernels/kernels.h"
 #include "engine/runtime/forward.h"
+#include "engine/runtime/denoise.h"
 #include "engine/runtime/pipeline.h"
 #include "tools/archrun/bench_graph.h"
 #include "tools/archrun/commands.h"
@@ -358,6 +359,8 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     if (ls.size() != 3 || !ls[0].concrete() || cs.size() != 2 || !cs[1].concrete())
       return fail(error(m.template_path + ": the pack graph's latents are not [C, H, W] or the context not [tokens, width]"));
     const int64_t side = m.config_int("sample_size", 128);
+    if (side < 1) return fail(error(m.checkpoint.dir + ": sample_size must be positive, not " + std::to_string(side)));
+    if (Status st = check_loop_size({ls[0].n, side, side}, 1); !st.ok()) return fail(st.error());  // before any of it is made
     Tensor latents = Tensor::zeros(DType::F32, {ls[0].n, side, side}), context = Tensor::zeros(DType::F32, {77, cs[1].n});
     for (Tensor* t : {&latents, &context})
       for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = normal(rng);

@@ -67,7 +67,7 @@ int run_imagine(const ImagineArgs& a) {
       const std::string tdir = a.common.model + "/" + folder;
       auto tok = open_tokenizer(tdir);
       if (!tok.ok()) return error(a.common.model + ": -p needs the pipeline's " + folder + "/: " + tok.error().message);
-      if (t5_length) return t5_prompt_ids(**tok, text, t5_length);
+      if (t5_length) return t5_prompt_ids(**tok, tdir, text, t5_length);
       return pipeline_prompt_ids(*p, **tok, tdir, text);
     };
     // Each encoder's tokenizer folder, and the T5's length where it is one.
