@@ -184,9 +184,12 @@ TEST(LcmScheduler, TimestepsAndTheBoundaryCondition) {
   Tensor x = Tensor::zeros(DType::F32, {20000}), e = Tensor::zeros(DType::F32, {20000});
   for (int64_t i = 0; i < x.numel(); ++i) x.f32()[i] = 3.0f, e.f32()[i] = 0.5f;
   const Tensor out = (*s)->step(e, 0, x);
-  double mean = 0;
+  double mean = 0, var = 0;
   for (int64_t i = 0; i < out.numel(); ++i) mean += (out.f32()[i] - 0.2285013 * 36.639155) / 0.9735436;
-  EXPECT_NEAR(mean / double(out.numel()), 0.0, 0.03);
+  mean /= double(out.numel());
+  for (int64_t i = 0; i < out.numel(); ++i) var += std::pow((out.f32()[i] - 0.2285013 * 36.639155) / 0.9735436 - mean, 2);
+  EXPECT_NEAR(mean, 0.0, 0.03);
+  EXPECT_NEAR(var / double(out.numel()), 1.0, 0.05);  // N(0, 1) at exactly that scale
 }
 
 }  // namespace
