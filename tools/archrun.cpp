@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
   tra->add_option("--target-lang", tr_args.target_lang, "the target language (its token forced first, or Marian's >>xx<< before the text)");
   add_search_options(tra, tr_args.search, "");
   tra->add_option("-n,--max-new-tokens", tr_args.search.max_new_tokens, "tokens per sentence at most (default: the config's max_length)")->check(CLI::Range(1, 65536));
-  tra->add_flag("--json", tr_args.json, "one object per line: {\"text\", \"tokens\", \"score\"}");
+  tra->add_option("--batch", tr_args.batch, "lines of stdin decoded together, a line joining as another is done (default 8; 1: one after another)")->check(CLI::Range(1, 256));
+  tra->add_flag("--json", tr_args.json, "one object per line: {\"text\", \"tokens\", \"score\", \"stop\"}");
 
   ForwardArgs f;
   auto* fwd = app.add_subcommand("forward", "run one forward pass over the named inputs; write the named outputs");

@@ -58,12 +58,22 @@ inline const KernelOptions kDefaultKernelOptions{};
 // KV caches (region `slot`), and its piece of the call is rows [row, row +
 // rows) at positions [position, position + rows). The ops that mix positions
 // (kv_cache, attention) keep to each piece's region; the rest are row by row.
+// An encoder-decoder's sequences each hold an encoder output of their own:
+// the held values are every slot's rows one after another, slot s's at
+// held[s] ([from, from + length)), and a step reading them (cross-attention
+// over keys made from them) sees `over_held` set: its pieces attend over
+// their slot's held rows, all of them.
 struct SequenceRows {
   struct Piece {
     int64_t slot = 0, position = 0, row = 0, rows = 0;
   };
+  struct Region {
+    int64_t from = 0, length = 0;
+  };
   int64_t slot_capacity = 0;
   std::vector<Piece> pieces;
+  std::vector<Region> held;  // by slot
+  bool over_held = false;
 };
 
 struct KernelContext {

@@ -13,9 +13,9 @@ namespace {
 
 // Whether program p's graph can run several sequences' rows in one call:
 // every op keeping state keeps each sequence's apart (KV caches, recurrent
-// states), and every attention reads its keys and
-// values straight from one (the ops that mix positions know the sequences'
-// regions; the rest are row by row).
+// states), and every attention reads its keys and values straight from a
+// KV cache or from held values (the ops that mix positions know the
+// sequences' regions; the rest are row by row).
 Status check_batchable(const Program& p, const std::string& graph) {
   const Graph& g = *p.graph;
   std::vector<int> producer(g.values.size(), -1);
@@ -27,9 +27,13 @@ Status check_batchable(const Program& p, const std::string& graph) {
     const std::string at = "graph " + graph + ": " + g.values[size_t(node.outputs[0])].name + " (" + node.op + ")";
     if (p.steps[n].def && p.steps[n].def->stateful && !p.steps[n].def->sequences)
       return error(at + " keeps state that does not keep sequences apart: its sequences cannot be batched");
-    if (node.op == "attention" && (node.inputs.size() < 3 || !from_cache(node.inputs[1]) || !from_cache(node.inputs[2]) ||
-                                   (node.inputs.size() > 3 && node.inputs[3] >= 0)))
-      return error(at + " attends over keys that are not a KV cache's: its sequences cannot be batched");
+    auto held = [&](int v) { return v >= 0 && p.held[size_t(v)]; };
+    if (node.op != "attention") continue;
+    if (node.inputs.size() < 3 ||
+        !((from_cache(node.inputs[1]) && from_cache(node.inputs[2])) || (held(node.inputs[1]) && held(node.inputs[2]))))
+      return error(at + " attends over keys that are neither a KV cache's nor made from state inputs: its sequences cannot be batched");
+    if (node.inputs.size() > 3 && node.inputs[3] >= 0)
+      return error(at + " adds a bias to its scores (over every sequence's positions at once): its sequences cannot be batched");
   }
   return {};
 }
@@ -37,11 +41,14 @@ Status check_batchable(const Program& p, const std::string& graph) {
 }  // namespace
 
 BatchedSession::BatchedSession(const Model& m, const ModelGraph& g, int slots, int64_t context)
-    : m_(m), g_(g), context_(context), positions_(size_t(slots), 0), history_(size_t(slots)) {
+    : m_(m), g_(g), context_(context), positions_(size_t(slots), 0), history_(size_t(slots)), held_(size_t(slots)) {
   state_.ops = &op_table();
   state_.max_context = int64_t(slots) * context;
   state_.sequences = &rows_;
   rows_.slot_capacity = context;
+  over_held_.slot_capacity = context;
+  over_held_.over_held = true;
+  if (!g.graph.held_inputs.empty()) state_.held_sequences = &over_held_;
   tokens_input_ = g.graph.find_input("tokens");
   positions_input_ = g.graph.find_input("positions");
   if (auto keep = output_values(g.graph, {"logits"}); keep.ok()) logits_ = *keep;
@@ -63,6 +70,98 @@ void BatchedSession::release(int slot) {
   auto told = tell({.kind = SessionCall::kRelease, .n = slot});
   positions_.at(size_t(slot)) = 0;
   history_.at(size_t(slot)).clear();
+  if (!held_.at(size_t(slot)).empty()) {
+    held_[size_t(slot)].clear();
+    held_changed_ = true;
+  }
+}
+
+Status BatchedSession::hold(int slot, const NamedTensors& state) {
+  if (slot < 0 || size_t(slot) >= positions_.size())
+    return error("slot " + std::to_string(slot) + " is not one of the " + std::to_string(positions_.size()));
+  const Graph& graph = g_.graph;
+  if (graph.held_inputs.empty()) return error("graph " + g_.name() + " takes no state inputs");
+  std::map<int, Tensor> mine;
+  for (int v : graph.held_inputs) {
+    const std::string& name = graph.values[size_t(v)].name;
+    auto it = state.find(name);
+    if (it == state.end()) return error("graph " + g_.name() + " takes state input '" + name + "', which was not given");
+    if (it->second.shape.empty() || it->second.dim(0) < 1)
+      return error("state input '" + name + "' is " + dims_str(it->second.shape) + ": it needs at least one row");
+    mine[v] = it->second;
+  }
+  const int64_t rows = mine.begin()->second.dim(0);
+  for (auto& [v, t] : mine)
+    if (t.dim(0) != rows)
+      return error("state inputs '" + graph.values[size_t(mine.begin()->first)].name + "' and '" + graph.values[size_t(v)].name +
+                   "' have " + std::to_string(rows) + " and " + std::to_string(t.dim(0)) +
+                   " rows: a slot's held rows are one region");
+  held_[size_t(slot)] = std::move(mine);
+  held_changed_ = true;
+  positions_[size_t(slot)] = 0;
+  history_[size_t(slot)].clear();
+  return {};
+}
+
+Status BatchedSession::rewind(int slot, int64_t position) {
+  if (slot < 0 || size_t(slot) >= positions_.size())
+    return error("slot " + std::to_string(slot) + " is not one of the " + std::to_string(positions_.size()));
+  if (position < 0 || position > positions_[size_t(slot)])
+    return error("slot " + std::to_string(slot) + " is at position " + std::to_string(positions_[size_t(slot)]) +
+                 ": it cannot go back to " + std::to_string(position));
+  if (position == positions_[size_t(slot)]) return {};
+  if (state_bytes_per_sequence(g_.program) > 0)
+    return error("graph " + g_.name() + " keeps recurrent states, which cannot go back to an earlier position");
+  if (m_.mirror) return error("a batched session split over processes does not go back");
+  positions_[size_t(slot)] = position;
+  auto& h = history_[size_t(slot)];
+  if (int64_t(h.size()) > position) h.resize(size_t(position));
+  return {};
+}
+
+// Every slot's held rows one after another, in slot order; slots holding
+// the same tensors share one region.
+Status BatchedSession::gather_held() {
+  std::vector<SequenceRows::Region> regions(held_.size());
+  std::vector<int> first_of(held_.size(), -1);  // the earlier slot with the same tensors
+  int64_t total = 0;
+  for (size_t s = 0; s < held_.size(); ++s) {
+    if (held_[s].empty()) continue;
+    for (size_t e = 0; e < s && first_of[s] < 0; ++e)
+      if (!held_[e].empty() && first_of[e] < 0 && held_[e].begin()->second.data == held_[s].begin()->second.data)
+        first_of[s] = int(e);
+    if (first_of[s] >= 0) {
+      regions[s] = regions[size_t(first_of[s])];
+      continue;
+    }
+    regions[s] = {total, held_[s].begin()->second.dim(0)};
+    total += regions[s].length;
+  }
+  std::map<int, Tensor> rows;
+  for (int v : g_.graph.held_inputs) {
+    const Tensor* any = nullptr;
+    for (const auto& h : held_)
+      if (!h.empty()) any = &h.at(v);
+    if (!any) return error("no slot holds state input '" + g_.graph.values[size_t(v)].name + "'");
+    Dims shape = any->shape;
+    shape[0] = total;
+    Tensor all = Tensor::zeros(any->dtype, shape);
+    const size_t row_bytes = any->nbytes() / size_t(any->dim(0));
+    for (size_t s = 0; s < held_.size(); ++s) {
+      if (held_[s].empty() || first_of[s] >= 0) continue;
+      const Tensor& t = held_[s].at(v);
+      if (t.dtype != any->dtype || t.nbytes() / size_t(t.dim(0)) != row_bytes)
+        return error("state input '" + g_.graph.values[size_t(v)].name + "': slot " + std::to_string(s) + "'s is " +
+                     std::string(dtype_name(t.dtype)) + dims_str(t.shape) + ", another's " + std::string(dtype_name(any->dtype)) +
+                     dims_str(any->shape));
+      std::memcpy(static_cast<char*>(all.data) + size_t(regions[s].from) * row_bytes, t.data, t.nbytes());
+    }
+    rows[v] = std::move(all);
+  }
+  held_rows_ = std::move(rows);
+  over_held_.held = std::move(regions);
+  held_changed_ = false;
+  return {};
 }
 
 int64_t BatchedSession::cache_bytes() const {
@@ -74,8 +173,9 @@ Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int
                                                               bool logits_here) {
   const ModelGraph* g = m.token_graph();
   if (!g) return error(m.checkpoint.dir + ": the model has no graph with a 'tokens' input: it does not generate");
-  if (m.is_encoder_decoder() || !g->graph.held_inputs.empty())
-    return error(m.checkpoint.dir + ": graph " + g->name() + " holds state inputs (an encoder-decoder): its sequences cannot be batched yet");
+  if (m.mirror && !g->graph.held_inputs.empty())
+    return error(m.checkpoint.dir + ": graph " + g->name() +
+                 " takes state inputs (an encoder-decoder): its sequences are not batched across processes");
   if (!g->has_kv_cache) return error(m.checkpoint.dir + ": graph " + g->name() + " has no KV cache: it does not decode step by step");
   if (logits_here && !output_values(g->graph, {"logits"}).ok()) return error(m.checkpoint.dir + ": graph " + g->name() + " outputs no logits");
   if (slots < 1 || context < 1)
@@ -85,7 +185,7 @@ Result<std::unique_ptr<BatchedSession>> BatchedSession::make(const Model& m, int
   if (g->last_logits.graph) ARCH_TRY_STATUS(check_batchable(g->last_logits, g->name()));
   for (int v : g->graph.inputs) {
     const std::string& name = g->graph.values[size_t(v)].name;
-    if (name != "tokens" && name != "positions" && !g->graph.default_of(v))
+    if (name != "tokens" && name != "positions" && !g->graph.default_of(v) && !g->graph.is_held(v))
       return error(m.checkpoint.dir + ": graph " + g->name() + " needs input '" + name +
                    "' beyond tokens and positions: its sequences cannot be batched");
   }
@@ -141,8 +241,17 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
   std::map<int, Tensor> feed{{tokens_input_, tokens}};
   if (positions_input_ >= 0) feed[positions_input_] = positions;
   const Graph& graph = g_.graph;
+  if (!graph.held_inputs.empty()) {
+    for (const Piece& p : pieces)
+      if (held_[size_t(p.slot)].empty())
+        return error("slot " + std::to_string(p.slot) + " holds no state inputs: graph " + g_.name() + " takes " +
+                     graph.values[size_t(graph.held_inputs.front())].name);
+    if (held_changed_) ARCH_TRY_STATUS(gather_held());
+    over_held_.pieces = rows_.pieces;
+    for (auto& [v, t] : held_rows_) feed[v] = t;
+  }
   for (int v : graph.inputs) {
-    if (feed.count(v)) continue;
+    if (feed.count(v) || graph.is_held(v)) continue;
     const Graph::InputDefault* d = graph.default_of(v);
     if (!d || d->absent) continue;
     Tensor t = Tensor::zeros(graph.values[size_t(v)].type.dtype, concretize(graph.values[size_t(v)].type.shape, 0));

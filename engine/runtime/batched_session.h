@@ -5,17 +5,21 @@
 // once, not 16 times. Each sequence's rows attend only over its own region
 // (engine/core/op.h SequenceRows); every other op of a decoder's step works row by
 // row, so a sequence's logits do not depend on what it was batched with.
+// An encoder-decoder's sequences each hold their encoder's output (hold());
+// the decoder's cross-attention reads each slot's own.
 //
 //   auto s = BatchedSession::make(model, 16, 2048);
 //   auto logits = s->run({{slot 0, prompt}});              // a prompt: [1, vocab]
 //   auto next = s->run({{0, {t0}}, {1, {t1}}, ...});       // one step each: [pieces, vocab]
 #pragma once
 
+#include <map>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "engine/runtime/model.h"
+#include "engine/runtime/session.h"
 
 namespace arch {
 
@@ -27,7 +31,7 @@ class BatchedSession {
   };
 
   // An error where the model's token graph cannot run several sequences
-  // together: no token graph, an encoder-decoder (state inputs), an op
+  // together: no token graph, state inputs under a mirror (engine/distributed), an op
   // keeping state other than kv_cache, an attention reading keys that are
   // not a KV cache's, an input with no default beyond tokens and positions.
   // `logits_here` false: a process that follows another and makes no logits
@@ -41,8 +45,18 @@ class BatchedSession {
   // context. A piece that takes its sequence past a length where the
   // model's earlier positions change (LongRoPE) runs its whole sequence.
   Result<Tensor> run(std::span<const Piece> pieces);
-  // The slot's sequence is over: its region starts again from position 0.
+  // The slot's sequence is over: its region starts again from position 0
+  // (and holds no state inputs).
   void release(int slot);
+  // The state inputs (an encoder's output, by the token graph's held input
+  // names) the slot's sequence runs with, from position 0. Slots given the
+  // same tensors (one input's beams) share their rows and what is made
+  // from them (the cross-attention's keys and values).
+  Status hold(int slot, const NamedTensors& state);
+  // The slot's sequence goes back to `position` (no further than it is):
+  // its later rows are written again by the next pieces. An error where an
+  // op keeps a recurrent state, which cannot go back.
+  Status rewind(int slot, int64_t position);
   ~BatchedSession();
   int64_t position(int slot) const { return positions_.at(size_t(slot)); }
   int slots() const { return int(positions_.size()); }
@@ -66,6 +80,14 @@ class BatchedSession {
   std::vector<std::vector<int32_t>> history_;
   RunState state_;
   SequenceRows rows_;
+  // Held inputs: each slot's (by input value id), every slot's rows one
+  // after another as the graph takes them (rebuilt when a slot's change),
+  // and the pieces as a step reading them sees them (SequenceRows::over_held).
+  std::vector<std::map<int, Tensor>> held_;
+  std::map<int, Tensor> held_rows_;
+  bool held_changed_ = false;
+  SequenceRows over_held_;
+  Status gather_held();
   int tokens_input_ = -1, positions_input_ = -1;
   std::vector<int> logits_;  // the value ids a call keeps (looked up once)
   int64_t id_ = 0;           // as the mirror numbers it

@@ -46,6 +46,41 @@ struct BeamOptions {
   int num_return = 1;               // hypotheses returned, best first
 };
 
+// One input's search, whatever runs its hypotheses (sessions of their own,
+// or slots of a batched session): the live hypotheses, each step's
+// candidates ranked from their logits, the finished kept, as the flavour
+// of `opt` has it.
+class BeamSet {
+ public:
+  struct Hyp {
+    std::vector<int32_t> seq;   // generated so far
+    double score = 0;           // its summed log-probabilities
+    std::vector<float> logits;  // its next step's (opt.process applied), set by the runner
+    int parent = -1;            // its index in the live set before the last advance
+    int runner = -1;            // the session or slot that holds it (the runner's to keep)
+  };
+  explicit BeamSet(const BeamOptions& opt);
+  std::vector<Hyp>& live() { return live_; }
+  // Ranks the candidates of every live hypothesis (logits set) and makes the
+  // next live set, each naming its parent; false: the search is over.
+  bool advance();
+  // The finished hypotheses, the still running joined, best first.
+  Result<std::vector<BeamResult>> results();
+
+ private:
+  struct Done {
+    double score, sum;
+    std::vector<int32_t> seq;
+  };
+  double normalised(double sum, size_t len) const;
+  void finish(double sum, std::vector<int32_t> seq);
+  bool done(const std::vector<double>& running_sums, size_t generated) const;
+  BeamOptions opt_;
+  std::vector<Hyp> live_;
+  std::vector<Done> finished_;
+  int generated_ = 0;
+};
+
 // `sessions`: at least `width`, reset here; `state`: what each session's
 // first step takes (Session::begin). The best hypotheses first.
 Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>>& sessions, const NamedTensors& state,

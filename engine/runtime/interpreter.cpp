@@ -176,6 +176,7 @@ Result<Program> make_program(const Graph& source, const OpTable& ops, std::vecto
     for (int o : node.outputs) foldable = foldable && is_concrete(g.values[o].type.shape);
     step.folded = foldable;
     step.per_session = !foldable && per_session && reads_held;
+    step.reads_held = reads_held;
     if (step.per_session)
       for (int o : node.outputs) p.held[size_t(o)] = 1;
     p.steps.push_back(step);
@@ -432,7 +433,8 @@ Result<std::map<int, Tensor>> run_program(const Program& p, RunState& state,
       if (!step.view) state.buffers->lease(o, !step.fills);
     }
     KernelContext kctx{node.attrs, ins, outs, state.states[size_t(step.state_slot)], state.max_context,
-                       g.values[node.outputs[0]].name, &p.options, state.sequences};
+                       g.values[node.outputs[0]].name, &p.options,
+                       step.reads_held && state.held_sequences ? state.held_sequences : state.sequences};
     std::unique_ptr<OpState> before;  // --check: the state the fast kernel starts from
     const bool fresh = !kctx.state;
     if (state.check && step.def && step.def->state_bytes && !fresh) before = kctx.state->clone();

@@ -25,6 +25,7 @@ struct Step {
   bool folded = false;       // computed once at load (reads only weights and constants)
   bool per_session = false;  // computed once per session: reads only weights, constants,
                              // held inputs and other such steps (cross-attention K/V)
+  bool reads_held = false;   // an input is a held input or a per-session step's output
   bool dynamic = false;      // an output has a `_` dim: its shape is worked out per call
   int state_slot = -1;       // its slot in RunState::states (its own index unless the
                              // program was derived from another whose state it shares)
@@ -103,6 +104,7 @@ struct RunState {
   const OpTable* ops = nullptr; // where the reference kernels are (needed by check)
   OpProfile* profile = nullptr; // set: time every kernel call
   const SequenceRows* sequences = nullptr;  // set: the rows are several sequences' (engine/runtime/batched_session.h)
+  const SequenceRows* held_sequences = nullptr;  // the same, as a step reading held values sees them (over_held)
   std::shared_ptr<BufferPool> buffers = BufferPool::make();  // outputs recycled across nodes and steps
   // The walk's slots, kept from call to call (released, shapes' storage
   // kept): a decode step then allocates nothing per node.

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "engine/runtime/generate.h"
+#include "engine/runtime/seq2seq_batch.h"
 #include "engine/runtime/text_encoder.h"
 
 namespace arch {
@@ -43,13 +44,18 @@ Result<Seq2SeqPlan> seq2seq_plan(const Model& m, const Seq2SeqOptions& o) {
   return p;
 }
 
-Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t>& input_ids, const Seq2SeqPlan& p) {
+Result<Tensor> encoder_input(const Model& m, const std::vector<int32_t>& input_ids) {
   if (input_ids.empty()) return error("the input holds no tokens");
   if (const int64_t positions = text_positions(m); positions > 0 && int64_t(input_ids.size()) > positions)
     return error("an input of " + std::to_string(input_ids.size()) + " tokens exceeds the encoder's " + std::to_string(positions) +
                  " positions");
   Tensor ids = Tensor::zeros(DType::I32, {int64_t(input_ids.size())});
   std::copy(input_ids.begin(), input_ids.end(), ids.i32());
+  return ids;
+}
+
+Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t>& input_ids, const Seq2SeqPlan& p) {
+  ARCH_TRY(Tensor ids, encoder_input(m, input_ids));
   const int32_t start = p.start;
   auto rules = [&p, start](std::span<float> scores, const std::vector<int32_t>& generated) {
     std::vector<int32_t> seq{start};
@@ -75,6 +81,21 @@ Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t
     out.decode_seconds = r.prompt_seconds + r.decode_seconds;
     return out;
   }
+  // The beams as slots of one batched session, stepped in one call each
+  // (the weights read once a step, not once a beam), where the decoder
+  // batches; else a session each.
+  bool asked = false;
+  auto once = [&](bool) -> Result<std::optional<std::vector<int32_t>>> {
+    if (asked) return std::optional<std::vector<int32_t>>{};
+    asked = true;
+    return std::optional<std::vector<int32_t>>{input_ids};
+  };
+  Status batched = seq2seq_generate_batch(m, p, 1, once, [&](size_t, Seq2SeqResult r) -> Status {
+    out = std::move(r);
+    return {};
+  });
+  if (batched.ok()) return out;
+  if (asked) return batched.error();
   std::vector<std::unique_ptr<Session>> sessions;
   for (int b = 0; b < p.beams; ++b) sessions.push_back(std::make_unique<Session>(m, int64_t(p.max_new_tokens) + 1));
   const auto t0 = std::chrono::steady_clock::now();

@@ -42,6 +42,10 @@ struct Seq2SeqResult {
   double encode_seconds = 0, decode_seconds = 0;
 };
 
+// The encoder's input_ids as a tensor; an error where there are none or
+// more than its positions.
+Result<Tensor> encoder_input(const Model& m, const std::vector<int32_t>& input_ids);
+
 // input_ids: the encoder's input, special tokens included.
 Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t>& input_ids, const Seq2SeqPlan& plan);
 

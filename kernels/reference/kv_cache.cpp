@@ -131,8 +131,12 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
   const SequenceRows& seqs = *ctx.sequences;
   if (ctx.inputs.size() < 3 || (ctx.inputs.size() > 3 && ctx.inputs[3].data))
     return kernel_error(ctx, "attention", "several sequences' rows take no bias");
-  if (!attr_bool(ctx.attrs, "causal", true))
-    return kernel_error(ctx, "attention", "several sequences' rows attend causally over their KV caches only");
+  // Over a KV cache: causal, each piece's region up to its positions; over
+  // held values (an encoder's output): unmasked, each slot's rows whole.
+  const bool held = seqs.over_held;
+  if (attr_bool(ctx.attrs, "causal", true) == held)
+    return kernel_error(ctx, "attention", held ? "several sequences' rows attend over their held keys unmasked only"
+                                               : "several sequences' rows attend causally over their KV caches only");
   const Tensor& Q = ctx.inputs[0];
   const Tensor& K = ctx.inputs[1];
   const Tensor& V = ctx.inputs[2];
@@ -147,20 +151,25 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
     return Tensor::view(t.dtype, {n, t.shape[1], t.shape[2]},
                         static_cast<char*>(const_cast<void*>(t.data)) + size_t(from * row) * width, t.owner);
   };
+  // The keys piece p reads: rows [from, from + n) of K and V.
+  auto keys_of = [&](const SequenceRows::Piece& p) -> std::pair<int64_t, int64_t> {
+    if (!held) return {p.slot * cap, p.position + p.rows};
+    if (size_t(p.slot) >= seqs.held.size()) return {0, -1};
+    return {seqs.held[size_t(p.slot)].from, seqs.held[size_t(p.slot)].length};
+  };
   int64_t most_rows = 0;
   for (const auto& piece : seqs.pieces) {
-    const int64_t seen = piece.position + piece.rows;
+    const auto [from, n] = keys_of(piece);
     if (piece.row < 0 || piece.rows < 0 || piece.position < 0 || piece.slot < 0 || piece.row + piece.rows > Q.dim(0) ||
-        (piece.slot + 1) * cap > K.dim(0) || seen > cap)
+        from < 0 || n < 1 || from + n > K.dim(0) || K.dim(0) != V.dim(0) || (!held && n > cap))
       return kernel_error(ctx, "attention", "sequence slot " + std::to_string(piece.slot) + " rows [" +
                                                 std::to_string(piece.row) + ", +" + std::to_string(piece.rows) +
                                                 ") do not fit q " + dims_str(Q.shape) + ", k " + dims_str(K.shape));
     most_rows = std::max(most_rows, piece.rows);
   }
   auto run_piece = [&](const SequenceRows::Piece& piece) {
-    const int64_t seen = piece.position + piece.rows;
-    const std::array<Tensor, 3> ins{rows(Q, piece.row, piece.rows), rows(K, piece.slot * cap, seen),
-                                    rows(V, piece.slot * cap, seen)};
+    const auto [from, n] = keys_of(piece);
+    const std::array<Tensor, 3> ins{rows(Q, piece.row, piece.rows), rows(K, from, n), rows(V, from, n)};
     std::vector<Tensor> outs{rows(out, piece.row, piece.rows)};
     std::unique_ptr<OpState> none;
     KernelContext sub{ctx.attrs, ins, outs, none, ctx.max_context, ctx.where, ctx.options, nullptr};

@@ -33,7 +33,9 @@ Status kv_cache_append(KernelContext& ctx, DType storage, RoundToF16 to_f16 = nu
 // single sequence's attention kernel) run per piece, on its query rows and
 // its slot's region of the cache, rows [0, position + rows) of it; the
 // pieces' outputs are rows of the call's output. The cache is the whole of
-// every region, as the batched kv_cache returns it. `across_threads`: where
+// every region, as the batched kv_cache returns it. Over held keys
+// (ctx.sequences->over_held: cross-attention over each sequence's encoder
+// output) a piece reads its slot's held rows, unmasked. `across_threads`: where
 // every piece is a decode step's few rows, the pieces are shared out over
 // the threads, each running `one` alone (its own parallel regions nested,
 // so inactive), instead of each piece waking every thread for a few

@@ -1,7 +1,7 @@
 // archrun generate's beam search on the translation goldens (beam.json's
 // best hypothesis for each setting, from the command line), and archrun
-// translate: one line out per line of stdin, the target language's token
-// forced first.
+// translate: one line out per line of stdin (decoded several at a time, as
+// each is alone), the target language's token forced first.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -117,11 +117,30 @@ TEST(ArchrunTranslate, OneLineOutPerLineIn) {
   for (auto [line, text] : {std::pair{0, "the cat sat on a mat"}, std::pair{2, "a dog ran"}}) {
     auto one = run_tool(testing::archrun() + " translate " + t.path() + " -p '" + text + "' --json");
     ASSERT_EQ(one.exit_code, 0) << one.out;
-    EXPECT_EQ(nlohmann::json::parse(lines[size_t(line)]), nlohmann::json::parse(testing::last_line(one.out)));
+    // The same search; its steps' logits, in a batch, equal up to float rounding.
+    auto batched = nlohmann::json::parse(lines[size_t(line)]), alone = nlohmann::json::parse(testing::last_line(one.out));
+    for (const char* key : {"text", "tokens", "stop"}) EXPECT_EQ(batched[key], alone[key]) << key;
+    EXPECT_NEAR(batched["score"].get<double>(), alone["score"].get<double>(), 1e-5);
     auto tokens = nlohmann::json::parse(one.out)["tokens"].get<std::vector<int32_t>>();
     EXPECT_LE(tokens.size(), 8u);
     for (int32_t id : tokens) EXPECT_NE(id, 511);
   }
+  // Five sentences two at a time (one joining as another is done) and one
+  // at a time: the same tokens, line for line.
+  std::ofstream(in) << "the cat sat on a mat\n\na dog ran\nthe dog sat\ncat cat cat mat on the a dog\nw40 w50 w60 w70\n";
+  auto tokens_by_line = [&](const std::string& batch) {
+    auto run = run_tool(testing::archrun() + " translate " + t.path() + " --json --batch " + batch + " < " + in);
+    EXPECT_EQ(run.exit_code, 0) << run.out;
+    std::vector<std::string> got;
+    std::stringstream out(run.out);
+    for (std::string l; std::getline(out, l);)
+      got.push_back(l.empty() ? "" : nlohmann::json::parse(l)["tokens"].dump());
+    return got;
+  };
+  const auto paired = tokens_by_line("2"), alone = tokens_by_line("1");
+  ASSERT_EQ(paired.size(), 6u);
+  EXPECT_EQ(paired, alone);
+  EXPECT_EQ(paired[1], "");
   // The target language's token first.
   auto fr = run_tool(testing::archrun() + " translate " + t.path() + " -p 'a dog ran' --target-lang fr --json");
   ASSERT_EQ(fr.exit_code, 0) << fr.out;

@@ -69,6 +69,7 @@ struct TranslateArgs {
   std::string prompt;       // empty: each line of stdin
   std::string source_lang, target_lang;
   Seq2SeqOptions search;    // its max_new_tokens: -n (0: the checkpoint's max_length)
+  int batch = 8;            // lines of stdin decoded together
   bool json = false;
 };
 

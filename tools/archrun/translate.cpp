@@ -1,14 +1,16 @@
 // archrun translate: text through a translation or summarisation
 // encoder-decoder (engine/runtime/seq2seq.h): -p TEXT, or each line of
-// stdin as a sentence, one line out per line in.
+// stdin as a sentence, decoded --batch at a time (engine/runtime/
+// seq2seq_batch.h), one line out per line in.
 #include <cctype>
 #include <cstdio>
-#include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/seq2seq.h"
+#include "engine/runtime/seq2seq_batch.h"
 #include "tools/archrun/commands.h"
+#include "tools/archrun/stdin_lines.h"
 
 namespace arch::cli {
 
@@ -55,32 +57,76 @@ int run_translate(const TranslateArgs& a) {
                        std::isupper((unsigned char)t[3]) && std::isupper((unsigned char)t[4]);
     return fairseq || mbart;
   };
-  auto one = [&](const std::string& text) -> int {
+  auto input_ids = [&](const std::string& text) {
     std::vector<int32_t> ids = (**tok).encode(text, true);
     if (target_prefix) ids.insert(ids.begin(), *target_prefix);
     if (source_prefix && !ids.empty() && is_language(ids.front())) ids.front() = *source_prefix;
     else if (source_prefix && !ids.empty() && is_language(ids.back())) ids.back() = *source_prefix;
     else if (source_prefix) ids.insert(ids.begin(), *source_prefix);
-    auto r = seq2seq_generate(**m, ids, *plan);
+    return ids;
+  };
+  auto line_of = [&](const Seq2SeqResult& r) {
+    const std::string out = (**tok).decode(r.tokens, /*skip_special_tokens=*/true);
+    if (!a.json) return out;
+    return nlohmann::json{{"text", out}, {"tokens", r.tokens}, {"score", r.score}, {"stop", r.stop_reason}}.dump();
+  };
+  auto one = [&](const std::string& text) -> int {
+    auto r = seq2seq_generate(**m, input_ids(text), *plan);
     if (!r.ok()) return fail(r.error());
-    const std::string out = (**tok).decode(r->tokens, /*skip_special_tokens=*/true);
-    if (a.json)
-      std::printf("%s\n", nlohmann::json{{"text", out}, {"tokens", r->tokens}, {"score", r->score}, {"stop", r->stop_reason}}.dump().c_str());
-    else
-      std::printf("%s\n", out.c_str());
+    std::printf("%s\n", line_of(*r).c_str());
     std::fflush(stdout);
     return 0;
   };
   if (!a.prompt.empty()) return one(a.prompt);
-  // One sentence per line of stdin, answered line by line (a pipe sees each as it is done).
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) {
+  // One sentence per line of stdin, up to --batch of them decoded together;
+  // the lines out in the order of the lines in, each as soon as those
+  // before it are out (a pipe sees each as it is done).
+  StdinLines lines;
+  std::vector<std::optional<std::string>> out;  // by line in: its line out, once done
+  std::vector<size_t> line_of_input;            // by input the engine was given: its line
+  size_t printed = 0;
+  auto flush = [&] {
+    for (; printed < out.size() && out[printed]; ++printed) std::printf("%s\n", out[printed]->c_str());
+    std::fflush(stdout);
+  };
+  bool asked = false;
+  auto next = [&](bool idle) -> Result<std::optional<std::vector<int32_t>>> {
+    asked = true;
+    while (true) {
+      flush();
+      auto line = lines.next(idle);
+      if (!line) return std::optional<std::vector<int32_t>>{};
+      if (!line->empty() && line->back() == '\r') line->pop_back();
+      if (line->find_first_not_of(" \t") == std::string::npos) {  // a blank line stays blank
+        out.push_back("");
+        continue;
+      }
+      out.emplace_back();
+      line_of_input.push_back(out.size() - 1);
+      return std::optional<std::vector<int32_t>>{input_ids(*line)};
+    }
+  };
+  auto done = [&](size_t k, Seq2SeqResult r) -> Status {
+    out[line_of_input[k]] = line_of(r);
+    flush();
+    return {};
+  };
+  Status batched = a.batch > 1 ? seq2seq_generate_batch(**m, *plan, a.batch, next, done) : error("--batch 1");
+  if (batched.ok()) {
+    flush();
+    return 0;
+  }
+  if (asked) return fail(batched.error());
+  // A model whose decoder cannot run several sequences in one call: one
+  // sentence after another (said once, on stderr, where --batch asked for more).
+  if (a.batch > 1) std::fprintf(stderr, "note: one sentence at a time: %s\n", batched.error().message.c_str());
+  while (auto line = lines.next(true)) {
+    if (!line->empty() && line->back() == '\r') line->pop_back();
+    if (line->find_first_not_of(" \t") == std::string::npos) {
       std::printf("\n");
       continue;
     }
-    if (int rc = one(line)) return rc;
+    if (int rc = one(*line)) return rc;
   }
   return 0;
 }
