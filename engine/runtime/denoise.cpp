@@ -78,10 +78,22 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
   Tensor x = unbatched(initial_latents, want.type.shape.size());
   if (x.dtype != DType::F32 || x.shape.size() != want.type.shape.size())
     return error("the latents are " + dims_str(initial_latents.shape) + ", the model takes " + shape_str(want.type.shape));
-  for (size_t d = 0; d < x.shape.size(); ++d)
-    if (want.type.shape[d].concrete() && want.type.shape[d].n != x.shape[d])
-      return error("the latents are " + dims_str(x.shape) + ", the model takes " + shape_str(want.type.shape) +
-                   " (channels and size from its config)");
+  Tensor conditioning;
+  if (opt.conditioning.data) {
+    conditioning = unbatched(opt.conditioning, x.shape.size());
+    if (pack) return error(m.template_path + ": channels beside packed latents are not supported");
+    if (conditioning.dtype != DType::F32 || conditioning.shape.size() != 3 || x.shape.size() != 3 ||
+        conditioning.dim(1) != x.dim(1) || conditioning.dim(2) != x.dim(2))
+      return error("the channels beside the latents are " + dims_str(opt.conditioning.shape) + ", the latents " +
+                   dims_str(x.shape) + ": they need the latents' height and width");
+  }
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    const int64_t have = x.shape[d] + (d == 0 && conditioning.data ? conditioning.dim(0) : 0);
+    if (want.type.shape[d].concrete() && want.type.shape[d].n != have)
+      return error("the latents are " + dims_str(x.shape) +
+                   (conditioning.data ? " with " + std::to_string(conditioning.dim(0)) + " channels beside them" : "") +
+                   ", the model takes " + shape_str(want.type.shape) + " (channels and size from its config)");
+  }
   ARCH_TRY_STATUS(check_loop_size(x.shape, opt.steps));
   const Shape& cw = graph.values[context_in].type.shape;
   auto check_context = [&](const Tensor& c, const char* what) -> Result<Tensor> {
@@ -173,7 +185,7 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
   // strength: the noise alone).
   Tensor latents = Tensor::zeros(DType::F32, pack ? packed.shape : x.shape);
   const Tensor& start = pack ? packed : x;
-  if (from_image && !(mask.data && opt.strength >= 1.0f)) {
+  if (from_image && !((mask.data || conditioning.data) && opt.strength >= 1.0f)) {
     latents = scheduler.add_noise(image_latents, x, first);
   } else {
     for (int64_t i = 0; i < start.numel(); ++i) latents.f32()[i] = start.f32()[i] * scheduler.init_noise_sigma();
@@ -194,7 +206,13 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
       ARCH_TRY(NamedTensors out, session.run("timestep", {{"t", loop_t}}, {"timestep"}));
       t = out.at("timestep");
     }
-    const Tensor model_in = scheduler.scale_model_input(latents, k);
+    Tensor model_in = scheduler.scale_model_input(latents, k);
+    if (conditioning.data) {  // [latents; the channels beside them]
+      Tensor both = Tensor::zeros(DType::F32, {model_in.dim(0) + conditioning.dim(0), x.dim(1), x.dim(2)});
+      std::memcpy(both.f32(), model_in.f32(), model_in.nbytes());
+      std::memcpy(both.f32() + model_in.numel(), conditioning.f32(), conditioning.nbytes());
+      model_in = both;
+    }
     auto eval = [&](const NamedTensors& base) -> Result<Tensor> {
       NamedTensors in = base;
       in[latent_name] = model_in;

@@ -44,6 +44,11 @@ struct DenoiseOptions {
   // diffusers does for a UNet of 4 channels. At strength 1 the loop starts
   // from the noise alone, as text to image does.
   Tensor mask;
+  // Channels after the latents in every evaluation's input, the same each
+  // step ([Cc, h, w]): an inpainting UNet's mask and masked image's latents
+  // (its in_channels are the latents' and these). With image latents, at
+  // strength 1 the loop starts from the noise alone, as with a mask.
+  Tensor conditioning;
 };
 
 struct DenoiseResult {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -44,6 +45,14 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   ARCH_TRY(p.index, parse_json(text.str(), index.string()));
   if (!p.index.is_object()) return error(index.string() + ": not a JSON object");
   p.kind = p.index.value("_class_name", std::string());
+  // The image to image and inpainting pipelines of SD and SDXL keep their
+  // text to image pipeline's folders and conditioning: run as it, the
+  // image and mask given (imagine --init-image --mask). (SDXL's refiner,
+  // StableDiffusionXLImg2ImgPipeline, conditions on an aesthetic score: not these.)
+  for (auto [variant, base] : {std::pair{"StableDiffusionImg2ImgPipeline", "StableDiffusionPipeline"},
+                               std::pair{"StableDiffusionInpaintPipeline", "StableDiffusionPipeline"},
+                               std::pair{"StableDiffusionXLInpaintPipeline", "StableDiffusionXLPipeline"}})
+    if (p.kind == variant) p.kind = base;
   const bool xl = p.kind == "StableDiffusionXLPipeline", sd3 = p.kind == "StableDiffusion3Pipeline",
              flux = p.kind == "FluxPipeline";
   if (p.kind != "StableDiffusionPipeline" && !xl && !sd3 && !flux)
@@ -110,11 +119,9 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
     if (uc.value("cross_attention_dim", int64_t(-2)) != width)
       return error(dir + ": the text encoders' hidden_size (" + std::to_string(width) + ") is not unet's cross_attention_dim (" +
                    uc.value("cross_attention_dim", nlohmann::json()).dump() + ")");
-    if (uc.value("in_channels", int64_t(-1)) == 2 * latent + 1)
-      return error(dir + ": unet: an inpainting UNet (in_channels " + std::to_string(2 * latent + 1) +
-                   ": the latents, the mask and the masked image's latents) is not supported yet; one of the VAE's "
-                   "latent channels is, inpainting as diffusers does for it");
-    if (uc.value("in_channels", -1) != latent || uc.value("out_channels", -1) != latent)
+    // An inpainting UNet takes the mask and the masked image's latents beside the latents.
+    if (uc.value("in_channels", int64_t(-1)) == 2 * latent + 1 && latent > 0) p.conditioning_channels = latent + 1;
+    if (uc.value("in_channels", -1) != latent + p.conditioning_channels || uc.value("out_channels", -1) != latent)
       return error(dir + ": unet's in/out channels (" + uc.value("in_channels", nlohmann::json()).dump() + ", " +
                    uc.value("out_channels", nlohmann::json()).dump() + ") are not vae's latent_channels (" +
                    vc.value("latent_channels", nlohmann::json()).dump() + ")");
@@ -158,7 +165,7 @@ Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
   // Packed latents are cut into 2x2 patches.
   const int64_t scale = vae_scale(p), step = pack.ok() ? 2 * scale : scale;
   const int64_t fallback = p.denoiser->config_int("sample_size", pack.ok() ? 128 : 64) * scale;
-  Dims shape = {want[0].n};
+  Dims shape = {want[0].n - p.conditioning_channels};
   for (auto [dim, pixels, what] : {std::tuple{want[1], height, "height"}, std::tuple{want[2], width, "width"}}) {
     const int64_t px = pixels ? pixels : dim.concrete() ? dim.n * scale : fallback;
     if (px % step != 0 || px < step)
@@ -183,6 +190,9 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
     ARCH_TRY_STATUS(check_image_pixels(saturating_product({z[z.size() - 2], scale}), saturating_product({z.back(), scale})));
   }
   ARCH_TRY_STATUS(check_guidance(opt.guidance));
+  if (p.conditioning_channels && !(opt.init_image.data && opt.mask.data))
+    return error(p.dir + ": an inpainting UNet (in_channels " + std::to_string(p.denoiser->config_int("in_channels", 0)) +
+                 ") makes an image from one to start from and a mask: give both (--init-image, --mask)");
   ImagineResult r;
   auto t = clock::now();
   DenoiseOptions d;
@@ -201,7 +211,12 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   if (opt.mask.data) {
     if (!opt.init_image.data) return error("a mask needs the image it keeps (--init-image)");
     ARCH_TRY(r.mask_latents, latent_mask(opt.mask, r.image_latents.dim(-2), r.image_latents.dim(-1)));
-    d.mask = r.mask_latents;
+    if (p.conditioning_channels) {
+      ARCH_TRY(d.conditioning, inpainting_conditioning(p, opt.init_image, opt.mask, r.mask_latents, opt.noise_seed + 2));
+      r.masked_image_latents = d.conditioning;
+    } else {
+      d.mask = r.mask_latents;
+    }
   }
   ARCH_TRY(r.denoised, denoise(*p.denoiser, *p.scheduler, opt.latents, d));
   r.loop_seconds = since(t);
@@ -285,6 +300,22 @@ Result<Tensor> image_latents(const Pipeline& p, const Tensor& image, uint64_t se
   Tensor z = Tensor::zeros(DType::F32, mean.shape);
   for (int64_t i = 0; i < z.numel(); ++i) z.f32()[i] = mean.f32()[i] + stdev.f32()[i] * eps.f32()[i];
   return z;
+}
+
+Result<Tensor> inpainting_conditioning(const Pipeline& p, const Tensor& image, const Tensor& mask, const Tensor& mask_latents,
+                                       uint64_t seed) {
+  if (mask.dtype != DType::F32 || image.shape.size() != 3 || mask.numel() != image.dim(1) * image.dim(2))
+    return error("the mask is " + dims_str(mask.shape) + ", the image " + dims_str(image.shape) + ": one value per pixel");
+  // diffusers: image * (mask < 0.5) in [-1, 1], so 0.5 in [0, 1] where the mask is white.
+  Tensor masked = Tensor::zeros(DType::F32, image.shape);
+  const int64_t plane = mask.numel();
+  for (int64_t i = 0; i < masked.numel(); ++i) masked.f32()[i] = mask.f32()[i % plane] < 0.5f ? image.f32()[i] : 0.5f;
+  ARCH_TRY(Tensor latents, image_latents(p, masked, seed));
+  latents = latents.reshaped({latents.numel() / mask_latents.numel(), mask_latents.dim(-2), mask_latents.dim(-1)});
+  Tensor out = Tensor::zeros(DType::F32, {1 + latents.dim(0), latents.dim(1), latents.dim(2)});
+  std::memcpy(out.f32(), mask_latents.f32(), size_t(mask_latents.numel()) * sizeof(float));
+  std::memcpy(out.f32() + mask_latents.numel(), latents.f32(), latents.nbytes());
+  return out;
 }
 
 Result<Tensor> latent_mask(const Tensor& mask, int64_t height, int64_t width) {

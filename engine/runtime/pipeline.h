@@ -34,6 +34,9 @@ struct Pipeline {
   std::shared_ptr<Model> text_encoder_3;      // SD3's T5 (null: none, its part of the context zeros)
   std::unique_ptr<Scheduler> scheduler;
   std::string scheduler_path;
+  // An inpainting UNet's input channels past the latents (in_channels 9 of
+  // SD's: the mask and the masked image's latents); 0 for the others.
+  int64_t conditioning_channels = 0;
 };
 
 // Each component there is, by its folder's name (text_encoder,
@@ -61,8 +64,12 @@ struct ImagineOptions {
   // in [0, 1] at the output's size, encoded by the VAE (a sample of its
   // posterior, drawn at noise_seed + 1), the last steps x strength steps
   // run from it noised by `latents`. Inpainting
-  // (StableDiffusionInpaintPipeline, a UNet of 4 channels): `mask` [1, H, W]
-  // in [0, 1], white (>= 0.5) made anew, black kept.
+  // (StableDiffusionInpaintPipeline): `mask` [1, H, W] in [0, 1], white
+  // (>= 0.5) made anew, black kept: over a UNet of the latents' channels,
+  // the kept part put back after each step; an inpainting UNet (in_channels
+  // 2 x latents + 1) takes the mask and the masked image's latents (the
+  // image gray where the mask is white, encoded at noise_seed + 2) beside
+  // the latents at every step instead, and needs both.
   Tensor init_image;
   float strength = 0.8f;
   Tensor mask;
@@ -73,6 +80,7 @@ struct ImagineResult {
   Tensor prompt_embeds, negative_prompt_embeds;
   Tensor pooled_prompt_embeds, negative_pooled_prompt_embeds, add_time_ids;  // SDXL's
   Tensor image_latents, mask_latents;         // image to image: the image's, scaled; the mask at the latents' size
+  Tensor masked_image_latents;                // an inpainting UNet's: the masked image's, scaled
   DenoiseResult denoised;
   Tensor decode_input, image_decoded;         // latents / scaling_factor; the VAE's output
   Tensor image;                               // [3, H, W] in [0, 1]
@@ -114,6 +122,11 @@ Result<Tensor> image_latents(const Pipeline& p, const Tensor& image, uint64_t se
 // 1 (made anew) where it is 0.5 or more, nearest-sampled as torch's
 // interpolate does.
 Result<Tensor> latent_mask(const Tensor& mask, int64_t height, int64_t width);
+// An inpainting UNet's channels beside the latents [1 + C, h, w]: the mask
+// at the latents' size (latent_mask's), then the latents of the image made
+// gray where the mask is white (its posterior sampled at `seed`).
+Result<Tensor> inpainting_conditioning(const Pipeline& p, const Tensor& image, const Tensor& mask, const Tensor& mask_latents,
+                                       uint64_t seed);
 // The seed of the noise an ancestral sampler adds as it steps, from the
 // initial latents' seed (a draw of its own, not the latents' again).
 uint64_t noise_seed_of(uint64_t seed);

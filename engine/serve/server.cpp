@@ -92,6 +92,9 @@ Result<std::unique_ptr<Server>> Server::make(std::shared_ptr<Pipeline> p, const 
   if (p->kind != "StableDiffusionPipeline" && p->kind != "StableDiffusionXLPipeline")
     return error(path + ": /v1/images/generations serves Stable Diffusion 1.x, 2.x and XL pipelines; " + p->kind +
                  " runs through archrun imagine");
+  if (p->conditioning_channels)
+    return error(path + ": an inpainting UNet makes images from an image and a mask, which /v1/images/generations does "
+                        "not take: it runs through archrun imagine --init-image --mask");
   std::unique_ptr<Server> s(new Server());
   s->pipeline_ = std::move(p);
   s->path_ = path;

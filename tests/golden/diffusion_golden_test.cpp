@@ -13,6 +13,7 @@
 #include "engine/runtime/model.h"
 #include "engine/runtime/pipeline.h"
 #include "tests/golden/golden_case.h"
+#include "tests/golden/inpainting_pipeline.h"
 #include "tests/golden/golden_compare.h"
 
 namespace arch {
@@ -457,6 +458,106 @@ TEST(PipelineImage, ImageToImageAndInpaintingStartFromTheImage) {
   auto odd = imagine(*p, opt);
   ASSERT_FALSE(odd.ok());
   EXPECT_NE(odd.error().message.find("multiples of 2"), std::string::npos) << odd.error().message;
+}
+
+}  // namespace
+}  // namespace arch
+
+namespace arch {
+namespace {
+
+ImagineOptions inpainting_options(const std::string& dir) {
+  auto in = testing::read_json(dir + "/inputs.json");
+  ImagineOptions opt;
+  opt.ids = in["prompt_input_ids"].get<std::vector<int32_t>>();
+  opt.steps = 4;
+  opt.guidance = 1.0f;
+  opt.latents = first_tensor(dir + "/inputs.safetensors", "latents");
+  opt.noise_seed = 11;
+  opt.init_image = Tensor::zeros(DType::F32, {3, 32, 32});
+  for (int64_t i = 0; i < opt.init_image.numel(); ++i) opt.init_image.f32()[i] = float((i * 13) % 29) / 28.0f;
+  opt.mask = Tensor::zeros(DType::F32, {1, 32, 32});
+  for (int64_t y = 0; y < 32; ++y)
+    for (int64_t x = 0; x < 16; ++x) opt.mask.f32()[y * 32 + x] = 1.0f;  // the left half made anew
+  return opt;
+}
+
+// An inpainting UNet (diffusers' StableDiffusionInpaintPipeline over
+// in_channels 9): each step's input is [the latents; the mask at the
+// latents' size; the latents of the image gray where the mask is white],
+// and nothing is put back after a step. No golden of diffusers' own has
+// one: the check is built from the sd15 golden's components.
+TEST(PipelineInpainting, ANineChannelUNetTakesTheMaskAndTheMaskedImage) {
+  const std::string golden = testing::golden_dir("sd15_pipeline");
+  ARCH_REQUIRE_SHARED(golden);
+  // With the new channels' weights zero it computes what the golden's UNet
+  // does on the latents alone: image to image at the same strength, unmasked.
+  {
+    testing::InpaintingPipeline zero([](int64_t) { return 0.0f; });
+    auto p9 = load_pipeline(zero.dir.string());
+    ASSERT_TRUE(p9.ok()) << p9.error().message;
+    EXPECT_EQ(p9->conditioning_channels, 5);
+    auto p4 = load_pipeline(golden);
+    ASSERT_TRUE(p4.ok()) << p4.error().message;
+    ImagineOptions opt = inpainting_options(golden);
+    opt.strength = 0.5f;
+    auto nine = imagine(*p9, opt);
+    ASSERT_TRUE(nine.ok()) << nine.error().message;
+    opt.mask = Tensor{};
+    auto four = imagine(*p4, opt);
+    ASSERT_TRUE(four.ok()) << four.error().message;
+    ASSERT_EQ(nine->denoised.trajectory.shape, four->denoised.trajectory.shape);
+    EXPECT_EQ(nine->denoised.timesteps, (std::vector<float>{251, 1}));
+    for (int64_t i = 0; i < nine->denoised.trajectory.numel(); ++i)
+      ASSERT_NEAR(nine->denoised.trajectory.f32()[i], four->denoised.trajectory.f32()[i], 1e-5) << i;
+  }
+  testing::InpaintingPipeline weighted([](int64_t i) { return float((i * 7) % 11 - 5) * 0.02f; });
+  auto p = load_pipeline(weighted.dir.string());
+  ASSERT_TRUE(p.ok()) << p.error().message;
+  ImagineOptions opt = inpainting_options(golden);
+  opt.strength = 1.0f;
+  auto r = imagine(*p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  // The channels beside the latents: the mask, then the masked image's latents (its posterior sampled at noise_seed + 2).
+  Tensor masked = opt.init_image;
+  for (int64_t i = 0; i < masked.numel(); ++i)
+    if (opt.mask.f32()[i % (32 * 32)] >= 0.5f) masked.f32()[i] = 0.5f;
+  auto want_latents = image_latents(*p, masked, opt.noise_seed + 2);
+  ASSERT_TRUE(want_latents.ok()) << want_latents.error().message;
+  ASSERT_EQ(r->masked_image_latents.shape, (Dims{5, 16, 16}));
+  for (int64_t i = 0; i < 16 * 16; ++i) ASSERT_EQ(r->masked_image_latents.f32()[i], i % 16 < 8 ? 1.0f : 0.0f) << i;
+  for (int64_t i = 0; i < 4 * 16 * 16; ++i) ASSERT_EQ(r->masked_image_latents.f32()[256 + i], want_latents->f32()[i]) << i;
+  // At strength 1 the loop starts from the noise alone, and its first
+  // prediction is the UNet's on [latents; mask; masked image's latents].
+  EXPECT_EQ(r->denoised.timesteps.size(), 4u);
+  const Tensor noise = opt.latents.reshaped({4, 16, 16});
+  Tensor in9 = Tensor::zeros(DType::F32, {9, 16, 16});
+  for (int64_t i = 0; i < 4 * 256; ++i) {
+    ASSERT_EQ(r->denoised.trajectory.f32()[i], noise.f32()[i]) << i;  // DDIM's init_noise_sigma is 1
+    in9.f32()[i] = noise.f32()[i];
+  }
+  std::copy(r->masked_image_latents.f32(), r->masked_image_latents.f32() + 5 * 256, in9.f32() + 4 * 256);
+  Tensor t = Tensor::zeros(DType::I32, {1});
+  t.i32()[0] = int32_t(r->denoised.timesteps[0]);
+  auto first = forward(*p->denoiser, {{"sample", in9}, {"timestep", t}, {"encoder_hidden_states", r->prompt_embeds}}, {"sample"},
+                       nullptr, "denoise");
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  const Tensor& eps = first->at("sample");
+  ASSERT_EQ(eps.numel(), 4 * 256);
+  for (int64_t i = 0; i < eps.numel(); ++i) ASSERT_NEAR(r->denoised.noise_preds.f32()[i], eps.f32()[i], 1e-5) << i;
+  // Nothing is put back: the kept half is not the image's latents at the end.
+  double off = 0;
+  for (int64_t c = 0; c < 4; ++c)
+    for (int64_t i = 0; i < 256; ++i)
+      if (i % 16 >= 8) off = std::max(off, double(std::abs(r->denoised.latents.f32()[c * 256 + i] - r->image_latents.f32()[c * 256 + i])));
+  EXPECT_GT(off, 1e-3);
+  // It needs the image and the mask.
+  opt.mask = Tensor{};
+  auto alone = imagine(*p, opt);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.error().message.find("an inpainting UNet (in_channels 9) makes an image from one to start from and a mask"),
+            std::string::npos)
+      << alone.error().message;
 }
 
 }  // namespace

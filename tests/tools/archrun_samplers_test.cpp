@@ -13,6 +13,7 @@
 
 #include "engine/runtime/scheduler.h"
 #include "importer/image/image_write.h"
+#include "tests/golden/inpainting_pipeline.h"
 #include "tests/shared_data.h"
 #include "tests/test_files.h"
 #include "tests/tools/run_tool.h"
@@ -99,6 +100,35 @@ TEST(ArchrunImageToImage, StrengthAndMaskFromTheCommandLine) {
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.out.find(image + "x"), std::string::npos) << missing.out;
   fs::remove_all(dir);
+}
+
+// An inpainting UNet (in_channels 9) from the command line: the image and
+// the mask make a PNG; text to image alone is refused by name, and so is
+// the server, which takes neither.
+TEST(ArchrunImageToImage, AnInpaintingUNetTakesTheImageAndTheMask) {
+  ARCH_REQUIRE_SHARED(testing::golden_dir("sd15_pipeline"));
+  testing::InpaintingPipeline pipe([](int64_t i) { return float(i % 5) * 0.01f; });
+  const fs::path dir = pipe.dir / "run";
+  fs::create_directories(dir);
+  Tensor rgb = Tensor::zeros(DType::F32, {3, 16, 24}), mask = Tensor::zeros(DType::F32, {3, 16, 24});
+  for (int64_t i = 0; i < rgb.numel(); ++i) rgb.f32()[i] = float((i * 5) % 13) / 12.0f;
+  for (int64_t i = 0; i < mask.numel(); ++i) mask.f32()[i] = i % 24 < 12 ? 1.0f : 0.0f;  // the left half anew
+  const std::string image = (dir / "in.png").string(), mask_png = (dir / "mask.png").string(), out = (dir / "out.png").string();
+  ASSERT_TRUE(write_png(image, rgb).ok());
+  ASSERT_TRUE(write_png(mask_png, mask).ok());
+  const std::string base = testing::archrun() + " imagine " + pipe.dir.string() + " --ids 98,18,80,99 --steps 4 --seed 3";
+  auto r = testing::run_tool(base + " --init-image " + image + " --mask " + mask_png + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("4 steps of 4 from " + image + " inpainted by " + mask_png), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16x24"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::file_size(out) > 0);
+  auto alone = testing::run_tool(base + " -o " + out);
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.out.find("an inpainting UNet (in_channels 9) makes an image from one to start from and a mask"), std::string::npos)
+      << alone.out;
+  auto serve = testing::run_tool(testing::archrun() + " serve " + pipe.dir.string() + " --port 0");
+  EXPECT_NE(serve.exit_code, 0);
+  EXPECT_NE(serve.out.find("an inpainting UNet makes images from an image and a mask"), std::string::npos) << serve.out;
 }
 
 }  // namespace

@@ -177,6 +177,7 @@ int run_imagine(const ImagineArgs& a) {
                                                      {"image_decoded", r->image_decoded}, {"image", r->image}};
     if (r->image_latents.data) t.push_back({"image_latents", r->image_latents});
     if (r->mask_latents.data) t.push_back({"mask_latents", r->mask_latents});
+    if (r->masked_image_latents.data) t.push_back({"masked_image_latents", r->masked_image_latents});
     if (r->negative_prompt_embeds.data) t.insert(t.begin() + 1, {"negative_prompt_embeds", r->negative_prompt_embeds});
     Status s2 = write_safetensors(a.save_tensors, t);
     if (!s2.ok()) return fail(s2.error());
