@@ -39,6 +39,10 @@ struct OpState {
   // A copy to run the reference kernel on beside the fast one (--check);
   // null: this state is not copied (a KV cache), the op goes unchecked.
   virtual std::unique_ptr<OpState> clone() const { return nullptr; }
+  // Rows [from, from + n) copied over rows [to, to + n): one sequence's
+  // region of a batched session's state onto another's (a beam taking over
+  // another's history); false: this state cannot.
+  virtual bool copy_rows(int64_t from, int64_t to, int64_t n) { return false; }
 };
 
 // How a model's kernels compute, chosen when it is loaded (per program,

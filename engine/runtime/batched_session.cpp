@@ -119,6 +119,34 @@ Status BatchedSession::rewind(int slot, int64_t position) {
   return {};
 }
 
+Status BatchedSession::copy(int from, int to, int64_t positions) {
+  for (int s : {from, to})
+    if (s < 0 || size_t(s) >= positions_.size())
+      return error("slot " + std::to_string(s) + " is not one of the " + std::to_string(positions_.size()));
+  if (positions < 0 || positions > positions_[size_t(from)])
+    return error("slot " + std::to_string(from) + " holds " + std::to_string(positions_[size_t(from)]) + " positions, not " +
+                 std::to_string(positions));
+  if (m_.mirror) return error("a batched session split over processes does not copy slots");
+  if (from == to) return rewind(to, positions);
+  if (state_bytes_per_sequence(g_.program) > 0)
+    return error("graph " + g_.name() + " keeps recurrent states, which are not copied from one sequence to another");
+  for (auto& st : state_.states)
+    if (st && !st->copy_rows(int64_t(from) * context_, int64_t(to) * context_, positions))
+      return error("graph " + g_.name() + " keeps a state whose rows cannot be copied from one sequence to another");
+  positions_[size_t(to)] = positions;
+  history_[size_t(to)].assign(history_[size_t(from)].begin(),
+                              history_[size_t(from)].begin() + std::min<int64_t>(positions, int64_t(history_[size_t(from)].size())));
+  auto& mine = held_[size_t(to)];
+  const auto& theirs = held_[size_t(from)];
+  bool same = mine.size() == theirs.size();
+  for (auto a = mine.cbegin(), b = theirs.cbegin(); same && a != mine.cend(); ++a, ++b) same = a->second.data == b->second.data;
+  if (!same) {
+    mine = theirs;
+    held_changed_ = true;
+  }
+  return {};
+}
+
 // Every slot's held rows one after another, in slot order; slots holding
 // the same tensors share one region.
 Status BatchedSession::gather_held() {

@@ -57,6 +57,11 @@ class BatchedSession {
   // its later rows are written again by the next pieces. An error where an
   // op keeps a recurrent state, which cannot go back.
   Status rewind(int slot, int64_t position);
+  // Slot `to` takes slot `from`'s first `positions` (no further than it
+  // is) and its state inputs: its KV rows copied, not computed again. An
+  // error where an op keeps state that cannot be copied (a recurrent one),
+  // `to` then holding nothing to go on from.
+  Status copy(int from, int to, int64_t positions);
   ~BatchedSession();
   int64_t position(int slot) const { return positions_.at(size_t(slot)); }
   int slots() const { return int(positions_.size()); }

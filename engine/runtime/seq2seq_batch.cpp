@@ -170,8 +170,10 @@ Status seq2seq_generate_batch(const Model& m, const Seq2SeqPlan& p, int batch, c
         in.pieces.clear();
         if (!over) {
           // A parent's slot goes to its first child, which feeds its new
-          // token; the others take a slot no child claimed, go back to what
-          // it shares with their parent and feed the rest with theirs.
+          // token; the others take a slot no child claimed, with their
+          // parent's rows copied into it (before this step's call writes
+          // any), or where they cannot be copied, gone back to what it
+          // shares with their parent and the rest fed again.
           std::vector<char> claimed(size_t(width), 0), parent_used(runner_of.size(), 0);
           for (auto& h : live) {
             if (parent_used[size_t(h.parent)]++) continue;
@@ -186,17 +188,22 @@ Status seq2seq_generate_batch(const Model& m, const Seq2SeqPlan& p, int batch, c
               claimed[size_t(r)] = 1;
               h.runner = r;
               const std::vector<int32_t>& want = parent_seq[size_t(h.parent)];
-              std::vector<int32_t>& have = in.fed[size_t(r)];
-              size_t common = 0;
-              if (!in.used[size_t(r)]) {
-                ARCH_TRY_STATUS(session->hold(in.slots[size_t(r)], in.state));
+              const int parent_slot = in.slots[size_t(runner_of[size_t(h.parent)])];
+              if (session->copy(parent_slot, in.slots[size_t(r)], 1 + int64_t(want.size())).ok()) {
                 in.used[size_t(r)] = 1;
-                piece.push_back(start);
               } else {
-                while (common < want.size() && common < have.size() && want[common] == have[common]) ++common;
-                ARCH_TRY_STATUS(session->rewind(in.slots[size_t(r)], 1 + int64_t(common)));
+                std::vector<int32_t>& have = in.fed[size_t(r)];
+                size_t common = 0;
+                if (!in.used[size_t(r)]) {
+                  ARCH_TRY_STATUS(session->hold(in.slots[size_t(r)], in.state));
+                  in.used[size_t(r)] = 1;
+                  piece.push_back(start);
+                } else {
+                  while (common < want.size() && common < have.size() && want[common] == have[common]) ++common;
+                  ARCH_TRY_STATUS(session->rewind(in.slots[size_t(r)], 1 + int64_t(common)));
+                }
+                piece.insert(piece.end(), want.begin() + long(common), want.end());
               }
-              piece.insert(piece.end(), want.begin() + long(common), want.end());
             }
             piece.push_back(h.seq.back());
             in.fed[size_t(h.runner)] = h.seq;

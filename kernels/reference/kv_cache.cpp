@@ -31,6 +31,17 @@ static void append_rows(const float* rows, int64_t n, Tensor& cache, int64_t at,
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(rows[i]);
 }
 
+bool KvCache::copy_rows(int64_t from, int64_t to, int64_t n) {
+  if (from < 0 || to < 0 || n < 0 || from + n > capacity() || to + n > capacity()) return false;
+  for (Tensor* t : {&k, &v}) {
+    if (t->shape.empty()) continue;
+    const size_t row = t->nbytes() / size_t(t->shape[0]);
+    auto* base = static_cast<char*>(t->data);
+    std::memmove(base + size_t(to) * row, base + size_t(from) * row, size_t(n) * row);
+  }
+  return true;
+}
+
 static Result<std::vector<TypedShape>> kv_cache_shape(std::span<const TypedShape> in,
                                                       std::span<const bool> present, const Attrs&) {
   const Shape& k = in[0].shape;

@@ -18,6 +18,7 @@ struct KvCache : OpState {
   int64_t capacity() const { return k.shape.empty() ? 0 : k.shape[0]; }
   bool can_rewind(int64_t positions) const override { return positions >= 0 && positions <= len; }
   void rewind(int64_t positions) override { len = positions; }
+  bool copy_rows(int64_t from, int64_t to, int64_t n) override;
 };
 
 // n F32 values rounded to F16 (to nearest even, as f32_to_f16).
