@@ -118,6 +118,37 @@ TEST(BatchedSession, CountsItsCachesBytes) {
   EXPECT_EQ((*s)->cache_bytes(), layers * 2 * kv_heads * head * 4 * 3 * 40);
 }
 
+// A slot copied from another (a beam taking over another's history) goes
+// on as the other would: the same logits for the same next token, and its
+// own after that; a copy past what the slot holds is refused.
+TEST(BatchedSession, ACopiedSlotGoesOnAsItsSource) {
+  auto m = toy_model();
+  ASSERT_TRUE(m);
+  auto b = BatchedSession::make(*m, 3, 32);
+  ASSERT_TRUE(b.ok()) << b.error().message;
+  auto& s = **b;
+  std::vector<int32_t> prompt{5, 77, 3, 140}, other{9, 9}, next{12};
+  std::vector<BatchedSession::Piece> first{{0, prompt}, {2, other}};
+  ASSERT_TRUE(s.run(first).ok());
+  ASSERT_TRUE(s.copy(0, 2, 3).ok());  // the prompt's first three over what slot 2 held
+  EXPECT_EQ(s.position(2), 3);
+  std::vector<int32_t> fourth{140};
+  std::vector<BatchedSession::Piece> both{{0, next}, {2, fourth}};
+  auto l = s.run(both);
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  std::vector<int32_t> tokens;
+  auto want = solo(*m, {5, 77, 3, 140, 12}, 0, &tokens);  // slot 0: the prompt and 12
+  auto want2 = solo(*m, {5, 77, 3, 140}, 0, &tokens);     // slot 2: the copied three and 140
+  const int64_t vocab = l->dim(1);
+  for (int64_t v = 0; v < vocab; ++v) {
+    ASSERT_NEAR(l->f32()[v], want[0][size_t(v)], 1e-4) << v;
+    ASSERT_NEAR(l->f32()[vocab + v], want2[0][size_t(v)], 1e-4) << v;
+  }
+  auto far = s.copy(1, 2, 1);
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.error().message.find("slot 1 holds 0 positions, not 1"), std::string::npos) << far.error().message;
+}
+
 TEST(BatchedSession, RefusesWhatDoesNotFit) {
   auto m = toy_model();
   ASSERT_TRUE(m);
