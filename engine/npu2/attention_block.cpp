@@ -5,6 +5,8 @@
 // add. Every check is made before the first of its units is written.
 #include "engine/npu2/block_reader.h"
 
+#include <algorithm>
+
 namespace arch::npu2 {
 
 // The attention block of layer `l` reading the residual r: the residual
@@ -14,6 +16,9 @@ int BlockReader::attention_block(int r, int l) {
   const Node* add = residual_add(r);
   const Node* norm = open_block(r, block, add);
   if (!norm) return after(add);
+  // A latent attention is refused whole, with the graph's scan.
+  if (std::find(latent_layers.begin(), latent_layers.end(), "layers." + std::to_string(l)) != latent_layers.end())
+    return after(add);
   const int x = norm->outputs[0];
   auto x_users = open_users(x);
   // Q, K and V: three projections of x, told apart by where they go.

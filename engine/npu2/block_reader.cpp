@@ -3,6 +3,8 @@
 // reads: its norm, its residual add, a projection, a merged matvec.
 #include "engine/npu2/block_reader.h"
 
+#include <set>
+
 #include <algorithm>
 
 namespace arch::npu2 {
@@ -212,6 +214,55 @@ int BlockReader::residual_unit(const std::string& block, const Node& add, int r,
   u.ops = {op_str(add)};
   write(u, {r, branch}, add);
   return add.outputs[0];
+}
+
+std::vector<const Node*> BlockReader::makers(int v) const {
+  static const std::set<std::string> moves = {"reshape", "slice", "concat", "transpose", "rope"};
+  std::vector<const Node*> out;
+  std::vector<int> todo{v};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const int at = todo.back();
+    todo.pop_back();
+    const Node* n = producer(at);
+    if (!n || !seen.insert(node_index(n)).second) continue;
+    if (!moves.count(n->op)) {
+      out.push_back(n);
+      continue;
+    }
+    for (int in : n->inputs)
+      if (in >= 0 && !weight(in)) todo.push_back(in);
+  }
+  return out;
+}
+
+bool BlockReader::latent_keys(int k) const {
+  auto projection = [&](const Node* n) { return n->op == "matmul" && n->inputs.size() > 1 && weight(n->inputs[1]); };
+  for (const Node* up : makers(k))
+    if (projection(up))
+      for (const Node* norm : makers(up->inputs[0]))
+        if (norm->op == "rms_norm" || norm->op == "layer_norm")
+          for (const Node* down : makers(norm->inputs[0]))
+            if (projection(down)) return true;
+  return false;
+}
+
+bool BlockReader::routed_by_topk(const Node& n) const {
+  // Back from the rows' matrix numbers, short of anything made from the
+  // residual stream (a projection, a norm), which would reach other layers.
+  static const std::set<std::string> stop = {"matmul", "rms_norm", "layer_norm", "embed", "routed_matmul"};
+  std::vector<int> todo{n.inputs.size() > 2 ? n.inputs[2] : -1};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const Node* p = producer(todo.back());
+    todo.pop_back();
+    if (!p || !seen.insert(node_index(p)).second) continue;
+    if (p->op == "topk") return true;
+    if (stop.count(p->op)) continue;
+    for (int in : p->inputs)
+      if (in >= 0) todo.push_back(in);
+  }
+  return false;
 }
 
 }  // namespace arch::npu2

@@ -65,6 +65,20 @@ struct BlockReader {
     return d.concrete() ? d.n : -1;
   }
 
+  // The nodes making v, walked back through ops that only move values
+  // (reshape, slice, concat, transpose, rope): where each path meets one
+  // that computes.
+  std::vector<const Node*> makers(int v) const;
+  // Whether keys `k` are made from a latent: a projection of a normed
+  // projection (a compressed latent, its norm, its per-head
+  // up-projection), not one projection of the block's input.
+  bool latent_keys(int k) const;
+  // Whether routed_matmul `n` takes its rows' matrices from a router (a
+  // topk), not from a head's number (a latent attention's absorbed
+  // up-projections).
+  bool routed_by_topk(const Node& n) const;
+  std::vector<std::string> latent_layers;  // "layers.N" whose attention is a latent one (refused once, whole)
+
   void claim(const Node* n) { claimed[node_index(n)] = 1; }
   void refuse(const std::string& block, const Node& n, std::string reason, std::string needed, bool once = false) {
     for (const auto& r : refusals)

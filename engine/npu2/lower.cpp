@@ -125,7 +125,23 @@ Lowering lower(const Graph& step, const LowerOptions& opt) {
       const std::string& v = r.name(n.outputs[0]);
       return v.rfind("layers.", 0) == 0 ? v.substr(0, v.find('.', 7)) : std::string("graph");
     }();
-    if (n.op == "topk" || n.op == "routed_matmul")
+    // Latent attention (DeepSeek's MLA): the cache holds a compressed
+    // latent and the rope key (a cache of keys alone, the values the keys'
+    // first features), or every head's keys are made from a normed latent.
+    if (n.op == "kv_cache" && (n.inputs.size() < 2 || n.inputs[1] < 0 || r.latent_keys(n.inputs[0]))) {
+      const bool absorbed = n.inputs.size() < 2 || n.inputs[1] < 0;
+      r.refuse(block + ".attention", n,
+               absorbed ? "latent attention (DeepSeek's MLA): the cache holds one compressed latent and rope key per "
+                          "position, which every head's keys and values are read from (the up-projections absorbed into "
+                          "the query and the output, per head)"
+                        : "latent attention (DeepSeek's MLA): every head's keys and values are made from a normed "
+                          "compressed latent (a projection of a normed projection)",
+               "a latent attention unit: the latent and the rope key cached, per-head up-projections of the query and "
+               "the output (a matvec per head)",
+               true);
+      r.latent_layers.push_back(block);
+    }
+    if (n.op == "topk" || (n.op == "routed_matmul" && r.routed_by_topk(n)))
       r.refuse(block, n, "experts (a router choosing routed matmuls)", "an experts unit", true);
     if (n.op == "attention" && !n.attrs.value("causal", true))
       r.refuse(block, n, "non-causal attention (an encoder's, or cross-attention)", "a bidirectional attention unit", true);

@@ -234,13 +234,51 @@ INSTANTIATE_TEST_SUITE_P(
                       Refused{"mixtral", "experts"}, Refused{"qwen2_moe", "experts"},
                       Refused{"bert", "not a decoder's step"}, Refused{"t5", "encoder-decoder"},
                       Refused{"mistral", "a sliding window of 8 positions, smaller than the context"},
-                      Refused{"gpt2", "LayerNorm"}),
+                      Refused{"gpt2", "LayerNorm"},
+                      Refused{"deepseek_v2", "latent attention (DeepSeek's MLA): the cache holds one compressed latent"},
+                      Refused{"deepseek_v3", "latent attention (DeepSeek's MLA)"}, Refused{"deepseek_v2_lite", "latent attention"},
+                      Refused{"deepseek_v2", "experts"}),
     [](const auto& info) {
       std::string s = std::string(info.param.name) + "_" + info.param.reason;
       for (char& c : s)
         if (!isalnum(static_cast<unsigned char>(c))) c = '_';
       return s;
     });
+
+// A latent attention is refused as one, at its cache's line, and not as
+// what its parts look like: the per-head up-projections absorbed into the
+// query (routed_matmul by head number) are not experts, and the block's
+// two projections of its input are not a q, k, v that fails to split. As
+// transformers computes it (every head's keys made from the normed latent,
+// the flag latent_cache=false), it is named too.
+TEST(Npu2Refusal, LatentAttentionIsNamedAsOne) {
+  const std::string dir = golden_dir("deepseek_v2");
+  ARCH_REQUIRE_SHARED(dir);
+  for (bool latent_cache : {true, false}) {
+    SCOPED_TRACE(latent_cache ? "the latent cached" : "every head's keys cached");
+    LoadOptions lo;
+    lo.backend = "reference";
+    lo.programs = false;
+    lo.flags["latent_cache"] = latent_cache;
+    auto m = load_model(dir, lo);
+    ASSERT_TRUE(m.ok()) << m.error().message;
+    auto l = lower_model(**m, Npu2Options{});
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    std::vector<std::string> blocks;
+    for (const auto& r : l->refusals) {
+      if (r.reason.find("latent attention") == std::string::npos) continue;
+      blocks.push_back(r.block);
+      EXPECT_NE(r.at.find("deepseek.arch:"), std::string::npos) << r.at;
+      EXPECT_NE(r.needed.find("a latent attention unit"), std::string::npos) << r.needed;
+      EXPECT_NE(r.op.find("kv_cache"), std::string::npos) << r.op;
+    }
+    EXPECT_EQ(blocks, std::vector<std::string>{"layers.0.attention"});
+    const std::string msg = refusal_message(dir, *l);
+    EXPECT_EQ(msg.find("routed_matmul"), std::string::npos) << msg;                    // not experts
+    EXPECT_EQ(msg.find("not three projections"), std::string::npos) << msg;            // not a q, k, v
+    EXPECT_NE(msg.find("layers.1.choose_experts"), std::string::npos) << msg;          // layer 1's experts still are
+  }
+}
 
 }  // namespace
 }  // namespace arch
