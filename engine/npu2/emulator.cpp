@@ -82,7 +82,8 @@ Result<std::unique_ptr<Emulator>> Emulator::load(const Program& p, const Checkpo
       if (at != numel) return error("unit " + std::to_string(i) + " (" + u.kind + "): " + c.role + "'s parts fill " +
                                     std::to_string(at) + " of its " + std::to_string(numel) + " elements");
       const DType ct = type_of(c.dtype);
-      for (int64_t j = 0; j < numel; ++j) t.f32()[j] = round_to(ct, t.f32()[j]);
+      const float offset = float(c.offset);
+      for (int64_t j = 0; j < numel; ++j) t.f32()[j] = round_to(ct, t.f32()[j]) + offset;
       bound.push_back(std::move(t));
     }
     e->constants_.push_back(std::move(bound));
@@ -147,6 +148,11 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     Tensor ids = Tensor::zeros(DType::I32, {rows});
     std::memcpy(ids.i32(), in[0].i32(), size_t(rows) * 4);
     ARCH_TRY(Tensor out, reference(ops, "embed", Attrs::object(), {k[0], ids}, {rows, k[0].dim(1)}, where));
+    if (u.attrs.contains("scale")) {  // the rows scaled, as the graph's mul by its number does (in f32)
+      Tensor scale = Tensor::zeros(DType::F32, {});
+      scale.f32()[0] = u.attrs["scale"].get<float>();
+      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, scale}, out.shape, where));
+    }
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "rms_norm") {
@@ -218,10 +224,25 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
   const Graph& g = *check_graph_;
   auto weight_tensor = [&](int v) -> Result<Tensor> {
     const WeightRef* w = g.weight_of(v);
+    float offset = 0;
+    // A weight plus a number (a norm's 1 + w), as the graph computes it.
+    if (const Node* sum = !w && v >= 0 && g.values[v].producer >= 0 ? &g.nodes[g.values[v].producer] : nullptr;
+        sum && sum->op == "add" && sum->inputs.size() == 2)
+      for (int side : {0, 1}) {
+        const int other = sum->inputs[size_t(1 - side)];
+        const Node* number = other >= 0 && g.values[other].producer >= 0 ? &g.nodes[g.values[other].producer] : nullptr;
+        if (g.weight_of(sum->inputs[size_t(side)]) && number && number->op == "constant" && number->attrs.contains("value")) {
+          w = g.weight_of(sum->inputs[size_t(side)]);
+          offset = number->attrs["value"].get<float>();
+          break;
+        }
+      }
     if (!w) return error("'" + (v >= 0 ? g.values[v].name : std::string("?")) + "' is not a weight");
     const Tensor* t = ckpt_->find(w->tensor);
     if (!t) return error("no tensor '" + w->tensor + "'");
-    return to_f32(*t);
+    Tensor f = to_f32(*t);  // a copy of its own
+    for (int64_t i = 0; offset != 0 && i < f.numel(); ++i) f.f32()[i] += offset;
+    return f;
   };
   auto node_of = [&](const std::string& value) -> const Node* {
     const int v = g.find_value(value);
@@ -259,6 +280,9 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
   }
   if (u.kind == "rms_norm" || u.kind == "head_norm" || u.kind == "embedding") {
     const Node* n = node_of(u.values[0]);
+    if (n && u.kind == "embedding" && n->op == "mul")  // the scaled rows: the lookup before the scale
+      for (int in : n->inputs)
+        if (in >= 0 && g.values[in].producer >= 0 && g.nodes[g.values[in].producer].op == "embed") n = &g.nodes[g.values[in].producer];
     if (!n) return error("'" + u.values[0] + "' has no op");
     ARCH_TRY(Tensor w, weight_tensor(u.kind == "embedding" ? n->inputs[0] : n->inputs[1]));
     out.push_back(std::move(w));

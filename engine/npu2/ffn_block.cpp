@@ -1,6 +1,7 @@
 // A layer's FFN block: its norm; gate and up (the gate is the projection
-// the activation reads) as one matvec; silu(gate) * up as one unit; the
-// down projection; the residual add. Anything else is refused by name.
+// the activation reads) as one matvec; act(gate) * up as one unit (silu:
+// SwiGLU; gelu or gelu_tanh: GeGLU); the down projection; the residual
+// add. Anything else is refused by name.
 #include "engine/npu2/block_reader.h"
 
 namespace arch::npu2 {
@@ -45,8 +46,10 @@ int BlockReader::ffn_block(int r, int l) {
     refuse(block, *x_users[0], "the two projections do not meet as act(gate) * up", "a gated FFN");
     return after(add);
   }
-  if (act->op != "silu") {
-    refuse(block, *act, "a non-SwiGLU FFN: " + act->op + "(gate) * up", "a gated-activation unit for " + act->op);
+  // The gated activation's unit takes silu (SwiGLU) and GELU, exact or
+  // tanh's (GeGLU: Gemma's gelu_pytorch_tanh).
+  if (act->op != "silu" && act->op != "gelu_tanh" && act->op != "gelu") {
+    refuse(block, *act, "a gated FFN of " + act->op + "(gate) * up", "a gated-activation unit for " + act->op);
     return after(add);
   }
   auto down = projection(sole_user(mul->outputs[0], "matmul"), block);

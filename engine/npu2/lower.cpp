@@ -37,20 +37,28 @@ int BlockReader::embedding(int tokens) {
   u.reads = {Slot{"ids"}};
   u.writes = {Slot{"residual"}};
   u.constants = {*table};
-  u.values = {name(h)};
   u.ops = {op_str(*e)};
+  // A scale on the rows looked up (Gemma's x sqrt(hidden)), by a number:
+  // the unit's `scale`, its output the scaled rows.
+  auto next = open_users(h);
+  if (next.size() == 1 && next[0]->op == "mul" && next[0]->inputs.size() == 2) {
+    const Node* number = producer(next[0]->inputs[0] == h ? next[0]->inputs[1] : next[0]->inputs[0]);
+    if (number && number->op == "constant" && number->attrs.contains("value") && number->attrs["value"].is_number() &&
+        g.values[number->outputs[0]].type.shape.empty()) {
+      u.attrs = {{"scale", number->attrs["value"].get<double>()}};
+      u.ops.push_back(op_str(*next[0]));
+      claim(number);
+      claim(next[0]);
+      h = next[0]->outputs[0];
+    } else {
+      refuse("embedding", *next[0], "the embedding is scaled by a value the graph computes", "a scale by a number in the embedding unit");
+    }
+  } else if (next.size() == 1 && next[0]->op == "div") {
+    refuse("embedding", *next[0], "the embedding is divided (div)", "a scale by a number in the embedding unit");
+  }
+  u.values = {name(h)};
   holds["ids"] = tokens;
   write(u, {tokens}, *e);
-  // A scale on the embedding (Gemma's x sqrt(hidden)): refused, and the
-  // reading goes on from the scaled value.
-  auto next = open_users(h);
-  if (next.size() == 1 && (next[0]->op == "mul" || next[0]->op == "div")) {
-    refuse("embedding", *next[0], "the embedding is scaled (" + next[0]->op + " by a constant)",
-           "a scale in the embedding unit");
-    claim(next[0]);
-    h = next[0]->outputs[0];
-    holds["residual"] = h;
-  }
   return h;
 }
 

@@ -12,7 +12,7 @@ Result<Graph> apply_numerics(const Graph& step, const Program& p) {
   for (const auto& u : p.units) {
     for (const auto& c : u.constants)
       if (c.dtype != "f32")
-        for (const auto& v : c.parts) narrow_tensors.insert(v.tensor);
+        for (const auto& v : c.parts) narrow_tensors.insert(v.tensor);  // an offset is added to the rounded weight
     for (size_t i = 0; i < u.writes.size() && i < u.values.size(); ++i) {
       const std::string type = u.writes[i].buffer == "cache" ? (p.caches.empty() ? "f32" : p.caches[0].dtype)
                                                              : (p.buffer(u.writes[i].buffer) ? p.buffer(u.writes[i].buffer)->dtype : "f32");

@@ -130,6 +130,11 @@ std::string program_yaml(const Program& p) {
         out << YAML::Key << "dtype" << YAML::Value << c.dtype;
         out << YAML::Key << "shape" << YAML::Value;
         emit_dims(out, c.shape);
+        if (c.offset != 0) {
+          out << YAML::Key << "offset" << YAML::Value;
+          emit_json(out, c.offset);
+          out << YAML::Key << "value" << YAML::Value << c.value;
+        }
         out << YAML::Key << "parts" << YAML::Value << YAML::BeginSeq;
         for (const auto& v : c.parts)
           out << YAML::Flow << YAML::BeginMap << YAML::Key << "tensor" << YAML::Value << v.tensor << YAML::Key
@@ -263,6 +268,10 @@ Result<Unit> parse_unit(const Reader& r, const YAML::Node& n) {
     ARCH_TRY(k.dtype, r.get<std::string>(c, "dtype"));
     ARCH_TRY(std::vector<int64_t> shape, r.get<std::vector<int64_t>>(c, "shape"));
     k.shape = Dims(shape.begin(), shape.end());
+    if (c["offset"]) {
+      ARCH_TRY(k.offset, r.get<double>(c, "offset"));
+      ARCH_TRY(k.value, r.get<std::string>(c, "value"));
+    }
     ARCH_TRY(auto parts, r.seq(c, "parts"));
     for (const auto& p : parts) {
       TensorView v;

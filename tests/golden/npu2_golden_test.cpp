@@ -139,6 +139,14 @@ INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Golden,
                                            Case{"mistral", 5, 3}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Gemma: the embedding's scale an attribute of its unit, the norms' 1 + w
+// bound as their weights plus one (the engine holding the sum, rounded),
+// GeGLU (gelu_tanh) in the gated-activation unit.
+INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Golden, ::testing::Values(Case{"gemma", 0, 16}),
+                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Logits, ::testing::Values(Case{"gemma", 0, 0}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 // Mistral's golden prompt (20) is longer than its window (8): not here.
 INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Logits,
                          ::testing::Values(Case{"llama", 0, 0}, Case{"llama3_rope", 0, 0}, Case{"qwen2", 0, 0},
@@ -228,8 +236,7 @@ TEST_P(Npu2Refusal, IsNamed) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, Npu2Refusal,
-    ::testing::Values(Refused{"gemma", "the embedding is scaled"}, Refused{"gemma", "non-SwiGLU FFN: gelu_tanh"},
-                      Refused{"gemma2", "a norm after the mixer"}, Refused{"gemma2", "final logit softcapping"},
+    ::testing::Values(Refused{"gemma2", "a norm after the mixer"}, Refused{"gemma2", "final logit softcapping"},
                       Refused{"gemma2", "attention logit softcapping"}, Refused{"gemma3_text", "a norm after the mixer"},
                       Refused{"mixtral", "experts"}, Refused{"qwen2_moe", "experts"},
                       Refused{"bert", "not a decoder's step"}, Refused{"t5", "encoder-decoder"},
