@@ -89,11 +89,10 @@ int BlockReader::attention_block(int r, int l) {
   bool ok = true;
   if (attn->inputs.size() > 3 && attn->inputs[3] >= 0) ok = false, refuse(block, *attn, "an attention bias", "a bias input to the attention unit");
   if (!attn->attrs.value("causal", true)) ok = false, refuse(block, *attn, "non-causal attention", "a bidirectional attention unit (an encoder's)");
+  // A sliding window and a softcap on the scores are the attention unit's
+  // attributes (Gemma 2/3, Mistral).
   const int64_t window = attn->attrs.value("window", int64_t(0));
-  if (window > 0 && window < opt.max_context)
-    ok = false, refuse(block, *attn, "a sliding window of " + std::to_string(window) + " positions, smaller than the context (" + std::to_string(opt.max_context) + ")",
-                       "a windowed attention unit, or a context no longer than the window");
-  if (attn->attrs.value("softcap", 0.0) != 0.0) ok = false, refuse(block, *attn, "attention logit softcapping", "a softcap in the attention unit");
+  const double softcap = attn->attrs.value("softcap", 0.0);
   // The output projection and the residual add.
   const Node* merge = sole_user(attn->outputs[0], "reshape");
   std::optional<Projection> o = merge ? projection(sole_user(merge->outputs[0], "matmul"), block) : std::nullopt;
@@ -101,12 +100,10 @@ int BlockReader::attention_block(int r, int l) {
     refuse(block, *attn, "the attention's heads do not go straight to an output projection", "heads merged into one matvec");
     return after(add);
   }
+  // A norm on the attention's output before the add (Gemma 2/3).
   auto readers = open_users(o->out);
-  if (readers.size() == 1 && readers[0]->op == "rms_norm") {
-    refuse(block, *readers[0], "a norm after the mixer (on the attention's output, before the residual add)",
-           "a norm unit between the output projection and the residual add");
-    return after(add);
-  }
+  const Node* post = readers.size() == 1 && readers[0]->op == "rms_norm" && readers[0]->inputs[0] == o->out ? readers[0] : nullptr;
+  if (post) readers = open_users(post->outputs[0]);
   if (!add || readers.size() != 1 || readers[0] != add) {
     refuse(block, readers.empty() ? *o->matmul : *readers[0], "the output projection is not added to the residual", "a residual add");
     return after(add);
@@ -175,7 +172,7 @@ int BlockReader::attention_block(int r, int l) {
     u.reads = {Slot{"q"}, Slot{"cache"}};
     u.writes = {Slot{"attn"}};
     u.attrs = {{"layer", layer}, {"heads", H}, {"kv_heads", KH}, {"head_dim", Dh},
-               {"scale", attn->attrs.value("scale", 1.0)}, {"causal", true}, {"window", 0}, {"softcap", 0.0}};
+               {"scale", attn->attrs.value("scale", 1.0)}, {"causal", true}, {"window", window}, {"softcap", softcap}};
     u.values = {name(attn->outputs[0])};
     u.ops = {op_str(*attn)};
     write(u, {paths[q].end, -1}, *attn);
@@ -186,7 +183,9 @@ int BlockReader::attention_block(int r, int l) {
   out->reads = {Slot{"attn"}};
   out->ops.insert(out->ops.begin(), op_str(*merge));
   write(*out, {attn->outputs[0]}, *o->matmul);
-  return residual_unit(block, *add, r, o->out, "attn_out");
+  const int branch = post ? post_norm(block, *post, o->out, "attn_out") : o->out;
+  if (branch < 0) return -1;
+  return residual_unit(block, *add, r, branch, "attn_out");
 }
 
 }  // namespace arch::npu2

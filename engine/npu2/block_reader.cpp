@@ -161,6 +161,17 @@ Unit BlockReader::norm_unit(const std::string& block, const Node& n, const Const
   return u;
 }
 
+int BlockReader::post_norm(const std::string& block, const Node& n, int in, const std::string& buf) {
+  auto w = bind(block, n, "weight", {n.inputs[1]});
+  if (!w) return -1;
+  claim(&n);
+  Unit u = norm_unit(block, n, *w, false);
+  u.reads = {Slot{buf}};
+  u.writes = {Slot{buf}};
+  write(u, {in}, n);
+  return n.outputs[0];
+}
+
 std::optional<BlockReader::Projection> BlockReader::projection(const Node* m, const std::string& block) {
   if (!m || m->op != "matmul") return std::nullopt;
   if (!m->attrs.value("transpose_b", true) || (m->inputs.size() > 2 && m->inputs[2] >= 0) || !weight(m->inputs[1])) {

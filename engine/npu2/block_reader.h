@@ -122,6 +122,9 @@ struct BlockReader {
     return nullptr;
   }
   Unit norm_unit(const std::string& block, const Node& n, const Constant& w, bool last_row);
+  // A norm on a branch before its residual add (Gemma 2/3's post-attention
+  // and post-FFN norms), in place on `buf`, which holds `in`: its output, or -1.
+  int post_norm(const std::string& block, const Node& n, int in, const std::string& buf);
   // A projection of x: matmul(x, W^T) and a bias add after it, if any.
   struct Projection {
     const Node* matmul = nullptr;

@@ -202,9 +202,18 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     q.shape = {rows, H, D};
     Tensor kk = Tensor::zeros(DType::F32, {T, KH, D}), vv = Tensor::zeros(DType::F32, {T, KH, D});
     for (int64_t i = 0; i < T * KH * D; ++i) kk.f32()[i] = get(cache_k_[layer], i), vv.f32()[i] = get(cache_v_[layer], i);
-    Attrs a = {{"causal", true}, {"scale", u.attrs.value("scale", 1.0)}, {"window", 0}, {"softcap", 0.0}};
+    Attrs a = {{"causal", true}, {"scale", u.attrs.value("scale", 1.0)}, {"window", u.attrs.value("window", int64_t(0))},
+               {"softcap", u.attrs.value("softcap", 0.0)}};
     ARCH_TRY(Tensor out, reference(ops, "attention", a, {q, kk, vv, Tensor{}}, {rows, H, D}, where));
     out.shape = {rows, H * D};
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "softcap") {  // cap * tanh(x / cap), as the graph's div, tanh and mul compute it
+    Tensor cap = Tensor::zeros(DType::F32, {});
+    cap.f32()[0] = u.attrs.value("cap", 1.0f);
+    ARCH_TRY(Tensor d, reference(ops, "div", Attrs::object(), {in[0], cap}, in[0].shape, where));
+    ARCH_TRY(Tensor t, reference(ops, "tanh", Attrs::object(), {d}, in[0].shape, where));
+    ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {t, cap}, in[0].shape, where));
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "add") {
@@ -327,7 +336,7 @@ Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounde
   std::vector<Tensor> in;
   for (const auto& s : u.reads) {
     if (s.buffer == "cache") continue;
-    const bool row_zero = (u.kind == "matvec" || u.kind == "argmax") && u.last_row;
+    const bool row_zero = (u.kind == "matvec" || u.kind == "argmax" || u.kind == "softcap") && u.last_row;
     ARCH_TRY(Tensor t, read(s, row_zero ? 0 : first, n));
     in.push_back(std::move(t));
   }

@@ -106,9 +106,11 @@ Estimate estimate(const Program& p, const Device& d, int64_t position) {
       const double cb = p.caches.empty() ? 2 : type_bytes(p.caches[0].dtype);
       if (u.kind == "attention") {
         const double H = u.attrs.value("heads", int64_t(1));
-        c.macs = 2 * H * D * double(position + 1);
-        vector = 3 * H * double(position + 1);  // scale, exp, sum
-        io += 2 * KH * D * double(position + 1) * cb;
+        const int64_t window = u.attrs.value("window", int64_t(0));  // a sliding window reads its last positions only
+        const double seen = double(window > 0 ? std::min<int64_t>(position + 1, window) : position + 1);
+        c.macs = 2 * H * D * seen;
+        vector = 3 * H * seen;  // scale, exp, sum
+        io += 2 * KH * D * seen * cb;
       } else {
         io += 2 * KH * D * cb;
       }

@@ -57,11 +57,10 @@ int BlockReader::ffn_block(int r, int l) {
     refuse(block, *mul, "the gated product does not go to a down projection", "a down matvec");
     return after(add);
   }
+  // A norm on the FFN's output before the add (Gemma 2/3).
   auto readers = open_users(down->out);
-  if (readers.size() == 1 && readers[0]->op == "rms_norm") {
-    refuse(block, *readers[0], "a norm after the FFN (before the residual add)", "a norm unit between the down projection and the add");
-    return after(add);
-  }
+  const Node* post = readers.size() == 1 && readers[0]->op == "rms_norm" && readers[0]->inputs[0] == down->out ? readers[0] : nullptr;
+  if (post) readers = open_users(post->outputs[0]);
   if (!add || readers.size() != 1 || readers[0] != add) {
     refuse(block, readers.empty() ? *down->matmul : *readers[0], "the down projection is not added to the residual", "a residual add");
     return after(add);
@@ -84,7 +83,9 @@ int BlockReader::ffn_block(int r, int l) {
   if (!dn) return -1;
   dn->reads = {Slot{"act"}};
   write(*dn, {mul->outputs[0]}, *down->matmul);
-  return residual_unit(block, *add, r, down->out, "ffn_out");
+  const int branch = post ? post_norm(block, *post, down->out, "ffn_out") : down->out;
+  if (branch < 0) return -1;
+  return residual_unit(block, *add, r, branch, "ffn_out");
 }
 
 }  // namespace arch::npu2

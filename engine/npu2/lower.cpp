@@ -77,13 +77,24 @@ void BlockReader::head(int r) {
     refuse(block, u.empty() ? *norm : *u[0], "the final norm does not go to one head projection", "a head matvec");
     return;
   }
-  if (!is_graph_output(hp->out, "logits")) {
+  // Final logit softcapping (Gemma 2): cap * tanh(logits / cap), one unit
+  // on the logits, by a number.
+  auto number = [&](const Node* n, int v) -> std::optional<double> {
+    const Node* c = n && n->inputs.size() == 2 ? producer(n->inputs[0] == v ? n->inputs[1] : n->inputs[0]) : nullptr;
+    if (!c || c->op != "constant" || !c->attrs.contains("value") || !c->attrs["value"].is_number() ||
+        !g.values[c->outputs[0]].type.shape.empty())
+      return std::nullopt;
+    return c->attrs["value"].get<double>();
+  };
+  const Node* dv = sole_user(hp->out, "div");
+  const Node* th = dv ? sole_user(dv->outputs[0], "tanh") : nullptr;
+  const Node* ml = th ? sole_user(th->outputs[0], "mul") : nullptr;
+  const auto cap = number(dv, hp->out), back = number(ml, th ? th->outputs[0] : -1);
+  const bool softcap = ml && dv->inputs[0] == hp->out && cap && back && *cap == *back && is_graph_output(ml->outputs[0], "logits");
+  if (!softcap && !is_graph_output(hp->out, "logits")) {
     auto u = open_users(hp->out);
-    bool softcap = false;
-    for (const Node* n : u) softcap |= n->op == "div" || n->op == "tanh" || n->op == "mul";
-    refuse(block, u.empty() ? *hp->matmul : *u[0],
-           softcap ? "final logit softcapping (cap * tanh(logits / cap))" : "the head's output is not the logits",
-           softcap ? "a softcap unit after the head" : "the head writing the logits");
+    refuse(block, u.empty() ? *hp->matmul : *u[0], "the head's output is not the logits (nor cap * tanh(logits / cap))",
+           "the head writing the logits");
     return;
   }
   auto h = matvec(block, "head", {*hp}, "logits");
@@ -91,6 +102,22 @@ void BlockReader::head(int r) {
   h->reads = {Slot{"normed"}};
   h->last_row = true;
   write(*h, {norm->outputs[0]}, *hp->matmul);
+  if (softcap) {
+    Unit sc = unit("softcap", block);
+    sc.reads = {Slot{"logits"}};
+    sc.writes = {Slot{"logits"}};
+    sc.attrs = {{"cap", *cap}};
+    sc.last_row = true;
+    sc.values = {name(ml->outputs[0])};
+    sc.ops = {op_str(*dv), op_str(*th), op_str(*ml)};
+    for (const Node* n : {dv, th, ml}) {
+      claim(n);
+      for (int in : n->inputs)
+        if (const Node* c = producer(in); c && c->op == "constant") claim(c);
+    }
+    write(sc, {hp->out}, *dv);
+  }
+  const int logits = softcap ? ml->outputs[0] : hp->out;
   need_buffer("token", "i32", 1);
   Unit am = unit("argmax", block);
   am.reads = {Slot{"logits"}};
@@ -98,7 +125,7 @@ void BlockReader::head(int r) {
   am.last_row = true;
   am.values = {"token"};
   am.ops = {"argmax (greedy)"};
-  write(am, {hp->out}, *hp->matmul);
+  write(am, {logits}, *hp->matmul);
   Unit adv = unit("advance", "advance");
   adv.values = {"position"};
   adv.ops = {"position += rows; token carried"};

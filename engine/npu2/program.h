@@ -45,7 +45,7 @@ struct Slot {
 };
 
 struct Unit {
-  std::string kind;                // embedding, rms_norm, matvec, head_norm, rope, kv_write, attention, add, swiglu, argmax, advance
+  std::string kind;                // embedding, rms_norm, matvec, head_norm, rope, kv_write, attention, add, swiglu, softcap, argmax, advance
   std::string block;               // layers.0.mixer, ...: the block of the step graph it belongs to
   std::vector<Slot> reads, writes;
   std::vector<Constant> constants;

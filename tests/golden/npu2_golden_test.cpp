@@ -135,22 +135,30 @@ TEST_P(Npu2Logits, NumericsStayNearTheF32Logits) {
 INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Golden,
                          ::testing::Values(Case{"llama", 0, 16}, Case{"llama3_rope", 0, 16}, Case{"qwen2", 0, 16},
                                            Case{"qwen3", 0, 16}, Case{"llama_bf16", 0, 16},
-                                           // sliding_window 8: a context of 8 keeps the window out of play
-                                           Case{"mistral", 5, 3}),
+                                           // sliding_window 8 over a prompt of 20: the attention unit's window
+                                           Case{"mistral", 0, 12}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Gemma: the embedding's scale an attribute of its unit, the norms' 1 + w
 // bound as their weights plus one (the engine holding the sum, rounded),
 // GeGLU (gelu_tanh) in the gated-activation unit.
-INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Golden, ::testing::Values(Case{"gemma", 0, 16}),
+// Gemma 2 and 3 add the norms after the mixer and the FFN (in place on
+// the branch), the sliding window and the attention's softcap (attributes
+// of the attention unit), and the final logits' softcap (a unit of its
+// own); Gemma 3's sliding layers rope with their own base.
+INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Golden,
+                         ::testing::Values(Case{"gemma", 0, 16}, Case{"gemma2", 0, 16}, Case{"gemma3_text", 0, 16}),
                          [](const auto& info) { return std::string(info.param.name); });
+// Gemma 2's and 3's logits under the bf16 numerics are 13% and 16% of the
+// largest off the f32 ones (weights, activations and the cache in bf16 each
+// a third of that, measured), past this check's 5%, and their goldens keep
+// no torch bf16 run to hold them against: not here (docs/npu2.md).
 INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Logits, ::testing::Values(Case{"gemma", 0, 0}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Mistral's golden prompt (20) is longer than its window (8): not here.
 INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Logits,
                          ::testing::Values(Case{"llama", 0, 0}, Case{"llama3_rope", 0, 0}, Case{"qwen2", 0, 0},
-                                           Case{"qwen3", 0, 0}, Case{"llama_bf16", 0, 0}),
+                                           Case{"qwen3", 0, 0}, Case{"llama_bf16", 0, 0}, Case{"mistral", 0, 0}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Npu2Stories260K, EmulatedTokensEqualTheHostReference) {
@@ -236,11 +244,8 @@ TEST_P(Npu2Refusal, IsNamed) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, Npu2Refusal,
-    ::testing::Values(Refused{"gemma2", "a norm after the mixer"}, Refused{"gemma2", "final logit softcapping"},
-                      Refused{"gemma2", "attention logit softcapping"}, Refused{"gemma3_text", "a norm after the mixer"},
-                      Refused{"mixtral", "experts"}, Refused{"qwen2_moe", "experts"},
+    ::testing::Values(Refused{"mixtral", "experts"}, Refused{"qwen2_moe", "experts"},
                       Refused{"bert", "not a decoder's step"}, Refused{"t5", "encoder-decoder"},
-                      Refused{"mistral", "a sliding window of 8 positions, smaller than the context"},
                       Refused{"gpt2", "LayerNorm"},
                       Refused{"deepseek_v2", "latent attention (DeepSeek's MLA): the cache holds one compressed latent"},
                       Refused{"deepseek_v3", "latent attention (DeepSeek's MLA)"}, Refused{"deepseek_v2_lite", "latent attention"},
