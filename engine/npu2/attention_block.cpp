@@ -155,7 +155,10 @@ int BlockReader::attention_block(int r, int l) {
     write(u, {in}, *pt.rope);
   }
   claim(cache);
-  p.caches.push_back(Cache{layer, KH, Dh, opt.max_context, opt.profile.cache});
+  // A window's layer keeps its last positions only (and a chunk's rows).
+  const int64_t ring = window > 0 ? window + std::max<int64_t>(1, opt.chunk) - 1 : opt.max_context;
+  p.caches.push_back(Cache{layer, KH, Dh, std::min(opt.max_context, ring), opt.profile.cache,
+                           ring < opt.max_context ? window : 0});
   {
     Unit u = unit("kv_write", block);
     u.reads = {Slot{"k"}, vs};

@@ -200,8 +200,20 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     const int64_t T = position_ + first_row + rows;
     Tensor q = in[0];
     q.shape = {rows, H, D};
-    Tensor kk = Tensor::zeros(DType::F32, {T, KH, D}), vv = Tensor::zeros(DType::F32, {T, KH, D});
-    for (int64_t i = 0; i < T * KH * D; ++i) kk.f32()[i] = get(cache_k_[layer], i), vv.f32()[i] = get(cache_v_[layer], i);
+    // The keys from the first position any of these rows sees (a window's
+    // last ones), each from its row of the cache (a window's ring).
+    const Cache& c = p_.caches.at(size_t(layer));
+    const int64_t lo = c.window > 0 ? std::max<int64_t>(0, position_ + first_row - c.window + 1) : 0;
+    if (T - lo > c.capacity)
+      return error("positions " + std::to_string(lo) + ".." + std::to_string(T - 1) + " do not fit the layer's cache of " +
+                   std::to_string(c.capacity) + " rows");
+    Tensor kk = Tensor::zeros(DType::F32, {T - lo, KH, D}), vv = Tensor::zeros(DType::F32, {T - lo, KH, D});
+    const int64_t row = KH * D;
+    for (int64_t t = lo; t < T; ++t)
+      for (int64_t i = 0; i < row; ++i) {
+        kk.f32()[(t - lo) * row + i] = get(cache_k_[layer], (t % c.capacity) * row + i);
+        vv.f32()[(t - lo) * row + i] = get(cache_v_[layer], (t % c.capacity) * row + i);
+      }
     Attrs a = {{"causal", true}, {"scale", u.attrs.value("scale", 1.0)}, {"window", u.attrs.value("window", int64_t(0))},
                {"softcap", u.attrs.value("softcap", 0.0)}};
     ARCH_TRY(Tensor out, reference(ops, "attention", a, {q, kk, vv, Tensor{}}, {rows, H, D}, where));
@@ -321,14 +333,16 @@ Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounde
     const int layer = int(u.attrs.value("layer", int64_t(0)));
     ARCH_TRY(Tensor k, read(u.reads[0], 0, rows));
     ARCH_TRY(Tensor v, read(u.reads[1], 0, rows));
-    const int64_t row = k.numel() / rows;
-    if (position_ + rows > cache_k_[layer].dim(0))
+    const int64_t row = k.numel() / rows, capacity = cache_k_[layer].dim(0);
+    // A window's ring takes any position (row p % capacity); another cache ends at the context.
+    if (p_.caches.at(size_t(layer)).window == 0 && position_ + rows > capacity)
       return error(where + ": position " + std::to_string(position_ + rows) + " is past the KV cache's " +
-                   std::to_string(cache_k_[layer].dim(0)) + " rows (the program's max_context)");
-    for (int64_t i = 0; i < rows * row; ++i) {
-      put(cache_k_[layer], position_ * row + i, k.f32()[i]);
-      put(cache_v_[layer], position_ * row + i, v.f32()[i]);
-    }
+                   std::to_string(capacity) + " rows (the program's max_context)");
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < row; ++i) {
+        put(cache_k_[layer], ((position_ + r) % capacity) * row + i, k.f32()[r * row + i]);
+        put(cache_v_[layer], ((position_ + r) % capacity) * row + i, v.f32()[r * row + i]);
+      }
     return {};
   }
   // The units that compute: inputs read at their rows (the embedding reads

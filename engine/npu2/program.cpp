@@ -109,10 +109,13 @@ std::string program_yaml(const Program& p) {
         << YAML::Value << b.dtype << YAML::Key << "width" << YAML::Value << b.width << YAML::EndMap;
   out << YAML::EndSeq;
   out << YAML::Key << "caches" << YAML::Value << YAML::BeginSeq;
-  for (const auto& c : p.caches)
+  for (const auto& c : p.caches) {
     out << YAML::Flow << YAML::BeginMap << YAML::Key << "layer" << YAML::Value << c.layer << YAML::Key << "kv_heads"
         << YAML::Value << c.kv_heads << YAML::Key << "head_dim" << YAML::Value << c.head_dim << YAML::Key
-        << "capacity" << YAML::Value << c.capacity << YAML::Key << "dtype" << YAML::Value << c.dtype << YAML::EndMap;
+        << "capacity" << YAML::Value << c.capacity << YAML::Key << "dtype" << YAML::Value << c.dtype;
+    if (c.window > 0) out << YAML::Key << "window" << YAML::Value << c.window;
+    out << YAML::EndMap;
+  }
   out << YAML::EndSeq;
   out << YAML::Key << "units" << YAML::Value << YAML::BeginSeq;
   for (const auto& u : p.units) {
@@ -342,7 +345,11 @@ Result<Program> parse_program(const std::string& text, const std::string& where)
       ARCH_TRY(k.head_dim, r.get<int64_t>(c, "head_dim"));
       ARCH_TRY(k.capacity, r.get<int64_t>(c, "capacity"));
       ARCH_TRY(k.dtype, r.get<std::string>(c, "dtype"));
-      if (k.kv_heads <= 0 || k.head_dim <= 0 || k.capacity <= 0) return r.fault(c, "a cache's sizes must be positive");
+      if (c["window"]) {
+        ARCH_TRY(k.window, r.get<int64_t>(c, "window"));
+      }
+      if (k.kv_heads <= 0 || k.head_dim <= 0 || k.capacity <= 0 || k.window < 0)
+        return r.fault(c, "a cache's sizes must be positive");
       p.caches.push_back(k);
     }
     ARCH_TRY(auto units, r.seq(root, "units"));

@@ -74,6 +74,10 @@ struct Cache {
   int layer = 0;
   int64_t kv_heads = 0, head_dim = 0, capacity = 0;
   std::string dtype = "bf16";
+  // A sliding window's layer keeps the last `window` positions and a
+  // prompt chunk's rows (capacity window + chunk - 1, when that is less
+  // than the context): position p in row p % capacity. 0: no window.
+  int64_t window = 0;
 };
 
 struct Version {

@@ -54,14 +54,30 @@ Result<Tensor> encoder_input(const Model& m, const std::vector<int32_t>& input_i
   return ids;
 }
 
-Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t>& input_ids, const Seq2SeqPlan& p) {
-  ARCH_TRY(Tensor ids, encoder_input(m, input_ids));
-  const int32_t start = p.start;
-  auto rules = [&p, start](std::span<float> scores, const std::vector<int32_t>& generated) {
-    std::vector<int32_t> seq{start};
+LogitsProcessor plan_rules(const Seq2SeqPlan& p) {
+  return [&p](std::span<float> scores, const std::vector<int32_t>& generated) {
+    std::vector<int32_t> seq{p.start};
     seq.insert(seq.end(), generated.begin(), generated.end());
     p.rules.apply(scores, seq);
   };
+}
+
+BeamOptions plan_beams(const Seq2SeqPlan& p) {
+  BeamOptions opt;
+  opt.width = p.beams;
+  opt.max_new = p.max_new_tokens;
+  opt.eot = p.rules.eos.empty() ? -1 : p.rules.eos.front();
+  opt.transformers = true;
+  opt.early_stopping = p.early_stopping;
+  opt.length_penalty = p.length_penalty;
+  opt.process_scores = plan_rules(p);
+  return opt;
+}
+
+Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t>& input_ids, const Seq2SeqPlan& p) {
+  ARCH_TRY(Tensor ids, encoder_input(m, input_ids));
+  const int32_t start = p.start;
+  const LogitsProcessor rules = plan_rules(p);
   Seq2SeqResult out;
   if (p.beams == 1) {
     // Greedy: the rules only ban or force, so on the raw logits they pick as on log-probabilities.
@@ -101,14 +117,7 @@ Result<Seq2SeqResult> seq2seq_generate(const Model& m, const std::vector<int32_t
   const auto t0 = std::chrono::steady_clock::now();
   ARCH_TRY(NamedTensors state, sessions[0]->encode({{"input_ids", ids}}));
   const auto t1 = std::chrono::steady_clock::now();
-  BeamOptions opt;
-  opt.width = p.beams;
-  opt.max_new = p.max_new_tokens;
-  opt.eot = p.rules.eos.empty() ? -1 : p.rules.eos.front();
-  opt.transformers = true;
-  opt.early_stopping = p.early_stopping;
-  opt.length_penalty = p.length_penalty;
-  opt.process_scores = rules;
+  const BeamOptions opt = plan_beams(p);
   ARCH_TRY(auto best, beam_search(sessions, state, {start}, opt));
   out.tokens = best.front().tokens;
   out.score = best.front().score;

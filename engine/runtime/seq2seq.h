@@ -42,6 +42,12 @@ struct Seq2SeqResult {
   double encode_seconds = 0, decode_seconds = 0;
 };
 
+// The plan's rules over a generated sequence (its start token put first),
+// and the beam search it asks for (transformers' flavour, the rules on the
+// log-probabilities). Both keep a reference to `p`.
+LogitsProcessor plan_rules(const Seq2SeqPlan& p);
+BeamOptions plan_beams(const Seq2SeqPlan& p);
+
 // The encoder's input_ids as a tensor; an error where there are none or
 // more than its positions.
 Result<Tensor> encoder_input(const Model& m, const std::vector<int32_t>& input_ids);

@@ -61,19 +61,8 @@ Status seq2seq_generate_batch(const Model& m, const Seq2SeqPlan& p, int batch, c
   ARCH_TRY(auto session, BatchedSession::make(m, batch * width, int64_t(p.max_new_tokens) + 1));
   Session enc(m, int64_t(p.max_new_tokens) + 1);
   const int32_t start = p.start;
-  auto rules = [&p, start](std::span<float> scores, const std::vector<int32_t>& generated) {
-    std::vector<int32_t> seq{start};
-    seq.insert(seq.end(), generated.begin(), generated.end());
-    p.rules.apply(scores, seq);
-  };
-  BeamOptions opt;
-  opt.width = width;
-  opt.max_new = p.max_new_tokens;
-  opt.eot = p.rules.eos.empty() ? -1 : p.rules.eos.front();
-  opt.transformers = true;
-  opt.early_stopping = p.early_stopping;
-  opt.length_penalty = p.length_penalty;
-  opt.process_scores = rules;
+  const LogitsProcessor rules = plan_rules(p);
+  const BeamOptions opt = plan_beams(p);
   SamplingOptions greedy;
   greedy.greedy = true;
 

@@ -292,5 +292,29 @@ TEST(Npu2Refusal, LatentAttentionIsNamedAsOne) {
   }
 }
 
+// A sliding layer's KV cache holds its window and a chunk's rows, as a
+// ring (what Npu2Golden's gemma2, gemma3_text and mistral run through at
+// chunks of 4); a full layer's the whole context; the program's text
+// keeps the window.
+TEST(Npu2Window, ASlidingLayersCacheHoldsItsWindowAndAChunk) {
+  const std::string dir = golden_dir("gemma2");
+  ARCH_REQUIRE_SHARED(dir);
+  auto m = graph_only(dir);
+  ASSERT_TRUE(m);
+  Npu2Options o;
+  o.max_context = 36;
+  o.chunk = 4;
+  auto l = lower_model(*m, o);
+  ASSERT_TRUE(l.ok()) << l.error().message;
+  ASSERT_TRUE(l->refusals.empty()) << refusal_message(dir, *l);
+  auto back = npu2::parse_program(npu2::program_yaml(l->program), "program");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  ASSERT_GE(back->caches.size(), 2u);
+  EXPECT_EQ(back->caches[0].window, 8);
+  EXPECT_EQ(back->caches[0].capacity, 8 + 4 - 1);
+  EXPECT_EQ(back->caches[1].window, 0);
+  EXPECT_EQ(back->caches[1].capacity, 36);
+}
+
 }  // namespace
 }  // namespace arch
