@@ -84,7 +84,7 @@ struct SplitAnswer {
   // (empty: each as wanted): an open output's part, or more than was
   // wanted (whole heads where the part asked would cut one), which its
   // readers then take theirs of by a slice.
-  std::vector<Part> outputs;
+  std::vector<Part> outputs = {};
 };
 
 // An error says why the op cannot make that part (it mixes what the part
