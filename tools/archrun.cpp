@@ -399,7 +399,10 @@ int main(int argc, char** argv) {
     if (emb->parsed()) return run_embed(e);
     if (rrk->parsed()) return run_rerank(rr);
     if (ups->parsed()) return run_upscale(up);
-    if (tra->parsed()) return run_translate(tr_args);
+    if (tra->parsed()) {
+      tr_args.batch_given = tra->get_option("--batch")->count() > 0;
+      return run_translate(tr_args);
+    }
     if (cmp->parsed()) return run_compare(cc, golden, compare_json);
     if (cls->parsed()) return run_classify(kc, image, top_k, classify_json);
     if (mel->parsed()) return run_mel(mel_audio, mel_bins, mel_out, mel_json);

@@ -141,6 +141,9 @@ TEST(ArchrunTranslate, OneLineOutPerLineIn) {
   ASSERT_EQ(paired.size(), 6u);
   EXPECT_EQ(paired, alone);
   EXPECT_EQ(paired[1], "");
+  auto one_batch = run_tool(testing::archrun() + " translate " + t.path() + " -p 'a dog ran' --batch 4");
+  EXPECT_NE(one_batch.exit_code, 0);
+  EXPECT_NE(one_batch.out.find("--batch decodes lines of stdin together; -p is one sentence"), std::string::npos) << one_batch.out;
   // The target language's token first.
   auto fr = run_tool(testing::archrun() + " translate " + t.path() + " -p 'a dog ran' --target-lang fr --json");
   ASSERT_EQ(fr.exit_code, 0) << fr.out;

@@ -70,6 +70,7 @@ struct TranslateArgs {
   std::string source_lang, target_lang;
   Seq2SeqOptions search;    // its max_new_tokens: -n (0: the checkpoint's max_length)
   int batch = 8;            // lines of stdin decoded together
+  bool batch_given = false; // --batch on the command line (refused beside -p)
   bool json = false;
 };
 

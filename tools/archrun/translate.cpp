@@ -77,7 +77,10 @@ int run_translate(const TranslateArgs& a) {
     std::fflush(stdout);
     return 0;
   };
-  if (!a.prompt.empty()) return one(a.prompt);
+  if (!a.prompt.empty()) {
+    if (a.batch_given) return fail(error("--batch decodes lines of stdin together; -p is one sentence"));
+    return one(a.prompt);
+  }
   // One sentence per line of stdin, up to --batch of them decoded together;
   // the lines out in the order of the lines in, each as soon as those
   // before it are out (a pipe sees each as it is done).
