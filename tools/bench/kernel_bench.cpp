@@ -170,6 +170,7 @@ BENCHMARK_CAPTURE(BM_Gemm, bf16, (WeightForm{DType::BF16, Tiles::BF16x64}))->App
 BENCHMARK_CAPTURE(BM_Gemm, f16, WeightForm{DType::F16})->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(prompt_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(prompt_shapes);
+BENCHMARK_CAPTURE(BM_Gemm, f32_step, WeightForm{DType::F32})->Apply(step_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q8_step, (WeightForm{DType::Q8_0, Tiles::Q8_0x16}))->Apply(step_shapes);
 BENCHMARK_CAPTURE(BM_Gemm, q4_step, (WeightForm{DType::Q4_0, Tiles::Q4_0x16}))->Apply(step_shapes);
 // K-quants: prompts (bf16 slabs for oneDNN, or the AVX2 integer kernel)
