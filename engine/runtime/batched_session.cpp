@@ -70,10 +70,10 @@ void BatchedSession::release(int slot) {
   auto told = tell({.kind = SessionCall::kRelease, .n = slot});
   positions_.at(size_t(slot)) = 0;
   history_.at(size_t(slot)).clear();
-  if (!held_.at(size_t(slot)).empty()) {
-    held_[size_t(slot)].clear();
-    held_changed_ = true;
-  }
+  // Its rows stay in the side-by-side held rows, unread, until a slot is
+  // next given some: a sequence ending does not make every other slot's
+  // cross-attention keys again.
+  held_.at(size_t(slot)).clear();
 }
 
 Status BatchedSession::hold(int slot, const NamedTensors& state) {

@@ -86,7 +86,8 @@ class BatchedSession {
   RunState state_;
   SequenceRows rows_;
   // Held inputs: each slot's (by input value id), every slot's rows one
-  // after another as the graph takes them (rebuilt when a slot's change),
+  // after another as the graph takes them (rebuilt when a slot is given
+  // new ones),
   // and the pieces as a step reading them sees them (SequenceRows::over_held).
   std::vector<std::map<int, Tensor>> held_;
   std::map<int, Tensor> held_rows_;

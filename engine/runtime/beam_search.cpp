@@ -80,6 +80,7 @@ bool BeamSet::advance() {
     h.seq = std::move(seq);
     h.score = c.score;
     h.parent = int(c.parent);
+    h.runner = -1;  // below, once the search goes on
     next.push_back(std::move(h));
   }
   ++generated_;
@@ -90,6 +91,17 @@ bool BeamSet::advance() {
       for (auto& h : next) finish(h.score, h.seq);  // what still runs at the end joins the finished
     live_.clear();
     return false;
+  }
+  std::vector<char> kept(size_t(width), 0), followed(live_.size(), 0);
+  for (Hyp& h : next)
+    if (!followed[size_t(h.parent)]++) kept[size_t(h.runner = live_[size_t(h.parent)].runner)] = 1;
+  for (Hyp& h : next) {
+    if (h.runner >= 0) continue;
+    int r = 0;
+    while (kept[size_t(r)]) ++r;
+    kept[size_t(r)] = 1;
+    h.runner = r;
+    h.from = live_[size_t(h.parent)].runner;
   }
   live_ = std::move(next);
   return true;
@@ -127,37 +139,17 @@ Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>
   sessions[0]->begin(state);
   BeamSet beams(opt);
   std::vector<BeamSet::Hyp>& live = beams.live();
-  live[0].runner = 0;
   if (opt.max_new < 1) return beams.results();
   ARCH_TRY(live[0].logits, step_logits(*sessions[0], prompt, {}));
   std::vector<std::vector<int32_t>> held(sessions.size());  // what each session holds past the prompt
-  std::vector<int> runner_of;                               // the live set's runners, before an advance
-  while (true) {
-    runner_of.clear();
-    for (const auto& h : live) runner_of.push_back(h.runner);
-    std::vector<std::vector<int32_t>> parent_seq;
-    for (const auto& h : live) parent_seq.push_back(h.seq);
-    if (!beams.advance()) break;
-    // Sessions: a parent's own session goes to its first child; the
-    // others take a session no child claimed and bring it to the
-    // parent's history (rewound to what it shares, the rest replayed).
-    std::vector<bool> claimed(sessions.size(), false);
-    std::vector<bool> parent_used(runner_of.size(), false);
+  while (beams.advance()) {
+    // A hypothesis taking over its parent's history brings its session
+    // there: rewound to what it shares with it, the rest replayed.
     for (auto& h : live) {
-      if (parent_used[size_t(h.parent)]) continue;
-      parent_used[size_t(h.parent)] = true;
-      h.runner = runner_of[size_t(h.parent)];
-      claimed[size_t(h.runner)] = true;
-    }
-    for (auto& h : live) {
-      if (h.runner >= 0) continue;
-      size_t free = 0;
-      while (claimed[free]) ++free;
-      claimed[free] = true;
-      h.runner = int(free);
-      const auto& want = parent_seq[size_t(h.parent)];
-      const auto& have = held[free];
-      Session& fs = *sessions[free];
+      if (h.from < 0) continue;
+      const std::vector<int32_t> want(h.seq.begin(), h.seq.end() - 1);
+      const auto& have = held[size_t(h.runner)];
+      Session& fs = *sessions[size_t(h.runner)];
       size_t common = 0;
       if (fs.position() >= base)
         while (common < want.size() && common < have.size() && want[common] == have[common]) ++common;
@@ -172,7 +164,6 @@ Result<std::vector<BeamResult>> beam_search(std::vector<std::unique_ptr<Session>
         if (common < want.size()) replay = fs.step(std::span(want).subspan(common), {"logits"}, true);
       }
       if (!replay.ok()) return replay.error();
-      held[free] = want;
     }
     for (auto& h : live) {
       const int32_t tok = h.seq.back();

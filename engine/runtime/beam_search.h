@@ -57,12 +57,16 @@ class BeamSet {
     double score = 0;           // its summed log-probabilities
     std::vector<float> logits;  // its next step's (opt.process applied), set by the runner
     int parent = -1;            // its index in the live set before the last advance
-    int runner = -1;            // the session or slot that holds it (the runner's to keep)
+    int runner = 0;             // which of `width` sessions or slots runs it
+    int from = -1;              // the runner whose history it takes over (its parent's) before its next
+                                // token; -1: its own runner holds that history already
   };
   explicit BeamSet(const BeamOptions& opt);
   std::vector<Hyp>& live() { return live_; }
   // Ranks the candidates of every live hypothesis (logits set) and makes the
-  // next live set, each naming its parent; false: the search is over.
+  // next live set, each naming its parent and its runner: a parent's runner
+  // goes on with its first child, and the others take a runner no child
+  // kept (`from` naming the parent's); false: the search is over.
   bool advance();
   // The finished hypotheses, the still running joined, best first.
   Result<std::vector<BeamResult>> results();

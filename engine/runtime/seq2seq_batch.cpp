@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <list>
 
 #include "engine/runtime/batched_session.h"
@@ -21,21 +20,18 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // runs (each slot's tokens, the last row's logits wanted).
 struct Input {
   size_t index = 0;
-  NamedTensors state;           // the encoder's output, held by each of its slots
-  std::vector<int> slots;
-  std::vector<char> used;       // by slot of `slots`: holds the state
-  std::vector<std::vector<int32_t>> fed;  // by slot of `slots`: the tokens past the start it holds
-  std::optional<BeamSet> beams;           // none: greedy
-  std::vector<int32_t> tokens;            // greedy's
+  std::vector<int> slots;       // one per hypothesis, each holding the encoder's output
+  std::optional<BeamSet> beams; // none: greedy
+  std::vector<int32_t> tokens;  // greedy's
   double logprob_sum = 0;
-  std::vector<std::pair<int, std::vector<int32_t>>> pieces;  // (slot, tokens) of the next call
-  std::vector<std::vector<float>> logits;                    // by piece, after the call
+  std::vector<std::pair<int, int32_t>> next;  // the next call's: (slot, token) per hypothesis
+  int64_t first_row = 0;                      // their first row of the call's logits
   Seq2SeqResult result;
   Clock::time_point started;
 };
 
-// The encoder's output for `ids`, as the token graph holds it, copied out
-// of the session that made it (whose buffers the next input reuses).
+// The encoder's output for `ids`, as the token graph holds it (the
+// tensors keep their buffers from the session's pool while held).
 Result<NamedTensors> encode(Session& enc, const Model& m, const std::vector<int32_t>& ids) {
   ARCH_TRY(Tensor t, encoder_input(m, ids));
   ARCH_TRY(NamedTensors made, enc.encode({{"input_ids", t}}));
@@ -45,12 +41,11 @@ Result<NamedTensors> encode(Session& enc, const Model& m, const std::vector<int3
     const std::string& name = g.values[size_t(v)].name;
     auto it = made.find(name);
     if (it == made.end()) return error("the encoder made no '" + name + "', which the decoder takes");
-    Tensor copy = Tensor::zeros(it->second.dtype, it->second.shape);
-    std::memcpy(copy.data, it->second.data, it->second.nbytes());
-    state[name] = std::move(copy);
+    state[name] = it->second;
   }
   return state;
 }
+
 
 }  // namespace
 
@@ -65,6 +60,7 @@ Status seq2seq_generate_batch(const Model& m, const Seq2SeqPlan& p, int batch, c
   const BeamOptions opt = plan_beams(p);
   SamplingOptions greedy;
   greedy.greedy = true;
+  Sampler argmax(greedy);
 
   std::vector<int> free_slots;
   for (int s = batch * width - 1; s >= 0; --s) free_slots.push_back(s);
@@ -100,104 +96,64 @@ Status seq2seq_generate_batch(const Model& m, const Seq2SeqPlan& p, int batch, c
       Input in;
       in.index = count++;
       const auto t0 = Clock::now();
-      ARCH_TRY(in.state, encode(enc, m, *ids));
+      ARCH_TRY(NamedTensors state, encode(enc, m, *ids));
       in.result.encode_seconds = since(t0);
       in.started = Clock::now();
+      // Every slot of the input holds its encoder output from the start
+      // (one region, shared): a beam's slot taking over another's history
+      // then changes no slot's held rows.
       for (int k = 0; k < width; ++k) {
         in.slots.push_back(free_slots.back());
         free_slots.pop_back();
+        ARCH_TRY_STATUS(session->hold(in.slots.back(), state));
       }
-      in.used.assign(size_t(width), 0);
-      in.fed.assign(size_t(width), {});
-      ARCH_TRY_STATUS(session->hold(in.slots[0], in.state));
-      in.used[0] = 1;
-      if (width > 1) {
-        in.beams.emplace(opt);
-        in.beams->live()[0].runner = 0;
-      }
-      in.pieces.push_back({in.slots[0], {start}});
+      if (width > 1) in.beams.emplace(opt);
+      in.next = {{in.slots[0], start}};
       flight.push_back(std::move(in));
     }
     if (flight.empty()) return {};
     // One call for every input's pieces.
+    std::vector<int32_t> tokens;
     std::vector<BatchedSession::Piece> call;
-    for (Input& in : flight)
-      for (auto& [slot, tokens] : in.pieces) call.push_back({slot, tokens});
+    for (const Input& in : flight)
+      for (const auto& [slot, tok] : in.next) tokens.push_back(tok);
+    for (Input& in : flight) {
+      in.first_row = int64_t(call.size());
+      for (const auto& [slot, tok] : in.next) call.push_back({slot, std::span(&tokens[call.size()], 1)});
+    }
     ARCH_TRY(Tensor logits, session->run(call));
     const int64_t vocab = logits.dim(-1);
-    size_t row = 0;
-    for (Input& in : flight) {
-      in.logits.clear();
-      for (size_t k = 0; k < in.pieces.size(); ++k, ++row)
-        in.logits.emplace_back(logits.f32() + int64_t(row) * vocab, logits.f32() + int64_t(row + 1) * vocab);
-    }
+    auto row = [&](const Input& in, size_t k) { return std::span(logits.f32() + (in.first_row + int64_t(k)) * vocab, size_t(vocab)); };
     // Each input's next tokens.
     for (auto it = flight.begin(); it != flight.end();) {
       Input& in = *it;
       bool over = false;
       if (!in.beams) {
-        std::vector<float>& l = in.logits.front();
+        const std::span<float> l = row(in, 0);  // the call's own, until the next
         ARCH_TRY_STATUS(check_logits_finite(l, int64_t(in.tokens.size())));
         rules(l, in.tokens);
-        const int32_t tok = Sampler(greedy).next(l);
+        const int32_t tok = argmax.next(l);
         in.logprob_sum += token_logprobs(l, tok, 0).logprob;
         in.tokens.push_back(tok);
         const bool eos = std::find(p.rules.eos.begin(), p.rules.eos.end(), tok) != p.rules.eos.end();
         in.result.stop_reason = eos ? "eos" : "length";
         over = eos || int(in.tokens.size()) >= p.max_new_tokens;
-        in.pieces = {{in.slots[0], {tok}}};
+        in.next = {{in.slots[0], tok}};
       } else {
         auto& live = in.beams->live();
         for (size_t h = 0; h < live.size(); ++h) {
-          live[h].logits = std::move(in.logits[h]);
+          const std::span<float> l = row(in, h);
+          live[h].logits.assign(l.begin(), l.end());
           ARCH_TRY_STATUS(check_logits_finite(live[h].logits, int64_t(live[h].seq.size())));
         }
-        std::vector<int> runner_of;
-        std::vector<std::vector<int32_t>> parent_seq;
-        for (const auto& h : live) runner_of.push_back(h.runner), parent_seq.push_back(h.seq);
         over = !in.beams->advance();
-        in.pieces.clear();
-        if (!over) {
-          // A parent's slot goes to its first child, which feeds its new
-          // token; the others take a slot no child claimed, with their
-          // parent's rows copied into it (before this step's call writes
-          // any), or where they cannot be copied, gone back to what it
-          // shares with their parent and the rest fed again.
-          std::vector<char> claimed(size_t(width), 0), parent_used(runner_of.size(), 0);
-          for (auto& h : live) {
-            if (parent_used[size_t(h.parent)]++) continue;
-            h.runner = runner_of[size_t(h.parent)];
-            claimed[size_t(h.runner)] = 1;
-          }
-          for (auto& h : live) {
-            std::vector<int32_t> piece;
-            if (h.runner < 0) {
-              int r = 0;
-              while (claimed[size_t(r)]) ++r;
-              claimed[size_t(r)] = 1;
-              h.runner = r;
-              const std::vector<int32_t>& want = parent_seq[size_t(h.parent)];
-              const int parent_slot = in.slots[size_t(runner_of[size_t(h.parent)])];
-              if (session->copy(parent_slot, in.slots[size_t(r)], 1 + int64_t(want.size())).ok()) {
-                in.used[size_t(r)] = 1;
-              } else {
-                std::vector<int32_t>& have = in.fed[size_t(r)];
-                size_t common = 0;
-                if (!in.used[size_t(r)]) {
-                  ARCH_TRY_STATUS(session->hold(in.slots[size_t(r)], in.state));
-                  in.used[size_t(r)] = 1;
-                  piece.push_back(start);
-                } else {
-                  while (common < want.size() && common < have.size() && want[common] == have[common]) ++common;
-                  ARCH_TRY_STATUS(session->rewind(in.slots[size_t(r)], 1 + int64_t(common)));
-                }
-                piece.insert(piece.end(), want.begin() + long(common), want.end());
-              }
-            }
-            piece.push_back(h.seq.back());
-            in.fed[size_t(h.runner)] = h.seq;
-            in.pieces.push_back({in.slots[size_t(h.runner)], std::move(piece)});
-          }
+        in.next.clear();
+        for (const auto& h : live) {
+          // A hypothesis taking over its parent's history has the parent's
+          // rows copied into its slot, before the next call writes any.
+          if (h.from >= 0)
+            ARCH_TRY_STATUS(session->copy(in.slots[size_t(h.from)], in.slots[size_t(h.runner)], int64_t(h.seq.size())));
+          in.next.push_back({in.slots[size_t(h.runner)], h.seq.back()});
         }
       }
       if (over) {
