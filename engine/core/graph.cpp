@@ -10,6 +10,25 @@ const WeightRef* Graph::weight_of(int value) const {
   return nullptr;
 }
 
+std::optional<double> Graph::number_of(int value) const {
+  if (value < 0 || size_t(value) >= values.size() || values[size_t(value)].producer < 0) return std::nullopt;
+  const Node& n = nodes[size_t(values[size_t(value)].producer)];
+  if (n.op != "constant" || !values[size_t(value)].type.shape.empty() || !n.attrs.contains("value") ||
+      !n.attrs["value"].is_number())
+    return std::nullopt;
+  return n.attrs["value"].get<double>();
+}
+
+std::optional<std::pair<int, double>> Graph::weight_plus_number(int value) const {
+  if (value < 0 || size_t(value) >= values.size() || values[size_t(value)].producer < 0) return std::nullopt;
+  const Node& n = nodes[size_t(values[size_t(value)].producer)];
+  if (n.op != "add" || n.inputs.size() != 2) return std::nullopt;
+  for (int side : {0, 1})
+    if (weight_of(n.inputs[size_t(side)]))
+      if (auto c = number_of(n.inputs[size_t(1 - side)])) return std::pair{n.inputs[size_t(side)], *c};
+  return std::nullopt;
+}
+
 int Graph::find_value(const std::string& name) const {
   for (size_t i = 0; i < values.size(); ++i)
     if (values[i].name == name) return int(i);

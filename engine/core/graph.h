@@ -4,7 +4,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/core/op.h"
@@ -81,6 +83,12 @@ struct Graph {
     return int(values.size()) - 1;
   }
   const WeightRef* weight_of(int value) const;
+  // The number a value is where a `constant` op makes it a scalar (the
+  // 8.0 of `x * 8.0`); none otherwise.
+  std::optional<double> number_of(int value) const;
+  // A weight plus a number, computed once at load (a norm's `w + 1`): the
+  // weight's value and the number; none otherwise.
+  std::optional<std::pair<int, double>> weight_plus_number(int value) const;
   int find_value(const std::string& name) const;  // -1 when absent
   int find_input(const std::string& name) const;
   bool is_held(int value) const;

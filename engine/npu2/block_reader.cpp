@@ -32,19 +32,13 @@ std::optional<Constant> BlockReader::bind(const std::string& block, const Node& 
     const WeightRef* w = weight(v);
     // A weight plus a number, computed once (Gemma's norm weights, 1 + w):
     // bound as the weight with that offset, the engine holding the sum.
-    if (const Node* sum = !w && values.size() == 1 ? producer(v) : nullptr; sum && sum->op == "add" && sum->inputs.size() == 2) {
-      for (int side : {0, 1}) {
-        const Node* number = producer(sum->inputs[size_t(1 - side)]);
-        if (weight(sum->inputs[size_t(side)]) && number && number->op == "constant" && number->attrs.contains("value") &&
-            number->attrs["value"].is_number() && g.values[number->outputs[0]].type.shape.empty()) {
-          w = weight(sum->inputs[size_t(side)]);
-          c.offset = number->attrs["value"].get<double>();
-          c.value = name(v);
-          claim(sum);
-          claim(number);
-          break;
-        }
-      }
+    if (const auto wn = !w && values.size() == 1 ? g.weight_plus_number(v) : std::nullopt) {
+      w = weight(wn->first);
+      c.offset = wn->second;
+      const Node* sum = producer(v);
+      claim(sum);
+      for (int in : sum->inputs)
+        if (in != wn->first) claim(producer(in));
     }
     if (!w) {
       const Node* made = producer(v);

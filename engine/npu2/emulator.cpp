@@ -39,6 +39,16 @@ Result<Tensor> reference(const OpTable& ops, const std::string& op, const Attrs&
 
 int64_t width_of(const Slot& s, const Tensor& buffer) { return s.end ? s.end - s.begin : buffer.dim(1); }
 
+// x [rows, width] as [rows, heads, head_dim]: an error where the unit's
+// attributes do not cut its width so (a program file's, not trusted).
+Result<Tensor> as_heads(Tensor x, int64_t rows, int64_t heads, int64_t head_dim, const std::string& where) {
+  if (heads < 1 || head_dim < 1 || x.numel() != rows * heads * head_dim)
+    return error(where + ": " + std::to_string(heads) + " heads of " + std::to_string(head_dim) + " do not cut rows of " +
+                 std::to_string(x.numel() / std::max<int64_t>(1, rows)));
+  x.shape = {rows, heads, head_dim};
+  return x;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Emulator>> Emulator::load(const Program& p, const Checkpoint& ckpt, const OpTable& ops) {
@@ -160,8 +170,7 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "head_norm") {
-    Tensor x = in[0];
-    x.shape = {rows, attr_i("heads"), attr_i("head_dim")};
+    ARCH_TRY(Tensor x, as_heads(in[0], rows, attr_i("heads"), attr_i("head_dim"), where));
     ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {x, k[0]}, x.shape, where));
     out.shape = in[0].shape;
     return std::vector<Tensor>{std::move(out)};
@@ -175,6 +184,7 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     int64_t col = 0;
     for (const auto& s : u.writes) {
       const int64_t w = s.end ? s.end - s.begin : N;
+      if (col + w > N) return error(where + ": its writes take more than the " + std::to_string(N) + " rows of its constant");
       Tensor part = Tensor::zeros(DType::F32, {rows, w});
       for (int64_t r = 0; r < rows; ++r) std::memcpy(part.f32() + r * w, y.f32() + r * N + col, size_t(w) * 4);
       col += w;
@@ -183,8 +193,7 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     return out;
   }
   if (u.kind == "rope") {
-    Tensor x = in[0];
-    x.shape = {rows, attr_i("heads"), attr_i("head_dim")};
+    ARCH_TRY(Tensor x, as_heads(in[0], rows, attr_i("heads"), attr_i("head_dim"), where));
     Tensor pos = Tensor::zeros(DType::I32, {rows});
     for (int64_t r = 0; r < rows; ++r) pos.i32()[r] = int32_t(position_ + first_row + r);
     Attrs a = u.attrs;
@@ -198,11 +207,13 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     const int layer = int(attr_i("layer"));
     const int64_t H = attr_i("heads"), KH = attr_i("kv_heads"), D = attr_i("head_dim");
     const int64_t T = position_ + first_row + rows;
-    Tensor q = in[0];
-    q.shape = {rows, H, D};
+    ARCH_TRY(Tensor q, as_heads(in[0], rows, H, D, where));
     // The keys from the first position any of these rows sees (a window's
     // last ones), each from its row of the cache (a window's ring).
-    const Cache& c = p_.caches.at(size_t(layer));
+    const Cache& c = p_.caches[size_t(layer)];  // a listed one (parse_program)
+    if (KH != c.kv_heads || D != c.head_dim)
+      return error(where + ": " + std::to_string(KH) + " kv heads of " + std::to_string(D) + " are not its cache's " +
+                   std::to_string(c.kv_heads) + " of " + std::to_string(c.head_dim));
     const int64_t lo = c.window > 0 ? std::max<int64_t>(0, position_ + first_row - c.window + 1) : 0;
     if (T - lo > c.capacity)
       return error("positions " + std::to_string(lo) + ".." + std::to_string(T - 1) + " do not fit the layer's cache of " +
@@ -246,18 +257,10 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
   auto weight_tensor = [&](int v) -> Result<Tensor> {
     const WeightRef* w = g.weight_of(v);
     float offset = 0;
-    // A weight plus a number (a norm's 1 + w), as the graph computes it.
-    if (const Node* sum = !w && v >= 0 && g.values[v].producer >= 0 ? &g.nodes[g.values[v].producer] : nullptr;
-        sum && sum->op == "add" && sum->inputs.size() == 2)
-      for (int side : {0, 1}) {
-        const int other = sum->inputs[size_t(1 - side)];
-        const Node* number = other >= 0 && g.values[other].producer >= 0 ? &g.nodes[g.values[other].producer] : nullptr;
-        if (g.weight_of(sum->inputs[size_t(side)]) && number && number->op == "constant" && number->attrs.contains("value")) {
-          w = g.weight_of(sum->inputs[size_t(side)]);
-          offset = number->attrs["value"].get<float>();
-          break;
-        }
-      }
+    if (const auto wn = w ? std::nullopt : g.weight_plus_number(v)) {  // a norm's 1 + w, as the graph computes it
+      w = g.weight_of(wn->first);
+      offset = float(wn->second);
+    }
     if (!w) return error("'" + (v >= 0 ? g.values[v].name : std::string("?")) + "' is not a weight");
     const Tensor* t = ckpt_->find(w->tensor);
     if (!t) return error("no tensor '" + w->tensor + "'");
@@ -333,9 +336,11 @@ Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounde
     const int layer = int(u.attrs.value("layer", int64_t(0)));
     ARCH_TRY(Tensor k, read(u.reads[0], 0, rows));
     ARCH_TRY(Tensor v, read(u.reads[1], 0, rows));
-    const int64_t row = k.numel() / rows, capacity = cache_k_[layer].dim(0);
+    const int64_t row = k.numel() / rows, capacity = cache_k_[layer].dim(0);  // a listed layer (parse_program)
+    if (row != cache_k_[layer].dim(1) * cache_k_[layer].dim(2) || v.numel() != k.numel())
+      return error(where + ": its keys and values are not rows of the layer's cache " + dims_str(cache_k_[layer].shape));
     // A window's ring takes any position (row p % capacity); another cache ends at the context.
-    if (p_.caches.at(size_t(layer)).window == 0 && position_ + rows > capacity)
+    if (p_.caches[size_t(layer)].window == 0 && position_ + rows > capacity)
       return error(where + ": position " + std::to_string(position_ + rows) + " is past the KV cache's " +
                    std::to_string(capacity) + " rows (the program's max_context)");
     for (int64_t r = 0; r < rows; ++r)

@@ -42,12 +42,11 @@ int BlockReader::embedding(int tokens) {
   // the unit's `scale`, its output the scaled rows.
   auto next = open_users(h);
   if (next.size() == 1 && next[0]->op == "mul" && next[0]->inputs.size() == 2) {
-    const Node* number = producer(next[0]->inputs[0] == h ? next[0]->inputs[1] : next[0]->inputs[0]);
-    if (number && number->op == "constant" && number->attrs.contains("value") && number->attrs["value"].is_number() &&
-        g.values[number->outputs[0]].type.shape.empty()) {
-      u.attrs = {{"scale", number->attrs["value"].get<double>()}};
+    const int other = next[0]->inputs[0] == h ? next[0]->inputs[1] : next[0]->inputs[0];
+    if (const auto scale = g.number_of(other)) {
+      u.attrs = {{"scale", *scale}};
       u.ops.push_back(op_str(*next[0]));
-      claim(number);
+      claim(producer(other));
       claim(next[0]);
       h = next[0]->outputs[0];
     } else {
@@ -79,12 +78,10 @@ void BlockReader::head(int r) {
   }
   // Final logit softcapping (Gemma 2): cap * tanh(logits / cap), one unit
   // on the logits, by a number.
+  // The number `n` (a binary op) takes beside `v`.
   auto number = [&](const Node* n, int v) -> std::optional<double> {
-    const Node* c = n && n->inputs.size() == 2 ? producer(n->inputs[0] == v ? n->inputs[1] : n->inputs[0]) : nullptr;
-    if (!c || c->op != "constant" || !c->attrs.contains("value") || !c->attrs["value"].is_number() ||
-        !g.values[c->outputs[0]].type.shape.empty())
-      return std::nullopt;
-    return c->attrs["value"].get<double>();
+    if (!n || n->inputs.size() != 2) return std::nullopt;
+    return g.number_of(n->inputs[0] == v ? n->inputs[1] : n->inputs[0]);
   };
   const Node* dv = sole_user(hp->out, "div");
   const Node* th = dv ? sole_user(dv->outputs[0], "tanh") : nullptr;
@@ -113,7 +110,7 @@ void BlockReader::head(int r) {
     for (const Node* n : {dv, th, ml}) {
       claim(n);
       for (int in : n->inputs)
-        if (const Node* c = producer(in); c && c->op == "constant") claim(c);
+        if (g.number_of(in)) claim(producer(in));
     }
     write(sc, {hp->out}, *dv);
   }

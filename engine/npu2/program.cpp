@@ -2,6 +2,8 @@
 // so that two lowerings diff line by line.
 #include "engine/npu2/program.h"
 
+#include <cmath>
+
 #include <fstream>
 #include <sstream>
 
@@ -136,7 +138,6 @@ std::string program_yaml(const Program& p) {
         if (c.offset != 0) {
           out << YAML::Key << "offset" << YAML::Value;
           emit_json(out, c.offset);
-          out << YAML::Key << "value" << YAML::Value << c.value;
         }
         out << YAML::Key << "parts" << YAML::Value << YAML::BeginSeq;
         for (const auto& v : c.parts)
@@ -214,10 +215,18 @@ nlohmann::json to_json(const YAML::Node& n) {
   if (n.Tag() == "!") return s;  // quoted: a string whatever it looks like
   if (s == "true") return true;
   if (s == "false") return false;
+  // YAML's own spellings of the non-finite floats, read as numbers (so the
+  // checks on numbers see them).
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") return std::nan("");
+  if (s == ".inf" || s == ".Inf" || s == "+.inf") return HUGE_VAL;
+  if (s == "-.inf" || s == "-.Inf") return -HUGE_VAL;
+  size_t used = 0;
   try {
-    size_t used = 0;
     long long i = std::stoll(s, &used);
     if (used == s.size()) return int64_t(i);
+  } catch (const std::exception&) {
+  }
+  try {
     double d = std::stod(s, &used);
     if (used == s.size()) return d;
   } catch (const std::exception&) {
@@ -273,7 +282,7 @@ Result<Unit> parse_unit(const Reader& r, const YAML::Node& n) {
     k.shape = Dims(shape.begin(), shape.end());
     if (c["offset"]) {
       ARCH_TRY(k.offset, r.get<double>(c, "offset"));
-      ARCH_TRY(k.value, r.get<std::string>(c, "value"));
+      if (!std::isfinite(k.offset)) return r.fault(c, "a constant's offset must be a finite number");
     }
     ARCH_TRY(auto parts, r.seq(c, "parts"));
     for (const auto& p : parts) {
@@ -288,6 +297,20 @@ Result<Unit> parse_unit(const Reader& r, const YAML::Node& n) {
     u.constants.push_back(std::move(k));
   }
   if (n["attrs"]) u.attrs = to_json(n["attrs"]);
+  // Every number an attribute holds is finite (a NaN scale or cap would run
+  // as one), the ones the emulator reads as numbers are numbers, and a
+  // softcap's cap is not zero.
+  if (n["attrs"] && !u.attrs.is_object()) return r.fault(n, u.kind + " unit of " + u.block + ": 'attrs' must be a mapping");
+  static const char* numeric[] = {"eps", "scale", "softcap", "cap", "layer", "heads", "kv_heads", "head_dim", "window"};
+  for (auto it = u.attrs.begin(); it != u.attrs.end(); ++it) {
+    if (it->is_number_float() && !std::isfinite(it->get<double>()))
+      return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' is not a finite number");
+    for (const char* key : numeric)
+      if (it.key() == key && !it->is_number())
+        return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' must be a number");
+  }
+  if (u.kind == "softcap" && u.attrs.value("cap", 0.0) == 0.0)
+    return r.fault(n, "softcap unit of " + u.block + ": its cap must be a non-zero number");
   if (n["last_row"]) {
     ARCH_TRY(u.last_row, r.get<bool>(n, "last_row"));
   }
@@ -359,6 +382,12 @@ Result<Program> parse_program(const std::string& text, const std::string& where)
         for (const auto& s : *slots)
           if (s.buffer != "cache" && !p.buffer(s.buffer))
             return r.fault(u, unit.kind + " unit of " + unit.block + ": buffer '" + s.buffer + "' is not declared");
+      if (unit.kind == "attention" || unit.kind == "kv_write") {
+        const int64_t layer = unit.attrs.value("layer", int64_t(-1));
+        if (layer < 0 || layer >= int64_t(p.caches.size()))
+          return r.fault(u, unit.kind + " unit of " + unit.block + ": layer " + std::to_string(layer) + " has no cache (" +
+                                std::to_string(p.caches.size()) + " listed)");
+      }
       p.units.push_back(std::move(unit));
     }
   } catch (const YAML::Exception& e) {

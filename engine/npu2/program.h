@@ -32,10 +32,9 @@ struct Constant {
   std::string dtype = "bf16";
   // Added to every element of the weight as stored (rounded to dtype), the
   // sum held in f32: a weight the template computes once as w + c (Gemma's
-  // norms' 1 + w, which transformers adds in float32 too); `value` names
-  // the IR value that sum is. A norm's weight: a row, so f32 costs nothing.
+  // norms' 1 + w, which transformers adds in float32 too). A norm's weight:
+  // a row, so f32 costs nothing.
   double offset = 0;
-  std::string value;
 };
 
 // Columns [begin, end) of each row of a buffer (end 0: all of them).

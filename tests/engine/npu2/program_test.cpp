@@ -69,5 +69,42 @@ TEST(Npu2Program, ErrorsNameTheLineAndTheField) {
   EXPECT_NE(r.error().message.find("target 'gpu9' is not npu2"), std::string::npos);
 }
 
+// What a program file says is bounded before the emulator uses it: no
+// attribute that is not a finite number, no offset that is not, no unit
+// reading a layer's cache that is not listed; the window and the offset
+// read back as written.
+TEST(Npu2Program, NumbersAndLayersAreCheckedWhenRead) {
+  Program p = small();
+  p.caches[0].window = 8;
+  p.units[0].constants[0].offset = 1.0;
+  const std::string text = program_yaml(p);
+  auto back = parse_program(text, "p.yaml");
+  ASSERT_TRUE(back.ok()) << back.error().message;
+  EXPECT_EQ(back->caches[0].window, 8);
+  EXPECT_EQ(back->units[0].constants[0].offset, 1.0);
+
+  auto nan = text;
+  nan.replace(nan.find("theta: 10000.0"), 14, "theta: .nan");
+  auto r = parse_program(nan, "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("attribute 'theta' is not a finite number"), std::string::npos) << r.error().message;
+
+  auto offset = text;
+  offset.replace(offset.find("offset: 1.0"), 11, "offset: .inf");
+  r = parse_program(offset, "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("offset must be a finite number"), std::string::npos) << r.error().message;
+
+  Program a = small();
+  Unit att = unit("attention", "layers.0.attention");
+  att.reads = {{"normed"}};
+  att.writes = {{"normed"}};
+  att.attrs = {{"layer", 3}};
+  a.units.push_back(att);
+  r = parse_program(program_yaml(a), "p.yaml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("layer 3 has no cache (1 listed)"), std::string::npos) << r.error().message;
+}
+
 }  // namespace
 }  // namespace arch::npu2
