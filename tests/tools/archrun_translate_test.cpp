@@ -141,6 +141,11 @@ TEST(ArchrunTranslate, OneLineOutPerLineIn) {
   ASSERT_EQ(paired.size(), 6u);
   EXPECT_EQ(paired, alone);
   EXPECT_EQ(paired[1], "");
+  // A line past 1 MiB is not a sentence: refused by name, not read on.
+  std::ofstream(in) << "a dog ran\n" << std::string((1 << 20) + 10, 'x') << "\n";
+  auto long_line = run_tool(testing::archrun() + " translate " + t.path() + " < " + in);
+  EXPECT_NE(long_line.exit_code, 0);
+  EXPECT_NE(long_line.out.find("a line of stdin runs past 1048576 bytes"), std::string::npos) << long_line.out.substr(0, 400);
   auto one_batch = run_tool(testing::archrun() + " translate " + t.path() + " -p 'a dog ran' --batch 4");
   EXPECT_NE(one_batch.exit_code, 0);
   EXPECT_NE(one_batch.out.find("--batch decodes lines of stdin together; -p is one sentence"), std::string::npos) << one_batch.out;

@@ -3,21 +3,32 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace arch::cli {
 
 std::optional<std::string> StdinLines::next(bool wait) {
   while (true) {
-    if (const size_t nl = buffer_.find('\n'); nl != std::string::npos) {
+    const size_t nl = buffer_.find('\n');
+    if (std::min(nl, buffer_.size()) > kMaxLineBytes) {  // not a sentence a line
+      fault_ = "a line of stdin runs past " + std::to_string(kMaxLineBytes) + " bytes";
+      ended_ = true;
+      buffer_.clear();
+      return std::nullopt;
+    }
+    if (nl != std::string::npos) {
       std::string line = buffer_.substr(0, nl);
       buffer_.erase(0, nl + 1);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
       return line;
     }
     if (ended_) {
       if (buffer_.empty()) return std::nullopt;
       std::string last;
       last.swap(buffer_);
+      if (!last.empty() && last.back() == '\r') last.pop_back();
       return last;
     }
     if (!wait) {
@@ -27,7 +38,8 @@ std::optional<std::string> StdinLines::next(bool wait) {
     char chunk[65536];
     const ssize_t n = ::read(0, chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) ended_ = true;  // the end, or an input that cannot be read
+    if (n < 0) fault_ = std::string("reading stdin: ") + std::strerror(errno);
+    if (n <= 0) ended_ = true;
     else buffer_.append(chunk, size_t(n));
   }
 }

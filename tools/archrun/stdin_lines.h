@@ -10,13 +10,17 @@ namespace arch::cli {
 
 class StdinLines {
  public:
-  // The next line, its '\n' dropped: waiting for one where `wait`; none
-  // where no whole line has come yet (not waiting) or the input is over (the
-  // last line may lack its '\n').
+  // The next line, its '\n' (and a '\r' before it) dropped: waiting for one
+  // where `wait`; none where no whole line has come yet (not waiting), or
+  // the input is over or failed (the last line may lack its '\n').
   std::optional<std::string> next(bool wait);
+  // Why the lines stopped before the input's end: a read that failed, or a
+  // line past kMaxLineBytes; empty where they did not.
+  const std::string& fault() const { return fault_; }
+  static constexpr size_t kMaxLineBytes = size_t(1) << 20;
 
  private:
-  std::string buffer_;
+  std::string buffer_, fault_;
   bool ended_ = false;
 };
 

@@ -4,6 +4,8 @@
 // seq2seq_batch.h), one line out per line in.
 #include <cctype>
 #include <cstdio>
+#include <deque>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -83,55 +85,64 @@ int run_translate(const TranslateArgs& a) {
   }
   // One sentence per line of stdin, up to --batch of them decoded together;
   // the lines out in the order of the lines in, each as soon as those
-  // before it are out (a pipe sees each as it is done).
+  // before it are out (a pipe sees each as it is done). Only the lines not
+  // yet out are kept.
   StdinLines lines;
-  std::vector<std::optional<std::string>> out;  // by line in: its line out, once done
-  std::vector<size_t> line_of_input;            // by input the engine was given: its line
-  size_t printed = 0;
+  std::deque<std::optional<std::string>> waiting;   // the lines out from line `printed` on, once done
+  std::unordered_map<size_t, size_t> line_of_input;  // an input in flight: its line
+  size_t printed = 0, read = 0, given = 0;
   auto flush = [&] {
-    for (; printed < out.size() && out[printed]; ++printed) std::printf("%s\n", out[printed]->c_str());
+    for (; !waiting.empty() && waiting.front(); ++printed) {
+      std::printf("%s\n", waiting.front()->c_str());
+      waiting.pop_front();
+    }
     std::fflush(stdout);
   };
-  bool asked = false;
-  auto next = [&](bool idle) -> Result<std::optional<std::vector<int32_t>>> {
-    asked = true;
-    while (true) {
-      flush();
-      auto line = lines.next(idle);
-      if (!line) return std::optional<std::vector<int32_t>>{};
-      if (!line->empty() && line->back() == '\r') line->pop_back();
-      if (line->find_first_not_of(" \t") == std::string::npos) {  // a blank line stays blank
-        out.push_back("");
-        continue;
+  auto blank = [](const std::string& line) { return line.find_first_not_of(" \t") == std::string::npos; };
+  if (a.batch > 1) {
+    bool asked = false;
+    auto next = [&](bool idle) -> Result<std::optional<std::vector<int32_t>>> {
+      asked = true;
+      while (true) {
+        flush();
+        auto line = lines.next(idle);
+        if (!line) return std::optional<std::vector<int32_t>>{};
+        const size_t at = read++;
+        if (blank(*line)) {  // a blank line stays blank
+          waiting.emplace_back("");
+          continue;
+        }
+        waiting.emplace_back();
+        line_of_input[given++] = at;
+        return std::optional<std::vector<int32_t>>{input_ids(*line)};
       }
-      out.emplace_back();
-      line_of_input.push_back(out.size() - 1);
-      return std::optional<std::vector<int32_t>>{input_ids(*line)};
+    };
+    auto done = [&](size_t k, Seq2SeqResult r) -> Status {
+      const auto it = line_of_input.find(k);
+      if (it == line_of_input.end()) return error("input " + std::to_string(k) + " was never given");
+      waiting[it->second - printed] = line_of(r);
+      line_of_input.erase(it);
+      flush();
+      return {};
+    };
+    Status batched = seq2seq_generate_batch(**m, *plan, a.batch, next, done);
+    if (batched.ok()) {
+      flush();
+      return lines.fault().empty() ? 0 : fail(error(lines.fault()));
     }
-  };
-  auto done = [&](size_t k, Seq2SeqResult r) -> Status {
-    out[line_of_input[k]] = line_of(r);
-    flush();
-    return {};
-  };
-  Status batched = a.batch > 1 ? seq2seq_generate_batch(**m, *plan, a.batch, next, done) : error("--batch 1");
-  if (batched.ok()) {
-    flush();
-    return 0;
+    if (asked) return fail(batched.error());
+    // A model whose decoder cannot run several sequences in one call: one
+    // sentence after another, said once on stderr.
+    std::fprintf(stderr, "note: one sentence at a time: %s\n", batched.error().message.c_str());
   }
-  if (asked) return fail(batched.error());
-  // A model whose decoder cannot run several sequences in one call: one
-  // sentence after another (said once, on stderr, where --batch asked for more).
-  if (a.batch > 1) std::fprintf(stderr, "note: one sentence at a time: %s\n", batched.error().message.c_str());
   while (auto line = lines.next(true)) {
-    if (!line->empty() && line->back() == '\r') line->pop_back();
-    if (line->find_first_not_of(" \t") == std::string::npos) {
+    if (blank(*line)) {
       std::printf("\n");
       continue;
     }
     if (int rc = one(*line)) return rc;
   }
-  return 0;
+  return lines.fault().empty() ? 0 : fail(error(lines.fault()));
 }
 
 }  // namespace arch::cli
