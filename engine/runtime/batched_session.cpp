@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "kernels/kernels.h"
 #include "engine/runtime/graph_outputs.h"
@@ -152,14 +153,14 @@ Status BatchedSession::copy(int from, int to, int64_t positions) {
 Status BatchedSession::gather_held() {
   std::vector<SequenceRows::Region> regions(held_.size());
   std::vector<int> first_of(held_.size(), -1);  // the earlier slot with the same tensors
+  std::unordered_map<const void*, int> first_holding;
   int64_t total = 0;
   for (size_t s = 0; s < held_.size(); ++s) {
     if (held_[s].empty()) continue;
-    for (size_t e = 0; e < s && first_of[s] < 0; ++e)
-      if (!held_[e].empty() && first_of[e] < 0 && held_[e].begin()->second.data == held_[s].begin()->second.data)
-        first_of[s] = int(e);
-    if (first_of[s] >= 0) {
-      regions[s] = regions[size_t(first_of[s])];
+    const auto [at, fresh] = first_holding.emplace(held_[s].begin()->second.data, int(s));
+    if (!fresh) {
+      first_of[s] = at->second;
+      regions[s] = regions[size_t(at->second)];
       continue;
     }
     regions[s] = {total, held_[s].begin()->second.dim(0)};
