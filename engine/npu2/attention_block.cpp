@@ -21,43 +21,52 @@ int BlockReader::attention_block(int r, int l) {
     return after(add);
   const int x = norm->outputs[0];
   auto x_users = open_users(x);
-  // Q, K and V: three projections of x, told apart by where they go.
-  if (x_users.size() != 3) {
-    refuse(block, x_users.empty() ? *norm : *x_users[0],
-           "the norm's output is read by " + std::to_string(x_users.size()) + " ops, not three projections (q, k, v)",
-           "a mixer of separate q, k and v projections");
-    return after(add);
-  }
+  // Q, K and V: views of the norm's projections (three, or one merged
+  // matrix, or a query whose heads hold an output gate beside them), told
+  // apart by where they go.
   struct Path {
-    Projection proj;
-    const Node* split = nullptr;
+    Part part;
     const Node* qk_norm = nullptr;
     const Node* rope = nullptr;
     int end = -1;  // what reaches the cache or the attention
   };
   std::vector<Path> paths;
+  std::optional<Part> gate;  // an output gate: sigmoid(gate) times the attention's heads
   for (const Node* u : x_users) {
     auto pr = projection(u, block);
     if (!pr) {
       if (u->op != "matmul") refuse(block, *u, "the norm's output is read by " + u->op, "q, k and v projections");
       return after(add);
     }
-    Path path{*pr};
-    path.split = head_split(pr->out);
-    if (!path.split) {
-      refuse(block, *u, "a projection not split into heads", "q, k, v reshaped to [seq, heads, head_dim]");
-      return after(add);
+    for (int leaf : leaves_of(pr->out)) {
+      auto part = part_of(*pr, leaf, block);
+      if (!part) return after(add);
+      if (g.values[leaf].type.shape.size() != 3) {
+        if (const Node* sg = sole_user(leaf, "sigmoid"); sg && !gate) {
+          gate = *part;
+          continue;
+        }
+        refuse(block, *u, "a projection not split into heads", "q, k, v reshaped to [seq, heads, head_dim]");
+        return after(add);
+      }
+      Path path{*part};
+      path.end = leaf;
+      if (const Node* qn = sole_user(path.end, "rms_norm")) {
+        path.qk_norm = qn;
+        path.end = qn->outputs[0];
+      }
+      if (const Node* rp = sole_user(path.end, "rope")) {
+        path.rope = rp;
+        path.end = rp->outputs[0];
+      }
+      paths.push_back(path);
     }
-    path.end = path.split->outputs[0];
-    if (const Node* qn = sole_user(path.end, "rms_norm")) {
-      path.qk_norm = qn;
-      path.end = qn->outputs[0];
-    }
-    if (const Node* rp = sole_user(path.end, "rope")) {
-      path.rope = rp;
-      path.end = rp->outputs[0];
-    }
-    paths.push_back(path);
+  }
+  if (paths.size() != 3) {
+    refuse(block, x_users.empty() ? *norm : *x_users[0],
+           "the norm's projections give " + std::to_string(paths.size()) + " head-split values, not three (q, k, v)",
+           "a mixer of q, k and v projections");
+    return after(add);
   }
   // The cache and the attention the paths meet at.
   const Node* cache = nullptr;
@@ -95,7 +104,16 @@ int BlockReader::attention_block(int r, int l) {
   const double softcap = attn->attrs.value("softcap", 0.0);
   // The output projection and the residual add.
   const Node* merge = sole_user(attn->outputs[0], "reshape");
-  std::optional<Projection> o = merge ? projection(sole_user(merge->outputs[0], "matmul"), block) : std::nullopt;
+  // An output gate (Qwen3-Next's): the merged heads times sigmoid(gate).
+  const Node* gate_sigmoid = gate ? sole_user(gate->value, "sigmoid") : nullptr;
+  const Node* gate_mul = merge && gate_sigmoid ? sole_user(merge->outputs[0], "mul") : nullptr;
+  if (gate && (!gate_mul || !(gate_mul->inputs[0] == gate_sigmoid->outputs[0] || gate_mul->inputs[1] == gate_sigmoid->outputs[0]))) {
+    refuse(block, gate_sigmoid ? *gate_sigmoid : *attn, "a sigmoid of a projection that does not gate the attention's heads",
+           "an output gate: the merged heads times sigmoid(gate)");
+    return after(add);
+  }
+  const int merged = gate_mul ? gate_mul->outputs[0] : merge ? merge->outputs[0] : -1;
+  std::optional<Projection> o = merged >= 0 ? projection(sole_user(merged, "matmul"), block) : std::nullopt;
   if (!o) {
     refuse(block, *attn, "the attention's heads do not go straight to an output projection", "heads merged into one matvec");
     return after(add);
@@ -113,12 +131,12 @@ int BlockReader::attention_block(int r, int l) {
   // The units, in the engine's order.
   const int64_t H = dim(paths[q].end, 1), KH = dim(paths[k].end, 1), Dh = dim(paths[q].end, 2), Dv = dim(paths[v].end, 2);
   const int layer = int(p.caches.size());
-  auto qkv = matvec(block, "qkv", {paths[q].proj, paths[k].proj, paths[v].proj}, "qkv");
+  std::vector<Part> parts = {paths[q].part, paths[k].part, paths[v].part};
+  if (gate) parts.push_back(*gate);
+  auto qkv = matvec(block, "qkv", parts, "qkv");
   if (!qkv) return -1;
   const Slot qs = qkv->writes[0], ks = qkv->writes[1], vs = qkv->writes[2];
-  write(*qkv, {x}, *paths[q].proj.matmul);
-  for (int i : {q, k}) claim(paths[i].split);
-  claim(paths[v].split);
+  write(*qkv, {x}, *paths[q].part.proj.matmul);
   for (int i : {q, k}) {
     const Path& pt = paths[i];
     const Slot s = i == q ? qs : ks;
@@ -132,14 +150,14 @@ int BlockReader::attention_block(int r, int l) {
       u.constants = {*nw};
       u.attrs = {{"eps", pt.qk_norm->attrs.value("eps", 1e-6)}, {"heads", dim(pt.end, 1)}, {"head_dim", dim(pt.end, 2)}};
       u.values = {name(pt.qk_norm->outputs[0])};
-      u.ops = {op_str(*pt.split), op_str(*pt.qk_norm)};
-      write(u, {pt.proj.out}, *pt.qk_norm);
+      u.ops = {op_str(*pt.qk_norm)};
+      write(u, {pt.part.value}, *pt.qk_norm);
     }
   }
   for (int i : {q, k}) {
     const Path& pt = paths[i];
     const Slot s = i == q ? qs : ks;
-    const int in = pt.qk_norm ? pt.qk_norm->outputs[0] : pt.proj.out;
+    const int in = pt.qk_norm ? pt.qk_norm->outputs[0] : pt.part.value;
     claim(pt.rope);
     const std::string buf = i == q ? "q" : "k";
     need_buffer(buf, opt.profile.activations, dim(pt.end, 1) * dim(pt.end, 2));
@@ -151,7 +169,6 @@ int BlockReader::attention_block(int r, int l) {
     u.attrs["head_dim"] = dim(pt.end, 2);
     u.values = {name(pt.rope->outputs[0])};
     u.ops = {op_str(*pt.rope)};
-    if (!pt.qk_norm) u.ops.insert(u.ops.begin(), op_str(*pt.split));
     write(u, {in}, *pt.rope);
   }
   claim(cache);
@@ -165,8 +182,8 @@ int BlockReader::attention_block(int r, int l) {
     u.writes = {Slot{"cache"}};
     u.attrs = {{"layer", layer}, {"kv_heads", KH}, {"head_dim", Dh}};
     u.values = {name(cache->outputs[0]), name(cache->outputs[1])};
-    u.ops = {op_str(*paths[v].split), op_str(*cache)};
-    write(u, {paths[k].end, paths[v].proj.out}, *cache);
+    u.ops = {op_str(*cache)};
+    write(u, {paths[k].end, paths[v].part.value}, *cache);
   }
   claim(attn);
   need_buffer("attn", opt.profile.activations, H * Dv);
@@ -181,11 +198,23 @@ int BlockReader::attention_block(int r, int l) {
     write(u, {paths[q].end, -1}, *attn);
   }
   claim(merge);
+  if (gate_mul) {
+    // The output gate in place on the heads: attn * sigmoid(gate).
+    claim(gate_sigmoid);
+    claim(gate_mul);
+    Unit u = unit("output_gate", block);
+    u.reads = {Slot{"attn"}, qkv->writes[3]};
+    u.writes = {Slot{"attn"}};
+    u.attrs = {{"activation", "sigmoid"}};
+    u.values = {name(gate_mul->outputs[0])};
+    u.ops = {op_str(*merge), op_str(*gate_sigmoid), op_str(*gate_mul)};
+    write(u, {attn->outputs[0], gate->value}, *gate_mul);
+  }
   auto out = matvec(block, "o", {*o}, "attn_out");
   if (!out) return -1;
   out->reads = {Slot{"attn"}};
-  out->ops.insert(out->ops.begin(), op_str(*merge));
-  write(*out, {attn->outputs[0]}, *o->matmul);
+  if (!gate_mul) out->ops.insert(out->ops.begin(), op_str(*merge));
+  write(*out, {gate_mul ? gate_mul->outputs[0] : attn->outputs[0]}, *o->matmul);
   const int branch = post ? post_norm(block, *post, o->out, "attn_out") : o->out;
   if (branch < 0) return -1;
   return residual_unit(block, *add, r, branch, "attn_out");

@@ -185,45 +185,218 @@ std::optional<BlockReader::Projection> BlockReader::projection(const Node* m, co
   return pr;
 }
 
-// A matvec unit over the projections `prs` merged by rows, writing each
-// one's columns of `buffer` in turn.
-std::optional<Unit> BlockReader::matvec(const std::string& block, const std::string& role, const std::vector<Projection>& prs,
-                           const std::string& buffer) {
-  std::vector<int> ws, bs;
-  for (const auto& pr : prs) {
-    ws.push_back(pr.weight);
-    if (pr.bias) bs.push_back(pr.bias_value);
+BlockReader::Part BlockReader::whole(const Projection& pr) const {
+  Part part{pr, pr.out, {}};
+  part.columns.resize(size_t(std::max<int64_t>(0, dim(pr.out, -1))));
+  for (size_t i = 0; i < part.columns.size(); ++i) part.columns[i] = int64_t(i);
+  return part;
+}
+
+std::optional<BlockReader::Part> BlockReader::part_of(const Projection& pr, int value, const std::string& block) {
+  auto cols = columns_of(value, pr.out);
+  if (!cols) {
+    refuse(block, *pr.matmul, "'" + name(value) + "' is not a view of the projection's columns (reshapes and slices of it)",
+           "a projection's rows bound as views");
+    return std::nullopt;
   }
-  if (!bs.empty() && bs.size() != prs.size()) {
-    refuse(block, *prs[0].matmul, "some of the merged projections have a bias and some not",
+  return Part{pr, value, std::move(*cols)};
+}
+
+namespace {
+
+// Rows `rows` of `tensor`, in order, as runs of consecutive rows.
+void add_views(Constant& c, const std::string& tensor, const std::vector<int64_t>& rows) {
+  for (size_t i = 0; i < rows.size();) {
+    size_t j = i + 1;
+    while (j < rows.size() && rows[j] == rows[j - 1] + 1) ++j;
+    c.parts.push_back(TensorView{tensor, rows[i], rows[j - 1] + 1});
+    i = j;
+  }
+}
+
+}  // namespace
+
+// A matvec unit over the parts merged by rows (each part's rows of its
+// matrix, as views), writing each one's columns of `buffer` in turn.
+std::optional<Unit> BlockReader::matvec(const std::string& block, const std::string& role, const std::vector<Part>& parts,
+                                        const std::string& buffer) {
+  size_t biased = 0;
+  for (const auto& pt : parts) biased += pt.proj.bias ? 1 : 0;
+  if (biased != 0 && biased != parts.size()) {
+    refuse(block, *parts[0].proj.matmul, "some of the merged projections have a bias and some not",
            "a bias on every part or on none");
     return std::nullopt;
   }
-  auto w = bind(block, *prs[0].matmul, "weight", ws);
-  if (!w) return std::nullopt;
+  Constant w, b;
+  w.role = "weight";
+  b.role = "bias";
+  w.dtype = b.dtype = opt.profile.weights;
+  int64_t rows = 0, width = -1;
+  for (const auto& pt : parts) {
+    const int64_t wd = dim(pt.proj.weight, 1), n = dim(pt.proj.weight, 0);
+    if (wd < 0 || n < 0) {
+      refuse(block, *pt.proj.matmul, "its weight '" + weight(pt.proj.weight)->tensor + "' has a run-time dim", "a constant of fixed shape");
+      return std::nullopt;
+    }
+    if (width >= 0 && wd != width) {
+      refuse(block, *pt.proj.matmul, "its weights differ in width (" + std::to_string(width) + ", " + std::to_string(wd) + ")",
+             "parts of one row width to merge");
+      return std::nullopt;
+    }
+    for (int64_t c : pt.columns)
+      if (c < 0 || c >= n) {
+        refuse(block, *pt.proj.matmul, "a view past its weight's rows", "rows of the weight");
+        return std::nullopt;
+      }
+    width = wd;
+    add_views(w, weight(pt.proj.weight)->tensor, pt.columns);
+    if (pt.proj.bias) add_views(b, weight(pt.proj.bias_value)->tensor, pt.columns);
+    rows += int64_t(pt.columns.size());
+  }
+  w.shape = {rows, width};
+  b.shape = {rows};
   Unit u = unit("matvec", block);
   u.reads = {Slot{"normed"}};
-  u.constants = {*w};
-  if (!bs.empty()) {
-    auto b = bind(block, *prs[0].bias, "bias", bs);
-    if (!b) return std::nullopt;
-    u.constants.push_back(*b);
-  }
+  u.constants = {w};
+  if (biased) u.constants.push_back(b);
   int64_t col = 0;
-  for (const auto& pr : prs) {
-    const int64_t n = dim(pr.out, -1);
+  for (const auto& pt : parts) {
+    const int64_t n = int64_t(pt.columns.size());
     u.writes.push_back(Slot{buffer, col, col + n});
-    u.values.push_back(name(pr.out));
-    u.ops.push_back(op_str(*pr.matmul));
-    if (pr.bias) u.ops.push_back(op_str(*pr.bias));
-    claim(pr.matmul);
-    if (pr.bias) claim(pr.bias);
+    u.values.push_back(name(pt.value));
+    if (!claimed[node_index(pt.proj.matmul)]) {
+      u.ops.push_back(op_str(*pt.proj.matmul));
+      if (pt.proj.bias) u.ops.push_back(op_str(*pt.proj.bias));
+    }
+    claim(pt.proj.matmul);
+    if (pt.proj.bias) claim(pt.proj.bias);
+    auto moves = moves_between(pt.value, pt.proj.out);
+    for (auto it = moves.rbegin(); it != moves.rend(); ++it)
+      if (!claimed[node_index(*it)]) {
+        u.ops.push_back(op_str(**it));
+        claim(*it);
+      }
     col += n;
   }
-  if (prs.size() == 1) u.writes[0] = Slot{buffer};
+  if (parts.size() == 1) u.writes[0] = Slot{buffer};
   u.attrs = {{"role", role}};
   need_buffer(buffer, opt.profile.output_of(role, false), col);
   return u;
+}
+
+std::optional<Unit> BlockReader::matvec(const std::string& block, const std::string& role, const std::vector<Projection>& prs,
+                                        const std::string& buffer) {
+  std::vector<Part> parts;
+  for (const auto& pr : prs) parts.push_back(whole(pr));
+  return matvec(block, role, parts, buffer);
+}
+
+// ---- where a projection's columns go ------------------------------------------
+namespace {
+bool is_move(const Node& n) { return n.op == "reshape" || n.op == "slice"; }
+}  // namespace
+
+std::vector<int> BlockReader::leaves_of(int v) const {
+  std::vector<int> out;
+  bool computed = false;
+  std::vector<const Node*> moves;
+  for (const Node* u : open_users(v))
+    if (is_move(*u) && u->inputs[0] == v) moves.push_back(u);
+    else computed = true;
+  for (const auto& o : g.outputs)
+    if (o.value == v) computed = true;
+  if (computed || moves.empty()) out.push_back(v);
+  for (const Node* m : moves)
+    for (int leaf : leaves_of(m->outputs[0])) out.push_back(leaf);
+  return out;
+}
+
+std::vector<const Node*> BlockReader::moves_between(int v, int from) const {
+  std::vector<const Node*> chain;
+  for (int at = v; at != from;) {
+    const Node* n = producer(at);
+    if (!n || !is_move(*n) || n->inputs.empty() || n->inputs[0] < 0) return {};
+    chain.push_back(n);
+    at = n->inputs[0];
+  }
+  return chain;
+}
+
+std::optional<std::vector<int64_t>> BlockReader::columns_of(int v, int from) const {
+  const auto chain = moves_between(v, from);
+  if (chain.empty() && v != from) return std::nullopt;
+  // The features of a row of `at`: their dims past the seq axis, and which
+  // of from's columns each is.
+  auto row_dims = [&](int at) -> std::optional<Dims> {
+    const Shape& s = g.values[at].type.shape;
+    if (s.empty()) return std::nullopt;
+    Dims d;
+    for (size_t i = 1; i < s.size(); ++i) {
+      if (!s[i].concrete()) return std::nullopt;
+      d.push_back(s[i].n);
+    }
+    return d;
+  };
+  auto count = [](const Dims& d) {
+    int64_t n = 1;
+    for (int64_t x : d) n *= x;
+    return n;
+  };
+  auto dims = row_dims(from);
+  if (!dims) return std::nullopt;
+  std::vector<int64_t> cols(size_t(count(*dims)));
+  for (size_t i = 0; i < cols.size(); ++i) cols[i] = int64_t(i);
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const Node& n = **it;
+    auto out = row_dims(n.outputs[0]);
+    if (!out) return std::nullopt;
+    if (n.op == "reshape") {
+      // The seq axis kept: the same features per row, shaped anew.
+      if (count(*out) != int64_t(cols.size())) return std::nullopt;
+    } else {
+      int64_t axis = n.attrs.value("axis", int64_t(0));
+      const int64_t rank = int64_t(dims->size()) + 1;
+      if (axis < 0) axis += rank;
+      const int64_t start = n.attrs.value("start", int64_t(0)), end = n.attrs.value("end", int64_t(0));
+      if (axis < 1 || axis >= rank || n.attrs.value("step", int64_t(1)) != 1) return std::nullopt;
+      const int64_t len = (*dims)[size_t(axis - 1)];
+      if (start < 0 || end > len || start >= end) return std::nullopt;
+      int64_t inner = 1, outer = 1;
+      for (int64_t i = axis; i < int64_t(dims->size()); ++i) inner *= (*dims)[size_t(i)];
+      for (int64_t i = 0; i + 1 < axis; ++i) outer *= (*dims)[size_t(i)];
+      std::vector<int64_t> kept;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = start; i < end; ++i)
+          for (int64_t j = 0; j < inner; ++j) kept.push_back(cols[size_t((o * len + i) * inner + j)]);
+      if (int64_t(kept.size()) != count(*out)) return std::nullopt;
+      cols = std::move(kept);
+    }
+    dims = out;
+  }
+  return cols;
+}
+
+const Node* BlockReader::reached(int v, const std::string& op, const Node* stop) const {
+  std::vector<int> todo{v};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const int at = todo.back();
+    todo.pop_back();
+    for (int n : users[at]) {
+      const Node& u = g.nodes[n];
+      if (&u == stop || !seen.insert(n).second) continue;
+      if (u.op == op) return &u;
+      for (int o : u.outputs) todo.push_back(o);
+    }
+  }
+  return nullptr;
+}
+
+std::optional<Slot> BlockReader::run_of(const std::string& buffer, const std::vector<int64_t>& cols) {
+  if (cols.empty()) return std::nullopt;
+  for (size_t i = 1; i < cols.size(); ++i)
+    if (cols[i] != cols[i - 1] + 1) return std::nullopt;
+  return Slot{buffer, cols.front(), cols.back() + 1};
 }
 
 int BlockReader::residual_unit(const std::string& block, const Node& add, int r, int branch, const std::string& from) {

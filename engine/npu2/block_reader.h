@@ -132,19 +132,55 @@ struct BlockReader {
     int weight = -1, bias_value = -1, out = -1;
   };
   std::optional<Projection> projection(const Node* m, const std::string& block);
-  // A matvec unit over the projections `prs` merged by rows, writing each
-  // one's columns of `buffer` in turn.
+  // One part of a merged matvec: the value it writes (the projection's
+  // output, or a view of some of its columns: a merged matrix's part, each
+  // head's half) and which of the projection's columns those are, in order.
+  struct Part {
+    Projection proj;
+    int value = -1;
+    std::vector<int64_t> columns;
+  };
+  // The whole projection as a part.
+  Part whole(const Projection& pr) const;
+  // `value` as a part of pr (made from its output by reshapes and slices
+  // alone), or null (refused, naming `block`).
+  std::optional<Part> part_of(const Projection& pr, int value, const std::string& block);
+  // A matvec unit over the parts merged by rows (each part's rows of its
+  // matrix, as views), writing each one's columns of `buffer` in turn.
+  std::optional<Unit> matvec(const std::string& block, const std::string& role, const std::vector<Part>& parts,
+                             const std::string& buffer);
   std::optional<Unit> matvec(const std::string& block, const std::string& role, const std::vector<Projection>& prs,
                              const std::string& buffer);
+
+  // ---- where a projection's columns go ---------------------------------------
+  // The values v reaches through reshapes and slices alone (views of its
+  // columns) that an op computing something reads, or the graph gives out.
+  std::vector<int> leaves_of(int v) const;
+  // The reshapes and slices making v from `from`, v's own first; empty
+  // where something else makes it (or v is `from`).
+  std::vector<const Node*> moves_between(int v, int from) const;
+  // Which of from's columns ([seq, N]) each of v's features holds, v made
+  // from it by reshapes and slices that keep the seq axis; null otherwise.
+  std::optional<std::vector<int64_t>> columns_of(int v, int from) const;
+  // The first op `op` reached from v before `stop` (a block's residual
+  // add), or null.
+  const Node* reached(int v, const std::string& op, const Node* stop) const;
+  // Columns `cols` of `buffer` as one slot where they are a run; null otherwise.
+  static std::optional<Slot> run_of(const std::string& buffer, const std::vector<int64_t>& cols);
   // A reshape to [seq, heads, head_dim] after v (a view): the node, or null.
   const Node* head_split(int v) const {
     const Node* r = sole_user(v, "reshape");
     return r && g.values[r->outputs[0]].type.shape.size() == 3 ? r : nullptr;
   }
 
+  // The mixer of layer `l` reading the residual r (a Gated-DeltaNet block
+  // or an attention block): the residual after it, or -1 (refused).
+  int mixer_block(int r, int l);
   // The attention block of layer `l` reading the residual r: the residual
   // after it, or -1 (refused).
   int attention_block(int r, int l);
+  // The Gated-DeltaNet block of layer `l` (delta_block.cpp).
+  int delta_block(int r, int l);
 
   int residual_unit(const std::string& block, const Node& add, int r, int branch, const std::string& from);
 

@@ -25,16 +25,32 @@ void put(Tensor& t, int64_t i, float f) {
   else t.f32()[i] = f;
 }
 
+// One op's reference kernel on f32 inputs, its outputs shaped `outs`; a
+// stateful op's state (a recurrent layer's) kept in `state` across calls.
+Result<std::vector<Tensor>> run_reference(const OpTable& ops, const std::string& op, const Attrs& attrs,
+                                          std::vector<Tensor> in, const std::vector<Dims>& out_dims,
+                                          std::unique_ptr<OpState>& state, const std::string& where) {
+  const Kernel* k = ops.kernel(op, "reference");
+  if (!k) return error(where + ": no reference kernel for " + op);
+  std::vector<Tensor> outs;
+  for (const auto& d : out_dims) outs.push_back(Tensor::zeros(DType::F32, d));
+  KernelContext ctx{attrs, in, outs, state, 0, where};
+  ARCH_TRY_STATUS((*k)(ctx));
+  return outs;
+}
+
 // One op's reference kernel on f32 inputs; its one output shaped `out`.
 Result<Tensor> reference(const OpTable& ops, const std::string& op, const Attrs& attrs, std::vector<Tensor> in,
                          Dims out, const std::string& where) {
-  const Kernel* k = ops.kernel(op, "reference");
-  if (!k) return error(where + ": no reference kernel for " + op);
-  std::vector<Tensor> outs{Tensor::zeros(DType::F32, std::move(out))};
   std::unique_ptr<OpState> state;
-  KernelContext ctx{attrs, in, outs, state, 0, where};
-  ARCH_TRY_STATUS((*k)(ctx));
+  ARCH_TRY(auto outs, run_reference(ops, op, attrs, std::move(in), {std::move(out)}, state, where));
   return std::move(outs[0]);
+}
+
+Tensor scalar(float v) {
+  Tensor t = Tensor::zeros(DType::F32, {});
+  t.f32()[0] = v;
+  return t;
 }
 
 int64_t width_of(const Slot& s, const Tensor& buffer) { return s.end ? s.end - s.begin : buffer.dim(1); }
@@ -64,6 +80,7 @@ Result<std::unique_ptr<Emulator>> Emulator::load(const Program& p, const Checkpo
     e->cache_k_.push_back(Tensor::zeros(type_of(c.dtype), {c.capacity, c.kv_heads, c.head_dim}));
     e->cache_v_.push_back(Tensor::zeros(type_of(c.dtype), {c.capacity, c.kv_heads, c.head_dim}));
   }
+  e->states_.resize(p.states.size());
   // Constants: the views' rows, stacked, rounded to their type once.
   std::map<std::string, Tensor> widened;
   for (size_t i = 0; i < p.units.size(); ++i) {
@@ -110,6 +127,7 @@ void Emulator::check_against(const Graph& step, UnitCheck* log, const Tolerance&
 void Emulator::seed(int32_t token, int64_t position) {
   token_ = token;
   position_ = position;
+  for (auto& s : states_) s.reset();  // a conversation's start: zeros
 }
 
 std::span<const float> Emulator::logits() const {
@@ -150,7 +168,8 @@ void Emulator::store(const Slot& s, const Tensor& t, int64_t first_row) {
 // f32; one tensor per write slot, [rows, width]. Rows are the absolute rows
 // first_row.. of the chunk (positions position_ + first_row ..).
 Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<Tensor>& in,
-                                              const std::vector<Tensor>& k, int64_t rows, int64_t first_row) const {
+                                              const std::vector<Tensor>& k, int64_t rows, int64_t first_row,
+                                              std::unique_ptr<OpState>* state) const {
   const OpTable& ops = *ops_;
   const std::string where = u.block + " " + u.kind + " (" + u.at + ")";
   auto attr_i = [&](const char* n) { return u.attrs.value(n, int64_t(0)); };
@@ -159,9 +178,7 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     std::memcpy(ids.i32(), in[0].i32(), size_t(rows) * 4);
     ARCH_TRY(Tensor out, reference(ops, "embed", Attrs::object(), {k[0], ids}, {rows, k[0].dim(1)}, where));
     if (u.attrs.contains("scale")) {  // the rows scaled, as the graph's mul by its number does (in f32)
-      Tensor scale = Tensor::zeros(DType::F32, {});
-      scale.f32()[0] = u.attrs["scale"].get<float>();
-      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, scale}, out.shape, where));
+      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, scalar(u.attrs["scale"].get<float>())}, out.shape, where));
     }
     return std::vector<Tensor>{std::move(out)};
   }
@@ -169,9 +186,66 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {in[0], k[0]}, in[0].shape, where));
     return std::vector<Tensor>{std::move(out)};
   }
-  if (u.kind == "head_norm") {
+  if (u.kind == "head_norm") {  // a weight, or none and numbers after it (an l2 norm, scaled)
     ARCH_TRY(Tensor x, as_heads(in[0], rows, attr_i("heads"), attr_i("head_dim"), where));
-    ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {x, k[0]}, x.shape, where));
+    ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {x, k.empty() ? Tensor{} : k[0]},
+                                   x.shape, where));
+    for (const auto& by : u.attrs.value("scales", nlohmann::json::array())) {
+      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, scalar(by.get<float>())}, out.shape, where));
+    }
+    out.shape = in[0].shape;
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "output_gate") {  // attn * sigmoid(gate)
+    ARCH_TRY(Tensor sg, reference(ops, "sigmoid", Attrs::object(), {in[1]}, in[1].shape, where));
+    ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {in[0], sg}, in[0].shape, where));
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "conv") {  // silu(causal_conv1d(x) + bias), its last inputs the state
+    if (!state) return error(where + ": a conv unit without its state");
+    const int64_t C = in[0].dim(1);
+    if (k.empty() || k[0].shape.size() != 2 || k[0].dim(0) != C)
+      return error(where + ": its weight is not [" + std::to_string(C) + ", kernel]");
+    ARCH_TRY(auto y, run_reference(ops, "causal_conv1d", Attrs::object(), {in[0], k[0]}, {{rows, C}, k[0].shape}, *state, where));
+    Tensor out = std::move(y[0]);
+    if (k.size() > 1) {
+      ARCH_TRY(out, reference(ops, "add", Attrs::object(), {out, k[1]}, out.shape, where));
+    }
+    ARCH_TRY(out, reference(ops, u.attrs.value("activation", std::string("silu")), Attrs::object(), {out}, out.shape, where));
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "gates") {  // decay = -exp(A_log) * softplus(a + dt_bias), beta = sigmoid(b)
+    if (k.size() != 2 || k[0].numel() != in[0].dim(1) || k[1].numel() != in[0].dim(1))
+      return error(where + ": its A_log and dt_bias are not one number a value head");
+    ARCH_TRY(Tensor e, reference(ops, "exp", Attrs::object(), {k[0]}, k[0].shape, where));
+    ARCH_TRY(Tensor n, reference(ops, "neg", Attrs::object(), {e}, e.shape, where));
+    ARCH_TRY(Tensor s, reference(ops, "add", Attrs::object(), {in[0], k[1]}, in[0].shape, where));
+    ARCH_TRY(Tensor sp, reference(ops, "softplus", Attrs::object(), {s}, s.shape, where));
+    ARCH_TRY(Tensor decay, reference(ops, "mul", Attrs::object(), {n, sp}, sp.shape, where));
+    ARCH_TRY(Tensor beta, reference(ops, "sigmoid", Attrs::object(), {in[1]}, in[1].shape, where));
+    return std::vector<Tensor>{std::move(decay), std::move(beta)};
+  }
+  if (u.kind == "delta_rule") {  // one step of each value head's matrix per row
+    if (!state) return error(where + ": a delta_rule unit without its state");
+    const int64_t H = attr_i("heads"), KH = attr_i("key_heads"), Dk = attr_i("key_dim"), Dv = attr_i("value_dim");
+    if (KH < 1 || H % KH != 0) return error(where + ": " + std::to_string(H) + " value heads do not share " + std::to_string(KH) + " key heads");
+    ARCH_TRY(Tensor q, as_heads(in[0], rows, KH, Dk, where));
+    ARCH_TRY(Tensor kk, as_heads(in[1], rows, KH, Dk, where));
+    ARCH_TRY(Tensor v, as_heads(in[2], rows, H, Dv, where));
+    if (in[3].numel() != rows * H || in[4].numel() != rows * H) return error(where + ": its gates are not one number a value head");
+    Tensor decay = in[3], beta = in[4];
+    decay.shape = beta.shape = {rows, H};
+    ARCH_TRY(auto y, run_reference(ops, "gated_delta_rule", Attrs::object(), {q, kk, v, decay, beta}, {{rows, H, Dv}, {H, Dk, Dv}},
+                                   *state, where));
+    y[0].shape = {rows, H * Dv};
+    return std::vector<Tensor>{std::move(y[0])};
+  }
+  if (u.kind == "gated_norm") {  // rms_norm(o, w) * silu(z), per head
+    ARCH_TRY(Tensor o, as_heads(in[0], rows, attr_i("heads"), attr_i("head_dim"), where));
+    ARCH_TRY(Tensor z, as_heads(in[1], rows, attr_i("heads"), attr_i("head_dim"), where));
+    ARCH_TRY(Tensor nrm, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {o, k[0]}, o.shape, where));
+    ARCH_TRY(Tensor act, reference(ops, u.attrs.value("activation", std::string("silu")), Attrs::object(), {z}, z.shape, where));
+    ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {nrm, act}, o.shape, where));
     out.shape = in[0].shape;
     return std::vector<Tensor>{std::move(out)};
   }
@@ -232,8 +306,7 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "softcap") {  // cap * tanh(x / cap), as the graph's div, tanh and mul compute it
-    Tensor cap = Tensor::zeros(DType::F32, {});
-    cap.f32()[0] = u.attrs.value("cap", 1.0f);
+    const Tensor cap = scalar(u.attrs.value("cap", 1.0f));
     ARCH_TRY(Tensor d, reference(ops, "div", Attrs::object(), {in[0], cap}, in[0].shape, where));
     ARCH_TRY(Tensor t, reference(ops, "tanh", Attrs::object(), {d}, in[0].shape, where));
     ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {t, cap}, in[0].shape, where));
@@ -272,21 +345,49 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
     const int v = g.find_value(value);
     return v >= 0 && g.values[v].producer >= 0 ? &g.nodes[g.values[v].producer] : nullptr;
   };
+  auto producer = [&](int v) -> const Node* {
+    return v >= 0 && g.values[v].producer >= 0 ? &g.nodes[g.values[v].producer] : nullptr;
+  };
   std::vector<Tensor> out;
   if (u.kind == "matvec") {
+    // Each value: a projection's output, or a view of it through reshapes
+    // and slices; its rows of the matrix found by putting the column
+    // numbers through those ops' own reference kernels.
     std::vector<Tensor> ws, bs;
     for (const auto& value : u.values) {
+      std::vector<const Node*> moves;
       const Node* n = node_of(value);
+      while (n && (n->op == "reshape" || n->op == "slice")) {
+        moves.push_back(n);
+        n = producer(n->inputs[0]);
+      }
+      std::optional<Tensor> bias;
       if (n && n->op == "add") {
         const int other = g.weight_of(n->inputs[1]) ? n->inputs[1] : n->inputs[0];
         ARCH_TRY(Tensor b, weight_tensor(other));
-        bs.push_back(std::move(b));
-        const int mm = other == n->inputs[1] ? n->inputs[0] : n->inputs[1];
-        n = g.values[mm].producer >= 0 ? &g.nodes[g.values[mm].producer] : nullptr;
+        bias = std::move(b);
+        n = producer(other == n->inputs[1] ? n->inputs[0] : n->inputs[1]);
       }
-      if (!n || n->op != "matmul") return error("'" + value + "' is not a projection's output");
+      if (!n || n->op != "matmul") return error("'" + value + "' is not a projection's output or a view of it");
       ARCH_TRY(Tensor w, weight_tensor(n->inputs[1]));
-      ws.push_back(std::move(w));
+      const int64_t N = w.shape[0], width = w.numel() / std::max<int64_t>(1, N);
+      Tensor cols = Tensor::zeros(DType::F32, {1, N});
+      for (int64_t i = 0; i < N; ++i) cols.f32()[i] = float(i);
+      for (auto it = moves.rbegin(); it != moves.rend(); ++it) {
+        Dims shape = {1};
+        const Shape& s = g.values[(*it)->outputs[0]].type.shape;
+        for (size_t i = 1; i < s.size(); ++i) shape.push_back(s[i].n);
+        ARCH_TRY(cols, reference(*ops_, (*it)->op, (*it)->attrs, {cols}, shape, "--check " + value));
+      }
+      Tensor rows = Tensor::zeros(DType::F32, {cols.numel(), width});
+      Tensor brows = Tensor::zeros(DType::F32, {cols.numel()});
+      for (int64_t i = 0; i < cols.numel(); ++i) {
+        const int64_t r = int64_t(cols.f32()[i]);
+        std::memcpy(rows.f32() + i * width, w.f32() + r * width, size_t(width) * sizeof(float));
+        if (bias) brows.f32()[i] = bias->f32()[r];
+      }
+      ws.push_back(std::move(rows));
+      if (bias) bs.push_back(std::move(brows));
     }
     auto stack = [](const std::vector<Tensor>& parts) {
       int64_t rows = 0;
@@ -301,6 +402,52 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
     out.push_back(stack(ws));
     if (!bs.empty()) out.push_back(stack(bs));
     return out;
+  }
+  if (u.kind == "head_norm" && u.constants.empty()) return out;  // an l2 norm: no weight
+  if (u.kind == "conv") {  // silu(conv(x, reshape(w)) [+ b])
+    const Node* n = producer(node_of(u.values[0]) ? node_of(u.values[0])->inputs[0] : -1);
+    int bias = -1;
+    if (n && n->op == "add") {
+      bias = g.weight_of(n->inputs[1]) ? n->inputs[1] : n->inputs[0];
+      n = producer(bias == n->inputs[1] ? n->inputs[0] : n->inputs[1]);
+    }
+    if (!n || n->op != "causal_conv1d") return error("'" + u.values[0] + "' is not a convolution's activation");
+    const Node* rs = producer(n->inputs[1]);
+    ARCH_TRY(Tensor w, weight_tensor(rs && rs->op == "reshape" ? rs->inputs[0] : n->inputs[1]));
+    const Shape& ws = g.values[n->inputs[1]].type.shape;
+    w.shape.clear();
+    for (const Dim& d : ws) w.shape.push_back(d.n);
+    out.push_back(std::move(w));
+    if (bias >= 0) {
+      ARCH_TRY(Tensor b, weight_tensor(bias));
+      out.push_back(std::move(b));
+    }
+    return out;
+  }
+  if (u.kind == "gates") {  // mul(neg(exp(A_log)), softplus(add(a, dt_bias)))
+    const Node* m = node_of(u.values[0]);
+    const Node *ex = nullptr, *shift = nullptr;
+    for (int i = 0; m && i < 2; ++i) {
+      const Node* p = producer(m->inputs[size_t(i)]);
+      if (p && p->op == "neg") ex = producer(p->inputs[0]);
+      if (p && p->op == "softplus") shift = producer(p->inputs[0]);
+    }
+    if (!ex || !shift) return error("'" + u.values[0] + "' is not -exp(A_log) * softplus(a + dt_bias)");
+    ARCH_TRY(Tensor a_log, weight_tensor(ex->inputs[0]));
+    ARCH_TRY(Tensor dt, weight_tensor(g.weight_of(shift->inputs[1]) ? shift->inputs[1] : shift->inputs[0]));
+    out.push_back(std::move(a_log));
+    out.push_back(std::move(dt));
+    return out;
+  }
+  if (u.kind == "gated_norm") {  // mul(rms_norm(o, w), silu(z))
+    const Node* m = node_of(u.values[0]);
+    for (int i = 0; m && i < 2; ++i)
+      if (const Node* p = producer(m->inputs[size_t(i)]); p && p->op == "rms_norm") {
+        ARCH_TRY(Tensor w, weight_tensor(p->inputs[1]));
+        out.push_back(std::move(w));
+        return out;
+      }
+    return error("'" + u.values[0] + "' is not rms_norm(o, w) * silu(z)");
   }
   if (u.kind == "rms_norm" || u.kind == "head_norm" || u.kind == "embedding") {
     const Node* n = node_of(u.values[0]);
@@ -359,7 +506,15 @@ Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounde
     ARCH_TRY(Tensor t, read(s, row_zero ? 0 : first, n));
     in.push_back(std::move(t));
   }
-  auto out = compute(u, in, constants_[index], n, first);
+  // A recurrent unit's state (parse_program checked its index); --check
+  // runs the reference from a copy of the state as it was before.
+  std::unique_ptr<OpState>* state = nullptr;
+  std::unique_ptr<OpState> before;
+  if (u.kind == "conv" || u.kind == "delta_rule") {
+    state = &states_[size_t(u.attrs.value("state", int64_t(0)))];
+    if (check_ && !bounded && *state) before = (*state)->clone();
+  }
+  auto out = compute(u, in, constants_[index], n, first, state);
   if (!out.ok()) return error(where + ": " + out.error().message);
   const int64_t store_row = u.last_row ? 0 : first;
   for (size_t i = 0; i < u.writes.size(); ++i) store(u.writes[i], (*out)[i], store_row);
@@ -376,17 +531,20 @@ Status Emulator::run_unit(size_t index, const Unit& u, int64_t rows, bool bounde
   // IR's own weights.
   auto ref_k = reference_constants(u);
   if (!ref_k.ok()) return error(where + ": --check: " + ref_k.error().message);
-  auto ref = compute(u, in, *ref_k, n, first);
+  auto ref = compute(u, in, *ref_k, n, first, state ? &before : nullptr);
   if (!ref.ok()) return error(where + ": --check: " + ref.error().message);
+  // One bound for the unit: its largest |reference| over all it writes (a
+  // merged matvec's parts are one product; a small part, such as a gate's
+  // few columns, is judged at the scale of the whole).
+  double maxref = 0;
+  for (const Tensor& want : *ref)
+    for (int64_t j = 0; j < want.numel(); ++j) maxref = std::max(maxref, double(std::fabs(want.f32()[j])));
+  const double bound = tol_.rel * maxref + tol_.abs;
   for (size_t i = 0; i < u.writes.size(); ++i) {
     ARCH_TRY(Tensor got, read(u.writes[i], store_row, n));
     const Tensor& want = (*ref)[i];
-    double maxref = 0, miss = 0;
-    for (int64_t j = 0; j < want.numel(); ++j) {
-      maxref = std::max(maxref, double(std::fabs(want.f32()[j])));
-      miss = std::max(miss, double(std::fabs(got.f32()[j] - want.f32()[j])));
-    }
-    const double bound = tol_.rel * maxref + tol_.abs;
+    double miss = 0;
+    for (int64_t j = 0; j < want.numel(); ++j) miss = std::max(miss, double(std::fabs(got.f32()[j] - want.f32()[j])));
     check_->worst = std::max(check_->worst, bound > 0 ? miss / bound : 0.0);
     if (!(miss <= bound))
       return error("--check: " + where + " misses its reference: '" + u.values[i] + "' off by " + std::to_string(miss) +

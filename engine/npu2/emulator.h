@@ -57,8 +57,9 @@ class Emulator {
  private:
   Status run(const std::string& version, int64_t rows);
   Status run_unit(size_t index, const Unit& u, int64_t rows, bool bounded);
+  // `state`: a recurrent unit's (conv, delta_rule), carried across calls.
   Result<std::vector<Tensor>> compute(const Unit& u, const std::vector<Tensor>& in, const std::vector<Tensor>& constants,
-                                      int64_t rows, int64_t first_row) const;
+                                      int64_t rows, int64_t first_row, std::unique_ptr<OpState>* state = nullptr) const;
   Result<Tensor> read(const Slot& s, int64_t first_row, int64_t rows) const;
   void store(const Slot& s, const Tensor& t, int64_t first_row);
   Result<std::vector<Tensor>> reference_constants(const Unit& u) const;
@@ -69,6 +70,7 @@ class Emulator {
   std::map<std::string, Tensor> buffers_;        // by name: [max chunk, width] in the buffer's type
   std::vector<Tensor> cache_k_, cache_v_;        // by layer: [capacity, kv_heads, head_dim]
   std::vector<std::vector<Tensor>> constants_;   // by unit
+  std::vector<std::unique_ptr<OpState>> states_; // by state: the reference kernels' own (zeros at a conversation's start)
   int32_t token_ = 0;
   int64_t position_ = 0;
   const Graph* check_graph_ = nullptr;

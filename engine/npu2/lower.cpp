@@ -181,7 +181,7 @@ Lowering lower(const Graph& step, const LowerOptions& opt) {
   int h = r.embedding(tokens);
   for (int l = 0; h >= 0; ++l) {
     if (!r.residual_add(h)) break;  // no add: the final norm comes next
-    h = r.attention_block(h, l);
+    h = r.mixer_block(h, l);
     if (h < 0) break;
     h = r.ffn_block(h, l);
   }

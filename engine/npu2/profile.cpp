@@ -21,6 +21,8 @@ nlohmann::json Profile::to_json() const {
   j["activations"] = activations;
   j["residual"] = residual;
   j["cache"] = cache;
+  j["conv_state"] = conv_state;
+  j["recurrent_state"] = recurrent_state;
   j["wider"] = nlohmann::json::object();
   for (const auto& [role, type] : wider) j["wider"][role] = type;
   j["check"] = {{"rel", check.rel}, {"abs", check.abs}};
@@ -54,14 +56,21 @@ Result<Profile> read_profile(const std::string& path) {
       else if (key == "activations") ARCH_TRY_STATUS(type_of(kv.second, p.activations));
       else if (key == "residual") ARCH_TRY_STATUS(type_of(kv.second, p.residual));
       else if (key == "cache") ARCH_TRY_STATUS(type_of(kv.second, p.cache));
+      else if (key == "conv_state") ARCH_TRY_STATUS(type_of(kv.second, p.conv_state));
+      else if (key == "recurrent_state") {
+        ARCH_TRY_STATUS(type_of(kv.second, p.recurrent_state));
+        if (p.recurrent_state != "f32")
+          return error(path + ":" + line + ": 'recurrent_state' must be f32: the host reference keeps the delta rule's "
+                       "matrices in f32 inside its op, so a narrower state could not be checked against it");
+      }
       else if (key == "wider") {
         if (!kv.second.IsMap()) return error(path + ":" + line + ": 'wider' maps a matvec's role to its output type");
         for (const auto& w : kv.second) {
           const std::string role = w.first.as<std::string>();
-          static const char* roles[] = {"qkv", "o", "gate_up", "down", "head"};
+          static const char* roles[] = {"qkv", "qkvz", "o", "gate_up", "down", "head", "gates"};
           if (std::find(std::begin(roles), std::end(roles), role) == std::end(roles))
             return error(path + ":" + std::to_string(w.first.Mark().line + 1) + ": 'wider': '" + role +
-                         "' is not a matvec role (qkv, o, gate_up, down, head)");
+                         "' is not a unit's role (qkv, qkvz, o, gate_up, down, head, gates)");
           ARCH_TRY_STATUS(type_of(w.second, p.wider[role]));
         }
       } else if (key == "check") {
@@ -71,12 +80,17 @@ Result<Profile> read_profile(const std::string& path) {
         p.check.abs = kv.second["abs"].as<double>();
         if (!(p.check.rel >= 0) || !(p.check.abs >= 0)) return error(path + ":" + line + ": 'check' bounds must be >= 0");
       } else {
-        return error(path + ":" + line + ": unknown field '" + key + "' (weights, activations, residual, cache, wider, check)");
+        return error(path + ":" + line + ": unknown field '" + key +
+                     "' (weights, activations, residual, cache, conv_state, recurrent_state, wider, check)");
       }
     }
   } catch (const YAML::Exception& e) {
     return error(path + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
+  // The convolution's state holds what the matvec stored: narrower than
+  // that, the host reference (which keeps it inside its op) could not round it.
+  if (p.conv_state == "bf16" && p.activations == "f32")
+    return error(path + ": 'conv_state' bf16 is narrower than the activations (f32) it holds");
   return p;
 }
 

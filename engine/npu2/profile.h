@@ -20,7 +20,13 @@ struct Profile {
   std::string activations = "bf16"; // a unit's output, unless wider says otherwise
   std::string residual = "f32";     // the residual stream (the embedding and the residual adds)
   std::string cache = "bf16";       // the KV caches
-  std::map<std::string, std::string> wider;  // a matvec's role (qkv, o, gate_up, down, head) -> its output's type
+  // A Gated-DeltaNet block's states: the convolution's last inputs (as the
+  // matvec stored them: the activations' type loses nothing) and the delta
+  // rule's matrices (f32: the host reference keeps them so, every position
+  // decaying and rewriting them).
+  std::string conv_state = "bf16";
+  std::string recurrent_state = "f32";
+  std::map<std::string, std::string> wider;  // a unit's role (qkv, qkvz, o, gate_up, down, head, gates) -> its output's type
   // What --check holds a unit to against its ops' f32 reference: the
   // rounding these types add, relative to the reference's largest |value|.
   Tolerance check{1.0 / 64, 1e-3};

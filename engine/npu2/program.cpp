@@ -119,6 +119,16 @@ std::string program_yaml(const Program& p) {
     out << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  if (!p.states.empty()) {
+    out << YAML::Key << "states" << YAML::Value << YAML::BeginSeq;
+    for (const auto& s : p.states) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "index" << YAML::Value << s.index << YAML::Key << "kind"
+          << YAML::Value << s.kind << YAML::Key << "shape" << YAML::Value;
+      emit_dims(out, s.shape);
+      out << YAML::Key << "dtype" << YAML::Value << s.dtype << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   out << YAML::Key << "units" << YAML::Value << YAML::BeginSeq;
   for (const auto& u : p.units) {
     out << YAML::BeginMap;
@@ -301,10 +311,15 @@ Result<Unit> parse_unit(const Reader& r, const YAML::Node& n) {
   // as one), the ones the emulator reads as numbers are numbers, and a
   // softcap's cap is not zero.
   if (n["attrs"] && !u.attrs.is_object()) return r.fault(n, u.kind + " unit of " + u.block + ": 'attrs' must be a mapping");
-  static const char* numeric[] = {"eps", "scale", "softcap", "cap", "layer", "heads", "kv_heads", "head_dim", "window"};
+  static const char* numeric[] = {"eps",   "scale",      "softcap",   "cap",       "layer",      "heads", "kv_heads",
+                                  "head_dim", "window", "state", "key_heads", "key_dim", "value_dim"};
   for (auto it = u.attrs.begin(); it != u.attrs.end(); ++it) {
     if (it->is_number_float() && !std::isfinite(it->get<double>()))
       return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' is not a finite number");
+    if (it->is_array())  // a list of numbers (a norm's scales)
+      for (const auto& e : *it)
+        if (!e.is_number() || !std::isfinite(e.get<double>()))
+          return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' holds something not a finite number");
     for (const char* key : numeric)
       if (it.key() == key && !it->is_number())
         return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' must be a number");
@@ -375,6 +390,24 @@ Result<Program> parse_program(const std::string& text, const std::string& where)
         return r.fault(c, "a cache's sizes must be positive");
       p.caches.push_back(k);
     }
+    ARCH_TRY(auto states, r.seq(root, "states", true));
+    for (const auto& n : states) {
+      State st;
+      ARCH_TRY(st.index, r.get<int>(n, "index"));
+      ARCH_TRY(st.kind, r.get<std::string>(n, "kind"));
+      ARCH_TRY(std::vector<int64_t> shape, r.get<std::vector<int64_t>>(n, "shape"));
+      ARCH_TRY(st.dtype, r.get<std::string>(n, "dtype"));
+      st.shape = Dims(shape.begin(), shape.end());
+      if (st.index != int(p.states.size())) return r.fault(n, "states must be listed by index from 0");
+      if ((st.kind == "conv" && shape.size() != 2) || (st.kind == "recurrent" && shape.size() != 3) ||
+          (st.kind != "conv" && st.kind != "recurrent"))
+        return r.fault(n, "a state is conv [kernel - 1, channels] or recurrent [heads, key dim, value dim], not '" + st.kind +
+                              "' of " + std::to_string(shape.size()) + " dims");
+      for (int64_t d : shape)
+        if (d <= 0) return r.fault(n, "a state's sizes must be positive");
+      if (st.dtype != "bf16" && st.dtype != "f32") return r.fault(n, "a state's dtype is bf16 or f32, not '" + st.dtype + "'");
+      p.states.push_back(st);
+    }
     ARCH_TRY(auto units, r.seq(root, "units"));
     for (const auto& u : units) {
       ARCH_TRY(Unit unit, parse_unit(r, u));
@@ -387,6 +420,13 @@ Result<Program> parse_program(const std::string& text, const std::string& where)
         if (layer < 0 || layer >= int64_t(p.caches.size()))
           return r.fault(u, unit.kind + " unit of " + unit.block + ": layer " + std::to_string(layer) + " has no cache (" +
                                 std::to_string(p.caches.size()) + " listed)");
+      }
+      if (unit.kind == "conv" || unit.kind == "delta_rule") {
+        const int64_t index = unit.attrs.value("state", int64_t(-1));
+        const char* kind = unit.kind == "conv" ? "conv" : "recurrent";
+        if (index < 0 || index >= int64_t(p.states.size()) || p.states[size_t(index)].kind != kind)
+          return r.fault(u, unit.kind + " unit of " + unit.block + ": state " + std::to_string(index) + " is not a listed " +
+                                kind + " state");
       }
       p.units.push_back(std::move(unit));
     }

@@ -44,7 +44,8 @@ struct Slot {
 };
 
 struct Unit {
-  std::string kind;                // embedding, rms_norm, matvec, head_norm, rope, kv_write, attention, add, swiglu, softcap, argmax, advance
+  std::string kind;                // embedding, rms_norm, matvec, head_norm, rope, kv_write, attention, output_gate, conv,
+                                   // gates, delta_rule, gated_norm, add, swiglu, softcap, argmax, advance
   std::string block;               // layers.0.mixer, ...: the block of the step graph it belongs to
   std::vector<Slot> reads, writes;
   std::vector<Constant> constants;
@@ -79,6 +80,17 @@ struct Cache {
   int64_t window = 0;
 };
 
+// A recurrent layer's state, a fixed size per conversation (a Gated-DeltaNet
+// block's): the convolution's last inputs ("conv": [kernel - 1, channels])
+// or the delta rule's matrices ("recurrent": [value heads, key dim, value
+// dim]); zeros at a conversation's start.
+struct State {
+  int index = 0;                   // the units' `state` attribute
+  std::string kind;                // conv, recurrent
+  Dims shape;
+  std::string dtype = "f32";
+};
+
 struct Version {
   std::string name;                // decode, prompt
   int64_t chunk = 1;               // rows compiled for; a prompt call's `rows` runs that many or fewer
@@ -92,6 +104,7 @@ struct Program {
   std::vector<std::string> carried = {"token", "position"};
   std::vector<Buffer> buffers;
   std::vector<Cache> caches;
+  std::vector<State> states;
   std::vector<Unit> units;
   nlohmann::json numerics = nlohmann::json::object();  // the profile as lowering applied it
 

@@ -14,6 +14,7 @@
 #include "engine/runtime/generate.h"
 #include "engine/runtime/session.h"
 #include "tests/golden/golden_case.h"
+#include "tests/golden/npu2_golden.h"
 #include "tools/toolkit/npu2_lowering.h"
 
 namespace arch {
@@ -21,6 +22,10 @@ namespace {
 
 using testing::golden_dir;
 using testing::read_json;
+using testing::expect_emulated_tokens_equal_host;
+using testing::graph_only;
+using testing::host_reference;
+using testing::prompt_of;
 
 struct Case {
   const char* name;
@@ -30,71 +35,12 @@ struct Case {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
-std::shared_ptr<Model> graph_only(const std::string& dir) {
-  LoadOptions lo;
-  lo.backend = "reference";
-  lo.programs = false;
-  auto m = load_model(dir, lo);
-  EXPECT_TRUE(m.ok()) << m.error().message;
-  return m.ok() ? *m : nullptr;
-}
-
-// The host reference under the program's numerics.
-std::shared_ptr<Model> host_reference(const std::string& dir, int64_t context, int64_t chunk) {
-  LoadOptions lo;
-  lo.backend = "reference";
-  lo.rewrite = npu2_numerics_rewrite(dir, Npu2Options{context, chunk, ""});
-  auto m = load_model(dir, lo);
-  EXPECT_TRUE(m.ok()) << m.error().message;
-  return m.ok() ? *m : nullptr;
-}
-
-std::vector<int32_t> prompt_of(const std::string& dir, int n) {
-  auto ids = read_json(dir + "/inputs.json")["input_ids"].get<std::vector<int32_t>>();
-  if (n > 0 && n < int(ids.size())) ids.resize(size_t(n));
-  return ids;
-}
-
 class Npu2Golden : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Npu2Golden, EmulatedTokensEqualTheHostReferenceUnderItsNumerics) {
   const std::string dir = golden_dir(GetParam().name);
   ARCH_REQUIRE_SHARED(dir);
-  const auto prompt = prompt_of(dir, GetParam().prompt);
-  const int n = GetParam().new_tokens;
-  const int64_t context = int64_t(prompt.size()) + n;
-  auto m = graph_only(dir);
-  ASSERT_TRUE(m);
-  // Chunks of 4 rows: the prompt takes several calls, the last one bounded.
-  for (int64_t chunk : {int64_t(4), int64_t(64)}) {
-    SCOPED_TRACE("chunk " + std::to_string(chunk));
-    Npu2Options o;
-    o.max_context = context;
-    o.chunk = chunk;
-    auto l = lower_model(*m, o);
-    ASSERT_TRUE(l.ok()) << l.error().message;
-    ASSERT_TRUE(l->refusals.empty()) << refusal_message(dir, *l);
-    // What the emulator runs is the program's text read back.
-    auto program = npu2::parse_program(npu2::program_yaml(l->program), "program");
-    ASSERT_TRUE(program.ok()) << program.error().message;
-    auto emu = npu2::Emulator::load(*program, m->checkpoint, op_table());
-    ASSERT_TRUE(emu.ok()) << emu.error().message;
-    npu2::UnitCheck check;
-    (*emu)->check_against(m->token_graph()->graph, &check, npu2::check_tolerance(l->program));
-    auto emulated = npu2::emulate_greedy(**emu, prompt, n, {});
-    ASSERT_TRUE(emulated.ok()) << emulated.error().message;
-    EXPECT_GT(check.checked, 0);
-    EXPECT_GT(check.skipped_why["bounded per call (a prompt chunk's rows)"], 0);
-
-    auto host = host_reference(dir, context, chunk);
-    ASSERT_TRUE(host);
-    GenerateOptions g;
-    g.max_new_tokens = n;
-    g.sampling.greedy = true;
-    auto r = generate(*host, prompt, g);
-    ASSERT_TRUE(r.ok()) << r.error().message;
-    EXPECT_EQ(*emulated, r->tokens) << GetParam().name << ": the emulated program and the host reference under the NPU2 numerics drew different tokens";
-  }
+  expect_emulated_tokens_equal_host(dir, prompt_of(dir, GetParam().prompt), GetParam().new_tokens);
 }
 
 // Under the NPU2 numerics the prompt's logits stay near transformers' f32

@@ -39,7 +39,7 @@ TEST(Npu2Profile, ErrorsNameTheFileLineAndField) {
       << r.error().message;
   r = read_profile(write("npu2_bad_role.yaml", "wider:\n  lm_head: f32\n"));
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("'lm_head' is not a matvec role"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("'lm_head' is not a unit's role"), std::string::npos) << r.error().message;
   r = read_profile(write("npu2_unknown.yaml", "weight: bf16\n"));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("unknown field 'weight'"), std::string::npos) << r.error().message;
