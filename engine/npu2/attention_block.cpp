@@ -9,6 +9,35 @@
 
 namespace arch::npu2 {
 
+namespace {
+
+// rope_scaling's type ("default" when there is none; "su" is LongRoPE).
+std::string scaling_type(const Node& rope) {
+  const auto& s = rope.attrs.value("scaling", nlohmann::json());
+  for (const char* key : {"rope_type", "type"})
+    if (s.is_object() && s.contains(key) && s[key].is_string())
+      return s[key].get<std::string>() == "su" ? "longrope" : s[key].get<std::string>();
+  return "default";
+}
+
+// The sequence length past which a rope's frequencies change (LongRoPE's
+// original length, dynamic NTK's maximum), or none.
+std::optional<int64_t> rope_switch(const Node& rope) {
+  const std::string type = scaling_type(rope);
+  const auto& s = rope.attrs.value("scaling", nlohmann::json());
+  if (type == "longrope") {
+    int64_t original = rope.attrs.value("original_max_position_embeddings", int64_t(0));
+    if (original <= 0 && s.contains("original_max_position_embeddings") && s["original_max_position_embeddings"].is_number())
+      original = s["original_max_position_embeddings"].get<int64_t>();
+    if (original <= 0) original = rope.attrs.value("max_position_embeddings", int64_t(0));
+    return original;
+  }
+  if (type == "dynamic") return rope.attrs.value("max_position_embeddings", int64_t(0));
+  return std::nullopt;
+}
+
+}  // namespace
+
 // The attention block of layer `l` reading the residual r: the residual
 // after it, or -1 (refused).
 int BlockReader::attention_block(int r, int l) {
@@ -96,6 +125,15 @@ int BlockReader::attention_block(int r, int l) {
     return after(add);
   }
   bool ok = true;
+  // A rope whose frequencies follow the sequence's length (LongRoPE past
+  // its original length, dynamic NTK past the maximum) changes every cached
+  // key's rotation when it switches: within the program's context it must not.
+  if (const auto limit = rope_switch(*paths[q].rope); limit && opt.max_context > *limit)
+    ok = false, refuse(block, *paths[q].rope,
+                       "its rope's frequencies change once the sequence passes " + std::to_string(*limit) +
+                           " positions (" + scaling_type(*paths[q].rope) + "), re-roping every cached key; the program's context is " +
+                           std::to_string(opt.max_context),
+                       "a context of at most " + std::to_string(*limit) + " positions, or a unit re-roping the KV cache");
   if (attn->inputs.size() > 3 && attn->inputs[3] >= 0) ok = false, refuse(block, *attn, "an attention bias", "a bias input to the attention unit");
   if (!attn->attrs.value("causal", true)) ok = false, refuse(block, *attn, "non-causal attention", "a bidirectional attention unit (an encoder's)");
   // A sliding window and a softcap on the scores are the attention unit's

@@ -1,5 +1,6 @@
-// A layer's FFN block: its norm; gate and up (the gate is the projection
-// the activation reads) as one matvec; act(gate) * up as one unit (silu:
+// A layer's FFN block: its norm; gate and up (two projections, or the two
+// halves of one merged matrix; the gate is the one the activation reads) as
+// one matvec; act(gate) * up as one unit (silu:
 // SwiGLU; gelu or gelu_tanh: GeGLU); the down projection; the residual
 // add. Anything else is refused by name.
 #include "engine/npu2/block_reader.h"
@@ -21,19 +22,28 @@ int BlockReader::ffn_block(int r, int l) {
       return after(add);
     }
   }
-  if (x_users.size() != 2) {
+  // Gate and up: views of the norm's projections (two, or one merged matrix).
+  std::vector<Part> parts;
+  for (const Node* u : x_users) {
+    auto pr = projection(u, block);
+    if (!pr) return after(add);
+    for (int leaf : leaves_of(pr->out)) {
+      auto part = part_of(*pr, leaf, block);
+      if (!part) return after(add);
+      parts.push_back(*part);
+    }
+  }
+  if (parts.size() != 2) {
     refuse(block, x_users.empty() ? *norm : *x_users[0],
-           x_users.size() == 1 ? "a non-gated FFN (one up projection)" : "the FFN's input is read by " + std::to_string(x_users.size()) + " projections",
+           parts.size() == 1 ? "a non-gated FFN (one up projection)" : "the FFN's input makes " + std::to_string(parts.size()) + " values, not a gate and an up",
            "a SwiGLU FFN: gate and up projections, silu(gate) * up, down");
     return after(add);
   }
-  auto a = projection(x_users[0], block), b = projection(x_users[1], block);
-  if (!a || !b) return after(add);
-  // The gate is the projection an activation reads; the activation times the up.
+  // The gate is the part an activation reads; the activation times the up.
   const Node* act = nullptr;
-  Projection gate, up;
-  for (auto [gp, upp] : {std::pair{*a, *b}, std::pair{*b, *a}}) {
-    auto u = open_users(gp.out);
+  Part gate, up;
+  for (auto [gp, upp] : {std::pair{parts[0], parts[1]}, std::pair{parts[1], parts[0]}}) {
+    auto u = open_users(gp.value);
     if (u.size() == 1 && u[0]->op != "mul") {
       act = u[0];
       gate = gp;
@@ -42,8 +52,8 @@ int BlockReader::ffn_block(int r, int l) {
     }
   }
   const Node* mul = act ? sole_user(act->outputs[0], "mul") : nullptr;
-  if (!act || !mul || !(mul->inputs[0] == up.out || mul->inputs[1] == up.out)) {
-    refuse(block, *x_users[0], "the two projections do not meet as act(gate) * up", "a gated FFN");
+  if (!act || !mul || !(mul->inputs[0] == up.value || mul->inputs[1] == up.value)) {
+    refuse(block, *x_users[0], "the FFN's two values do not meet as act(gate) * up", "a gated FFN");
     return after(add);
   }
   // The gated activation's unit takes silu (SwiGLU) and GELU, exact or
@@ -65,10 +75,10 @@ int BlockReader::ffn_block(int r, int l) {
     refuse(block, readers.empty() ? *down->matmul : *readers[0], "the down projection is not added to the residual", "a residual add");
     return after(add);
   }
-  auto gu = matvec(block, "gate_up", {gate, up}, "gate_up");
+  auto gu = matvec(block, "gate_up", std::vector<Part>{gate, up}, "gate_up");
   if (!gu) return -1;
   const Slot gs = gu->writes[0], us = gu->writes[1];
-  write(*gu, {x}, *gate.matmul);
+  write(*gu, {x}, *gate.proj.matmul);
   claim(act);
   claim(mul);
   need_buffer("act", opt.profile.activations, dim(mul->outputs[0], -1));
@@ -78,7 +88,7 @@ int BlockReader::ffn_block(int r, int l) {
   s.attrs = {{"activation", act->op}};
   s.values = {name(mul->outputs[0])};
   s.ops = {op_str(*act), op_str(*mul)};
-  write(s, {gate.out, up.out}, *act);
+  write(s, {gate.value, up.value}, *act);
   auto dn = matvec(block, "down", {*down}, "ffn_out");
   if (!dn) return -1;
   dn->reads = {Slot{"act"}};

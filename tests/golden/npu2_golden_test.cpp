@@ -82,7 +82,10 @@ INSTANTIATE_TEST_SUITE_P(LlamaStyle, Npu2Golden,
                          ::testing::Values(Case{"llama", 0, 16}, Case{"llama3_rope", 0, 16}, Case{"qwen2", 0, 16},
                                            Case{"qwen3", 0, 16}, Case{"llama_bf16", 0, 16},
                                            // sliding_window 8 over a prompt of 20: the attention unit's window
-                                           Case{"mistral", 0, 12}),
+                                           Case{"mistral", 0, 12},
+                                           // one qkv_proj and one gate_up_proj: each bound as row ranges of its matrix
+                                           // LongRoPE within its original 24 positions (past them: refused)
+                                           Case{"phi3", 0, 16}, Case{"phi3_longrope", 0, 4}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // Gemma: the embedding's scale an attribute of its unit, the norms' 1 + w
@@ -163,6 +166,23 @@ TEST(Npu2Check, NamesTheFirstUnitThatMisses) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("matvec, layers.0.ffn"), std::string::npos) << r.error().message;
   EXPECT_NE(r.error().message.find("layers.0.swiglu.out"), std::string::npos) << r.error().message;
+}
+
+// LongRoPE switches its factors once the sequence passes its original
+// length, which re-ropes every cached key: a program whose context goes past
+// it is refused, naming the length.
+TEST(Npu2Refusal, ARopeThatReRopesTheCacheIsNamed) {
+  const std::string dir = golden_dir("phi3_longrope");
+  ARCH_REQUIRE_SHARED(dir);
+  auto m = graph_only(dir);
+  ASSERT_TRUE(m);
+  auto within = lower_model(*m, Npu2Options{24, 4, ""});
+  ASSERT_TRUE(within.ok());
+  EXPECT_TRUE(within->refusals.empty()) << refusal_message(dir, *within);
+  auto past = lower_model(*m, Npu2Options{25, 4, ""});
+  ASSERT_TRUE(past.ok());
+  const std::string msg = refusal_message(dir, *past);
+  EXPECT_NE(msg.find("passes 24 positions (longrope)"), std::string::npos) << msg;
 }
 
 struct Refused {
