@@ -372,7 +372,8 @@ int lower(const LowerArgs& a) {
       nlohmann::json j = {{"device", d->name}, {"position", at}, {"step_ms", e.seconds * 1e3},
                           {"tokens_per_second", e.tokens_per_second()}, {"commands", e.commands},
                           {"constant_bytes", e.weight_bytes}, {"unfused_step_ms", e.unfused_seconds * 1e3},
-                          {"unfused_commands", e.unfused_commands}};
+                          {"unfused_commands", e.unfused_commands}, {"state_bytes", e.state_bytes},
+                          {"cache_bytes", e.cache_bytes}};
       for (const auto& [k, t] : e.by_kind) j["by_kind_ms"][k] = t * 1e3;
       std::printf("%s\n", j.dump(2).c_str());
     } else {

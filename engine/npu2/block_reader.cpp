@@ -441,22 +441,5 @@ bool BlockReader::latent_keys(int k) const {
   return false;
 }
 
-bool BlockReader::routed_by_topk(const Node& n) const {
-  // Back from the rows' matrix numbers, short of anything made from the
-  // residual stream (a projection, a norm), which would reach other layers.
-  static const std::set<std::string> stop = {"matmul", "rms_norm", "layer_norm", "embed", "routed_matmul"};
-  std::vector<int> todo{n.inputs.size() > 2 ? n.inputs[2] : -1};
-  std::set<int> seen;
-  while (!todo.empty()) {
-    const Node* p = producer(todo.back());
-    todo.pop_back();
-    if (!p || !seen.insert(node_index(p)).second) continue;
-    if (p->op == "topk") return true;
-    if (stop.count(p->op)) continue;
-    for (int in : p->inputs)
-      if (in >= 0) todo.push_back(in);
-  }
-  return false;
-}
 
 }  // namespace arch::npu2

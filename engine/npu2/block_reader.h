@@ -73,10 +73,6 @@ struct BlockReader {
   // projection (a compressed latent, its norm, its per-head
   // up-projection), not one projection of the block's input.
   bool latent_keys(int k) const;
-  // Whether routed_matmul `n` takes its rows' matrices from a router (a
-  // topk), not from a head's number (a latent attention's absorbed
-  // up-projections).
-  bool routed_by_topk(const Node& n) const;
   std::vector<std::string> latent_layers;  // "layers.N" whose attention is a latent one (refused once, whole)
 
   void claim(const Node* n) { claimed[node_index(n)] = 1; }
@@ -186,6 +182,8 @@ struct BlockReader {
 
   // The FFN block of layer `l`: the residual after it, or -1.
   int ffn_block(int r, int l);
+  // An FFN of routed experts after its norm (experts_block.cpp).
+  int experts_block(const std::string& block, int r, const Node* norm, const Node* add);
 
   // The final norm, the head, the argmax and the advance.
   void head(int r);

@@ -29,11 +29,13 @@ void put(Tensor& t, int64_t i, float f) {
 // stateful op's state (a recurrent layer's) kept in `state` across calls.
 Result<std::vector<Tensor>> run_reference(const OpTable& ops, const std::string& op, const Attrs& attrs,
                                           std::vector<Tensor> in, const std::vector<Dims>& out_dims,
-                                          std::unique_ptr<OpState>& state, const std::string& where) {
+                                          std::unique_ptr<OpState>& state, const std::string& where,
+                                          const std::vector<DType>& out_types = {}) {
   const Kernel* k = ops.kernel(op, "reference");
   if (!k) return error(where + ": no reference kernel for " + op);
   std::vector<Tensor> outs;
-  for (const auto& d : out_dims) outs.push_back(Tensor::zeros(DType::F32, d));
+  for (size_t i = 0; i < out_dims.size(); ++i)
+    outs.push_back(Tensor::zeros(i < out_types.size() ? out_types[i] : DType::F32, out_dims[i]));
   KernelContext ctx{attrs, in, outs, state, 0, where};
   ARCH_TRY_STATUS((*k)(ctx));
   return outs;
@@ -240,6 +242,76 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     y[0].shape = {rows, H * Dv};
     return std::vector<Tensor>{std::move(y[0])};
   }
+  if (u.kind == "route") {  // softmax, the top k; their weights (gathered), renormalised, scaled
+    const int64_t E = attr_i("experts"), K = attr_i("k");
+    if (E < 1 || K < 1 || K > E || in[0].numel() != rows * E)
+      return error(where + ": " + std::to_string(K) + " of " + std::to_string(E) + " experts do not fit its router's logits");
+    Tensor logits = in[0];
+    logits.shape = {rows, E};
+    std::unique_ptr<OpState> none;
+    ARCH_TRY(Tensor probs, reference(ops, "softmax", Attrs::object(), {logits}, {rows, E}, where));
+    ARCH_TRY(auto top, run_reference(ops, "topk", {{"k", K}}, {probs}, {{rows, K}, {rows, K}}, none, where, {DType::F32, DType::I32}));
+    Tensor w = std::move(top[0]);
+    if (u.attrs.value("weights", std::string("topk")) == "gathered") {
+      ARCH_TRY(w, reference(ops, "gather", Attrs::object(), {probs, top[1]}, {rows, K}, where));
+    }
+    if (u.attrs.value("normalize", false)) {
+      ARCH_TRY(Tensor sum, reference(ops, "sum", {{"axis", -1}, {"keepdim", true}}, {w}, {rows, 1}, where));
+      ARCH_TRY(w, reference(ops, "div", Attrs::object(), {w, sum}, {rows, K}, where));
+    }
+    if (u.attrs.contains("scale")) {
+      ARCH_TRY(w, reference(ops, "mul", Attrs::object(), {w, scalar(u.attrs["scale"].get<float>())}, {rows, K}, where));
+    }
+    return std::vector<Tensor>{std::move(w), std::move(top[1])};
+  }
+  if (u.kind == "expert_matvec") {  // each write: a section of the stacked experts, the chosen k's rows only
+    const int64_t E = attr_i("experts"), K = attr_i("k");
+    const Tensor& ids = in[1];
+    if (E < 1 || K < 1 || ids.dtype != DType::I32 || ids.numel() != rows * K || k.empty() || k[0].shape.size() != 2)
+      return error(where + ": its expert numbers are not " + std::to_string(K) + " a row of " + std::to_string(E) + " experts");
+    for (int64_t i = 0; i < ids.numel(); ++i)
+      if (ids.i32()[i] < 0 || ids.i32()[i] >= E) return error(where + ": expert " + std::to_string(ids.i32()[i]) + " of " + std::to_string(E));
+    Tensor idx = ids;
+    idx.shape = {rows, K};
+    const int64_t width = k[0].dim(1), sections = int64_t(u.writes.size());
+    if (k[0].dim(0) % (E * sections) != 0) return error(where + ": its constant's rows are not " + std::to_string(sections) + " stacks of " + std::to_string(E) + " experts");
+    const int64_t R = k[0].dim(0) / (E * sections);
+    Tensor x = in[0];
+    if (x.numel() == rows * K * width) x.shape = {rows, K, width};  // a row per choice (the down projection)
+    else if (x.numel() == rows * width) x.shape = {rows, width};
+    else return error(where + ": its input rows are not " + std::to_string(width) + " wide");
+    std::vector<Tensor> out;
+    for (int64_t sct = 0; sct < sections; ++sct) {
+      Tensor w = Tensor::zeros(DType::F32, {E, R, width});
+      std::memcpy(w.f32(), k[0].f32() + sct * E * R * width, size_t(E * R * width) * sizeof(float));
+      ARCH_TRY(Tensor y, reference(ops, "routed_matmul", Attrs::object(), {x, w, idx}, {rows, K, R}, where));
+      y.shape = {rows, K * R};
+      out.push_back(std::move(y));
+    }
+    return out;
+  }
+  if (u.kind == "combine") {  // sum_j weight_j down_j, plus the shared expert (gated by its sigmoid)
+    const int64_t K = attr_i("k");
+    if (K < 1 || in[1].numel() != rows * K || in[0].numel() % (rows * K) != 0)
+      return error(where + ": its experts' outputs and weights are not " + std::to_string(K) + " a row");
+    const int64_t D = in[0].numel() / (rows * K);
+    Tensor down = in[0], w = in[1];
+    down.shape = {rows, K, D};
+    w.shape = {rows, K, 1};
+    ARCH_TRY(Tensor m, reference(ops, "mul", Attrs::object(), {down, w}, {rows, K, D}, where));
+    ARCH_TRY(Tensor out, reference(ops, "sum", {{"axis", 1}, {"keepdim", false}}, {m}, {rows, D}, where));
+    const std::string shared = u.attrs.value("shared", std::string("none"));
+    if (shared != "none") {
+      if (in.size() < (shared == "gated" ? 4u : 3u)) return error(where + ": its shared expert's inputs are missing");
+      Tensor s = in[2];
+      if (shared == "gated") {
+        ARCH_TRY(Tensor sg, reference(ops, "sigmoid", Attrs::object(), {in[3]}, in[3].shape, where));
+        ARCH_TRY(s, reference(ops, "mul", Attrs::object(), {sg, in[2]}, in[2].shape, where));
+      }
+      ARCH_TRY(out, reference(ops, "add", Attrs::object(), {out, s}, {rows, D}, where));
+    }
+    return std::vector<Tensor>{std::move(out)};
+  }
   if (u.kind == "gated_norm") {  // rms_norm(o, w) * silu(z), per head
     ARCH_TRY(Tensor o, as_heads(in[0], rows, attr_i("heads"), attr_i("head_dim"), where));
     ARCH_TRY(Tensor z, as_heads(in[1], rows, attr_i("heads"), attr_i("head_dim"), where));
@@ -404,6 +476,26 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
     return out;
   }
   if (u.kind == "head_norm" && u.constants.empty()) return out;  // an l2 norm: no weight
+  if (u.kind == "expert_matvec") {  // each value's routed_matmul: its stacked experts, section after section
+    std::vector<Tensor> parts;
+    int64_t rows = 0, width = 0;
+    for (const auto& value : u.values) {
+      const Node* rm = node_of(value);
+      const Node* st = rm && rm->op == "routed_matmul" ? producer(rm->inputs[1]) : nullptr;
+      if (!st || st->op != "stack") return error("'" + value + "' is not a routed matmul over stacked experts");
+      for (int e : st->inputs) {
+        ARCH_TRY(Tensor w, weight_tensor(e));
+        rows += w.shape[0];
+        width = w.numel() / std::max<int64_t>(1, w.shape[0]);
+        parts.push_back(std::move(w));
+      }
+    }
+    Tensor t = Tensor::zeros(DType::F32, {rows, width});
+    int64_t at = 0;
+    for (const auto& p : parts) std::memcpy(t.f32() + at, p.f32(), p.nbytes()), at += p.numel();
+    out.push_back(std::move(t));
+    return out;
+  }
   if (u.kind == "conv") {  // silu(conv(x, reshape(w)) [+ b])
     const Node* n = producer(node_of(u.values[0]) ? node_of(u.values[0])->inputs[0] : -1);
     int bias = -1;

@@ -85,8 +85,13 @@ Estimate estimate(const Program& p, const Device& d, int64_t position) {
   for (const Unit& u : p.units) {
     UnitCost c{u.kind, u.block};
     double vector = 0, constants = 0, io = 0;
-    for (const auto& k : u.constants)  // an embedding reads one row of its table
-      constants += (u.kind == "embedding" && k.shape.size() == 2 ? double(k.shape[1]) : numel(k.shape)) * type_bytes(k.dtype);
+    // An embedding reads one row of its table; an expert matvec the chosen
+    // k experts' rows of every expert's.
+    const double chosen = u.kind == "expert_matvec" ? double(u.attrs.value("k", int64_t(1))) /
+                                                          double(std::max<int64_t>(1, u.attrs.value("experts", int64_t(1))))
+                                                    : 1.0;
+    for (const auto& k : u.constants)
+      constants += (u.kind == "embedding" && k.shape.size() == 2 ? double(k.shape[1]) : numel(k.shape) * chosen) * type_bytes(k.dtype);
     for (const auto& s : u.reads)
       if (s.buffer != "cache") io += slot_bytes(p, s);
     for (const auto& s : u.writes)
@@ -96,17 +101,35 @@ Estimate estimate(const Program& p, const Device& d, int64_t position) {
     for (const auto& op : u.ops)
       if (op.find("= reshape") == std::string::npos) ++unfused_ops;
     std::string role = u.attrs.value("role", std::string());
-    if (u.kind == "matvec") {
+    if (u.kind == "matvec" || u.kind == "expert_matvec") {
       const double N = u.constants[0].shape[0], K = u.constants[0].shape.size() > 1 ? u.constants[0].shape[1] : 1;
-      c.macs = N * K;
+      c.macs = N * K * chosen;
       // Unfused, each part reads the input again.
       extra_unfused += double(u.writes.size() - 1) * slot_bytes(p, u.reads[0]);
+    } else if (u.kind == "delta_rule" || u.kind == "conv") {
+      // A recurrent state, read and written whole every step at any
+      // position (where an attention reads a row a position).
+      const int64_t index = u.attrs.value("state", int64_t(0));
+      const State* st = index >= 0 && index < int64_t(p.states.size()) ? &p.states[size_t(index)] : nullptr;
+      const double state = st ? numel(st->shape) * type_bytes(st->dtype) : 0;
+      io += 2 * state;
+      e.state_bytes += 2 * state;
+      if (u.kind == "delta_rule" && st) {  // decay S, S^T k, S += k delta^T, S^T q: per value head
+        const double cells = numel(st->shape);
+        c.macs = 3 * cells;
+        vector = cells;
+      } else {
+        c.macs = st ? numel(st->shape) + slot_width(p, u.writes[0]) : 0;  // the kernel's taps
+        vector = 4 * slot_width(p, u.writes[0]);                          // silu
+      }
     } else if (u.kind == "attention" || u.kind == "kv_write") {
       const double KH = u.attrs.value("kv_heads", int64_t(1)), D = u.attrs.value("head_dim", int64_t(1));
       const double cb = p.caches.empty() ? 2 : type_bytes(p.caches[0].dtype);
       if (u.kind == "attention") {
+        const int64_t window = u.attrs.value("window", int64_t(0));
+        e.cache_bytes += 2 * KH * D * double(window > 0 ? std::min<int64_t>(position + 1, window) : position + 1) * cb;
         const double H = u.attrs.value("heads", int64_t(1));
-        const int64_t window = u.attrs.value("window", int64_t(0));  // a sliding window reads its last positions only
+        // a sliding window reads its last positions only
         const double seen = double(window > 0 ? std::min<int64_t>(position + 1, window) : position + 1);
         c.macs = 2 * H * D * seen;
         vector = 3 * H * seen;  // scale, exp, sum
@@ -154,6 +177,12 @@ std::string estimate_text(const Device& d, const Estimate& e) {
   s << "where the time goes:\n";
   for (const auto& [t, k] : kinds) {
     std::snprintf(line, sizeof line, "  %-16s %8.3f ms  %5.1f%%\n", k.c_str(), t * 1e3, 100 * t / e.seconds);
+    s << line;
+  }
+  if (e.state_bytes > 0 || e.cache_bytes > 0) {
+    std::snprintf(line, sizeof line,
+                  "per step: %.3f MB of recurrent state read and written (any position), %.3f MB of KV cache read at position %lld\n",
+                  e.state_bytes / 1e6, e.cache_bytes / 1e6, (long long)e.position);
     s << line;
   }
   const double saved = e.unfused_seconds - e.seconds;

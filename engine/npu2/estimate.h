@@ -38,6 +38,10 @@ struct Estimate {
   std::vector<UnitCost> units;     // in program order
   double seconds = 0;              // one decode step
   double weight_bytes = 0;
+  // A step's traffic to the layers' memory of the past: the recurrent
+  // states read and written whole (the same at any position), and the KV
+  // caches read up to the position.
+  double state_bytes = 0, cache_bytes = 0;
   std::map<std::string, double> by_kind;  // seconds, by unit kind (matvecs by role)
   // The same step unfused: one command per IR op, each merged part and
   // the activation's intermediate through DRAM.

@@ -16,7 +16,7 @@ int BlockReader::ffn_block(int r, int l) {
   const int x = norm->outputs[0];
   auto x_users = open_users(x);
   for (const Node* u : x_users) {
-    if (u->op == "routed_matmul" || u->op == "topk") return after(add);  // experts: refused with the graph's scan
+    if (u->op == "routed_matmul") return experts_block(block, r, norm, add);
     if (u->op != "matmul") {
       refuse(block, *u, "the FFN's input is read by " + u->op, "a SwiGLU FFN");
       return after(add);

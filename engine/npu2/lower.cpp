@@ -173,8 +173,6 @@ Lowering lower(const Graph& step, const LowerOptions& opt) {
                true);
       r.latent_layers.push_back(block);
     }
-    if (n.op == "topk" || (n.op == "routed_matmul" && r.routed_by_topk(n)))
-      r.refuse(block, n, "experts (a router choosing routed matmuls)", "an experts unit", true);
     if (n.op == "attention" && !n.attrs.value("causal", true))
       r.refuse(block, n, "non-causal attention (an encoder's, or cross-attention)", "a bidirectional attention unit", true);
   }

@@ -67,10 +67,10 @@ Result<Profile> read_profile(const std::string& path) {
         if (!kv.second.IsMap()) return error(path + ":" + line + ": 'wider' maps a matvec's role to its output type");
         for (const auto& w : kv.second) {
           const std::string role = w.first.as<std::string>();
-          static const char* roles[] = {"qkv", "qkvz", "o", "gate_up", "down", "head", "gates"};
+          static const char* roles[] = {"qkv", "qkvz", "o", "gate_up", "down", "head", "gates", "router"};
           if (std::find(std::begin(roles), std::end(roles), role) == std::end(roles))
             return error(path + ":" + std::to_string(w.first.Mark().line + 1) + ": 'wider': '" + role +
-                         "' is not a unit's role (qkv, qkvz, o, gate_up, down, head, gates)");
+                         "' is not a unit's role (qkv, qkvz, o, gate_up, down, head, gates, router)");
           ARCH_TRY_STATUS(type_of(w.second, p.wider[role]));
         }
       } else if (key == "check") {

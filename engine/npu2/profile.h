@@ -26,7 +26,7 @@ struct Profile {
   // decaying and rewriting them).
   std::string conv_state = "bf16";
   std::string recurrent_state = "f32";
-  std::map<std::string, std::string> wider;  // a unit's role (qkv, qkvz, o, gate_up, down, head, gates) -> its output's type
+  std::map<std::string, std::string> wider;  // a unit's role (qkv, qkvz, o, gate_up, down, head, gates, router) -> its output's type
   // What --check holds a unit to against its ops' f32 reference: the
   // rounding these types add, relative to the reference's largest |value|.
   Tolerance check{1.0 / 64, 1e-3};

@@ -52,6 +52,39 @@ TEST(Npu2Estimate, AMatvecIsPricedByItsTrafficAndItsCommand) {
   EXPECT_NEAR(e.by_kind.at("matvec qkv"), e.seconds, 1e-12);
 }
 
+// A delta rule's step reads and writes its whole state at any position; an
+// attention reads its cache up to the position; an expert matvec the
+// chosen experts' rows only.
+TEST(Npu2Estimate, StatesCachesAndExpertsArePricedByWhatAStepReads) {
+  Program p;
+  p.max_context = 4096;
+  p.numerics = {{"weights", "bf16"}, {"activations", "bf16"}};
+  p.buffers = {{"conv", "bf16", 1000}, {"gates", "f32", 8}, {"delta", "bf16", 1024}, {"q", "bf16", 1024},
+               {"attn", "bf16", 1024}, {"normed", "bf16", 1000}, {"route_id", "i32", 2}, {"expert_out", "bf16", 2000}};
+  p.states = {State{0, "recurrent", {4, 128, 128}, "f32"}};
+  p.caches = {Cache{0, 2, 128, 4096, "bf16", 0}};
+  Unit d = unit("delta_rule", "layers.0.delta_net");
+  d.reads = {{"conv", 0, 512}, {"conv", 512, 1000}, {"gates", 0, 4}, {"gates", 4, 8}};
+  d.writes = {{"delta"}};
+  d.attrs = {{"state", 0}};
+  Unit a = unit("attention", "layers.1.attention");
+  a.reads = {{"q"}, {"cache"}};
+  a.writes = {{"attn"}};
+  a.attrs = {{"layer", 0}, {"heads", 8}, {"kv_heads", 2}, {"head_dim", 128}};
+  Unit x = unit("expert_matvec", "layers.1.ffn");
+  x.reads = {{"normed"}, {"route_id"}};
+  x.writes = {{"expert_out"}};
+  x.constants = {Constant{"weight", {{"w", 0, 64000}}, {64000, 1000}, "bf16"}};
+  x.attrs = {{"experts", 64}, {"k", 2}};
+  p.units = {d, a, x};
+  for (int64_t at : {int64_t(100), int64_t(4000)}) {
+    const Estimate e = estimate(p, device(), at);
+    EXPECT_DOUBLE_EQ(e.state_bytes, 2.0 * 4 * 128 * 128 * 4);            // the same at any position
+    EXPECT_DOUBLE_EQ(e.cache_bytes, 2.0 * 2 * 128 * double(at + 1) * 2);  // k and v up to the position
+    EXPECT_NEAR(e.units[2].macs, 2.0 * 1000 * 1000, 1e-6);                // 2 of 64 experts' 1000 rows
+  }
+}
+
 TEST(Npu2Estimate, DeviceFileErrorsNameTheField) {
   auto path = std::filesystem::temp_directory_path() / "npu2_device_bad.yaml";
   std::ofstream(path) << "tiles: 32\nclock_ghz: -1\n";
