@@ -91,32 +91,34 @@ int BlockReader::attention_block(int r, int l) {
       paths.push_back(path);
     }
   }
-  if (paths.size() != 3) {
-    refuse(block, x_users.empty() ? *norm : *x_users[0],
-           "the norm's projections give " + std::to_string(paths.size()) + " head-split values, not three (q, k, v)",
-           "a mixer of q, k and v projections");
-    return after(add);
-  }
-  // The cache and the attention the paths meet at.
-  const Node* cache = nullptr;
+  // The attention the query reaches, and the cache its keys and values
+  // come from: this block's own (q, k, v: three paths), or an earlier
+  // layer's (KV sharing, Gemma 4's last layers: the query alone).
   const Node* attn = nullptr;
   int q = -1, k = -1, v = -1;
-  for (int i = 0; i < 3; ++i)
-    for (const Node* u : open_users(paths[i].end)) {
-      if (u->op == "kv_cache") {
-        cache = u;
-        (u->inputs[0] == paths[i].end ? k : v) = i;
-      } else if (u->op == "attention" && u->inputs[0] == paths[i].end) {
-        attn = u;
-        q = i;
-      }
+  for (size_t i = 0; i < paths.size(); ++i)
+    for (const Node* u : open_users(paths[i].end))
+      if (u->op == "attention" && u->inputs[0] == paths[i].end) attn = u, q = int(i);
+  const Node* cache = attn ? producer(attn->inputs[1]) : nullptr;
+  if (cache && cache->op != "kv_cache") cache = nullptr;
+  const auto shared = cache ? cache_of.find(cache) : cache_of.end();
+  const bool own = cache && shared == cache_of.end();
+  if (own)
+    for (size_t i = 0; i < paths.size(); ++i) {
+      if (cache->inputs[0] == paths[i].end) k = int(i);
+      if (cache->inputs.size() > 1 && cache->inputs[1] == paths[i].end) v = int(i);
     }
-  if (!cache || !attn || q < 0 || k < 0 || v < 0) {
-    refuse(block, attn ? *attn : *norm, !cache ? "no KV cache: the attention does not keep its keys and values" : "q, k and v do not meet at one cache and one attention",
+  if (!attn || !cache || (own && (paths.size() != 3 || k < 0 || v < 0)) || (!own && paths.size() != 1)) {
+    refuse(block, attn ? *attn : x_users.empty() ? *norm : *x_users[0],
+           !attn ? "the norm's projections give " + std::to_string(paths.size()) + " head-split values and no attention reads them as its query"
+                 : !cache ? "no KV cache: the attention does not keep its keys and values"
+                          : "q, k and v do not meet at one cache and one attention",
            "a causal attention over a KV cache");
     return after(add);
   }
-  if (!paths[q].rope || !paths[k].rope || paths[v].rope || paths[v].qk_norm) {
+  // RoPE on q and k; v as projected, or normed without a weight (Gemma 4).
+  const bool v_normed = own && paths[v].qk_norm && (paths[v].qk_norm->inputs.size() < 2 || paths[v].qk_norm->inputs[1] < 0);
+  if (!paths[q].rope || (own && (!paths[k].rope || paths[v].rope || (paths[v].qk_norm && !v_normed)))) {
     refuse(block, *attn, "RoPE is not on q and k alone", "RoPE on q and k");
     return after(add);
   }
@@ -167,41 +169,56 @@ int BlockReader::attention_block(int r, int l) {
   if (!ok) return add->outputs[0];
 
   // The units, in the engine's order.
-  const int64_t H = dim(paths[q].end, 1), KH = dim(paths[k].end, 1), Dh = dim(paths[q].end, 2), Dv = dim(paths[v].end, 2);
-  const int layer = int(p.caches.size());
-  std::vector<Part> parts = {paths[q].part, paths[k].part, paths[v].part};
+  const int64_t H = dim(paths[q].end, 1), Dh = dim(paths[q].end, 2);
+  const int layer = own ? int(p.caches.size()) : shared->second;
+  const Cache* source = own ? nullptr : &p.caches[size_t(layer)];
+  const int64_t KH = own ? dim(paths[k].end, 1) : source->kv_heads, Dv = own ? dim(paths[v].end, 2) : source->head_dim;
+  if (!own && (source->head_dim != Dh || (source->window != 0 && source->window != window))) {
+    refuse(block, *attn, "it reads an earlier layer's cache of another head size or window", "the cache of a layer of its own shape");
+    return after(add);
+  }
+  std::vector<Part> parts = {paths[q].part};
+  if (own) parts.push_back(paths[k].part), parts.push_back(paths[v].part);
   if (gate) parts.push_back(*gate);
   auto qkv = matvec(block, "qkv", parts, "qkv");
   if (!qkv) return -1;
-  const Slot qs = qkv->writes[0], ks = qkv->writes[1], vs = qkv->writes[2];
+  if (parts.size() == 1) qkv->writes[0] = Slot{"qkv", 0, int64_t(parts[0].columns.size())};  // the query alone: its columns
+  const Slot qs = qkv->writes[0];
+  const Slot ks = own ? qkv->writes[1] : Slot{}, vs = own ? qkv->writes[2] : Slot{};
+  const Slot gs = gate ? qkv->writes.back() : Slot{};
   write(*qkv, {x}, *paths[q].part.proj.matmul);
-  for (int i : {q, k}) {
-    const Path& pt = paths[i];
-    const Slot s = i == q ? qs : ks;
-    if (pt.qk_norm) {
+  std::vector<std::pair<int, Slot>> normed = {{q, qs}};
+  if (own) normed.push_back({k, ks}), normed.push_back({v, vs});
+  for (const auto& [i, s] : normed) {
+    const Path& pt = paths[size_t(i)];
+    if (!pt.qk_norm) continue;
+    Unit u = unit("head_norm", block);
+    if (i != v) {
       auto nw = bind(block, *pt.qk_norm, "weight", {pt.qk_norm->inputs[1]});
       if (!nw) return -1;
-      claim(pt.qk_norm);
-      Unit u = unit("head_norm", block);
-      u.reads = {s};
-      u.writes = {s};
       u.constants = {*nw};
-      u.attrs = {{"eps", pt.qk_norm->attrs.value("eps", 1e-6)}, {"heads", dim(pt.end, 1)}, {"head_dim", dim(pt.end, 2)}};
-      u.values = {name(pt.qk_norm->outputs[0])};
-      u.ops = {op_str(*pt.qk_norm)};
-      write(u, {pt.part.value}, *pt.qk_norm);
     }
+    claim(pt.qk_norm);
+    u.reads = {s};
+    u.writes = {s};
+    u.attrs = {{"eps", pt.qk_norm->attrs.value("eps", 1e-6)}, {"heads", dim(pt.end, 1)}, {"head_dim", dim(pt.end, 2)}};
+    u.values = {name(pt.qk_norm->outputs[0])};
+    u.ops = {op_str(*pt.qk_norm)};
+    write(u, {pt.part.value}, *pt.qk_norm);
   }
-  for (int i : {q, k}) {
-    const Path& pt = paths[i];
-    const Slot s = i == q ? qs : ks;
+  // Each layer's widths: a buffer's columns from 0 (a layer of Gemma 4 may
+  // have wider heads than another).
+  const Slot q_rot{"q", 0, H * Dh}, k_rot{"k", 0, KH * Dh}, attn_slot{"attn", 0, H * Dv};
+  for (const auto& [i, s] : normed) {
+    if (i == v) continue;
+    const Path& pt = paths[size_t(i)];
     const int in = pt.qk_norm ? pt.qk_norm->outputs[0] : pt.part.value;
     claim(pt.rope);
-    const std::string buf = i == q ? "q" : "k";
-    need_buffer(buf, opt.profile.activations, dim(pt.end, 1) * dim(pt.end, 2));
+    const Slot out = i == q ? q_rot : k_rot;
+    need_buffer(out.buffer, opt.profile.activations, out.end);
     Unit u = unit("rope", block);
     u.reads = {s};
-    u.writes = {Slot{buf}};
+    u.writes = {out};
     u.attrs = pt.rope->attrs;
     u.attrs["heads"] = dim(pt.end, 1);
     u.attrs["head_dim"] = dim(pt.end, 2);
@@ -209,26 +226,27 @@ int BlockReader::attention_block(int r, int l) {
     u.ops = {op_str(*pt.rope)};
     write(u, {in}, *pt.rope);
   }
-  claim(cache);
-  // A window's layer keeps its last positions only (and a chunk's rows).
-  const int64_t ring = window > 0 ? window + std::max<int64_t>(1, opt.chunk) - 1 : opt.max_context;
-  p.caches.push_back(Cache{layer, KH, Dh, std::min(opt.max_context, ring), opt.profile.cache,
-                           ring < opt.max_context ? window : 0});
-  {
+  if (own) {
+    claim(cache);
+    cache_of[cache] = layer;
+    // A window's layer keeps its last positions only (and a chunk's rows).
+    const int64_t ring = window > 0 ? window + std::max<int64_t>(1, opt.chunk) - 1 : opt.max_context;
+    p.caches.push_back(Cache{layer, KH, Dh, std::min(opt.max_context, ring), opt.profile.cache,
+                             ring < opt.max_context ? window : 0});
     Unit u = unit("kv_write", block);
-    u.reads = {Slot{"k"}, vs};
+    u.reads = {k_rot, vs};
     u.writes = {Slot{"cache"}};
     u.attrs = {{"layer", layer}, {"kv_heads", KH}, {"head_dim", Dh}};
     u.values = {name(cache->outputs[0]), name(cache->outputs[1])};
     u.ops = {op_str(*cache)};
-    write(u, {paths[k].end, paths[v].part.value}, *cache);
+    write(u, {paths[k].end, paths[v].end}, *cache);
   }
   claim(attn);
   need_buffer("attn", opt.profile.activations, H * Dv);
   {
     Unit u = unit("attention", block);
-    u.reads = {Slot{"q"}, Slot{"cache"}};
-    u.writes = {Slot{"attn"}};
+    u.reads = {q_rot, Slot{"cache"}};
+    u.writes = {attn_slot};
     u.attrs = {{"layer", layer}, {"heads", H}, {"kv_heads", KH}, {"head_dim", Dh},
                {"scale", attn->attrs.value("scale", 1.0)}, {"causal", true}, {"window", window}, {"softcap", softcap}};
     u.values = {name(attn->outputs[0])};
@@ -241,8 +259,8 @@ int BlockReader::attention_block(int r, int l) {
     claim(gate_sigmoid);
     claim(gate_mul);
     Unit u = unit("output_gate", block);
-    u.reads = {Slot{"attn"}, qkv->writes[3]};
-    u.writes = {Slot{"attn"}};
+    u.reads = {attn_slot, gs};
+    u.writes = {attn_slot};
     u.attrs = {{"activation", "sigmoid"}};
     u.values = {name(gate_mul->outputs[0])};
     u.ops = {op_str(*merge), op_str(*gate_sigmoid), op_str(*gate_mul)};
@@ -250,7 +268,7 @@ int BlockReader::attention_block(int r, int l) {
   }
   auto out = matvec(block, "o", {*o}, "attn_out");
   if (!out) return -1;
-  out->reads = {Slot{"attn"}};
+  out->reads = {attn_slot};
   if (!gate_mul) out->ops.insert(out->ops.begin(), op_str(*merge));
   write(*out, {gate_mul ? gate_mul->outputs[0] : attn->outputs[0]}, *o->matmul);
   const int branch = post ? post_norm(block, *post, o->out, "attn_out") : o->out;

@@ -24,6 +24,7 @@ struct BlockReader {
   std::vector<Refusal> refusals;
   Program p;
   std::map<std::string, int> holds;     // "buffer[b:e]" -> the value the last unit wrote there
+  std::map<const Node*, int> cache_of;  // a kv_cache node lowered -> its cache (a later layer may read it)
 
   BlockReader(const Graph& graph, const LowerOptions& o) : g(graph), opt(o) {
     users.resize(g.values.size());
@@ -182,6 +183,12 @@ struct BlockReader {
 
   // The FFN block of layer `l`: the residual after it, or -1.
   int ffn_block(int r, int l);
+  // Per-layer inputs made from the tokens and the embedding before the
+  // first layer (Gemma 4's PLE): h, or -1 (refused). per_layer_block.cpp.
+  int per_layer_inputs(int tokens, int h);
+  // After a layer's FFN: its per-layer input block and its output scale,
+  // where it has them: the residual after them, or -1.
+  int layer_end(int r, int l);
   // An FFN of routed experts after its norm (experts_block.cpp).
   int experts_block(const std::string& block, int r, const Node* norm, const Node* add);
 

@@ -326,6 +326,9 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     std::vector<Tensor> args{in[0], k[0]};
     if (k.size() > 1) args.push_back(k[1]);
     ARCH_TRY(Tensor y, reference(ops, "matmul", {{"transpose_b", true}}, args, {rows, N}, where));
+    if (u.attrs.contains("scale")) {  // the output times a number, as the graph's mul after it
+      ARCH_TRY(y, reference(ops, "mul", Attrs::object(), {y, scalar(u.attrs["scale"].get<float>())}, y.shape, where));
+    }
     std::vector<Tensor> out;
     int64_t col = 0;
     for (const auto& s : u.writes) {
@@ -384,8 +387,16 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {t, cap}, in[0].shape, where));
     return std::vector<Tensor>{std::move(out)};
   }
-  if (u.kind == "add") {
+  if (u.kind == "add") {  // a + b, the sum times a number where the unit has a scale
     ARCH_TRY(Tensor out, reference(ops, "add", Attrs::object(), {in[0], in[1]}, in[0].shape, where));
+    if (u.attrs.contains("scale")) {
+      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, scalar(u.attrs["scale"].get<float>())}, out.shape, where));
+    }
+    return std::vector<Tensor>{std::move(out)};
+  }
+  if (u.kind == "scale") {  // x times a number, or a one-element constant
+    const Tensor by = k.empty() ? scalar(u.attrs.value("scale", 1.0f)) : k[0];
+    ARCH_TRY(Tensor out, reference(ops, "mul", Attrs::object(), {in[0], by}, in[0].shape, where));
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "swiglu") {
@@ -429,6 +440,7 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
     for (const auto& value : u.values) {
       std::vector<const Node*> moves;
       const Node* n = node_of(value);
+      if (n && n->op == "mul" && u.attrs.contains("scale")) n = producer(n->inputs[0]);  // the scaled output: the product before
       while (n && (n->op == "reshape" || n->op == "slice")) {
         moves.push_back(n);
         n = producer(n->inputs[0]);
@@ -476,6 +488,14 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
     return out;
   }
   if (u.kind == "head_norm" && u.constants.empty()) return out;  // an l2 norm: no weight
+  if (u.kind == "scale") {  // mul(x, w): the one-element weight
+    const Node* m = node_of(u.values[0]);
+    if (u.constants.empty()) return out;
+    if (!m || m->op != "mul") return error("'" + u.values[0] + "' is not a product");
+    ARCH_TRY(Tensor w, weight_tensor(g.weight_of(m->inputs[1]) ? m->inputs[1] : m->inputs[0]));
+    out.push_back(std::move(w));
+    return out;
+  }
   if (u.kind == "expert_matvec") {  // each value's routed_matmul: its stacked experts, section after section
     std::vector<Tensor> parts;
     int64_t rows = 0, width = 0;

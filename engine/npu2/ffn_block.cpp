@@ -81,17 +81,19 @@ int BlockReader::ffn_block(int r, int l) {
   write(*gu, {x}, *gate.proj.matmul);
   claim(act);
   claim(mul);
-  need_buffer("act", opt.profile.activations, dim(mul->outputs[0], -1));
+  // Its columns of the act buffer (another layer's FFN may be wider).
+  const Slot act_slot{"act", 0, dim(mul->outputs[0], -1)};
+  need_buffer("act", opt.profile.activations, act_slot.end);
   Unit s = unit("swiglu", block);
   s.reads = {gs, us};
-  s.writes = {Slot{"act"}};
+  s.writes = {act_slot};
   s.attrs = {{"activation", act->op}};
   s.values = {name(mul->outputs[0])};
   s.ops = {op_str(*act), op_str(*mul)};
   write(s, {gate.value, up.value}, *act);
   auto dn = matvec(block, "down", {*down}, "ffn_out");
   if (!dn) return -1;
-  dn->reads = {Slot{"act"}};
+  dn->reads = {act_slot};
   write(*dn, {mul->outputs[0]}, *down->matmul);
   const int branch = post ? post_norm(block, *post, down->out, "ffn_out") : down->out;
   if (branch < 0) return -1;

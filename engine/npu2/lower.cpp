@@ -19,7 +19,18 @@ namespace arch::npu2 {
 
 // The embedding: tokens -> the residual.
 int BlockReader::embedding(int tokens) {
+  // The embed whose rows (scaled, maybe) the first layer adds to: where the
+  // tokens are looked up twice (Gemma 4's per-layer table), the other one
+  // is the per-layer inputs'.
   const Node* e = sole_user(tokens, "embed");
+  const auto readers = open_users(tokens);
+  if (!e && readers.size() > 1)
+    for (const Node* u : readers) {
+      if (u->op != "embed" || u->inputs[1] != tokens) continue;
+      int out = u->outputs[0];
+      if (const Node* m = sole_user(out, "mul")) out = m->outputs[0];
+      if (residual_add(out)) e = u;
+    }
   if (!e || e->inputs[1] != tokens) {
     auto u = open_users(tokens);
     if (!u.empty()) refuse("embedding", *u[0], "the tokens are read by " + u[0]->op + ", not one embed", "an embedding table lookup");
@@ -177,11 +188,12 @@ Lowering lower(const Graph& step, const LowerOptions& opt) {
       r.refuse(block, n, "non-causal attention (an encoder's, or cross-attention)", "a bidirectional attention unit", true);
   }
   int h = r.embedding(tokens);
+  if (h >= 0) h = r.per_layer_inputs(tokens, h);
   for (int l = 0; h >= 0; ++l) {
     if (!r.residual_add(h)) break;  // no add: the final norm comes next
     h = r.mixer_block(h, l);
     if (h < 0) break;
-    h = r.ffn_block(h, l);
+    h = r.layer_end(r.ffn_block(h, l), l);
   }
   if (h >= 0) r.head(h);
   // Every op must be in some unit.

@@ -105,8 +105,14 @@ INSTANTIATE_TEST_SUITE_P(Experts, Npu2Golden,
 // the branch), the sliding window and the attention's softcap (attributes
 // of the attention unit), and the final logits' softcap (a unit of its
 // own); Gemma 3's sliding layers rope with their own base.
+// Gemma 4 adds the per-layer inputs (PLE: a second table, a projection of
+// the embedding normed per layer; after each FFN a gated block reading the
+// layer's slice), KV sharing (its last layers' attention reading an
+// earlier layer's cache), v normed without a weight, per-layer head sizes
+// and a layer's output scale.
 INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Golden,
-                         ::testing::Values(Case{"gemma", 0, 16}, Case{"gemma2", 0, 16}, Case{"gemma3_text", 0, 16}),
+                         ::testing::Values(Case{"gemma", 0, 16}, Case{"gemma2", 0, 16}, Case{"gemma3_text", 0, 16},
+                                           Case{"gemma4_text", 0, 16}),
                          [](const auto& info) { return std::string(info.param.name); });
 // Gemma 2's and 3's logits under the bf16 numerics are 13% and 16% of the
 // largest off the f32 ones (weights, activations and the cache in bf16 each
