@@ -78,17 +78,25 @@ int BlockReader::attention_block(int r, int l) {
         refuse(block, *u, "a projection not split into heads", "q, k, v reshaped to [seq, heads, head_dim]");
         return after(add);
       }
-      Path path{*part};
-      path.end = leaf;
-      if (const Node* qn = sole_user(path.end, "rms_norm")) {
-        path.qk_norm = qn;
-        path.end = qn->outputs[0];
+      // A head-split value normed twice is K and V at once (Gemma 4's
+      // attention_k_eq_v): a path for each norm, one part between them.
+      std::vector<const Node*> norms;
+      for (const Node* n : open_users(leaf))
+        if (n->op == "rms_norm") norms.push_back(n);
+      if (norms.size() != 2 || open_users(leaf).size() != 2) norms = {sole_user(leaf, "rms_norm")};
+      for (const Node* qn : norms) {
+        Path path{*part};
+        path.end = leaf;
+        if (qn) {
+          path.qk_norm = qn;
+          path.end = qn->outputs[0];
+        }
+        if (const Node* rp = sole_user(path.end, "rope")) {
+          path.rope = rp;
+          path.end = rp->outputs[0];
+        }
+        paths.push_back(path);
       }
-      if (const Node* rp = sole_user(path.end, "rope")) {
-        path.rope = rp;
-        path.end = rp->outputs[0];
-      }
-      paths.push_back(path);
     }
   }
   // The attention the query reaches, and the cache its keys and values
@@ -117,8 +125,8 @@ int BlockReader::attention_block(int r, int l) {
     return after(add);
   }
   // RoPE on q and k; v as projected, or normed without a weight (Gemma 4).
-  const bool v_normed = own && paths[v].qk_norm && (paths[v].qk_norm->inputs.size() < 2 || paths[v].qk_norm->inputs[1] < 0);
-  if (!paths[q].rope || (own && (!paths[k].rope || paths[v].rope || (paths[v].qk_norm && !v_normed)))) {
+  const bool v_weightless = own && paths[v].qk_norm && (paths[v].qk_norm->inputs.size() < 2 || paths[v].qk_norm->inputs[1] < 0);
+  if (!paths[q].rope || (own && (!paths[k].rope || paths[v].rope || (paths[v].qk_norm && !v_weightless)))) {
     refuse(block, *attn, "RoPE is not on q and k alone", "RoPE on q and k");
     return after(add);
   }
@@ -177,18 +185,24 @@ int BlockReader::attention_block(int r, int l) {
     refuse(block, *attn, "it reads an earlier layer's cache of another head size or window", "the cache of a layer of its own shape");
     return after(add);
   }
+  // K is V: one part, its weightless norm written to a v buffer before
+  // the key's norm runs in place.
+  const bool k_is_v = own && paths[k].part.value == paths[v].part.value;
   std::vector<Part> parts = {paths[q].part};
-  if (own) parts.push_back(paths[k].part), parts.push_back(paths[v].part);
+  if (own) parts.push_back(paths[k].part);
+  if (own && !k_is_v) parts.push_back(paths[v].part);
   if (gate) parts.push_back(*gate);
   auto qkv = matvec(block, "qkv", parts, "qkv");
   if (!qkv) return -1;
   if (parts.size() == 1) qkv->writes[0] = Slot{"qkv", 0, int64_t(parts[0].columns.size())};  // the query alone: its columns
   const Slot qs = qkv->writes[0];
-  const Slot ks = own ? qkv->writes[1] : Slot{}, vs = own ? qkv->writes[2] : Slot{};
+  const Slot ks = own ? qkv->writes[1] : Slot{}, vs = own ? (k_is_v ? ks : qkv->writes[2]) : Slot{};
   const Slot gs = gate ? qkv->writes.back() : Slot{};
+  const Slot v_normed{"v", 0, own ? dim(paths[v].end, 1) * dim(paths[v].end, 2) : 0};
   write(*qkv, {x}, *paths[q].part.proj.matmul);
   std::vector<std::pair<int, Slot>> normed = {{q, qs}};
-  if (own) normed.push_back({k, ks}), normed.push_back({v, vs});
+  if (own && k_is_v) normed.push_back({v, vs}), normed.push_back({k, ks});
+  else if (own) normed.push_back({k, ks}), normed.push_back({v, vs});
   for (const auto& [i, s] : normed) {
     const Path& pt = paths[size_t(i)];
     if (!pt.qk_norm) continue;
@@ -199,8 +213,9 @@ int BlockReader::attention_block(int r, int l) {
       u.constants = {*nw};
     }
     claim(pt.qk_norm);
+    if (i == v && k_is_v) need_buffer("v", opt.profile.activations, v_normed.end);
     u.reads = {s};
-    u.writes = {s};
+    u.writes = {i == v && k_is_v ? v_normed : s};
     u.attrs = {{"eps", pt.qk_norm->attrs.value("eps", 1e-6)}, {"heads", dim(pt.end, 1)}, {"head_dim", dim(pt.end, 2)}};
     u.values = {name(pt.qk_norm->outputs[0])};
     u.ops = {op_str(*pt.qk_norm)};
@@ -234,7 +249,7 @@ int BlockReader::attention_block(int r, int l) {
     p.caches.push_back(Cache{layer, KH, Dh, std::min(opt.max_context, ring), opt.profile.cache,
                              ring < opt.max_context ? window : 0});
     Unit u = unit("kv_write", block);
-    u.reads = {k_rot, vs};
+    u.reads = {k_rot, k_is_v && paths[v].qk_norm ? v_normed : vs};
     u.writes = {Slot{"cache"}};
     u.attrs = {{"layer", layer}, {"kv_heads", KH}, {"head_dim", Dh}};
     u.values = {name(cache->outputs[0]), name(cache->outputs[1])};

@@ -183,6 +183,17 @@ struct BlockReader {
 
   // The FFN block of layer `l`: the residual after it, or -1.
   int ffn_block(int r, int l);
+  // A gated FFN over x: gate and up views of `projections` (two, or one
+  // merged matrix), act(gate) * up, a down projection. Read (or refused,
+  // naming `at`), then written into `out` (its output value, or -1).
+  struct GatedFfn {
+    Part gate, up;
+    const Node* act = nullptr;
+    const Node* mul = nullptr;
+    Projection down;
+  };
+  std::optional<GatedFfn> gated_ffn(const std::string& block, const std::vector<const Node*>& projections, const Node& at);
+  int write_gated_ffn(const std::string& block, int x, const GatedFfn& f, const std::string& out);
   // Per-layer inputs made from the tokens and the embedding before the
   // first layer (Gemma 4's PLE): h, or -1 (refused). per_layer_block.cpp.
   int per_layer_inputs(int tokens, int h);
@@ -191,6 +202,27 @@ struct BlockReader {
   int layer_end(int r, int l);
   // An FFN of routed experts after its norm (experts_block.cpp).
   int experts_block(const std::string& block, int r, const Node* norm, const Node* add);
+  // A dense FFN and routed experts side by side, each with its own norms,
+  // summed (Gemma 4's MoE layers).
+  int dense_and_experts_block(const std::string& block, int r, const Node* add);
+  // The experts reading x (routed matmuls after their route), recognised:
+  // what experts_block and dense_and_experts_block write.
+  struct Experts {
+    const Node *gate_mm = nullptr, *up_mm = nullptr, *down = nullptr;  // one node for both where one matrix holds gate and up
+    const Node *gate_slice = nullptr, *up_slice = nullptr;              // its halves
+    int gate = -1, up = -1;                                             // what the activation and its product read
+    const Node *act = nullptr, *gmul = nullptr, *wmul = nullptr, *wsum = nullptr;
+    int ids = -1, weights = -1;                                         // the route's outputs (weights: what the sum multiplies)
+    std::vector<const Node*> route_ops;
+    nlohmann::json route_attrs;
+    int expert_scale = -1;                                              // a weight [experts] the chosen weights are scaled by
+    Projection router;
+    int64_t experts = 0, k = 0, inner = 0, width = 0;
+  };
+  std::optional<Experts> read_experts(const std::string& block, int x);
+  // The route and expert units (the router's matvec already written into
+  // router[0:experts]), up to the experts' outputs: false where refused.
+  bool write_experts(const std::string& block, int x, const Experts& e);
 
   // The final norm, the head, the argmax and the advance.
   void head(int r);

@@ -97,12 +97,15 @@ Result<std::unique_ptr<Emulator>> Emulator::load(const Program& p, const Checkpo
         const Tensor* src = ckpt.find(v.tensor);
         const std::string where = "unit " + std::to_string(i) + " (" + u.kind + ", " + u.block + "): " + c.role;
         if (!src) return error(where + ": the checkpoint has no tensor '" + v.tensor + "'");
-        if (src->shape.empty() || v.end > src->shape[0])
+        // A tensor's rows are the constant's rows: its elements in rows of
+        // the constant's width (an [experts, N, K] stack's N rows of each
+        // expert; a vector's elements).
+        const int64_t row = c.shape.size() >= 2 ? c.shape.back() : 1;
+        if (row < 1 || src->numel() % row != 0 || v.end > src->numel() / row)
           return error(where + ": rows [" + std::to_string(v.begin) + ", " + std::to_string(v.end) + ") of '" + v.tensor +
-                       "' " + dims_str(src->shape) + " are past its end");
+                       "' " + dims_str(src->shape) + " in rows of " + std::to_string(row) + " are past its end");
         auto it = widened.find(v.tensor);
         if (it == widened.end()) it = widened.emplace(v.tensor, to_f32(*src)).first;
-        const int64_t row = src->numel() / src->shape[0];
         const int64_t n = (v.end - v.begin) * row;
         if (at + n > numel) return error(where + ": its parts hold more than its shape " + dims_str(c.shape));
         std::memcpy(t.f32() + at, it->second.f32() + v.begin * row, size_t(n) * sizeof(float));
@@ -185,7 +188,17 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "rms_norm") {
-    ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {in[0], k[0]}, in[0].shape, where));
+    // The weight in the norm, or after it as a product (with numbers after
+    // that: Gemma 4's router input), as the graph's ops compute it.
+    const bool after = u.attrs.value("weight", std::string()) == "after";
+    ARCH_TRY(Tensor out, reference(ops, "rms_norm", {{"eps", u.attrs.value("eps", 1e-6)}}, {in[0], after ? Tensor{} : k[0]},
+                                   in[0].shape, where));
+    if (after) {
+      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, k[0]}, out.shape, where));
+    }
+    for (const auto& by : u.attrs.value("scales", nlohmann::json::array())) {
+      ARCH_TRY(out, reference(ops, "mul", Attrs::object(), {out, scalar(by.get<float>())}, out.shape, where));
+    }
     return std::vector<Tensor>{std::move(out)};
   }
   if (u.kind == "head_norm") {  // a weight, or none and numbers after it (an l2 norm, scaled)
@@ -261,6 +274,15 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
     }
     if (u.attrs.contains("scale")) {
       ARCH_TRY(w, reference(ops, "mul", Attrs::object(), {w, scalar(u.attrs["scale"].get<float>())}, {rows, K}, where));
+    }
+    if (!k.empty()) {  // times each chosen expert's own scale
+      if (k[0].numel() != E) return error(where + ": its expert scale is not one number an expert");
+      Tensor table = k[0], ids = top[1];
+      table.shape = {E, 1};
+      w.shape = {rows, K, 1};
+      ARCH_TRY(Tensor es, reference(ops, "embed", Attrs::object(), {table, ids}, {rows, K, 1}, where));
+      ARCH_TRY(w, reference(ops, "mul", Attrs::object(), {w, es}, {rows, K, 1}, where));
+      w.shape = {rows, K};
     }
     return std::vector<Tensor>{std::move(w), std::move(top[1])};
   }
@@ -500,14 +522,36 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
     std::vector<Tensor> parts;
     int64_t rows = 0, width = 0;
     for (const auto& value : u.values) {
+      // A slice of the routed matmul's rows (one matrix holding gate and up).
       const Node* rm = node_of(value);
-      const Node* st = rm && rm->op == "routed_matmul" ? producer(rm->inputs[1]) : nullptr;
-      if (!st || st->op != "stack") return error("'" + value + "' is not a routed matmul over stacked experts");
-      for (int e : st->inputs) {
-        ARCH_TRY(Tensor w, weight_tensor(e));
-        rows += w.shape[0];
+      int64_t first = 0, end = -1;
+      if (rm && rm->op == "slice") {
+        first = rm->attrs.value("start", int64_t(0)), end = rm->attrs.value("end", int64_t(0));
+        rm = producer(rm->inputs[0]);
+      }
+      if (!rm || rm->op != "routed_matmul") return error("'" + value + "' is not a routed matmul's output");
+      std::vector<Tensor> experts;
+      if (const Node* st = producer(rm->inputs[1]); st && st->op == "stack") {
+        for (int e : st->inputs) {
+          ARCH_TRY(Tensor w, weight_tensor(e));
+          experts.push_back(std::move(w));
+        }
+      } else {
+        ARCH_TRY(Tensor all, weight_tensor(rm->inputs[1]));  // [experts, N, width]
+        if (all.shape.size() != 3) return error("'" + value + "' routes over a weight not [experts, N, width]");
+        for (int64_t e = 0; e < all.shape[0]; ++e) {
+          Tensor w = Tensor::zeros(DType::F32, {all.shape[1], all.shape[2]});
+          std::memcpy(w.f32(), all.f32() + e * w.numel(), w.nbytes());
+          experts.push_back(std::move(w));
+        }
+      }
+      for (auto& w : experts) {
         width = w.numel() / std::max<int64_t>(1, w.shape[0]);
-        parts.push_back(std::move(w));
+        const int64_t b = end < 0 ? w.shape[0] : end;
+        Tensor part = Tensor::zeros(DType::F32, {b - first, width});
+        std::memcpy(part.f32(), w.f32() + first * width, part.nbytes());
+        rows += b - first;
+        parts.push_back(std::move(part));
       }
     }
     Tensor t = Tensor::zeros(DType::F32, {rows, width});
@@ -560,6 +604,27 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
         return out;
       }
     return error("'" + u.values[0] + "' is not rms_norm(o, w) * silu(z)");
+  }
+  if (u.kind == "route") {  // the per-expert scale: embed(reshape(w), ids)'s table
+    if (u.constants.empty()) return out;
+    const Node* m = node_of(u.values[0]);
+    for (int i = 0; m && m->op == "mul" && i < 2; ++i)
+      if (const Node* em = producer(m->inputs[size_t(i)]); em && em->op == "embed") {
+        const Node* rs = producer(em->inputs[0]);
+        ARCH_TRY(Tensor w, weight_tensor(rs && rs->op == "reshape" ? rs->inputs[0] : em->inputs[0]));
+        out.push_back(std::move(w));
+        return out;
+      }
+    return error("'" + u.values[0] + "' is not the weights times a per-expert scale");
+  }
+  if (u.kind == "rms_norm" && u.attrs.value("weight", std::string()) == "after") {  // mul(mul(rms_norm(x), w), c...)
+    const Node* m = node_of(u.values[0]);
+    const size_t numbers = u.attrs.value("scales", nlohmann::json::array()).size();
+    for (size_t i = 0; m && i < numbers; ++i) m = producer(m->inputs[0]);
+    if (!m || m->op != "mul") return error("'" + u.values[0] + "' is not a norm times a weight");
+    ARCH_TRY(Tensor w, weight_tensor(g.weight_of(m->inputs[1]) ? m->inputs[1] : m->inputs[0]));
+    out.push_back(std::move(w));
+    return out;
   }
   if (u.kind == "rms_norm" || u.kind == "head_norm" || u.kind == "embedding") {
     const Node* n = node_of(u.values[0]);

@@ -109,10 +109,14 @@ INSTANTIATE_TEST_SUITE_P(Experts, Npu2Golden,
 // the embedding normed per layer; after each FFN a gated block reading the
 // layer's slice), KV sharing (its last layers' attention reading an
 // earlier layer's cache), v normed without a weight, per-layer head sizes
-// and a layer's output scale.
+// and a layer's output scale; its MoE variant K as V (attention_k_eq_v:
+// one projection, normed twice), and a dense FFN beside experts (each with
+// its norms; the router reading a weightless norm times a weight; each
+// chosen expert's weight times its own scale; the experts' gate and up in
+// one [experts, 2 inner, width] tensor).
 INSTANTIATE_TEST_SUITE_P(Gemma, Npu2Golden,
                          ::testing::Values(Case{"gemma", 0, 16}, Case{"gemma2", 0, 16}, Case{"gemma3_text", 0, 16},
-                                           Case{"gemma4_text", 0, 16}),
+                                           Case{"gemma4_text", 0, 16}, Case{"gemma4_moe", 0, 16}),
                          [](const auto& info) { return std::string(info.param.name); });
 // Gemma 2's and 3's logits under the bf16 numerics are 13% and 16% of the
 // largest off the f32 ones (weights, activations and the cache in bf16 each
