@@ -129,6 +129,8 @@ int main(int argc, char** argv) {
   gen->add_option("--chunk", g.chunk, "with --backend npu2: the prompt version's rows per call")->check(CLI::Range(1, 4096));
   add_search_options(gen, g.search, "an encoder-decoder: ");
   gen->add_option("--target-lang", g.target_lang, "an encoder-decoder: the language whose token is generated first (fr: __fr__, fr_XX, ...)");
+  gen->add_option("--grammar", g.grammar_file, "hold the reply to this GBNF grammar (llama.cpp's format; its start rule 'root')");
+  gen->add_option("--json-schema", g.json_schema_file, "hold the reply to a JSON text valid under this JSON Schema (what is not supported is refused by name)");
 
   TranslateArgs tr_args;
   auto* tra = app.add_subcommand("translate", "text to text through a translation or summarisation encoder-decoder (Marian, M2M-100, mBART, BART, T5): -p TEXT, or each line of stdin as a sentence, one line out per line in");

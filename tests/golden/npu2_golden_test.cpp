@@ -145,14 +145,7 @@ TEST(Npu2Stories260K, EmulatedTokensEqualTheHostReference) {
   ASSERT_TRUE(emu.ok()) << emu.error().message;
   auto emulated = npu2::emulate_greedy(**emu, prompt, n, {});
   ASSERT_TRUE(emulated.ok()) << emulated.error().message;
-  auto host = host_reference(dir, 1 + n, 64);
-  ASSERT_TRUE(host);
-  GenerateOptions g;
-  g.max_new_tokens = n;
-  g.sampling.greedy = true;
-  auto r = generate(*host, prompt, g);
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(*emulated, r->tokens);
+  EXPECT_EQ(*emulated, testing::host_greedy(dir, prompt, n, 1 + n, 64));
   // A real model's story survives bf16: the f32 greedy run's first tokens.
   auto want = read_json(dir + "/reference_greedy.json")["greedy_ids_incl_bos"].get<std::vector<int32_t>>();
   int agree = 0;

@@ -62,6 +62,9 @@ struct GenerateArgs {
   // (add_search_options: --beam-size, --length-penalty, --no-repeat-ngram-size).
   Seq2SeqOptions search;
   std::string target_lang;  // the language token forced first (forced_bos_token_id)
+  // Constrained decoding: the reply a sentence of this GBNF grammar, or a
+  // JSON text valid under this JSON Schema (engine/runtime/grammar_constraint.h).
+  std::string grammar_file, json_schema_file;
 };
 
 struct TranslateArgs {

@@ -1,12 +1,16 @@
 // archrun generate: a prompt (-p TEXT or --ids) continued, text streamed as it comes.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/runtime/generate.h"
+#include "engine/runtime/grammar_constraint.h"
+#include "engine/runtime/json_schema_grammar.h"
 #include "engine/runtime/seq2seq.h"
+#include "importer/text/token_bytes.h"
 #include "tools/toolkit/npu2_lowering.h"
 #include "tools/archrun/npu2_run.h"
 #include "importer/text/text_stream.h"
@@ -51,6 +55,32 @@ int run_seq2seq(const GenerateArgs& a, const Model& m, const std::vector<int32_t
   return 0;
 }
 
+// A grammar or schema file's text (at most 1 MiB: a grammar is small).
+Result<std::string> read_small_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(path + ": cannot read it");
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  if (text.size() > (1u << 20)) return error(path + ": larger than 1 MiB, which no grammar or schema needs");
+  return text;
+}
+
+// The constraint a --grammar or --json-schema file asks for, over the
+// tokenizer's tokens; `eos`: the ids that end the reply once it is whole.
+Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string& grammar_file, const std::string& schema_file,
+                                                              const Tokenizer& tok, std::vector<int32_t> eos) {
+  const std::string& file = grammar_file.empty() ? schema_file : grammar_file;
+  ARCH_TRY(std::string text, read_small_text(file));
+  if (!schema_file.empty()) {
+    auto schema = nlohmann::ordered_json::parse(text, nullptr, false);  // properties in the order written
+    if (schema.is_discarded()) return error(file + ": not JSON");
+    ARCH_TRY(text, json_schema_gbnf(schema, file));
+  }
+  ARCH_TRY(Grammar g, parse_gbnf(text, file));
+  if (eos.empty()) return error(file + ": the model names no end-of-sequence token, so a constrained reply could not end");
+  auto vocab = std::make_shared<const GrammarVocab>(token_bytes(tok));
+  return std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(g)), vocab, std::move(eos));
+}
+
 }  // namespace
 
 int run_generate(const GenerateArgs& a) {
@@ -67,6 +97,10 @@ int run_generate(const GenerateArgs& a) {
     if (!ids.ok()) return fail(ids.error());
     prompt = *ids;
   }
+  const bool constrained = !a.grammar_file.empty() || !a.json_schema_file.empty();
+  if (!a.grammar_file.empty() && !a.json_schema_file.empty()) return fail(error("give --grammar or --json-schema, not both"));
+  if (constrained && (a.backend == "npu2" || !a.numerics.empty()))
+    return fail(error("--grammar and --json-schema hold the CPU path's sampler: drop --backend npu2 / --numerics npu2"));
   if (!a.common.split.empty() && (a.backend == "npu2" || !a.numerics.empty()))
     return fail(error("--split " + a.common.split + ": the NPU2 engine's program runs in one process (drop --backend "
                       "npu2 / --numerics npu2, or --split)"));
@@ -109,6 +143,20 @@ int run_generate(const GenerateArgs& a) {
   // length penalty, n-gram blocking, bad words, forced tokens) unless
   // sampled.
   if ((*m)->is_encoder_decoder() && !a.sampling_given && !a.common.check) return run_seq2seq(a, **m, prompt, tok);
+  if (constrained && (*m)->is_encoder_decoder())
+    return fail(error("--grammar and --json-schema hold a decoder's reply; " + a.common.model + " is an encoder-decoder"));
+  std::shared_ptr<GrammarConstraint> constraint;
+  if (constrained) {
+    if (!tok) {
+      auto t = open_tokenizer(a.common.model);
+      if (!t.ok()) return fail(error("--grammar and --json-schema read the tokens' text: " + t.error().message));
+      tok = *t;
+    }
+    auto c = grammar_constraint(a.grammar_file, a.json_schema_file, *tok, opt.stop_ids.empty() ? eos_ids(**m, tok.get()) : opt.stop_ids);
+    if (!c.ok()) return fail(c.error());
+    constraint = *c;
+    opt.process_logits = [constraint](std::span<float> logits, const std::vector<int32_t>& so_far) { constraint->mask(logits, so_far); };
+  }
   CheckStats check;
   if (a.common.check) opt.check = &check;
   // An encoder-decoder (T5): the prompt is the encoder's input, and the

@@ -1,0 +1,214 @@
+#include "engine/runtime/json_schema_grammar.h"
+
+#include <map>
+#include <set>
+
+namespace arch {
+
+namespace {
+
+// JSON's own pieces. Whitespace between tokens is bounded (a newline and
+// up to 8 spaces) so a model cannot pad forever.
+const char* kJsonRules = R"(ws ::= | " " | "\n" [ ]{0,8}
+value ::= object | array | string | number | "true" | "false" | "null"
+object ::= "{" ws ( string ws ":" ws value ws ( "," ws string ws ":" ws value ws )* )? "}"
+array ::= "[" ws ( value ws ( "," ws value ws )* )? "]"
+char ::= [^"\\\x00-\x1F] | "\\" ( ["\\/bfnrt] | "u" [0-9a-fA-F]{4} )
+string ::= "\"" char* "\""
+integer ::= "-"? ( "0" | [1-9] [0-9]{0,15} )
+number ::= integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,4} )?
+boolean ::= "true" | "false"
+null ::= "null"
+)";
+
+// `text` as a GBNF string literal.
+std::string literal(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else out += c;
+  }
+  return out + "\"";
+}
+
+struct Builder {
+  const nlohmann::ordered_json& root;
+  const std::string& where;
+  std::map<std::string, std::string> rules;  // name -> body
+  std::set<std::string> refs_seen;
+  int made = 0;
+
+  Error refuse(const std::string& at, const std::string& what) const { return Error{where + ": " + at + ": " + what}; }
+
+  std::string rule(const std::string& base, const std::string& body) {
+    const std::string name = base + "-" + std::to_string(made++);
+    rules[name] = body;
+    return name;
+  }
+
+  Result<std::string> ref(const std::string& r, const std::string& at) {
+    std::string key;
+    for (const char* prefix : {"#/$defs/", "#/definitions/"})
+      if (r.rfind(prefix, 0) == 0) key = std::string(prefix).substr(2, std::string(prefix).size() - 3) + "/" + r.substr(std::string(prefix).size());
+    if (key.empty()) return refuse(at, "$ref '" + r + "': only #/$defs/NAME and #/definitions/NAME are followed");
+    const std::string section = key.substr(0, key.find('/')), name = key.substr(key.find('/') + 1);
+    if (!root.is_object() || !root.contains(section) || !root[section].contains(name))
+      return refuse(at, "$ref '" + r + "' names no definition");
+    std::string rname = "def-";
+    for (char c : name) rname += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
+    rname += "-" + std::to_string(std::hash<std::string>{}(key) % 100000);
+    if (refs_seen.insert(rname).second) {
+      rules[rname] = "null";  // a placeholder while its body is made (a recursive $ref reads the name)
+      ARCH_TRY(std::string body, visit(root[section][name], at + "/" + r));
+      rules[rname] = body;
+    }
+    return rname;
+  }
+
+  Result<std::string> object(const nlohmann::ordered_json& s, const std::string& at) {
+    if (!s.contains("properties")) return std::string("object");
+    const auto& props = s["properties"];
+    if (!props.is_object()) return refuse(at, "'properties' must be an object");
+    std::set<std::string> required;
+    if (s.contains("required")) {
+      if (!s["required"].is_array()) return refuse(at, "'required' must be a list of names");
+      for (const auto& r : s["required"]) {
+        if (!r.is_string()) return refuse(at, "'required' must be a list of names");
+        if (!props.contains(r.get<std::string>())) return refuse(at, "'required' names '" + r.get<std::string>() + "', which 'properties' has not");
+        required.insert(r.get<std::string>());
+      }
+    }
+    // Each property as "key": value, in the order the schema lists them.
+    std::vector<std::pair<std::string, bool>> kvs;  // rule, required
+    for (auto it = props.begin(); it != props.end(); ++it) {
+      ARCH_TRY(std::string v, visit(it.value(), at + "/properties/" + it.key()));
+      kvs.push_back({rule("kv", literal(nlohmann::ordered_json(it.key()).dump()) + " ws \":\" ws " + v + " ws"), required.count(it.key()) > 0});
+    }
+    // After a property: each later one, a comma before it, required ones
+    // always, optional ones or not. Before any: the first present one with
+    // no comma.
+    std::vector<std::string> after(kvs.size() + 1), first(kvs.size() + 1);
+    after[kvs.size()] = rule("after", "");
+    first[kvs.size()] = rule("first", "");
+    for (size_t j = kvs.size(); j-- > 0;) {
+      const std::string& kv = kvs[j].first;
+      after[j] = kvs[j].second ? rule("after", "\",\" ws " + kv + " " + after[j + 1])
+                               : rule("after", "( \",\" ws " + kv + " )? " + after[j + 1]);
+      first[j] = kvs[j].second ? rule("first", kv + " " + after[j + 1])
+                               : rule("first", kv + " " + after[j + 1] + " | " + first[j + 1]);
+    }
+    return rule("object", "\"{\" ws " + first[0] + " \"}\"");
+  }
+
+  Result<std::string> array(const nlohmann::ordered_json& s, const std::string& at) {
+    std::string item = "value";
+    if (s.contains("items")) {
+      ARCH_TRY(item, visit(s["items"], at + "/items"));
+    }
+    auto count = [&](const char* key, int64_t otherwise) -> Result<int64_t> {
+      if (!s.contains(key)) return otherwise;
+      if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0 || s[key].get<int64_t>() > 1000)
+        return refuse(at, std::string("'") + key + "' must be a whole number from 0 to 1000");
+      return s[key].get<int64_t>();
+    };
+    ARCH_TRY(int64_t lo, count("minItems", 0));
+    ARCH_TRY(int64_t hi, count("maxItems", -1));
+    if (hi >= 0 && hi < lo) return refuse(at, "maxItems is less than minItems");
+    if (hi == 0) return rule("array", "\"[\" ws \"]\"");
+    const std::string more = "( \",\" ws " + item + " ws )";
+    std::string rep = lo <= 1 ? (hi < 0 ? more + "*" : more + "{0," + std::to_string(hi - 1) + "}")
+                              : (hi < 0 ? more + "{" + std::to_string(lo - 1) + ",}" : more + "{" + std::to_string(lo - 1) + "," + std::to_string(hi - 1) + "}");
+    const std::string items = item + " ws " + rep;
+    return rule("array", "\"[\" ws " + (lo == 0 ? "( " + items + " )?" : items) + " \"]\"");
+  }
+
+  Result<std::string> string(const nlohmann::ordered_json& s, const std::string& at) {
+    if (!s.contains("minLength") && !s.contains("maxLength")) return std::string("string");
+    auto count = [&](const char* key, int64_t otherwise) -> Result<int64_t> {
+      if (!s.contains(key)) return otherwise;
+      if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0 || s[key].get<int64_t>() > 1000)
+        return refuse(at, std::string("'") + key + "' must be a whole number from 0 to 1000");
+      return s[key].get<int64_t>();
+    };
+    ARCH_TRY(int64_t lo, count("minLength", 0));
+    ARCH_TRY(int64_t hi, count("maxLength", -1));
+    if (hi >= 0 && hi < lo) return refuse(at, "maxLength is less than minLength");
+    return rule("string", "\"\\\"\" char{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
+  }
+
+  Result<std::string> of_type(const std::string& type, const nlohmann::ordered_json& s, const std::string& at) {
+    if (type == "object") return object(s, at);
+    if (type == "array") return array(s, at);
+    if (type == "string") return string(s, at);
+    if (type == "number" || type == "integer" || type == "boolean" || type == "null") return type;
+    return refuse(at, "type '" + type + "' is not a JSON Schema type");
+  }
+
+  Result<std::string> visit(const nlohmann::ordered_json& s, const std::string& at) {
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) return refuse(at, "the schema false admits no value");
+      return std::string("value");
+    }
+    if (!s.is_object()) return refuse(at, "a schema must be an object or a boolean");
+    static const std::set<std::string> annotations = {"title", "description", "examples", "default", "$comment",
+                                                      "$schema", "$id", "$defs", "definitions"};
+    static const std::set<std::string> handled = {"type", "properties", "required", "additionalProperties", "items",
+                                                  "minItems", "maxItems", "minLength", "maxLength", "enum", "const",
+                                                  "anyOf", "$ref"};
+    for (auto it = s.begin(); it != s.end(); ++it)
+      if (!annotations.count(it.key()) && !handled.count(it.key()))
+        return refuse(at, "'" + it.key() + "' is not supported (supported: type, properties, required, items, minItems, maxItems, "
+                          "minLength, maxLength, enum, const, anyOf, $ref into $defs)");
+    if (s.contains("additionalProperties") && !s["additionalProperties"].is_boolean())
+      return refuse(at, "'additionalProperties' as a schema is not supported (only true or false: the reply holds the listed properties)");
+    if (s.contains("$ref")) {
+      if (!s["$ref"].is_string()) return refuse(at, "'$ref' must be a string");
+      return ref(s["$ref"].get<std::string>(), at);
+    }
+    if (s.contains("const")) return rule("const", literal(s["const"].dump()));
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array() || s["enum"].empty()) return refuse(at, "'enum' must be a non-empty list");
+      std::string body;
+      for (const auto& v : s["enum"]) body += (body.empty() ? "" : " | ") + literal(v.dump());
+      return rule("enum", body);
+    }
+    if (s.contains("anyOf")) {
+      if (!s["anyOf"].is_array() || s["anyOf"].empty()) return refuse(at, "'anyOf' must be a non-empty list of schemas");
+      std::string body;
+      for (size_t i = 0; i < s["anyOf"].size(); ++i) {
+        ARCH_TRY(std::string v, visit(s["anyOf"][i], at + "/anyOf/" + std::to_string(i)));
+        body += (body.empty() ? "" : " | ") + v;
+      }
+      return rule("any-of", body);
+    }
+    if (!s.contains("type")) return std::string("value");
+    if (s["type"].is_string()) return of_type(s["type"].get<std::string>(), s, at);
+    if (s["type"].is_array() && !s["type"].empty()) {
+      std::string body;
+      for (const auto& t : s["type"]) {
+        if (!t.is_string()) return refuse(at, "'type' must be a name or a list of names");
+        ARCH_TRY(std::string v, of_type(t.get<std::string>(), s, at));
+        body += (body.empty() ? "" : " | ") + v;
+      }
+      return rule("types", body);
+    }
+    return refuse(at, "'type' must be a name or a list of names");
+  }
+};
+
+}  // namespace
+
+Result<std::string> json_schema_gbnf(const nlohmann::ordered_json& schema, const std::string& where) {
+  Builder b{schema, where};
+  ARCH_TRY(std::string top, b.visit(schema, "#"));
+  std::string text = "root ::= " + top + "\n" + kJsonRules;
+  for (const auto& [name, body] : b.rules) text += name + " ::= " + (body.empty() ? "\"\"" : body) + "\n";
+  return text;
+}
+
+std::string json_object_gbnf() { return std::string("root ::= object\n") + kJsonRules; }
+
+}  // namespace arch
