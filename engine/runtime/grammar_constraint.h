@@ -40,12 +40,23 @@ class GrammarConstraint {
 
  private:
   GrammarMatcher matcher_;
+  GrammarStates states_{matcher_};
   std::shared_ptr<const GrammarVocab> vocab_;
   std::vector<int32_t> eos_;
   size_t taken_ = 0;
   bool broken_ = false;
   std::vector<char> allowed_;
   size_t last_allowed_ = 0, last_visited_ = 0;
+  // The allowed tokens of the last few states met (inside a JSON string
+  // every step is in the same state): by state id, in the table's generation.
+  struct Remembered {
+    int state = -1;
+    uint64_t generation = 0;
+    std::vector<char> allowed;
+    size_t count = 0;
+  };
+  std::vector<Remembered> remembered_;
+  size_t next_slot_ = 0;
 };
 
 }  // namespace arch

@@ -138,47 +138,115 @@ bool GrammarMatcher::complete(const State& s) {
 }
 
 TokenTrie::TokenTrie(const std::vector<std::string>& bytes) {
-  nodes_.emplace_back();
+  // Built as nodes with their own lists, then laid out flat in depth-first order.
+  struct Node {
+    std::vector<std::pair<unsigned char, int>> next;  // by byte, ascending
+    std::vector<int32_t> tokens;
+  };
+  std::vector<Node> nodes(1);
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (bytes[id].empty()) continue;
     int at = 0;
     for (unsigned char b : bytes[id]) {
-      auto& next = nodes_[size_t(at)].next;
+      auto& next = nodes[size_t(at)].next;
       auto it = std::lower_bound(next.begin(), next.end(), std::pair<unsigned char, int>{b, -1});
       if (it == next.end() || it->first != b) {
-        const int made = int(nodes_.size());
+        const int made = int(nodes.size());
         it = next.insert(it, {b, made});
-        nodes_.emplace_back();
+        nodes.emplace_back();
         at = made;
       } else {
         at = it->second;
       }
     }
-    nodes_[size_t(at)].tokens.push_back(int32_t(id));
+    nodes[size_t(at)].tokens.push_back(int32_t(id));
   }
+  std::vector<uint32_t> order(nodes.size()), number(nodes.size());
+  size_t n = 0;
+  std::vector<int> todo{0};
+  while (!todo.empty()) {
+    const int at = todo.back();
+    todo.pop_back();
+    number[size_t(at)] = uint32_t(n);
+    order[n++] = uint32_t(at);
+    for (auto it = nodes[size_t(at)].next.rbegin(); it != nodes[size_t(at)].next.rend(); ++it) todo.push_back(it->second);
+  }
+  edge_begin_.reserve(n + 1), token_begin_.reserve(n + 1);
+  for (size_t k = 0; k < n; ++k) {
+    const Node& node = nodes[order[k]];
+    edge_begin_.push_back(uint32_t(edge_byte_.size()));
+    token_begin_.push_back(uint32_t(tokens_.size()));
+    for (const auto& [b, child] : node.next) edge_byte_.push_back(b), edge_to_.push_back(number[size_t(child)]);
+    tokens_.insert(tokens_.end(), node.tokens.begin(), node.tokens.end());
+  }
+  edge_begin_.push_back(uint32_t(edge_byte_.size()));
+  token_begin_.push_back(uint32_t(tokens_.size()));
 }
 
-size_t TokenTrie::allowed(const GrammarMatcher& m, const GrammarMatcher::State& from, std::vector<char>& allowed,
+int GrammarStates::intern(const GrammarMatcher::State& s) {
+  std::string key;
+  key.reserve(64);
+  auto put = [&](uint64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  put(uint64_t(s.partial) | (uint64_t(s.need) << 32)), put(s.floor);
+  for (const auto& stack : s.stacks) {
+    put(stack.size());
+    for (const GrammarElement* e : stack) put(reinterpret_cast<uintptr_t>(e));
+  }
+  auto it = ids_.find(key);
+  if (it != ids_.end()) return it->second;
+  if (states_.size() >= max_states_) {  // bounded: start again (ids handed out before are no longer good)
+    ids_.clear();
+    states_.clear();
+    next_.clear();
+    ++generation_;
+  }
+  const int id = int(states_.size());
+  ids_.emplace(std::move(key), id);
+  states_.push_back(s);
+  next_.emplace_back();
+  next_.back().fill(-2);
+  return id;
+}
+
+int GrammarStates::next(int id, unsigned char b) {
+  int& to = next_[size_t(id)][b];
+  if (to != -2) return to;
+  GrammarMatcher::State s = m_.advanced(states_[size_t(id)], std::string_view(reinterpret_cast<const char*>(&b), 1));
+  const size_t before = states_.size();
+  const int made = s.dead() ? -1 : intern(s);
+  if (states_.size() < before) return made;  // the table started again: `to` is gone
+  next_[size_t(id)][b] = made;
+  return made;
+}
+
+size_t TokenTrie::allowed(GrammarStates& states, const GrammarMatcher::State& from, std::vector<char>& allowed,
                           size_t* visited) const {
   size_t count = 0, walked = 0;
-  // Depth first, each node's state made from its parent's by one byte.
-  struct Frame {
-    int node;
-    GrammarMatcher::State state;
-  };
-  std::vector<Frame> todo;
-  todo.push_back({0, from});
+  bool restarted = false;
+  // Depth first, each node's state the one its byte leads to from its parent's.
+  std::vector<std::pair<int, int>> todo;  // node, state
+  todo.push_back({0, states.intern(from)});
   while (!todo.empty()) {
-    Frame f = std::move(todo.back());
+    const auto [node, sid] = todo.back();
     todo.pop_back();
-    for (const auto& [b, child] : nodes_[size_t(f.node)].next) {
-      GrammarMatcher::State s = m.advanced(f.state, std::string_view(reinterpret_cast<const char*>(&b), 1));
+    for (uint32_t e = edge_begin_[size_t(node)]; e < edge_begin_[size_t(node) + 1]; ++e) {
+      const uint32_t child = edge_to_[e];
+      const size_t before = states.size();
+      const int to = states.next(sid, edge_byte_[e]);
       ++walked;
-      if (s.dead()) continue;
-      for (int32_t id : nodes_[size_t(child)].tokens) {
+      if (states.size() < before) {  // the table started again: walk again from the start, once
+        std::fill(allowed.begin(), allowed.end(), 0);
+        if (restarted) break;
+        restarted = true, count = 0, walked = 0;
+        todo.assign(1, {0, states.intern(from)});
+        break;
+      }
+      if (to < 0) continue;
+      for (uint32_t t = token_begin_[child]; t < token_begin_[child + 1]; ++t) {
+        const int32_t id = tokens_[t];
         if (size_t(id) < allowed.size() && !allowed[size_t(id)]) allowed[size_t(id)] = 1, ++count;
       }
-      if (!nodes_[size_t(child)].next.empty()) todo.push_back({child, std::move(s)});
+      if (edge_begin_[child + 1] > edge_begin_[child]) todo.push_back({int(child), to});
     }
   }
   if (visited) *visited = walked;

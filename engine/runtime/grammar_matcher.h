@@ -7,8 +7,10 @@
 // the prefixes the grammar can still take, not every token.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +54,30 @@ class GrammarMatcher {
   State state_;
 };
 
+// The states a matcher has been in, each once, with the state each byte
+// leads to, found once: walking a vocabulary's trie then costs a lookup a
+// node (inside a JSON string nearly every byte leads back to the same
+// state). Bounded: past `max_states` it starts again.
+class GrammarStates {
+ public:
+  explicit GrammarStates(const GrammarMatcher& m, size_t max_states = 4096) : m_(m), max_states_(max_states) {}
+  int intern(const GrammarMatcher::State& s);
+  // The state byte b leads to from state `id`; -1: dead.
+  int next(int id, unsigned char b);
+  const GrammarMatcher::State& state(int id) const { return states_[size_t(id)]; }
+  size_t size() const { return states_.size(); }
+  // Bumped each time the table starts again (every id handed out before is void).
+  uint64_t generation() const { return generation_; }
+
+ private:
+  const GrammarMatcher& m_;
+  size_t max_states_;
+  std::unordered_map<std::string, int> ids_;
+  std::vector<GrammarMatcher::State> states_;
+  std::vector<std::array<int, 256>> next_;  // -2: not found yet
+  uint64_t generation_ = 0;
+};
+
 // The vocabulary's tokens by their bytes, in a trie: which are allowed
 // after a state.
 class TokenTrie {
@@ -61,15 +87,17 @@ class TokenTrie {
   explicit TokenTrie(const std::vector<std::string>& bytes);
   // allowed[id] = 1 for each token whose bytes the grammar takes from
   // `from`; the count of them. `visited`: trie nodes walked (the cost).
-  size_t allowed(const GrammarMatcher& m, const GrammarMatcher::State& from, std::vector<char>& allowed,
+  size_t allowed(GrammarStates& states, const GrammarMatcher::State& from, std::vector<char>& allowed,
                  size_t* visited = nullptr) const;
 
  private:
-  struct Node {
-    std::vector<std::pair<unsigned char, int>> next;  // by byte, ascending
-    std::vector<int32_t> tokens;                       // ending here
-  };
-  std::vector<Node> nodes_;
+  // Flat, nodes numbered in depth-first order so a walk reads these in
+  // order: node n's edges [edge_begin_[n], edge_begin_[n + 1]) (byte, child)
+  // and the tokens ending at it [token_begin_[n], token_begin_[n + 1]).
+  std::vector<uint32_t> edge_begin_, token_begin_;
+  std::vector<unsigned char> edge_byte_;
+  std::vector<uint32_t> edge_to_;
+  std::vector<int32_t> tokens_;
 };
 
 }  // namespace arch

@@ -204,11 +204,13 @@ struct Builder {
 Result<std::string> json_schema_gbnf(const nlohmann::ordered_json& schema, const std::string& where) {
   Builder b{schema, where};
   ARCH_TRY(std::string top, b.visit(schema, "#"));
-  std::string text = "root ::= " + top + "\n" + kJsonRules;
+  // A space may come first: SentencePiece vocabularies write a word's
+  // leading space into its first token ("▁{").
+  std::string text = "root ::= \" \"? " + top + "\n" + kJsonRules;
   for (const auto& [name, body] : b.rules) text += name + " ::= " + (body.empty() ? "\"\"" : body) + "\n";
   return text;
 }
 
-std::string json_object_gbnf() { return std::string("root ::= object\n") + kJsonRules; }
+std::string json_object_gbnf() { return std::string("root ::= \" \"? object\n") + kJsonRules; }
 
 }  // namespace arch
