@@ -25,6 +25,8 @@ struct Batcher::Running {
   int32_t last = 0;  // the token its next step feeds
   int slot = 0;
   bool decoding = false;  // its prompt has run
+  std::vector<int32_t> drawn;  // with a logits processor: its tokens so far
+  std::vector<float> row;      // and the row it processes
   Running(BatchRequest r, int s) : req(std::move(r)), sampler(req.sampling), slot(s) {}
 };
 
@@ -104,7 +106,15 @@ void Batcher::finish(Running& r, std::string reason, std::string err) {
 }
 
 int32_t Batcher::draw(Running& r, std::span<const float> row, TokenLogprobs& lp) {
-  const int32_t tok = r.sampler.next(row);
+  int32_t tok = 0;
+  if (r.req.process_logits) {
+    r.row.assign(row.begin(), row.end());
+    r.req.process_logits(r.row, r.drawn);
+    tok = r.sampler.next(r.row);
+    r.drawn.push_back(tok);
+  } else {
+    tok = r.sampler.next(row);
+  }
   if (r.req.top_logprobs >= 0) lp = token_logprobs(row, tok, r.req.top_logprobs);
   return tok;
 }

@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include <span>
+
 #include "engine/runtime/batched_session.h"
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/thread_governor.h"
@@ -48,6 +50,11 @@ struct BatchRequest {
   int top_logprobs = -1;
   std::function<void(const TokenLogprobs&)> on_logprobs;
   std::function<void(const BatchOutcome&)> on_done;  // once, at the end
+  // A logits processor (GenerateOptions::process_logits): each step's row
+  // of this sequence, a copy of its own, with the tokens drawn so far;
+  // logprobs still report the model's own row. Runs on a worker thread,
+  // beside other sequences' (a constrained reply's grammar).
+  std::function<void(std::span<float> row, const std::vector<int32_t>& so_far)> process_logits;
   // Asked when it would join: true ends it there, its prompt never run (a
   // client gone while it waited), finish reason "stop".
   std::function<bool()> cancelled;

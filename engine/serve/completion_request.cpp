@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/core/json_text.h"
+#include "engine/runtime/json_schema_grammar.h"
 
 namespace arch::serve {
 
@@ -199,6 +200,31 @@ Check read_fields(const json& j, CompletionRequest& r) {
   return {};
 }
 
+// response_format: text, a JSON object, or a JSON text valid under a
+// schema (its properties in the order the body writes them, so the body
+// is read again keeping its order).
+Check read_response_format(const json& j, const std::string& body, CompletionRequest& r) {
+  if (!j.contains("response_format") || j["response_format"].is_null()) return {};
+  const json& f = j["response_format"];
+  if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
+    return bad_request("'response_format' must be an object with a 'type' (text, json_object or json_schema)", "response_format");
+  const std::string type = f["type"];
+  if (type == "text") return {};
+  if (type == "json_object") {
+    r.grammar = json_object_gbnf();
+    return {};
+  }
+  if (type != "json_schema")
+    return bad_request("'response_format': type '" + type + "' is not text, json_object or json_schema", "response_format");
+  if (!f.contains("json_schema") || !f["json_schema"].is_object() || !f["json_schema"].contains("schema"))
+    return bad_request("'response_format': json_schema must be an object holding a 'schema'", "response_format");
+  const auto ordered = nlohmann::ordered_json::parse(body, nullptr, false);  // already read once, within json_depth
+  auto text = json_schema_gbnf(ordered["response_format"]["json_schema"]["schema"], "'response_format'.json_schema.schema");
+  if (!text.ok()) return bad_request(text.error().message, "response_format");
+  r.grammar = *text;
+  return {};
+}
+
 }  // namespace
 
 std::variant<nlohmann::json, ApiError> parse_json_object(const std::string& body) {
@@ -236,7 +262,9 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const std::st
   CompletionRequest r;
   r.chat = chat;
   if (auto e = read_fields(std::get<json>(parsed), r)) return *e;
+  if (auto e = read_response_format(std::get<json>(parsed), body, r)) return *e;
   return r;
 }
+
 
 }  // namespace arch::serve

@@ -34,6 +34,10 @@ struct CompletionRequest {
   std::vector<std::string> stop;        // up to 4
   bool stream = false;
   bool ignore_eos = false;              // llama.cpp's extension: run to max_tokens (benchmarks)
+  // response_format: {"type": "json_object"} or {"type": "json_schema",
+  // "json_schema": {"schema": ...}}, as the GBNF grammar the reply is held
+  // to ("" for text).
+  std::string grammar;
 };
 
 // The request, or the error to reply with (status 400, the field named).

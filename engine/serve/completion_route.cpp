@@ -10,6 +10,7 @@
 #include "engine/serve/http_reply.h"
 #include "engine/serve/server.h"
 #include "engine/serve/text_job.h"
+#include "importer/text/token_bytes.h"
 
 namespace arch::serve {
 
@@ -32,6 +33,11 @@ std::variant<std::vector<int32_t>, ApiError> Server::prompt_ids(const Completion
     if (vocab_ > 0 && id >= vocab_)
       return bad_request("token id " + std::to_string(id) + " is not in the vocabulary (" + std::to_string(vocab_) + " tokens)", "prompt");
   return ids;
+}
+
+std::shared_ptr<const GrammarVocab> Server::grammar_vocab() {
+  std::call_once(grammar_vocab_once_, [&] { grammar_vocab_ = std::make_shared<const GrammarVocab>(token_bytes(*tok_)); });
+  return grammar_vocab_;
 }
 
 void Server::complete(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -74,10 +80,23 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   sampling.temperature = float(r.temperature);
   sampling.top_p = float(r.top_p);
   sampling.seed = r.seed ? *r.seed : std::random_device{}();
+  // A response_format: the reply held to its grammar, step by step, beside
+  // the other sequences of the batch.
+  std::shared_ptr<GrammarConstraint> constraint;
+  if (!r.grammar.empty()) {
+    if (!tok_) return reply_error(res, bad_request("this model has no tokenizer: a response_format needs the tokens' text", "response_format"));
+    if (stop_ids_.empty()) return reply_error(res, bad_request("this model names no end-of-sequence token, so a constrained reply could not end", "response_format"));
+    auto g = parse_gbnf(r.grammar, "response_format");
+    if (!g.ok()) return reply_error(res, bad_request(g.error().message, "response_format"));
+    constraint = std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(*g)), grammar_vocab(), stop_ids_);
+  }
   auto job = std::make_shared<TextJob>(tok_, r.stop);
   const int32_t last_prompt_token = prompt.back();  // the first new token's context, for logprobs
-  auto submitted = batcher_->submit(job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling,
-                                                 r.ignore_eos ? std::vector<int32_t>{} : stop_ids_, r.top_logprobs));
+  BatchRequest br = job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling,
+                                 r.ignore_eos ? std::vector<int32_t>{} : stop_ids_, r.top_logprobs);
+  if (constraint)
+    br.process_logits = [constraint](std::span<float> row, const std::vector<int32_t>& so_far) { constraint->mask(row, so_far); };
+  auto submitted = batcher_->submit(std::move(br));
   if (!submitted.ok()) return reply_error(res, bad_request(submitted.error().message));
   if (!*submitted)
     return reply_error(res, {503, "the server is busy: " + std::to_string(opt_.parallel) + " sequences running and " +

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/runtime/batcher.h"
+#include "engine/runtime/grammar_constraint.h"
 #include "engine/runtime/pipeline.h"
 #include "engine/serve/api_error.h"
 #include "importer/text/chat_template/load.h"
@@ -109,6 +110,11 @@ class Server {
   int threads_ = 1;                     // OpenMP threads they run on: the creator's (--threads)
   std::vector<int32_t> stop_ids_;
   int64_t vocab_ = 0, created_ = 0;
+  // The vocabulary as a grammar reads it (each token's bytes and their
+  // trie), made at the first request with a response_format.
+  std::shared_ptr<const GrammarVocab> grammar_vocab();
+  std::once_flag grammar_vocab_once_;
+  std::shared_ptr<const GrammarVocab> grammar_vocab_;
   std::unique_ptr<GatedHttpServer> http_;
   int listen_fd_ = -1;                  // the listening socket, its backlog widened after bind
 };

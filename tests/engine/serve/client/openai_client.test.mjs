@@ -131,6 +131,34 @@ test('a chat reply under a frequency penalty and a banned token', async () => {
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'presence_penalty');
 });
 
+test('structured output: each chat reply parses and validates against its schema', async () => {
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer' }, pets: { type: 'array', items: { enum: ['cat', 'dog'] }, maxItems: 2 } },
+    required: ['name', 'age'],
+  };
+  // This test's own check of the schema (not the server's grammar).
+  const fits = (v) => v !== null && typeof v === 'object' && !Array.isArray(v) && typeof v.name === 'string' && [...v.name].length <= 10 &&
+    Number.isInteger(v.age) && Object.keys(v).every((k) => ['name', 'age', 'pets'].includes(k)) &&
+    (v.pets === undefined || (Array.isArray(v.pets) && v.pets.length <= 2 && v.pets.every((p) => p === 'cat' || p === 'dog')));
+  let whole = 0;
+  for (const [temperature, seed] of [[0, 1], [0.7, 2], [1.0, 3], [1.2, 4]]) {
+    const r = await chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Who are you?' }],
+      max_tokens: 160, temperature, seed, response_format: { type: 'json_schema', json_schema: { name: 'person', schema } } });
+    if (r.choices[0].finish_reason !== 'stop') continue;  // cut by max_tokens
+    whole += 1;
+    const reply = r.choices[0].message.content;
+    assert.ok(fits(JSON.parse(reply)), reply);
+  }
+  assert.ok(whole >= 3, `${whole} of 4 replies ended within 160 tokens`);
+  const any = await chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }], max_tokens: 160,
+    temperature: 0, response_format: { type: 'json_object' } });
+  if (any.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(any.choices[0].message.content), 'object');
+  await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }],
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: 'a+' } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && /'pattern' is not supported/.test(e.message));
+});
+
 test('logprobs, chat and completions', async () => {
   const r = await chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'Tell me a story.' }],
     max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 3 });
