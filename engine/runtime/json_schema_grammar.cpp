@@ -34,6 +34,134 @@ std::string literal(const std::string& text) {
   return out + "\"";
 }
 
+// A regular expression (JSON Schema's `pattern`: ECMA-262, unanchored) as
+// a GBNF expression of a JSON string's contents: what the value holds,
+// written as JSON writes it (a quote or backslash escaped). The subset:
+// literals, classes ([a-z], [^...], \d \w \s), `.`, groups, alternation,
+// * + ? {m} {m,} {m,n}, ^ at the start and $ at the end. A class or `.`
+// stands for no quote, backslash or control character (JSON would escape
+// them), and \s for a space: every text made is valid, some valid ones are
+// not made. Back-references, lookaround and the like are refused by name.
+struct Pattern {
+  const std::string& re;
+  const std::string& at;
+  size_t i = 0;
+
+  Error refuse(const std::string& what) const {
+    return Error{"'pattern' " + re + ": " + what + " (at character " + std::to_string(i) + ")"};
+  }
+  static std::string plain_class(const std::string& inside, bool negated) {
+    // Never a raw quote, backslash or control character: JSON escapes them.
+    return negated ? "[^" + inside + "\"\\\\\\x00-\\x1F]" : "[" + inside + "]";
+  }
+  // A literal character of the value as the JSON text writes it.
+  Result<std::string> literal_char(unsigned char c) const {
+    if (c < 0x20) return refuse("a control character");
+    if (c == '"') return std::string(R"("\\\"")");  // JSON writes a quote as backslash, quote
+    if (c == '\\') return std::string(R"("\\\\")");  // and a backslash as two
+    return "\"" + std::string(1, char(c)) + "\"";
+  }
+  // A class's member as GBNF class text (escapes kept where GBNF needs them).
+  Result<std::string> class_text() {
+    std::string out;
+    while (i < re.size() && re[i] != ']') {
+      char c = re[i++];
+      if (c == '\\') {
+        if (i >= re.size()) return refuse("a class ends in a backslash");
+        const char e = re[i++];
+        if (e == 'd') out += "0-9";
+        else if (e == 'w') out += "a-zA-Z0-9_";
+        else if (e == 's') out += " ";
+        else if (std::string("-]\\^[.()*+?{}|/$").find(e) != std::string::npos) out += std::string("\\") + e;
+        else return refuse(std::string("the class escape \\") + e);
+        continue;
+      }
+      if (c == '"') return refuse("a quote in a class (JSON writes it escaped)");
+      if (static_cast<unsigned char>(c) < 0x20) return refuse("a control character in a class");
+      if (c == '[') out += "\\[";
+      else out += c;
+    }
+    if (i >= re.size()) return refuse("a class is not closed");
+    ++i;
+    return out;
+  }
+  Result<std::string> atom() {
+    const char c = re[i++];
+    if (c == '(') {
+      if (i < re.size() && re[i] == '?') {
+        if (i + 1 < re.size() && re[i + 1] == ':') i += 2;
+        else return refuse("lookaround and named groups ((?=, (?!, (?<) are not supported");
+      }
+      ARCH_TRY(std::string inner, alternatives());
+      if (i >= re.size() || re[i] != ')') return refuse("a group is not closed");
+      ++i;
+      return "( " + inner + " )";
+    }
+    if (c == '[') {
+      const bool negated = i < re.size() && re[i] == '^';
+      if (negated) ++i;
+      ARCH_TRY(std::string inside, class_text());
+      if (inside.empty()) return refuse("an empty class");
+      return plain_class(inside, negated);
+    }
+    if (c == '.') return plain_class("", true);
+    if (c == '\\') {
+      if (i >= re.size()) return refuse("a pattern ends in a backslash");
+      const char e = re[i++];
+      if (e == 'd') return std::string("[0-9]");
+      if (e == 'w') return std::string("[a-zA-Z0-9_]");
+      if (e == 's') return std::string("\" \"");
+      if (e == 'D') return plain_class("0-9", true);
+      if (e == 'W') return plain_class("a-zA-Z0-9_", true);
+      if (std::isdigit(static_cast<unsigned char>(e))) return refuse("back-references are not supported");
+      if (std::string("\\^$.|?*+()[]{}/-").find(e) == std::string::npos) return refuse(std::string("the escape \\") + e + " is not supported");
+      return literal_char(static_cast<unsigned char>(e));
+    }
+    if (c == '^' || c == '$') return refuse("^ and $ only at the pattern's start and end");
+    if (c == '*' || c == '+' || c == '?' || c == '{') return refuse("a quantifier with nothing before it");
+    return literal_char(static_cast<unsigned char>(c));
+  }
+  Result<std::string> sequence() {
+    std::string out;
+    while (i < re.size() && re[i] != '|' && re[i] != ')') {
+      if (re[i] == '$' && i + 1 == re.size()) break;
+      ARCH_TRY(std::string a, atom());
+      if (i < re.size() && (re[i] == '*' || re[i] == '+' || re[i] == '?')) {
+        a = "( " + a + " )" + re[i++];
+      } else if (i < re.size() && re[i] == '{') {
+        const size_t close = re.find('}', i);
+        if (close == std::string::npos) return refuse("a quantifier {m,n} is not closed");
+        const std::string q = re.substr(i, close - i + 1);
+        for (char d : q)
+          if (!std::isdigit(static_cast<unsigned char>(d)) && d != ',' && d != '{' && d != '}') return refuse("the quantifier " + q);
+        a = "( " + a + " )" + q;
+        i = close + 1;
+      }
+      if (i < re.size() && re[i] == '?') ++i;  // lazy: the same texts
+      out += (out.empty() ? "" : " ") + a;
+    }
+    return out.empty() ? std::string("\"\"") : out;
+  }
+  Result<std::string> alternatives() {
+    ARCH_TRY(std::string out, sequence());
+    while (i < re.size() && re[i] == '|') {
+      ++i;
+      ARCH_TRY(std::string more, sequence());
+      out += " | " + more;
+    }
+    return out;
+  }
+  // The whole pattern, unanchored ends open to any characters.
+  Result<std::string> gbnf() {
+    const bool start = !re.empty() && re[0] == '^';
+    if (start) ++i;
+    ARCH_TRY(std::string body, alternatives());
+    if (i < re.size() && re[i] == ')') return refuse("a ')' with no group open");
+    const bool end = i < re.size() && re[i] == '$';
+    return std::string(start ? "" : "char* ") + "( " + body + " )" + (end ? "" : " char*");
+  }
+};
+
 struct Builder {
   const nlohmann::ordered_json& root;
   const std::string& where;
@@ -126,6 +254,14 @@ struct Builder {
   }
 
   Result<std::string> string(const nlohmann::ordered_json& s, const std::string& at) {
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) return refuse(at, "'pattern' must be a string");
+      if (s.contains("minLength") || s.contains("maxLength")) return refuse(at, "'pattern' beside minLength or maxLength is not supported");
+      Pattern p{s["pattern"].get_ref<const std::string&>(), at};
+      auto g = p.gbnf();
+      if (!g.ok()) return refuse(at, g.error().message);
+      return rule("pattern", "\"\\\"\" " + *g + " \"\\\"\"");
+    }
     if (!s.contains("minLength") && !s.contains("maxLength")) return std::string("string");
     auto count = [&](const char* key, int64_t otherwise) -> Result<int64_t> {
       if (!s.contains(key)) return otherwise;
@@ -156,12 +292,12 @@ struct Builder {
     static const std::set<std::string> annotations = {"title", "description", "examples", "default", "$comment",
                                                       "$schema", "$id", "$defs", "definitions"};
     static const std::set<std::string> handled = {"type", "properties", "required", "additionalProperties", "items",
-                                                  "minItems", "maxItems", "minLength", "maxLength", "enum", "const",
-                                                  "anyOf", "$ref"};
+                                                  "minItems", "maxItems", "minLength", "maxLength", "pattern", "enum",
+                                                  "const", "anyOf", "$ref"};
     for (auto it = s.begin(); it != s.end(); ++it)
       if (!annotations.count(it.key()) && !handled.count(it.key()))
         return refuse(at, "'" + it.key() + "' is not supported (supported: type, properties, required, items, minItems, maxItems, "
-                          "minLength, maxLength, enum, const, anyOf, $ref into $defs)");
+                          "minLength, maxLength, pattern, enum, const, anyOf, $ref into $defs)");
     if (s.contains("additionalProperties") && !s["additionalProperties"].is_boolean())
       return refuse(at, "'additionalProperties' as a schema is not supported (only true or false: the reply holds the listed properties)");
     if (s.contains("$ref")) {

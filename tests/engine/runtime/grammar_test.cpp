@@ -110,9 +110,44 @@ TEST(JsonSchemaGrammar, ItsSentencesAreTheValidTexts) {
   EXPECT_TRUE(sentence(t, R"({"kids": [{"kids": []}, {}]})"));
 }
 
+// pattern: a regular expression over the value, unanchored unless ^ and $
+// say so, the value written as JSON writes it.
+TEST(JsonSchemaGrammar, APatternHoldsTheStringsValue) {
+  auto g_of = [](const std::string& pattern) {
+    auto text = json_schema_gbnf(json{{"type", "string"}, {"pattern", pattern}}, "p.json");
+    EXPECT_TRUE(text.ok()) << pattern << ": " << text.error().message;
+    return text.ok() ? grammar(*text) : nullptr;
+  };
+  auto date = g_of("^\\d{4}-\\d{2}-\\d{2}$");
+  ASSERT_TRUE(date);
+  EXPECT_TRUE(sentence(date, R"("2026-12-06")"));
+  EXPECT_FALSE(sentence(date, R"("2026-1-06")"));
+  EXPECT_FALSE(sentence(date, R"(" 2026-12-06")"));
+  auto code = g_of("^(ab|c[xyz]?)+(-[A-Z]{1,2})?$");
+  ASSERT_TRUE(code);
+  EXPECT_TRUE(sentence(code, R"("abcxc-QR")"));
+  EXPECT_TRUE(sentence(code, R"("ab")"));
+  EXPECT_FALSE(sentence(code, R"("a")"));
+  EXPECT_FALSE(sentence(code, R"("ab-QRS")"));
+  auto inside = g_of("cat");  // unanchored: anywhere in the value
+  ASSERT_TRUE(inside);
+  EXPECT_TRUE(sentence(inside, R"("a cat sat")"));
+  EXPECT_FALSE(sentence(inside, R"("a dog")"));
+  auto quoted = g_of("^say \"hi\\\\\"$");  // the value: say "hi\"
+  ASSERT_TRUE(quoted);
+  EXPECT_TRUE(sentence(quoted, R"("say \"hi\\\"")"));
+  EXPECT_FALSE(sentence(quoted, R"("say "hi\"")"));
+  for (const auto& [pattern, word] : std::vector<std::pair<std::string, std::string>>{
+           {"(a)\\1", "back-references"}, {"a(?=b)", "lookaround"}, {"a^b", "^ and $ only"}, {"[a", "not closed"}}) {
+    auto r = json_schema_gbnf(json{{"type", "string"}, {"pattern", pattern}}, "p.json");
+    ASSERT_FALSE(r.ok()) << pattern;
+    EXPECT_NE(r.error().message.find(word), std::string::npos) << r.error().message;
+  }
+}
+
 TEST(JsonSchemaGrammar, WhatItCannotHonourIsRefusedByName) {
   for (const auto& [schema, word] : std::vector<std::pair<std::string, std::string>>{
-           {R"({"type": "string", "pattern": "^a+$"})", "'pattern' is not supported"},
+           {R"({"type": "string", "pattern": "^a+$", "maxLength": 3})", "'pattern' beside minLength or maxLength"},
            {R"({"type": "string", "format": "date"})", "'format' is not supported"},
            {R"({"type": "integer", "minimum": 3})", "'minimum' is not supported"},
            {R"({"oneOf": [{"type": "string"}]})", "'oneOf' is not supported"},

@@ -155,8 +155,8 @@ test('structured output: each chat reply parses and validates against its schema
     temperature: 0, response_format: { type: 'json_object' } });
   if (any.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(any.choices[0].message.content), 'object');
   await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }],
-    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', pattern: 'a+' } } } }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && /'pattern' is not supported/.test(e.message));
+    response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'date' } } } }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && /'format' is not supported/.test(e.message));
 });
 
 test('logprobs, chat and completions', async () => {
