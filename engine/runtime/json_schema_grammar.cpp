@@ -231,19 +231,21 @@ struct Builder {
     return rule("object", "\"{\" ws " + first[0] + " \"}\"");
   }
 
+  // A count keyword (minItems, maxLength, ...): 0 to 1000, or `otherwise` where absent.
+  Result<int64_t> count(const nlohmann::ordered_json& s, const char* key, int64_t otherwise, const std::string& at) const {
+    if (!s.contains(key)) return otherwise;
+    if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0 || s[key].get<int64_t>() > 1000)
+      return refuse(at, std::string("'") + key + "' must be a whole number from 0 to 1000");
+    return s[key].get<int64_t>();
+  }
+
   Result<std::string> array(const nlohmann::ordered_json& s, const std::string& at) {
     std::string item = "value";
     if (s.contains("items")) {
       ARCH_TRY(item, visit(s["items"], at + "/items"));
     }
-    auto count = [&](const char* key, int64_t otherwise) -> Result<int64_t> {
-      if (!s.contains(key)) return otherwise;
-      if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0 || s[key].get<int64_t>() > 1000)
-        return refuse(at, std::string("'") + key + "' must be a whole number from 0 to 1000");
-      return s[key].get<int64_t>();
-    };
-    ARCH_TRY(int64_t lo, count("minItems", 0));
-    ARCH_TRY(int64_t hi, count("maxItems", -1));
+    ARCH_TRY(int64_t lo, count(s, "minItems", 0, at));
+    ARCH_TRY(int64_t hi, count(s, "maxItems", -1, at));
     if (hi >= 0 && hi < lo) return refuse(at, "maxItems is less than minItems");
     if (hi == 0) return rule("array", "\"[\" ws \"]\"");
     const std::string more = "( \",\" ws " + item + " ws )";
@@ -263,14 +265,8 @@ struct Builder {
       return rule("pattern", "\"\\\"\" " + *g + " \"\\\"\"");
     }
     if (!s.contains("minLength") && !s.contains("maxLength")) return std::string("string");
-    auto count = [&](const char* key, int64_t otherwise) -> Result<int64_t> {
-      if (!s.contains(key)) return otherwise;
-      if (!s[key].is_number_integer() || s[key].get<int64_t>() < 0 || s[key].get<int64_t>() > 1000)
-        return refuse(at, std::string("'") + key + "' must be a whole number from 0 to 1000");
-      return s[key].get<int64_t>();
-    };
-    ARCH_TRY(int64_t lo, count("minLength", 0));
-    ARCH_TRY(int64_t hi, count("maxLength", -1));
+    ARCH_TRY(int64_t lo, count(s, "minLength", 0, at));
+    ARCH_TRY(int64_t hi, count(s, "maxLength", -1, at));
     if (hi >= 0 && hi < lo) return refuse(at, "maxLength is less than minLength");
     return rule("string", "\"\\\"\" char{" + std::to_string(lo) + "," + (hi >= 0 ? std::to_string(hi) : "") + "} \"\\\"\"");
   }
