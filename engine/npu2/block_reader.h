@@ -55,6 +55,8 @@ struct BlockReader {
     return u.size() == 1 && u[0]->op == op ? u[0] : nullptr;
   }
   const WeightRef* weight(int v) const { return v >= 0 ? g.weight_of(v) : nullptr; }
+  // The other input of a binary node beside v.
+  static int other_input(const Node& n, int v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
   bool is_graph_output(int v, const std::string& as) const {
     for (const auto& o : g.outputs)
       if (o.value == v && o.name == as) return true;

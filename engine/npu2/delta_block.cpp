@@ -15,13 +15,6 @@
 
 namespace arch::npu2 {
 
-namespace {
-
-// The other input of a binary node beside v.
-int other_input(const Node& n, int v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
-
-}  // namespace
-
 int BlockReader::mixer_block(int r, int l) {
   const Node* add = residual_add(r);
   // The block's norm output reaching a delta rule before the add: a

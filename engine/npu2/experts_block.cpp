@@ -17,12 +17,6 @@
 
 namespace arch::npu2 {
 
-namespace {
-
-int other_input(const Node& n, int v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
-
-}  // namespace
-
 std::optional<BlockReader::Experts> BlockReader::read_experts(const std::string& block, int x) {
   auto fail = [&](const Node& at, const std::string& reason, const std::string& needed) -> std::optional<Experts> {
     refuse(block, at, "experts: " + reason, needed);

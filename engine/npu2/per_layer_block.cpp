@@ -10,12 +10,6 @@
 
 namespace arch::npu2 {
 
-namespace {
-
-int other_input(const Node& n, int v) { return n.inputs[0] == v ? n.inputs[1] : n.inputs[0]; }
-
-}  // namespace
-
 int BlockReader::per_layer_inputs(int tokens, int h) {
   const Node* pm = nullptr;
   for (const Node* u : open_users(h))

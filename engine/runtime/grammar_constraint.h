@@ -26,6 +26,8 @@ struct GrammarVocab {
 class GrammarConstraint {
  public:
   GrammarConstraint(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> vocab, std::vector<int32_t> eos);
+  GrammarConstraint(const GrammarConstraint&) = delete;  // states_ refers to matcher_
+  GrammarConstraint& operator=(const GrammarConstraint&) = delete;
 
   // Takes the tokens of `so_far` not taken yet, then sets every token the
   // grammar cannot take next to -inf. A dead end (a token the grammar

@@ -204,12 +204,31 @@ Check read_fields(const json& j, CompletionRequest& r) {
 // schema (its properties in the order the body writes them, so the body
 // is read again keeping its order).
 Check read_response_format(const json& j, const std::string& body, CompletionRequest& r) {
-  if (!j.contains("response_format") || j["response_format"].is_null()) return {};
+  // llama-server's own fields: `grammar` (GBNF text) and `json_schema` (a schema).
+  auto given = [&](const char* f) { return j.contains(f) && !j[f].is_null(); };
+  if (int(given("response_format")) + int(given("grammar")) + int(given("json_schema")) > 1)
+    return bad_request("give one of 'response_format', 'grammar' and 'json_schema'", given("grammar") ? "grammar" : "json_schema");
+  if (given("grammar")) {
+    if (!j["grammar"].is_string()) return bad_request("'grammar' must be GBNF text", "grammar");
+    r.grammar = j["grammar"].get<std::string>();
+    r.grammar_field = "grammar";
+    return {};
+  }
+  if (given("json_schema")) {
+    const auto ordered = nlohmann::ordered_json::parse(body, nullptr, false);  // the properties in the body's order
+    auto text = json_schema_gbnf(ordered["json_schema"], "'json_schema'");
+    if (!text.ok()) return bad_request(text.error().message, "json_schema");
+    r.grammar = *text;
+    r.grammar_field = "json_schema";
+    return {};
+  }
+  if (!given("response_format")) return {};
   const json& f = j["response_format"];
   if (!f.is_object() || !f.contains("type") || !f["type"].is_string())
     return bad_request("'response_format' must be an object with a 'type' (text, json_object or json_schema)", "response_format");
   const std::string type = f["type"];
   if (type == "text") return {};
+  r.grammar_field = "response_format";
   if (type == "json_object") {
     r.grammar = json_object_gbnf();
     return {};

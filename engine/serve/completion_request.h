@@ -36,8 +36,9 @@ struct CompletionRequest {
   bool ignore_eos = false;              // llama.cpp's extension: run to max_tokens (benchmarks)
   // response_format: {"type": "json_object"} or {"type": "json_schema",
   // "json_schema": {"schema": ...}}, as the GBNF grammar the reply is held
-  // to ("" for text).
+  // to ("" for text); or llama-server's `grammar` (GBNF) or `json_schema`.
   std::string grammar;
+  std::string grammar_field;            // the field it came from (for a 400 naming it)
 };
 
 // The request, or the error to reply with (status 400, the field named).

@@ -86,8 +86,8 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   if (!r.grammar.empty()) {
     if (!tok_) return reply_error(res, bad_request("this model has no tokenizer: a response_format needs the tokens' text", "response_format"));
     if (stop_ids_.empty()) return reply_error(res, bad_request("this model names no end-of-sequence token, so a constrained reply could not end", "response_format"));
-    auto g = parse_gbnf(r.grammar, "response_format");
-    if (!g.ok()) return reply_error(res, bad_request(g.error().message, "response_format"));
+    auto g = parse_gbnf(r.grammar, "the request's grammar");
+    if (!g.ok()) return reply_error(res, bad_request(g.error().message, r.grammar_field));
     constraint = std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(*g)), grammar_vocab(), stop_ids_);
   }
   auto job = std::make_shared<TextJob>(tok_, r.stop);

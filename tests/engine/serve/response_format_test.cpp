@@ -76,6 +76,32 @@ TEST(ServeResponseFormat, RepliesValidateBesideUnconstrainedOnes) {
   EXPECT_GE(whole, 6);
 }
 
+// llama-server's own fields: `grammar` (GBNF text) and `json_schema`.
+TEST(ServeResponseFormat, LlamaServersGrammarAndJsonSchemaFields) {
+  ARCH_REQUIRE_SHARED(testing::stories_dir());
+  RunningServer s(testing::options(2));
+  auto c = s.client();
+  const json yes_no = testing::body_of(c.Post("/v1/completions",
+      json{{"prompt", "Is the sky blue?"}, {"max_tokens", 8}, {"grammar", "root ::= \" \"? (\"yes\" | \"no\")"}}.dump(), "application/json"));
+  ASSERT_TRUE(yes_no.contains("choices")) << yes_no.dump();
+  const std::string text = yes_no["choices"][0]["text"];
+  EXPECT_TRUE(text == "yes" || text == "no" || text == " yes" || text == " no") << text;
+  const json num = testing::body_of(c.Post("/v1/completions",
+      json{{"prompt", "Once"}, {"max_tokens", 40}, {"json_schema", {{"type", "integer"}}}}.dump(), "application/json"));
+  ASSERT_TRUE(num.contains("choices")) << num.dump();
+  if (num["choices"][0]["finish_reason"] == "stop") {
+    EXPECT_TRUE(json::parse(num["choices"][0]["text"].get<std::string>()).is_number_integer()) << num.dump();
+  }
+  auto bad = c.Post("/v1/completions", json{{"prompt", "Once"}, {"grammar", "root ::= missing"}}.dump(), "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "grammar") << bad->body;
+  auto both = c.Post("/v1/completions", json{{"prompt", "Once"}, {"grammar", "root ::= \"a\""}, {"response_format", {{"type", "json_object"}}}}.dump(),
+                     "application/json");
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->status, 400) << both->body;
+}
+
 TEST(ServeResponseFormat, WhatItCannotHonourIsA400NamingTheField) {
   ARCH_REQUIRE_SHARED(testing::stories_dir());
   RunningServer s(testing::options(2));
