@@ -165,6 +165,7 @@ struct Pattern {
 struct Builder {
   const nlohmann::ordered_json& root;
   const std::string& where;
+  std::string prefix;  // of every rule name made
   std::map<std::string, std::string> rules;  // name -> body
   std::set<std::string> refs_seen;
   int made = 0;
@@ -172,7 +173,7 @@ struct Builder {
   Error refuse(const std::string& at, const std::string& what) const { return Error{where + ": " + at + ": " + what}; }
 
   std::string rule(const std::string& base, const std::string& body) {
-    const std::string name = base + "-" + std::to_string(made++);
+    const std::string name = prefix + base + "-" + std::to_string(made++);
     rules[name] = body;
     return name;
   }
@@ -185,7 +186,7 @@ struct Builder {
     const std::string section = key.substr(0, key.find('/')), name = key.substr(key.find('/') + 1);
     if (!root.is_object() || !root.contains(section) || !root[section].contains(name))
       return refuse(at, "$ref '" + r + "' names no definition");
-    std::string rname = "def-";
+    std::string rname = prefix + "def-";
     for (char c : name) rname += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
     rname += "-" + std::to_string(std::hash<std::string>{}(key) % 100000);
     if (refs_seen.insert(rname).second) {
@@ -333,14 +334,21 @@ struct Builder {
 
 }  // namespace
 
+Result<SchemaRules> json_schema_rules(const nlohmann::ordered_json& schema, const std::string& where, const std::string& prefix) {
+  Builder b{schema, where, prefix};
+  SchemaRules out;
+  ARCH_TRY(out.top, b.visit(schema, "#"));
+  for (const auto& [name, body] : b.rules) out.rules += name + " ::= " + (body.empty() ? "\"\"" : body) + "\n";
+  return out;
+}
+
+std::string json_common_gbnf() { return kJsonRules; }
+
 Result<std::string> json_schema_gbnf(const nlohmann::ordered_json& schema, const std::string& where) {
-  Builder b{schema, where};
-  ARCH_TRY(std::string top, b.visit(schema, "#"));
+  ARCH_TRY(SchemaRules r, json_schema_rules(schema, where, ""));
   // A space may come first: SentencePiece vocabularies write a word's
   // leading space into its first token ("▁{").
-  std::string text = "root ::= \" \"? " + top + "\n" + kJsonRules;
-  for (const auto& [name, body] : b.rules) text += name + " ::= " + (body.empty() ? "\"\"" : body) + "\n";
-  return text;
+  return "root ::= \" \"? " + r.top + "\n" + kJsonRules + r.rules;
 }
 
 std::string json_object_gbnf() { return std::string("root ::= \" \"? object\n") + kJsonRules; }

@@ -20,6 +20,16 @@ namespace arch {
 
 Result<std::string> json_schema_gbnf(const nlohmann::ordered_json& schema, const std::string& where);
 
+// A schema's rules alone, to put beside others in one grammar: their names
+// start with `prefix`, `top` is the rule (or expression) of a valid value,
+// and they refer to json_common_gbnf()'s rules (value, string, ws, ...).
+struct SchemaRules {
+  std::string top, rules;
+};
+Result<SchemaRules> json_schema_rules(const nlohmann::ordered_json& schema, const std::string& where, const std::string& prefix);
+// JSON's own rules (ws, value, object, array, string, number, ...), once per grammar.
+std::string json_common_gbnf();
+
 // Any JSON object (the OpenAI API's response_format {"type": "json_object"}).
 std::string json_object_gbnf();
 

@@ -111,7 +111,84 @@ Check read_messages(const json& j, CompletionRequest& r) {
       return bad_request("'" + at + ".role' is required (system, user, assistant, ...)", at + ".role");
     std::string text;
     if (auto e = content_text(m, i, text)) return e;
-    r.messages.push_back({{"role", m["role"].get<std::string>()}, {"content", text}});
+    nlohmann::ordered_json message = {{"role", m["role"].get<std::string>()}, {"content", text}};
+    // An assistant's calls, their arguments as objects (as chat templates
+    // read them; the API sends JSON text), and a tool's reply to one.
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      const json& calls = m["tool_calls"];
+      const std::string f = at + ".tool_calls";
+      if (!calls.is_array()) return bad_request("'" + f + "' must be an array", f);
+      message["tool_calls"] = nlohmann::ordered_json::array();
+      for (const auto& c : calls) {
+        if (!c.is_object() || !c.contains("function") || !c["function"].is_object() || !c["function"].contains("name") ||
+            !c["function"]["name"].is_string())
+          return bad_request("'" + f + "': each call is {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", f);
+        nlohmann::ordered_json args = nlohmann::ordered_json::object();
+        if (c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
+          args = nlohmann::ordered_json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
+          if (args.is_discarded()) return bad_request("'" + f + "': a call's arguments are not JSON", f);
+        } else if (c["function"].contains("arguments")) {
+          args = c["function"]["arguments"];
+        }
+        message["tool_calls"].push_back({{"id", c.value("id", "")}, {"type", "function"},
+                                          {"function", {{"name", c["function"]["name"]}, {"arguments", args}}}});
+      }
+    }
+    for (const char* key : {"tool_call_id", "name"})
+      if (m.contains(key) && m[key].is_string()) message[key] = m[key];
+    r.messages.push_back(std::move(message));
+  }
+  return {};
+}
+
+// tools and tool_choice (chat only).
+Check read_tools(const json& j, CompletionRequest& r) {
+  const bool has_tools = j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty());
+  const bool has_choice = j.contains("tool_choice") && !j["tool_choice"].is_null();
+  if (!has_tools) {
+    if (has_choice && j["tool_choice"] != "none" && j["tool_choice"] != "auto") return bad_request("'tool_choice' needs 'tools'", "tool_choice");
+    return {};
+  }
+  if (!r.chat) return bad_request("'tools' are served on /v1/chat/completions", "tools");
+  const json& ts = j["tools"];
+  if (!ts.is_array()) return bad_request("'tools' must be an array of functions", "tools");
+  r.tools_json = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    const json& t = ts[i];
+    if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
+        !t["function"].contains("name") || !t["function"]["name"].is_string())
+      return bad_request("'" + at + "' must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\", ...}}", at);
+    Tool tool{t["function"]["name"].get<std::string>(), nullptr};
+    for (const auto& other : r.tools)
+      if (other.name == tool.name) return bad_request("'" + at + "': the function '" + tool.name + "' is named twice", at);
+    r.tools.push_back(tool);
+  }
+  // The schemas as written (their properties in order), for the grammar.
+  const auto ordered = nlohmann::ordered_json::parse(j.dump(), nullptr, false);
+  r.tools_json = ordered["tools"];
+  for (size_t i = 0; i < r.tools.size(); ++i) {
+    const auto& f = r.tools_json[i]["function"];
+    r.tools[i].parameters = f.contains("parameters") ? f["parameters"] : nlohmann::ordered_json::object();
+    if (!r.tools[i].parameters.is_object())
+      return bad_request("'tools[" + std::to_string(i) + "].function.parameters' must be a JSON Schema object", "tools");
+  }
+  if (has_choice) {
+    const json& c = j["tool_choice"];
+    if (c.is_string()) {
+      r.tool_choice = c.get<std::string>();
+      if (r.tool_choice != "auto" && r.tool_choice != "none" && r.tool_choice != "required")
+        return bad_request("'tool_choice' must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\"}}", "tool_choice");
+    } else if (c.is_object() && c.contains("function") && c["function"].is_object() && c["function"].contains("name") &&
+               c["function"]["name"].is_string()) {
+      r.tool_choice = "function";
+      r.tool_choice_name = c["function"]["name"].get<std::string>();
+      bool known = false;
+      for (const auto& t : r.tools) known = known || t.name == r.tool_choice_name;
+      if (!known) return bad_request("'tool_choice' names '" + r.tool_choice_name + "', which 'tools' has not", "tool_choice");
+    } else {
+      return bad_request("'tool_choice' must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\"}}", "tool_choice");
+    }
   }
   return {};
 }
@@ -192,7 +269,8 @@ Check read_fields(const json& j, CompletionRequest& r) {
     r.ignore_eos = j["ignore_eos"].get<bool>();
   }
   if (auto e = read_logprobs(j, r)) return e;
-  for (const char* field : {"tools", "functions", "echo", "best_of", "suffix"}) {
+  if (auto e = read_tools(j, r)) return e;
+  for (const char* field : {"functions", "function_call", "echo", "best_of", "suffix"}) {
     if (!j.contains(field) || j[field].is_null() || j[field] == false || (j[field].is_array() && j[field].empty())) continue;
     if (std::string(field) == "best_of" && j[field] == 1) continue;
     return bad_request("'" + std::string(field) + "' is not served here", field);

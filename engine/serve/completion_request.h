@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/serve/api_error.h"
+#include "engine/serve/tool_calls.h"
 
 namespace arch::serve {
 
@@ -39,6 +40,11 @@ struct CompletionRequest {
   // to ("" for text); or llama-server's `grammar` (GBNF) or `json_schema`.
   std::string grammar;
   std::string grammar_field;            // the field it came from (for a 400 naming it)
+  // Chat: the functions the model may call, as given (for the chat
+  // template) and read; tool_choice auto, none, required, or a name.
+  nlohmann::ordered_json tools_json;
+  std::vector<Tool> tools;
+  std::string tool_choice = "auto", tool_choice_name;
 };
 
 // The request, or the error to reply with (status 400, the field named).

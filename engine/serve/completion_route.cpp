@@ -10,6 +10,7 @@
 #include "engine/serve/http_reply.h"
 #include "engine/serve/server.h"
 #include "engine/serve/text_job.h"
+#include "engine/serve/tool_calls.h"
 #include "importer/text/token_bytes.h"
 
 namespace arch::serve {
@@ -19,7 +20,7 @@ std::variant<std::vector<int32_t>, ApiError> Server::prompt_ids(const Completion
   if (r.chat) {
     if (!chat_) return bad_request("this model has no chat template (" + chat_missing_ + "); start the server with --chat-template FILE, or use /v1/completions", "messages");
     if (!tok_) return bad_request("this model has no tokenizer: chat needs one", "messages");
-    auto rendered = chat_->chat_template.render(chat_->context(r.messages, true));
+    auto rendered = chat_->chat_template.render(chat_->context(r.messages, true, r.tools.empty() ? nullptr : r.tools_json));
     if (!rendered.ok()) return bad_request("the chat template cannot render these messages: " + rendered.error().message, "messages");
     ids = tok_->encode(*rendered, false);  // the template writes the special tokens itself
   } else if (r.prompt_is_ids) {
@@ -80,14 +81,33 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   sampling.temperature = float(r.temperature);
   sampling.top_p = float(r.top_p);
   sampling.seed = r.seed ? *r.seed : std::random_device{}();
-  // A response_format: the reply held to its grammar, step by step, beside
-  // the other sequences of the batch.
+  // Tools: how this model writes a call (its chat template's way); a call
+  // required (or one function named): the reply held to a call's grammar.
+  std::optional<ToolFormat> tools;
+  std::string grammar = r.grammar, grammar_field = r.grammar_field;
+  if (!r.tools.empty() && r.tool_choice != "none") {
+    tools = chat_ ? tool_format(chat_->source) : std::nullopt;
+    if (!tools)
+      return reply_error(res, bad_request("this model's chat template shows no way to write a tool call (<tool_call>, [TOOL_CALLS] "
+                                          "or a JSON call with \"parameters\"); start the server with --chat-template FILE that takes 'tools'",
+                                          "tools"));
+    if (r.tool_choice == "required" || r.tool_choice == "function") {
+      if (!grammar.empty())
+        return reply_error(res, bad_request("a required tool call and '" + grammar_field + "' both hold the reply: give one", "tool_choice"));
+      auto g = tool_call_gbnf(*tools, r.tools, r.tool_choice_name);
+      if (!g.ok()) return reply_error(res, bad_request(g.error().message, "tools"));
+      grammar = *g;
+      grammar_field = "tools";
+    }
+  }
+  // A grammar: the reply held to it, step by step, beside the other
+  // sequences of the batch.
   std::shared_ptr<GrammarConstraint> constraint;
-  if (!r.grammar.empty()) {
+  if (!grammar.empty()) {
     if (!tok_) return reply_error(res, bad_request("this model has no tokenizer: a response_format needs the tokens' text", "response_format"));
     if (stop_ids_.empty()) return reply_error(res, bad_request("this model names no end-of-sequence token, so a constrained reply could not end", "response_format"));
-    auto g = parse_gbnf(r.grammar, "the request's grammar");
-    if (!g.ok()) return reply_error(res, bad_request(g.error().message, r.grammar_field));
+    auto g = parse_gbnf(grammar, "the request's grammar");
+    if (!g.ok()) return reply_error(res, bad_request(g.error().message, grammar_field));
     constraint = std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(*g)), grammar_vocab(), stop_ids_);
   }
   auto job = std::make_shared<TextJob>(tok_, r.stop);
@@ -123,10 +143,38 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
     const BatchOutcome& o = job->outcome();
     if (o.finish_reason == "error") return reply_error(res, {500, "generation failed: " + o.error, "server_error", "", ""});
     LogprobsCursor at = start;
-    return reply_json(res, completion_reply(header, all.text, all.ids, o.finish_reason, {o.prompt_tokens, o.completion_tokens},
-                                            logprobs ? logprobs_json(chat, all.ids, all.logprobs, piece, at) : nullptr));
+    nlohmann::json reply = completion_reply(header, all.text, all.ids, o.finish_reason, {o.prompt_tokens, o.completion_tokens},
+                                  logprobs ? logprobs_json(chat, all.ids, all.logprobs, piece, at) : nullptr);
+    if (tools) with_tool_calls(reply["choices"][0], parse_tool_calls(all.text, *tools), header.id, false);
+    return reply_json(res, reply);
   }
   res.set_header("Cache-Control", "no-cache");
+  if (tools) {
+    // A reply that may be a call streams whole at its end: its text is
+    // the call's until it is parsed.
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [job, header, format = *tools](size_t, httplib::DataSink& sink) {
+          TextJob::Taken all = job->wait_all();
+          const BatchOutcome& o = job->outcome();
+          if (o.finish_reason == "error") {
+            const std::string e = sse(ApiError{500, "generation failed: " + o.error, "server_error", "", ""}.body());
+            sink.write(e.data(), e.size());
+            sink.done();
+            return true;
+          }
+          const ParsedReply parsed = parse_tool_calls(all.text, format);
+          nlohmann::json chunk = completion_chunk(header, parsed.calls.empty() ? all.text : parsed.content, all.ids, true);
+          with_tool_calls(chunk["choices"][0], parsed, header.id, true);
+          nlohmann::json end = final_chunk(header, parsed.calls.empty() ? o.finish_reason : "tool_calls", {o.prompt_tokens, o.completion_tokens});
+          for (const std::string& event : {sse(chunk), sse(end), std::string(kSseDone)})
+            if (!sink.write(event.data(), event.size())) return job->abandon(), false;
+          sink.done();
+          return true;
+        },
+        [job](bool) { job->abandon(); });
+    return;
+  }
   res.set_chunked_content_provider(
       "text/event-stream",
       [job, header, first = true, logprobs, piece, at = start, has_text = tok_ != nullptr](size_t,

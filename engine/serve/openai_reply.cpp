@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "engine/serve/tool_calls.h"
+
 namespace arch::serve {
 
 using json = nlohmann::json;
@@ -111,6 +113,21 @@ json final_chunk(const ReplyHeader& h, const std::string& finish_reason, const U
   j["choices"] = json::array({choice});
   j["usage"] = usage.json();
   return j;
+}
+
+void with_tool_calls(json& choice, const ParsedReply& parsed, const std::string& reply_id, bool delta) {
+  if (parsed.calls.empty()) return;
+  json calls = json::array();
+  for (size_t i = 0; i < parsed.calls.size(); ++i) {
+    json call = {{"id", "call_" + reply_id.substr(reply_id.find('-') + 1) + "_" + std::to_string(i)}, {"type", "function"},
+                 {"function", {{"name", parsed.calls[i].name}, {"arguments", parsed.calls[i].arguments}}}};
+    if (delta) call["index"] = i;
+    calls.push_back(std::move(call));
+  }
+  json& m = choice[delta ? "delta" : "message"];
+  m["content"] = parsed.content.empty() ? json(nullptr) : json(parsed.content);
+  m["tool_calls"] = std::move(calls);
+  if (!delta) choice["finish_reason"] = "tool_calls";
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }

@@ -52,6 +52,10 @@ struct LogprobsCursor {
 nlohmann::json logprobs_json(bool chat, std::span<const int32_t> ids, std::span<const TokenLogprobs> lps,
                              const std::function<std::string(int32_t, int32_t)>& piece, LogprobsCursor& at);
 nlohmann::json final_chunk(const ReplyHeader& h, const std::string& finish_reason, const Usage& usage);
+// A chat choice (whole: its message; a chunk: its delta) given the calls a
+// reply's text holds: tool_calls (ids made from the reply's), the content
+// the words outside them (null where none), finish_reason tool_calls.
+void with_tool_calls(nlohmann::json& choice, const struct ParsedReply& parsed, const std::string& reply_id, bool delta);
 // JSON as sent: text that is not valid UTF-8 replaced, never thrown on.
 std::string dump(const nlohmann::json& j);
 // An event of a server-sent event stream: "data: <json>\n\n".

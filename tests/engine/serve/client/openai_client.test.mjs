@@ -47,14 +47,23 @@ function serve(model, ...args) {
   return { child, port };
 }
 
+// A template that takes tools and writes a call as <tool_call>{...}</tool_call>.
+const toolTemplate = join(scratch, 'tools.jinja');
+writeFileSync(toolTemplate, "{{ bos_token }}{% if tools %}system: tools: {% for t in tools %}{{ t.function.name }} {% endfor %}\n{% endif %}" +
+  "{% for m in messages %}{% if m.role == 'tool' %}tool: {{ m.content }}\n{% elif m.tool_calls %}assistant: " +
+  "{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}\n{% else %}{{ m.role }}: {{ m.content }}\n" +
+  "{% endif %}{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}");
+
 const servers = [];
-let chat, open, embed, busy;
+let chat, open, embed, busy, tooled;
 before(async () => {
   const s = serve(stories, '--chat-template', template, '--api-key', 'sesame', '--parallel', '4');
   const e = serve(bert);
   const b = serve(stories, '--parallel', '1', '--queue', '1');
-  servers.push(s.child, e.child, b.child);
-  const [sp, ep, bp] = await Promise.all([s.port, e.port, b.port]);
+  const t = serve(stories, '--chat-template', toolTemplate);
+  servers.push(s.child, e.child, b.child, t.child);
+  const [sp, ep, bp, tp] = await Promise.all([s.port, e.port, b.port, t.port]);
+  tooled = new OpenAI({ baseURL: `http://127.0.0.1:${tp}/v1`, apiKey: 'none' });
   chat = new OpenAI({ baseURL: `http://127.0.0.1:${sp}/v1`, apiKey: 'sesame' });
   open = new OpenAI({ baseURL: `http://127.0.0.1:${sp}/v1`, apiKey: 'wrong', maxRetries: 0 });
   embed = new OpenAI({ baseURL: `http://127.0.0.1:${ep}/v1`, apiKey: 'none' });
@@ -157,6 +166,37 @@ test('structured output: each chat reply parses and validates against its schema
   await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }],
     response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string', format: 'date' } } } }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'response_format' && /'format' is not supported/.test(e.message));
+});
+
+test('a tool call round trip: the call, the tool message, the final answer', async () => {
+  const tools = [{ type: 'function', function: { name: 'get_weather', description: 'the weather in a city',
+    parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 12 } }, required: ['city'] } } }];
+  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
+  const first = await tooled.chat.completions.create({ model: 'stories260K', messages, tools, tool_choice: 'required', max_tokens: 120, temperature: 0 });
+  assert.equal(first.choices[0].finish_reason, 'tool_calls', JSON.stringify(first.choices[0]));
+  const call = first.choices[0].message.tool_calls[0];
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  assert.equal(typeof args.city, 'string');
+  assert.ok([...args.city].length <= 12, call.function.arguments);
+  messages.push(first.choices[0].message);
+  messages.push({ role: 'tool', tool_call_id: call.id, content: 'sunny, 21 C' });
+  const answer = await tooled.chat.completions.create({ model: 'stories260K', messages, tools, max_tokens: 16, temperature: 0 });
+  assert.ok(answer.usage.prompt_tokens > first.usage.prompt_tokens);
+  assert.ok(answer.choices[0].message.content !== undefined);
+  // Streamed: the call arrives as a tool_calls delta.
+  const stream = await tooled.chat.completions.create({ model: 'stories260K', messages: messages.slice(0, 1), tools,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } }, max_tokens: 120, temperature: 0, stream: true });
+  let name = '', finish = '';
+  for await (const chunk of stream) {
+    for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) name += d.function?.name ?? '';
+    finish = chunk.choices[0]?.finish_reason ?? finish;
+  }
+  assert.equal(name, 'get_weather');
+  assert.equal(finish, 'tool_calls');
+  await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }], tools }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'tools');
 });
 
 test('logprobs, chat and completions', async () => {
