@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/serve/tool_calls.h"
+#include "importer/text/chat_template/load.h"
 #include "tests/engine/serve/serve_fixture.h"
 
 namespace arch {
@@ -150,6 +151,19 @@ TEST(ToolCallText, EachFormatIsReadBack) {
       continue;
     }
     EXPECT_EQ(int(*got), int(want)) << name << ": " << serve::tool_format_name(*got);
+    // It renders the tools and a call carried back as the model would read them.
+    auto info = load_chat_template(dir);
+    ASSERT_TRUE(info.ok()) << info.error().message;
+    const nlohmann::ordered_json messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+          "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"}])");
+    auto text = info->chat_template.render(info->context(messages, true, nlohmann::ordered_json::parse(kTools.dump())));
+    ASSERT_TRUE(text.ok()) << text.error().message;
+    EXPECT_NE(text->find("get_time"), std::string::npos) << *text;
+    EXPECT_NE(text->find("<tool_call>"), std::string::npos) << *text;
+    EXPECT_NE(text->find("\"city\": \"Paris\""), std::string::npos) << *text;
+    EXPECT_NE(text->find("sunny"), std::string::npos) << *text;
   }
 }
 
