@@ -104,8 +104,9 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   // sequences of the batch.
   std::shared_ptr<GrammarConstraint> constraint;
   if (!grammar.empty()) {
-    if (!tok_) return reply_error(res, bad_request("this model has no tokenizer: a response_format needs the tokens' text", "response_format"));
-    if (stop_ids_.empty()) return reply_error(res, bad_request("this model names no end-of-sequence token, so a constrained reply could not end", "response_format"));
+    if (!tok_) return reply_error(res, bad_request("this model has no tokenizer: '" + grammar_field + "' needs the tokens' text", grammar_field));
+    if (stop_ids_.empty())
+      return reply_error(res, bad_request("this model names no end-of-sequence token, so a reply held to '" + grammar_field + "' could not end", grammar_field));
     auto g = parse_gbnf(grammar, "the request's grammar");
     if (!g.ok()) return reply_error(res, bad_request(g.error().message, grammar_field));
     constraint = std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(*g)), grammar_vocab(), stop_ids_);
