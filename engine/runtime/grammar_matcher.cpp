@@ -38,6 +38,10 @@ void GrammarMatcher::expand(std::vector<const GrammarElement*> stack,
       return;
     }
     stack.back() = top + 1;  // what follows the reference, once the rule is matched
+    // Nothing follows (a reference last in its alternative, as x* writes
+    // R ::= x R): drop it, so a repetition does not deepen the stack at
+    // each match and a string's state recurs.
+    if (!stack.back()->is_rule && stack.back()->ranges.empty() && !stack.back()->negated) stack.pop_back();
     const auto& alts = alts_[size_t(top->rule)];
     for (size_t a = 0; a + 1 < alts.size(); ++a) {
       auto branch = stack;

@@ -81,6 +81,22 @@ void BM_Walk(benchmark::State& state, const std::string& name, const std::string
   state.counters["trie_nodes"] = double(visited);
 }
 
+// A whole reply, token by token: each step's mask (a state met first
+// walks the trie; one met before is remembered), per token.
+void BM_Reply(benchmark::State& state, const std::string& name) {
+  const Setup* s = setup(name);
+  if (!s) return state.SkipWithError(("no tokenizer under " + kTokenizers + name).c_str());
+  const auto ids = s->tok->encode("{\"name\": \"Alice Smith, who lives by the sea and likes long walks\", \"age\": 42, "
+                                  "\"tags\": [\"red\", \"green\", \"a rather longer tag\"]}", false);
+  std::vector<float> logits(s->tok->vocab_size(), 0.0f);
+  for (auto _ : state) {
+    arch::GrammarConstraint c(s->grammar, s->vocab, {0});
+    for (size_t k = 0; k <= ids.size(); ++k) c.mask(logits, std::vector<int32_t>(ids.begin(), ids.begin() + ptrdiff_t(k)));
+  }
+  state.counters["tokens"] = double(ids.size() + 1);
+  state.counters["per_token_us"] = benchmark::Counter(double(ids.size() + 1), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -90,6 +106,7 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark((std::string("BM_Mask/") + name + "/in_number").c_str(), BM_Mask, name, "{\"name\": \"Al\", \"age\": 4");
     benchmark::RegisterBenchmark((std::string("BM_Walk/") + name + "/in_string").c_str(), BM_Walk, name, "{\"name\": \"Al");
     benchmark::RegisterBenchmark((std::string("BM_Walk/") + name + "/in_number").c_str(), BM_Walk, name, "{\"name\": \"Al\", \"age\": 4");
+    benchmark::RegisterBenchmark((std::string("BM_Reply/") + name).c_str(), BM_Reply, name);
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -71,6 +71,15 @@ TEST(Gbnf, TheMatcherTakesWhatTheGrammarSays) {
   EXPECT_TRUE(half.accept("\xc3"));   // the first byte of é (or Ä, Ö)
   EXPECT_FALSE(half.complete());
   EXPECT_FALSE(GrammarMatcher(u).accept("\xc0\x80"));  // an overlong NUL is not UTF-8
+  // A repetition does not deepen the state: inside a string, every
+  // character leaves the same state (so a step's mask is found once).
+  auto j = grammar(json_object_gbnf());
+  ASSERT_TRUE(j);
+  GrammarMatcher a(j);
+  const auto one = a.advanced(a.state(), "{\"name\": \"A");
+  const auto many = a.advanced(a.state(), "{\"name\": \"Alice and Bob went out to play");
+  ASSERT_FALSE(one.dead());
+  EXPECT_EQ(one.stacks, many.stacks);
 }
 
 TEST(JsonSchemaGrammar, ItsSentencesAreTheValidTexts) {
