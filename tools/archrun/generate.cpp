@@ -142,9 +142,9 @@ int run_generate(const GenerateArgs& a) {
   // An encoder-decoder decodes as its generation_config.json says (beams,
   // length penalty, n-gram blocking, bad words, forced tokens) unless
   // sampled.
-  if ((*m)->is_encoder_decoder() && !a.sampling_given && !a.common.check) return run_seq2seq(a, **m, prompt, tok);
   if (constrained && (*m)->is_encoder_decoder())
     return fail(error("--grammar and --json-schema hold a decoder's reply; " + a.common.model + " is an encoder-decoder"));
+  if ((*m)->is_encoder_decoder() && !a.sampling_given && !a.common.check) return run_seq2seq(a, **m, prompt, tok);
   std::shared_ptr<GrammarConstraint> constraint;
   if (constrained) {
     if (!tok) {
