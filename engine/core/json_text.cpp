@@ -66,6 +66,12 @@ Result<nlohmann::json> parse_json(std::string_view text, const std::string& sour
   }
 }
 
+Result<nlohmann::ordered_json> parse_ordered_json(std::string_view text, const std::string& source) {
+  auto checked = parse_json(text, source);
+  if (!checked.ok()) return checked.error();
+  return nlohmann::ordered_json::parse(text.begin(), text.end());  // checked above: it parses
+}
+
 std::string json_type_name(const nlohmann::json& j) {
   if (j.is_number_integer()) return "integer";
   if (j.is_number_float()) return "number";

@@ -305,6 +305,18 @@ Status refuse_left_recursion(const Grammar& g, const std::string& where) {
 
 }  // namespace
 
+std::string gbnf_literal(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c == '"' || c == '\\') out += '\\', out += c;
+    else out += c;
+  }
+  return out + "\"";
+}
+
 Result<Grammar> parse_gbnf(const std::string& text, const std::string& where, int max_repeat) {
   Reader r{text, where, max_repeat};
   ARCH_TRY_STATUS(r.rules());

@@ -37,6 +37,9 @@ struct Grammar {
   int root = -1;
 };
 
+// `text` as a GBNF string literal (quotes, backslashes and line breaks escaped).
+std::string gbnf_literal(const std::string& text);
+
 // GBNF text into a grammar. Errors name `where`, the line and what is
 // wrong: an undefined rule, no `root`, an unclosed literal or class, a
 // repetition count past `max_repeat`, a left-recursive rule (which a

@@ -3,6 +3,8 @@
 #include <map>
 #include <set>
 
+#include "engine/runtime/grammar.h"
+
 namespace arch {
 
 namespace {
@@ -20,19 +22,6 @@ number ::= integer ( "." [0-9]{1,16} )? ( [eE] [-+]? [0-9]{1,4} )?
 boolean ::= "true" | "false"
 null ::= "null"
 )";
-
-// `text` as a GBNF string literal.
-std::string literal(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else out += c;
-  }
-  return out + "\"";
-}
 
 // A regular expression (JSON Schema's `pattern`: ECMA-262, unanchored) as
 // a GBNF expression of a JSON string's contents: what the value holds,
@@ -214,7 +203,7 @@ struct Builder {
     std::vector<std::pair<std::string, bool>> kvs;  // rule, required
     for (auto it = props.begin(); it != props.end(); ++it) {
       ARCH_TRY(std::string v, visit(it.value(), at + "/properties/" + it.key()));
-      kvs.push_back({rule("kv", literal(nlohmann::ordered_json(it.key()).dump()) + " ws \":\" ws " + v + " ws"), required.count(it.key()) > 0});
+      kvs.push_back({rule("kv", gbnf_literal(nlohmann::ordered_json(it.key()).dump()) + " ws \":\" ws " + v + " ws"), required.count(it.key()) > 0});
     }
     // After a property: each later one, a comma before it, required ones
     // always, optional ones or not. Before any: the first present one with
@@ -301,11 +290,11 @@ struct Builder {
       if (!s["$ref"].is_string()) return refuse(at, "'$ref' must be a string");
       return ref(s["$ref"].get<std::string>(), at);
     }
-    if (s.contains("const")) return rule("const", literal(s["const"].dump()));
+    if (s.contains("const")) return rule("const", gbnf_literal(s["const"].dump()));
     if (s.contains("enum")) {
       if (!s["enum"].is_array() || s["enum"].empty()) return refuse(at, "'enum' must be a non-empty list");
       std::string body;
-      for (const auto& v : s["enum"]) body += (body.empty() ? "" : " | ") + literal(v.dump());
+      for (const auto& v : s["enum"]) body += (body.empty() ? "" : " | ") + gbnf_literal(v.dump());
       return rule("enum", body);
     }
     if (s.contains("anyOf")) {

@@ -125,8 +125,9 @@ Check read_messages(const json& j, CompletionRequest& r) {
           return bad_request("'" + f + "': each call is {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}", f);
         nlohmann::ordered_json args = nlohmann::ordered_json::object();
         if (c["function"].contains("arguments") && c["function"]["arguments"].is_string()) {
-          args = nlohmann::ordered_json::parse(c["function"]["arguments"].get<std::string>(), nullptr, false);
-          if (args.is_discarded()) return bad_request("'" + f + "': a call's arguments are not JSON", f);
+          auto parsed = parse_ordered_json(c["function"]["arguments"].get<std::string>(), "a call's arguments");
+          if (!parsed.ok()) return bad_request("'" + f + "': " + parsed.error().message, f);
+          args = std::move(*parsed);
         } else if (c["function"].contains("arguments")) {
           args = c["function"]["arguments"];
         }
@@ -142,7 +143,7 @@ Check read_messages(const json& j, CompletionRequest& r) {
 }
 
 // tools and tool_choice (chat only).
-Check read_tools(const json& j, CompletionRequest& r) {
+Check read_tools(const json& j, const nlohmann::ordered_json& ordered, CompletionRequest& r) {
   const bool has_tools = j.contains("tools") && !j["tools"].is_null() && !(j["tools"].is_array() && j["tools"].empty());
   const bool has_choice = j.contains("tool_choice") && !j["tool_choice"].is_null();
   if (!has_tools) {
@@ -164,14 +165,17 @@ Check read_tools(const json& j, CompletionRequest& r) {
       if (other.name == tool.name) return bad_request("'" + at + "': the function '" + tool.name + "' is named twice", at);
     r.tools.push_back(tool);
   }
-  // The schemas as written (their properties in order), for the grammar.
-  const auto ordered = nlohmann::ordered_json::parse(j.dump(), nullptr, false);
+  // The schemas as written (their properties in the body's order), for the grammar.
   r.tools_json = ordered["tools"];
   for (size_t i = 0; i < r.tools.size(); ++i) {
     const auto& f = r.tools_json[i]["function"];
     r.tools[i].parameters = f.contains("parameters") ? f["parameters"] : nlohmann::ordered_json::object();
     if (!r.tools[i].parameters.is_object())
       return bad_request("'tools[" + std::to_string(i) + "].function.parameters' must be a JSON Schema object", "tools");
+  }
+  if (j.contains("parallel_tool_calls") && !j["parallel_tool_calls"].is_null()) {
+    if (!j["parallel_tool_calls"].is_boolean()) return bad_request("'parallel_tool_calls' must be true or false", "parallel_tool_calls");
+    r.parallel_tool_calls = j["parallel_tool_calls"].get<bool>();
   }
   if (has_choice) {
     const json& c = j["tool_choice"];
@@ -269,7 +273,6 @@ Check read_fields(const json& j, CompletionRequest& r) {
     r.ignore_eos = j["ignore_eos"].get<bool>();
   }
   if (auto e = read_logprobs(j, r)) return e;
-  if (auto e = read_tools(j, r)) return e;
   for (const char* field : {"functions", "function_call", "echo", "best_of", "suffix"}) {
     if (!j.contains(field) || j[field].is_null() || j[field] == false || (j[field].is_array() && j[field].empty())) continue;
     if (std::string(field) == "best_of" && j[field] == 1) continue;
@@ -281,7 +284,7 @@ Check read_fields(const json& j, CompletionRequest& r) {
 // response_format: text, a JSON object, or a JSON text valid under a
 // schema (its properties in the order the body writes them, so the body
 // is read again keeping its order).
-Check read_response_format(const json& j, const std::string& body, CompletionRequest& r) {
+Check read_response_format(const json& j, const nlohmann::ordered_json& ordered, CompletionRequest& r) {
   // llama-server's own fields: `grammar` (GBNF text) and `json_schema` (a schema).
   auto given = [&](const char* f) { return j.contains(f) && !j[f].is_null(); };
   if (int(given("response_format")) + int(given("grammar")) + int(given("json_schema")) > 1)
@@ -293,7 +296,6 @@ Check read_response_format(const json& j, const std::string& body, CompletionReq
     return {};
   }
   if (given("json_schema")) {
-    const auto ordered = nlohmann::ordered_json::parse(body, nullptr, false);  // the properties in the body's order
     auto text = json_schema_gbnf(ordered["json_schema"], "'json_schema'");
     if (!text.ok()) return bad_request(text.error().message, "json_schema");
     r.grammar = *text;
@@ -315,7 +317,6 @@ Check read_response_format(const json& j, const std::string& body, CompletionReq
     return bad_request("'response_format': type '" + type + "' is not text, json_object or json_schema", "response_format");
   if (!f.contains("json_schema") || !f["json_schema"].is_object() || !f["json_schema"].contains("schema"))
     return bad_request("'response_format': json_schema must be an object holding a 'schema'", "response_format");
-  const auto ordered = nlohmann::ordered_json::parse(body, nullptr, false);  // already read once, within json_depth
   auto text = json_schema_gbnf(ordered["response_format"]["json_schema"]["schema"], "'response_format'.json_schema.schema");
   if (!text.ok()) return bad_request(text.error().message, "response_format");
   r.grammar = *text;
@@ -359,7 +360,12 @@ std::variant<CompletionRequest, ApiError> parse_completion_request(const std::st
   CompletionRequest r;
   r.chat = chat;
   if (auto e = read_fields(std::get<json>(parsed), r)) return *e;
-  if (auto e = read_response_format(std::get<json>(parsed), body, r)) return *e;
+  // The body again, keeping its objects' order (a schema's properties in
+  // the order written); read once above, so within json_depth.
+  auto again = parse_ordered_json(body, "the request body");
+  const nlohmann::ordered_json ordered = again.ok() ? std::move(*again) : nlohmann::ordered_json();
+  if (auto e = read_tools(std::get<json>(parsed), ordered, r)) return *e;
+  if (auto e = read_response_format(std::get<json>(parsed), ordered, r)) return *e;
   return r;
 }
 

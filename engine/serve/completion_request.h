@@ -45,6 +45,7 @@ struct CompletionRequest {
   nlohmann::ordered_json tools_json;
   std::vector<Tool> tools;
   std::string tool_choice = "auto", tool_choice_name;
+  bool parallel_tool_calls = true;      // false: a reply's first call only
 };
 
 // The request, or the error to reply with (status 400, the field named).

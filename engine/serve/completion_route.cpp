@@ -146,7 +146,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
     LogprobsCursor at = start;
     nlohmann::json reply = completion_reply(header, all.text, all.ids, o.finish_reason, {o.prompt_tokens, o.completion_tokens},
                                   logprobs ? logprobs_json(chat, all.ids, all.logprobs, piece, at) : nullptr);
-    if (tools) with_tool_calls(reply["choices"][0], parse_tool_calls(all.text, *tools), header.id, false);
+    if (tools) with_tool_calls(reply["choices"][0], parse_tool_calls(all.text, *tools, r.parallel_tool_calls), header.id, false);
     return reply_json(res, reply);
   }
   res.set_header("Cache-Control", "no-cache");
@@ -155,7 +155,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
     // the call's until it is parsed.
     res.set_chunked_content_provider(
         "text/event-stream",
-        [job, header, format = *tools](size_t, httplib::DataSink& sink) {
+        [job, header, format = *tools, parallel = r.parallel_tool_calls](size_t, httplib::DataSink& sink) {
           TextJob::Taken all = job->wait_all();
           const BatchOutcome& o = job->outcome();
           if (o.finish_reason == "error") {
@@ -164,7 +164,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
             sink.done();
             return true;
           }
-          const ParsedReply parsed = parse_tool_calls(all.text, format);
+          const ParsedReply parsed = parse_tool_calls(all.text, format, parallel);
           nlohmann::json chunk = completion_chunk(header, parsed.calls.empty() ? all.text : parsed.content, all.ids, true);
           with_tool_calls(chunk["choices"][0], parsed, header.id, true);
           nlohmann::json end = final_chunk(header, parsed.calls.empty() ? o.finish_reason : "tool_calls", {o.prompt_tokens, o.completion_tokens});

@@ -1,5 +1,7 @@
 #include "engine/serve/tool_calls.h"
 
+#include "engine/core/json_text.h"
+#include "engine/runtime/grammar.h"
 #include "engine/runtime/json_schema_grammar.h"
 
 namespace arch::serve {
@@ -17,19 +19,6 @@ const char* tool_format_name(ToolFormat f) {
   return f == ToolFormat::tagged ? "<tool_call> JSON" : f == ToolFormat::bracketed ? "[TOOL_CALLS] JSON" : "bare JSON";
 }
 
-namespace {
-
-std::string literal(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
-}  // namespace
-
 Result<std::string> tool_call_gbnf(ToolFormat f, const std::vector<Tool>& tools, const std::string& only) {
   const char* args_key = f == ToolFormat::bare ? "parameters" : "arguments";
   std::string calls, rules;
@@ -38,8 +27,8 @@ Result<std::string> tool_call_gbnf(ToolFormat f, const std::vector<Tool>& tools,
     const auto& schema = tools[i].parameters.is_null() ? nlohmann::ordered_json::object() : tools[i].parameters;
     ARCH_TRY(SchemaRules r, json_schema_rules(schema, "tools[" + std::to_string(i) + "].function.parameters", "t" + std::to_string(i) + "-"));
     rules += r.rules;
-    const std::string call = "\"{\" ws \"\\\"name\\\"\" ws \":\" ws " + literal(nlohmann::ordered_json(tools[i].name).dump()) +
-                             " ws \",\" ws " + literal(std::string("\"") + args_key + "\"") + " ws \":\" ws " + r.top + " ws \"}\"";
+    const std::string call = "\"{\" ws \"\\\"name\\\"\" ws \":\" ws " + gbnf_literal(nlohmann::ordered_json(tools[i].name).dump()) +
+                             " ws \",\" ws " + gbnf_literal(std::string("\"") + args_key + "\"") + " ws \":\" ws " + r.top + " ws \"}\"";
     calls += (calls.empty() ? "" : " | ") + std::string("( ") + call + " )";
   }
   if (calls.empty()) return error("tool_choice names '" + only + "', which 'tools' has not");
@@ -76,9 +65,9 @@ std::optional<nlohmann::ordered_json> json_at(const std::string& text, size_t at
     else if (c == '{' || c == '[') ++depth;
     else if ((c == '}' || c == ']') && --depth == 0) {
       end = i + 1;
-      auto j = nlohmann::ordered_json::parse(text.substr(at, end - at), nullptr, false);
-      if (j.is_discarded()) return std::nullopt;
-      return j;
+      auto j = parse_ordered_json(text.substr(at, end - at), "a tool call");
+      if (!j.ok()) return std::nullopt;
+      return std::move(*j);
     }
   }
   return std::nullopt;
@@ -86,7 +75,7 @@ std::optional<nlohmann::ordered_json> json_at(const std::string& text, size_t at
 
 }  // namespace
 
-ParsedReply parse_tool_calls(const std::string& text, ToolFormat f) {
+ParsedReply parse_tool_calls(const std::string& text, ToolFormat f, bool parallel) {
   ParsedReply out;
   if (f == ToolFormat::tagged) {
     size_t at = 0;
@@ -96,8 +85,8 @@ ParsedReply parse_tool_calls(const std::string& text, ToolFormat f) {
       const size_t close = text.find("</tool_call>", open);
       out.content += text.substr(at, open - at);
       const std::string inside = text.substr(open + 11, close == std::string::npos ? std::string::npos : close - open - 11);
-      const auto j = nlohmann::ordered_json::parse(inside, nullptr, false);
-      if (auto c = j.is_discarded() ? std::nullopt : call_of(j)) out.calls.push_back(*c);
+      const auto j = parse_ordered_json(inside, "a tool call");  // the model's text: nesting bounded
+      if (auto c = j.ok() ? call_of(j.value()) : std::nullopt) out.calls.push_back(*c);
       else out.content += text.substr(open, close == std::string::npos ? std::string::npos : close + 12 - open);
       if (close == std::string::npos) return out;
       at = close + 12;
@@ -127,6 +116,7 @@ ParsedReply parse_tool_calls(const std::string& text, ToolFormat f) {
     out.calls.push_back(*c);
     out.content = text.substr(0, open) + text.substr(end);
   }
+  if (!parallel && out.calls.size() > 1) out.calls.resize(1);
   // Only spaces around the calls: no words.
   if (!out.calls.empty() && out.content.find_first_not_of(" \n\t\r") == std::string::npos) out.content.clear();
   return out;

@@ -38,12 +38,13 @@ struct ToolCall {
 // one named), its arguments valid under the tool's parameters.
 Result<std::string> tool_call_gbnf(ToolFormat f, const std::vector<Tool>& tools, const std::string& only);
 
-// The calls a reply's text holds (none: an answer in words), and the text
-// outside them.
+// The calls a reply's text holds (none: an answer in words; the first
+// alone where `parallel` is false, as parallel_tool_calls: false asks), and
+// the text outside them.
 struct ParsedReply {
   std::string content;
   std::vector<ToolCall> calls;
 };
-ParsedReply parse_tool_calls(const std::string& text, ToolFormat f);
+ParsedReply parse_tool_calls(const std::string& text, ToolFormat f, bool parallel = true);
 
 }  // namespace arch::serve

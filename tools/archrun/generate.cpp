@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
 #include "engine/runtime/generate.h"
 #include "engine/runtime/grammar_constraint.h"
 #include "engine/runtime/json_schema_grammar.h"
@@ -71,8 +72,7 @@ Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string&
   const std::string& file = grammar_file.empty() ? schema_file : grammar_file;
   ARCH_TRY(std::string text, read_small_text(file));
   if (!schema_file.empty()) {
-    auto schema = nlohmann::ordered_json::parse(text, nullptr, false);  // properties in the order written
-    if (schema.is_discarded()) return error(file + ": not JSON");
+    ARCH_TRY(auto schema, parse_ordered_json(text, file));  // properties in the order written
     ARCH_TRY(text, json_schema_gbnf(schema, file));
   }
   ARCH_TRY(Grammar g, parse_gbnf(text, file));

@@ -58,13 +58,17 @@ TEST(ServeToolCalls, ARequiredCallRoundTrips) {
     EXPECT_EQ(call["type"], "function");
     const std::string name = call["function"]["name"];
     const json args = json::parse(call["function"]["arguments"].get<std::string>());
-    if (choice.is_object()) EXPECT_EQ(name, "get_time");
+    if (choice.is_object()) {
+      EXPECT_EQ(name, "get_time");
+    }
     if (name == "get_time") {
       EXPECT_TRUE(args["zone"] == "UTC" || args["zone"] == "CET") << args.dump();
     } else {
       ASSERT_EQ(name, "get_weather");
       EXPECT_TRUE(args["city"].is_string()) << args.dump();
-      if (args.contains("days")) EXPECT_TRUE(args["days"].is_number_integer()) << args.dump();
+      if (args.contains("days")) {
+        EXPECT_TRUE(args["days"].is_number_integer()) << args.dump();
+      }
     }
     // The call and the tool's answer, carried back: the next turn renders them.
     json next = req;
@@ -83,11 +87,10 @@ TEST(ServeToolCalls, ARequiredCallRoundTrips) {
   ASSERT_TRUE(streamed);
   const auto events = testing::events_of(streamed->body);
   ASSERT_GE(events.size(), 3u) << streamed->body;
-  if (events[1]["choices"][0]["finish_reason"] == "tool_calls") {
-    const json& d = events[0]["choices"][0]["delta"];
-    EXPECT_EQ(d["tool_calls"][0]["function"]["name"], "get_time") << streamed->body;
-    EXPECT_EQ(d["tool_calls"][0]["index"], 0);
-  }
+  ASSERT_EQ(events[1]["choices"][0]["finish_reason"], "tool_calls") << streamed->body;  // greedy: the call closes within 160 tokens
+  const json& d = events[0]["choices"][0]["delta"];
+  EXPECT_EQ(d["tool_calls"][0]["function"]["name"], "get_time") << streamed->body;
+  EXPECT_EQ(d["tool_calls"][0]["index"], 0);
   EXPECT_EQ(events.back(), "[DONE]");
 }
 
@@ -127,6 +130,10 @@ TEST(ToolCallText, EachFormatIsReadBack) {
                               ToolFormat::tagged);
   ASSERT_EQ(two.calls.size(), 2u);
   EXPECT_EQ(two.content, "Let me look. ");
+  auto first = parse_tool_calls("<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"g\", \"arguments\": {}}</tool_call>",
+                                ToolFormat::tagged, false);  // parallel_tool_calls: false
+  ASSERT_EQ(first.calls.size(), 1u);
+  EXPECT_EQ(first.calls[0].name, "f");
   auto mistral = parse_tool_calls("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"x\": \"y\"}}]", ToolFormat::bracketed);
   ASSERT_EQ(mistral.calls.size(), 1u);
   EXPECT_EQ(json::parse(mistral.calls[0].arguments), json({{"x", "y"}}));
