@@ -312,8 +312,17 @@ Result<Unit> parse_unit(const Reader& r, const YAML::Node& n) {
   // softcap's cap is not zero.
   if (n["attrs"] && !u.attrs.is_object()) return r.fault(n, u.kind + " unit of " + u.block + ": 'attrs' must be a mapping");
   static const char* numeric[] = {"eps",   "scale",      "softcap",   "cap",       "layer",      "heads", "kv_heads",
-                                  "head_dim", "window", "state", "key_heads", "key_dim", "value_dim"};
+                                  "head_dim", "window", "state", "key_heads", "key_dim", "value_dim", "experts", "k",
+                                  "kernel", "channels"};
+  static const char* text[] = {"activation", "role", "weights", "shared", "weight"};
+  static const char* flag[] = {"normalize", "causal"};
   for (auto it = u.attrs.begin(); it != u.attrs.end(); ++it) {
+    for (const char* key : text)
+      if (it.key() == key && !it->is_string())
+        return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' must be a string");
+    for (const char* key : flag)
+      if (it.key() == key && !it->is_boolean())
+        return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' must be true or false");
     if (it->is_number_float() && !std::isfinite(it->get<double>()))
       return r.fault(n, u.kind + " unit of " + u.block + ": attribute '" + it.key() + "' is not a finite number");
     if (it->is_array())  // a list of numbers (a norm's scales)

@@ -2,6 +2,8 @@
 // is an error naming the file, the line and the field.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "engine/npu2/program.h"
 
 namespace arch::npu2 {
@@ -28,6 +30,15 @@ Program small() {
   u.ops = {"q = matmul", "k = matmul", "v = matmul"};
   p.units = {u};
   return p;
+}
+
+// `text` with its first `from` replaced by `to`, read: the error it gives ("" where it reads).
+std::string refusal(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  if (at == std::string::npos) return "(the text has no '" + from + "')";
+  text.replace(at, from.size(), to);
+  auto r = parse_program(text, "p.yaml");
+  return r.ok() ? std::string() : r.error().message;
 }
 
 TEST(Npu2Program, ReadsBackWhatItWrote) {
@@ -83,17 +94,14 @@ TEST(Npu2Program, NumbersAndLayersAreCheckedWhenRead) {
   EXPECT_EQ(back->caches[0].window, 8);
   EXPECT_EQ(back->units[0].constants[0].offset, 1.0);
 
-  auto nan = text;
-  nan.replace(nan.find("theta: 10000.0"), 14, "theta: .nan");
-  auto r = parse_program(nan, "p.yaml");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("attribute 'theta' is not a finite number"), std::string::npos) << r.error().message;
-
-  auto offset = text;
-  offset.replace(offset.find("offset: 1.0"), 11, "offset: .inf");
-  r = parse_program(offset, "p.yaml");
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().message.find("offset must be a finite number"), std::string::npos) << r.error().message;
+  for (const auto& [from, to, phrase] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"theta: 10000.0", "theta: .nan", "attribute 'theta' is not a finite number"},
+           {"offset: 1.0", "offset: .inf", "offset must be a finite number"},
+           {"role: \"qkv\"", "role: 3", "attribute 'role' must be a string"},
+           {"eps: 1e-06", "eps: [1, .nan]", "attribute 'eps' holds something not a finite number"}}) {
+    const std::string why = refusal(text, from, to);
+    EXPECT_NE(why.find(phrase), std::string::npos) << from << " -> " << to << ": " << (why.empty() ? "(read)" : why);
+  }
 
   Program a = small();
   Unit att = unit("attention", "layers.0.attention");
@@ -101,9 +109,22 @@ TEST(Npu2Program, NumbersAndLayersAreCheckedWhenRead) {
   att.writes = {{"normed"}};
   att.attrs = {{"layer", 3}};
   a.units.push_back(att);
-  r = parse_program(program_yaml(a), "p.yaml");
+  auto r = parse_program(program_yaml(a), "p.yaml");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("layer 3 has no cache (1 listed)"), std::string::npos) << r.error().message;
+
+  // A recurrent unit's state is a listed one of its kind; a state's shape fits its kind.
+  Program d = small();
+  d.states = {State{0, "recurrent", {2, 4, 4}, "f32"}};
+  Unit conv = unit("conv", "layers.0.delta_net");
+  conv.reads = {{"normed"}};
+  conv.writes = {{"normed"}};
+  conv.attrs = {{"state", 0}, {"activation", "silu"}};
+  d.units.push_back(conv);
+  const std::string dt = program_yaml(d);
+  EXPECT_NE(refusal(dt, "state: 0", "state: 0").find("state 0 is not a listed conv state"), std::string::npos);
+  EXPECT_NE(refusal(dt, "kind: recurrent, shape: [2, 4, 4]", "kind: recurrent, shape: [2, 4]").find("a state is conv"), std::string::npos);
+  EXPECT_NE(refusal(dt, "dtype: f32}", "dtype: f16}").find("a state's dtype is bf16 or f32"), std::string::npos);
 }
 
 }  // namespace
