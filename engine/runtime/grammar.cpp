@@ -17,7 +17,9 @@ struct Reader {
   const std::string& s;
   const std::string& where;
   int max_repeat;
+  size_t max_elements;
   size_t i = 0;
+  size_t written = 0;  // elements written out so far (repetitions multiply them)
   Grammar g;
   std::map<std::string, int> ids;
   std::map<std::string, size_t> first_use;  // a name used before (or without) its definition -> where
@@ -191,6 +193,10 @@ struct Reader {
         g.rules[size_t(r)].alternatives = {atom};
         x = ref(r);
       }
+      // Written out before it is made: counts multiply an item.
+      written += atom.size() + size_t(lo) + 2 * size_t(hi < 0 ? 1 : hi - lo) + 2;
+      if (written > max_elements)
+        return fault("the grammar writes out past " + std::to_string(max_elements) + " elements (repetition counts multiply its items)");
       for (int k = 0; k < lo; ++k) seq.push_back(x);
       if (hi < 0) {  // R ::= x R | ε
         const int r = fresh(owner);
@@ -209,6 +215,9 @@ struct Reader {
       }
       return {};
     }
+    written += atom.size();
+    if (written > max_elements)
+      return fault("the grammar writes out past " + std::to_string(max_elements) + " elements");
     seq.insert(seq.end(), atom.begin(), atom.end());
     return {};
   }
@@ -317,8 +326,8 @@ std::string gbnf_literal(const std::string& text) {
   return out + "\"";
 }
 
-Result<Grammar> parse_gbnf(const std::string& text, const std::string& where, int max_repeat) {
-  Reader r{text, where, max_repeat};
+Result<Grammar> parse_gbnf(const std::string& text, const std::string& where, int max_repeat, size_t max_elements) {
+  Reader r{text, where, max_repeat, max_elements};
   ARCH_TRY_STATUS(r.rules());
   auto it = r.ids.find("root");
   if (it == r.ids.end()) return error(where + ": no 'root' rule");

@@ -42,8 +42,10 @@ std::string gbnf_literal(const std::string& text);
 
 // GBNF text into a grammar. Errors name `where`, the line and what is
 // wrong: an undefined rule, no `root`, an unclosed literal or class, a
-// repetition count past `max_repeat`, a left-recursive rule (which a
+// repetition count past `max_repeat`, a grammar written out past
+// `max_elements` (repetitions multiply their items), a left-recursive rule (which a
 // left-to-right matcher would expand forever).
-Result<Grammar> parse_gbnf(const std::string& text, const std::string& where, int max_repeat = 1000);
+Result<Grammar> parse_gbnf(const std::string& text, const std::string& where, int max_repeat = 1000,
+                           size_t max_elements = size_t(1) << 22);
 
 }  // namespace arch

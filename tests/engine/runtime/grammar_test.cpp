@@ -45,6 +45,10 @@ TEST(Gbnf, FaultsAreNamedWithTheirLine) {
   EXPECT_NE(fault("root ::= \"a\"{5,2}\n").find("n < m"), std::string::npos);
   EXPECT_NE(fault("root ::= [z-a]\n").find("runs backwards"), std::string::npos);
   EXPECT_NE(fault("root ::= \"a\"\nroot ::= \"b\"\n").find("defined twice"), std::string::npos);
+  // Counts multiply what is written out: bounded.
+  std::string wide = "root ::=";
+  for (int k = 0; k < 5000; ++k) wide += " [a]{1000}";
+  EXPECT_NE(fault(wide + "\n").find("past 4194304"), std::string::npos);
 }
 
 TEST(Gbnf, TheMatcherTakesWhatTheGrammarSays) {
