@@ -429,6 +429,22 @@ Result<std::vector<Tensor>> Emulator::compute(const Unit& u, const std::vector<T
   return error(where + ": the emulator has no unit '" + u.kind + "'");
 }
 
+namespace {
+
+// Tensors of one row width stacked by rows.
+Tensor stack(const std::vector<Tensor>& parts) {
+  int64_t rows = 0;
+  for (const auto& p : parts) rows += p.shape[0];
+  Dims shape = parts[0].shape;
+  shape[0] = rows;
+  Tensor t = Tensor::zeros(DType::F32, shape);
+  int64_t at = 0;
+  for (const auto& p : parts) std::memcpy(t.f32() + at, p.f32(), p.nbytes()), at += p.numel();
+  return t;
+}
+
+}  // namespace
+
 Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
   // The weights the IR's ops of this unit read, from the graph's own bindings.
   const Graph& g = *check_graph_;
@@ -495,16 +511,6 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
       ws.push_back(std::move(rows));
       if (bias) bs.push_back(std::move(brows));
     }
-    auto stack = [](const std::vector<Tensor>& parts) {
-      int64_t rows = 0;
-      for (const auto& p : parts) rows += p.shape[0];
-      Dims shape = parts[0].shape;
-      shape[0] = rows;
-      Tensor t = Tensor::zeros(DType::F32, shape);
-      int64_t at = 0;
-      for (const auto& p : parts) std::memcpy(t.f32() + at, p.f32(), p.nbytes()), at += p.numel();
-      return t;
-    };
     out.push_back(stack(ws));
     if (!bs.empty()) out.push_back(stack(bs));
     return out;
@@ -520,7 +526,6 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
   }
   if (u.kind == "expert_matvec") {  // each value's routed_matmul: its stacked experts, section after section
     std::vector<Tensor> parts;
-    int64_t rows = 0, width = 0;
     for (const auto& value : u.values) {
       // A slice of the routed matmul's rows (one matrix holding gate and up).
       const Node* rm = node_of(value);
@@ -546,18 +551,14 @@ Result<std::vector<Tensor>> Emulator::reference_constants(const Unit& u) const {
         }
       }
       for (auto& w : experts) {
-        width = w.numel() / std::max<int64_t>(1, w.shape[0]);
+        const int64_t width = w.numel() / std::max<int64_t>(1, w.shape[0]);
         const int64_t b = end < 0 ? w.shape[0] : end;
         Tensor part = Tensor::zeros(DType::F32, {b - first, width});
         std::memcpy(part.f32(), w.f32() + first * width, part.nbytes());
-        rows += b - first;
         parts.push_back(std::move(part));
       }
     }
-    Tensor t = Tensor::zeros(DType::F32, {rows, width});
-    int64_t at = 0;
-    for (const auto& p : parts) std::memcpy(t.f32() + at, p.f32(), p.nbytes()), at += p.numel();
-    out.push_back(std::move(t));
+    out.push_back(stack(parts));
     return out;
   }
   if (u.kind == "conv") {  // silu(conv(x, reshape(w)) [+ b])
