@@ -47,7 +47,7 @@ class GrammarConstraint {
   std::vector<int32_t> eos_;
   size_t taken_ = 0;
   bool broken_ = false;
-  std::vector<char> allowed_;
+  std::vector<float> eos_logits_;
   size_t last_allowed_ = 0, last_visited_ = 0;
   // The allowed tokens of the last few states met (inside a JSON string
   // every step is in the same state): by state id, in the table's generation.
