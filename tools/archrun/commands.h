@@ -190,6 +190,9 @@ SessionOptions session_options(const Common& c, int64_t max_context);
 // (or OMP_NUM_THREADS) fixed them.
 int governed_threads(const Common& c);
 Result<std::vector<int32_t>> parse_ids(const std::string& text);
+// A file the user names, whole (a grammar, a schema, a text to tokenize, a
+// chat's messages): refused past `max_bytes`.
+Result<std::string> read_text_file(const std::string& path, size_t max_bytes);
 // The one tensor a safetensors file holds (by any name), as F32, all
 // numbers: a NaN in latents or a context is named where it enters (--latents,
 // --context, ...), not found later as NaN latents or a black image.

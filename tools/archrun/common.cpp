@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <sstream>
@@ -180,6 +181,18 @@ Result<Tensor> only_tensor(const std::string& path, const char* what) {
   const auto& [name, stored] = *f.tensors.begin();
   ARCH_TRY_STATUS(check_finite(stored, path + ": " + what + " (tensor '" + name + "')"));
   return stored.dtype == DType::F32 ? stored : to_f32(stored);
+}
+
+Result<std::string> read_text_file(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(path + ": cannot read it");
+  std::string text;
+  char chunk[65536];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, size_t(in.gcount()));
+    if (text.size() > max_bytes) return error(path + ": larger than " + std::to_string(max_bytes) + " bytes");
+  }
+  return text;
 }
 
 Result<std::vector<int32_t>> parse_ids(const std::string& text) {

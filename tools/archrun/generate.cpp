@@ -1,7 +1,6 @@
 // archrun generate: a prompt (-p TEXT or --ids) continued, text streamed as it comes.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -56,21 +55,12 @@ int run_seq2seq(const GenerateArgs& a, const Model& m, const std::vector<int32_t
   return 0;
 }
 
-// A grammar or schema file's text (at most 1 MiB: a grammar is small).
-Result<std::string> read_small_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(path + ": cannot read it");
-  std::string text((std::istreambuf_iterator<char>(in)), {});
-  if (text.size() > (1u << 20)) return error(path + ": larger than 1 MiB, which no grammar or schema needs");
-  return text;
-}
-
 // The constraint a --grammar or --json-schema file asks for, over the
 // tokenizer's tokens; `eos`: the ids that end the reply once it is whole.
 Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string& grammar_file, const std::string& schema_file,
                                                               const Tokenizer& tok, std::vector<int32_t> eos) {
   const std::string& file = grammar_file.empty() ? schema_file : grammar_file;
-  ARCH_TRY(std::string text, read_small_text(file));
+  ARCH_TRY(std::string text, read_text_file(file, 1u << 20));  // a grammar or a schema is small
   if (!schema_file.empty()) {
     ARCH_TRY(auto schema, parse_ordered_json(text, file));  // properties in the order written
     ARCH_TRY(text, json_schema_gbnf(schema, file));

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/core/json_text.h"
 #include "engine/runtime/generate.h"
 #include "engine/runtime/model_text.h"
 #include "importer/text/text_stream.h"
@@ -18,9 +19,9 @@ int run_tokenize(const std::string& model, std::string text, const std::string& 
   auto tok = open_tokenizer(model);
   if (!tok.ok()) return fail(tok.error());
   if (!file.empty()) {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) return fail(error(file + ": cannot read"));
-    text.assign(std::istreambuf_iterator<char>(f), {});
+    auto read = read_text_file(file, size_t(1) << 30);
+    if (!read.ok()) return fail(read.error());
+    text = std::move(*read);
   }
   auto ids = (*tok)->encode(text, !no_special);
   if (as_json) {
@@ -44,11 +45,8 @@ int run_detokenize(const std::string& model, const std::string& ids_text, bool s
 }
 
 Result<nlohmann::ordered_json> read_messages(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return error(path + ": cannot read");
-  std::string text((std::istreambuf_iterator<char>(f)), {});
-  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (j.is_discarded()) return error(path + ": not valid JSON");
+  ARCH_TRY(std::string text, read_text_file(path, size_t(1) << 28));
+  ARCH_TRY(auto j, parse_ordered_json(text, path));  // within json_depth, keys in their order
   if (j.is_object() && j.contains("messages")) j = j["messages"];
   if (!j.is_array()) return error(path + ": expected a list of messages ([{\"role\": ..., \"content\": ...}, ...])");
   return j;
