@@ -126,6 +126,26 @@ struct UnreadDecl {
 };
 bool unread_matches(const UnreadDecl& u, const std::string& tensor);
 
+struct Template;
+
+// `import "clip_vision.arch" as vision(config: vision_config, weights:
+// vision_tower.vision_model)`: a template kept whole under a name of its
+// own, beside the importing one, not merged into it. Its config is the
+// config's `vision_config` object, its weights the checkpoint's names
+// under the prefix; the importing file reads its fields
+// (`vision.hidden_size`), calls its blocks (`vision.embed_image(x)`),
+// passes its weights (`vision.encoder.layers.{i}`) and may redefine its
+// blocks (`block vision.embed_image(p) { ... }`, run in the importing
+// file's names).
+struct Namespace {
+  std::string name;
+  std::string file;                     // as the import wrote it
+  std::string config_field;
+  std::vector<std::string> weight_prefix;
+  std::shared_ptr<Template> t;          // null until the import is resolved
+  Loc loc;
+};
+
 struct Template {
   std::string path;                     // the template's own file, as given
   std::shared_ptr<const std::string> source;
@@ -133,6 +153,7 @@ struct Template {
   std::string family;
   Loc family_loc;
   std::vector<std::pair<std::string, Loc>> imports;
+  std::vector<Namespace> spaces;        // imports under a name of their own
   std::vector<ConfigField> config;
   std::vector<FlagDecl> flags;
   std::vector<WeightDecl> weights;
@@ -141,6 +162,8 @@ struct Template {
   std::vector<GraphDef> graphs;
 };
 
+// The namespace `name` of `t`, if it has one.
+const Namespace* find_space(const Template& t, const std::string& name);
 std::string path_str(const std::vector<PathSeg>& p);  // model.layers.{i}.mlp
 // The names a graph input's shape writes bare (`seq`, `src`, a config
 // field): those the config does not define are the graph's run-time dims.

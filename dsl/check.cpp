@@ -41,6 +41,7 @@ class Checker {
   void expr(const Expr& e, const Scope& s);
   void path(const Expr& e, const Scope& s);
   void call(const Expr& e, const Scope& s);
+  void space_call(const Expr& e, const Scope& s, size_t dot);
   void body(const Body& b, const Scope& s);
   void collect(const Body& b, Scope& s);
   // A graph's inputs, and the run-time dims their shapes name (a bare name
@@ -112,6 +113,9 @@ void Checker::path(const Expr& e, const Scope& s) {
       report(e.loc, "undefined name '" + head + "'" + (full() ? "" : suggest(head, s)));
     return;
   }
+  // `vision.hidden_size`, `vision.encoder.layers.{i}`: the namespace's
+  // names, checked when its own file is.
+  if (!local && !global && find_space(t_, head)) return;
   std::vector<PathSeg> full;
   auto bound = s.paths.find(head);
   if (bound != s.paths.end()) {
@@ -127,6 +131,7 @@ void Checker::path(const Expr& e, const Scope& s) {
 }
 
 void Checker::call(const Expr& e, const Scope& s) {
+  if (auto dot = e.text.find('.'); dot != std::string::npos) return space_call(e, s, dot);
   bool block = false;
   for (const auto& b : t_.blocks) block |= b.name == e.text;
   // exists(path) asks about any tensor name: only the names in its {...} are checked.
@@ -180,6 +185,29 @@ void Checker::call(const Expr& e, const Scope& s) {
     report(e.kwarg_locs[k], e.text + "() has no attribute '" + e.kwargs[k].first + "'" +
                                   (full() ? "" : did_you_mean(e.kwargs[k].first, names)));
   }
+}
+
+// `vision.embed_image(x)`: a block of an imported namespace (or the
+// importing file's redefinition of one).
+void Checker::space_call(const Expr& e, const Scope& s, size_t dot) {
+  const std::string ns_name = e.text.substr(0, dot), name = e.text.substr(dot + 1);
+  bool saved = prefix_ok_;
+  prefix_ok_ = true;
+  for (auto& a : e.args) expr(*a, s);
+  prefix_ok_ = saved;
+  const Namespace* ns = find_space(t_, ns_name);
+  if (!ns || !ns->t) return report(e.loc, "'" + ns_name + "' is no namespace this template imports");
+  if (!e.kwargs.empty()) return report(e.kwarg_locs[0], "a block takes positional arguments only");
+  const std::vector<BlockDef>* own = &t_.blocks;
+  for (const std::vector<BlockDef>* blocks : {own, static_cast<const std::vector<BlockDef>*>(&ns->t->blocks)})
+    for (const auto& b : *blocks)
+      if (b.name == (blocks == own ? e.text : name)) {
+        if (e.args.size() != b.params.size())
+          report(e.loc, "block '" + e.text + "' takes " + std::to_string(b.params.size()) + " arguments, got " +
+                            std::to_string(e.args.size()));
+        return;
+      }
+  report(e.loc, "namespace " + ns_name + " has no block '" + name + "'");
 }
 
 void Checker::expr(const Expr& e, const Scope& s) {
@@ -302,6 +330,14 @@ std::vector<Error> Checker::run() {
                         path_str(w.pattern));
   }
   for (const auto& b : t_.blocks) {
+    // `block vision.embed_image(...)` redefines a block of a namespace.
+    if (auto dot = b.name.find('.'); dot != std::string::npos) {
+      const Namespace* ns = find_space(t_, b.name.substr(0, dot));
+      bool found = false;
+      if (ns && ns->t)
+        for (const auto& inner : ns->t->blocks) found |= inner.name == b.name.substr(dot + 1);
+      if (!found) report(b.loc, "block " + b.name + " redefines no block of an imported namespace");
+    }
     Scope s;
     s.in_block = true;
     s.names.insert({"seq", "_"});

@@ -23,6 +23,14 @@ ARCH_GRAMMAR_ERROR(family_decl, "a template starts with 'family NAME'");
 ARCH_GRAMMAR_ERROR(family_name, "expected the family's name after 'family'");
 ARCH_GRAMMAR_ERROR(end_of_file, "expected 'config', 'flags', 'weights', 'block', 'graph' or 'import'");
 ARCH_GRAMMAR_ERROR(import_path, "expected a quoted file name after 'import'");
+ARCH_GRAMMAR_ERROR(import_space, "expected the namespace's name after 'as'");
+ARCH_GRAMMAR_ERROR(import_open, "expected '(config: FIELD, weights: PREFIX)' after the namespace's name");
+ARCH_GRAMMAR_ERROR(import_config_key, "expected 'config:' and the config field holding the imported template's config");
+ARCH_GRAMMAR_ERROR(import_config, "expected the config field holding the imported template's config");
+ARCH_GRAMMAR_ERROR(import_comma, "expected ', weights:' and the prefix of the imported template's weights");
+ARCH_GRAMMAR_ERROR(import_weights_key, "expected ', weights:' and the prefix of the imported template's weights");
+ARCH_GRAMMAR_ERROR(import_weights, "expected the prefix of the imported template's weights (vision_tower.vision_model)");
+ARCH_GRAMMAR_ERROR(import_close, "expected ')' to close the import's namespace");
 ARCH_GRAMMAR_ERROR(string_close, "unterminated string: expected '\"' before the end of the line");
 ARCH_GRAMMAR_ERROR(string_bad_byte, "a byte that is not UTF-8 text in a string (a template is UTF-8)");
 

@@ -75,10 +75,33 @@ struct identifier {
   }
 };
 
+// `vision.embed_image`: a name, or a name in an imported namespace (a call
+// into `import "clip_vision.arch" as vision(...)`, or a block of its that
+// the importing file redefines). One dot at most, never a range's `..`.
+struct dotted_identifier {
+  using rule_t = dotted_identifier;
+  using subs_t = empty_list;
+
+  template <typename ParseInput>
+  static bool match(ParseInput& in) {
+    if (!identifier::match(in)) return false;
+    const char* p = in.current();
+    const size_t avail = in.size();
+    auto first = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+    if (avail >= 2 && p[0] == '.' && first(p[1])) {
+      auto other = [&](char c) { return first(c) || (c >= '0' && c <= '9'); };
+      size_t n = 2;
+      while (n < avail && other(p[n])) ++n;
+      in.bump_in_this_line(n);
+    }
+    return true;
+  }
+};
+
 // A name in a declaration (a rule of its own so its error says what is named).
 struct family_name : identifier {};
 struct field_name : identifier {};
-struct block_name : identifier {};
+struct block_name : dotted_identifier {};
 struct graph_name : identifier {};
 struct loop_var : identifier {};
 struct scope_name : identifier {};
@@ -117,7 +140,7 @@ struct kwarg : seq<kwarg_name, ws, one<':'>, ws, must<required_expr>> {};
 struct call_arg : sor<kwarg, expr> {};
 struct call_close : one<')'> {};
 struct call_args : seq<one<'('>, ws, opt<list<call_arg, comma>>, ws, must<call_close>> {};
-struct callee : identifier {};
+struct callee : dotted_identifier {};
 struct call : seq<callee, call_args> {};
 
 struct list_close : one<']'> {};
@@ -265,7 +288,21 @@ struct graph_inputs : seq<must<inputs_open>, ws, opt<list<graph_input, comma>>, 
 struct graph_def : seq<kw_graph, ws, must<graph_name>, ws, graph_inputs, ws, must<body>> {};
 
 struct import_path : string_lit {};
-struct import_decl : seq<kw_import, ws, must<import_path>> {};
+// import "clip_vision.arch" as vision(config: vision_config, weights: vision_tower.vision_model):
+// the imported template kept whole under its own name, its config read from
+// the config's `vision_config` object, its weights under the prefix.
+struct import_space : identifier {};
+struct import_config : identifier {};
+struct import_weights : weight_pattern {};
+struct import_open : one<'('> {};
+struct import_close : one<')'> {};
+struct import_config_key : kw_config {};
+struct import_weights_key : kw_weights {};
+struct import_comma : seq<ws, one<','>, ws> {};
+struct import_scope : seq<kw_as, ws, must<import_space>, ws, must<import_open>, ws, must<import_config_key>, ws,
+                          must<field_colon>, ws, must<import_config>, must<import_comma>, must<import_weights_key>, ws,
+                          must<field_colon>, ws, must<import_weights>, ws, must<import_close>> {};
+struct import_decl : seq<kw_import, ws, must<import_path>, opt<ws, import_scope>> {};
 struct family_decl : seq<kw_family, ws, must<family_name>> {};
 struct item : sor<import_decl, config_block, flags_block, weights_block, block_def, graph_def> {};
 struct end_of_file : eof {};

@@ -155,8 +155,9 @@ Status Instantiator::exec_stmt(const Stmt& s, Env& env, Val* returned, bool& did
 
 Status Instantiator::run_graph(const GraphDef& gd) {
   g().name = gd.name;
-  g().family = t_.family;
-  inputs_.globals = &globals_;
+  g().family = root_.family;
+  Env& inputs_ = cur_->inputs;
+  inputs_.globals = &cur_->globals;
   Val seq;
   seq.kind = Val::Seq;
   seq.i = 1;
@@ -195,7 +196,7 @@ Status Instantiator::run_graph(const GraphDef& gd) {
     g().inputs.push_back(id);
     if (in.held) g().held_inputs.push_back(id);
     if (in.default_value) {
-      ARCH_TRY(Val d, eval(*in.default_value, globals_));
+      ARCH_TRY(Val d, eval(*in.default_value, cur_->globals));
       Graph::InputDefault def{id, d.kind == Val::Null, d.is_number() ? d.num() : 0.0};
       if (!def.absent && (!d.is_number() || !is_concrete(shape)))
         return fail(in.default_value->loc, "input " + in.name + ": a default is a number (for a concrete shape, " +
@@ -203,6 +204,12 @@ Status Instantiator::run_graph(const GraphDef& gd) {
       g().input_defaults.push_back(def);
     }
     inputs_.vars[in.name] = Val::of_tensor(id);
+  }
+  // An imported space's blocks see the graph's inputs over its own names.
+  for (auto& sp : spaces_) {
+    if (sp.get() == cur_) continue;
+    sp->inputs.vars = inputs_.vars;
+    sp->inputs.globals = &sp->globals;
   }
   Env env;
   env.globals = &inputs_;
@@ -228,17 +235,29 @@ Status Instantiator::run_graph(const GraphDef& gd) {
 }
 
 Result<Instance> Instantiator::run() {
-  for (const auto& [file, loc] : t_.imports)
+  for (const auto& [file, loc] : root_.imports)
     return fail(loc, "import \"" + file + "\": the import was not resolved (templates with imports are read with parse_template_file)");
+  for (const auto& ns : root_.spaces)
+    if (!ns.t) return fail(ns.loc, "import \"" + ns.file + "\": the import was not resolved (templates with imports are read with parse_template_file)");
+  auto root = std::make_unique<Space>();
+  root->t = &root_;
+  root->config = opt_.config;
+  for (auto& [k, v] : opt_.flag_overrides)
+    if (k.find('.') == std::string::npos) root->flag_overrides[k] = v;
+  spaces_.push_back(std::move(root));
+  cur_ = spaces_[0].get();
+  // The imported spaces first: the template's own fields may be theirs
+  // (`vocab_size: int = text.vocab_size`).
+  ARCH_TRY_STATUS(make_spaces(0));
   ARCH_TRY_STATUS(resolve_config());
   ARCH_TRY_STATUS(resolve_flags());
   const GraphDef* gd = nullptr;
-  for (auto& x : t_.graphs)
+  for (auto& x : root_.graphs)
     if (x.name == opt_.graph || (opt_.graph.empty() && !gd)) gd = &x;
   if (!gd) {
     std::string names;
-    for (auto& x : t_.graphs) names += (names.empty() ? "" : ", ") + x.name;
-    return error(t_.path + ": error: the template has no graph '" + opt_.graph + "' (it has: " + (names.empty() ? std::string("none") : names) + ")");
+    for (auto& x : root_.graphs) names += (names.empty() ? "" : ", ") + x.name;
+    return error(root_.path + ": error: the template has no graph '" + opt_.graph + "' (it has: " + (names.empty() ? std::string("none") : names) + ")");
   }
   ARCH_TRY_STATUS(run_graph(*gd));
   return std::move(out_);

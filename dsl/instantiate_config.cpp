@@ -43,19 +43,19 @@ Val coerce(const TypeRef& t, Val v) {
 // Config fields resolve on demand, so a default may name a field declared
 // after it (an importing template's fields come after the imported ones).
 Status Instantiator::resolve_field(const ConfigField& f) {
-  if (globals_.vars.count(f.name)) return {};
-  if (!resolving_.insert(f.name).second)
+  if (cur_->globals.vars.count(f.name)) return {};
+  if (!cur_->resolving.insert(f.name).second)
     return fail(f.loc, "the default of '" + f.name + "' depends on itself");
   Val v;
-  auto it = opt_.config.find(f.name);
-  bool given = it != opt_.config.end() && !it->is_null();
+  auto it = cur_->config.find(f.name);
+  bool given = it != cur_->config.end() && !it->is_null();
   if (given) {
     v = val_from_json(*it);
     if (!type_matches(f.type, v))
       return fail(f.loc, "config.json gives '" + f.name + "' as " + v.describe() +
                              ", the template declares " + f.type.str());
   } else if (f.default_value) {
-    ARCH_TRY(v, eval(*f.default_value, globals_));
+    ARCH_TRY(v, eval(*f.default_value, cur_->globals));
     if (!(v.kind == Val::Null) && !type_matches(f.type, v))
       return fail(f.default_value->loc, "the default of '" + f.name + "' is " + v.describe() +
                                             ", the field is declared " + f.type.str());
@@ -63,39 +63,96 @@ Status Instantiator::resolve_field(const ConfigField& f) {
     return fail(f.loc, "config.json lacks '" + f.name + "', which this template requires (" +
                            f.type.str() + ", no default)");
   }
-  resolving_.erase(f.name);
-  globals_.vars[f.name] = coerce(f.type, std::move(v));
+  cur_->resolving.erase(f.name);
+  cur_->globals.vars[f.name] = coerce(f.type, std::move(v));
   return {};
 }
 
+// An imported space's fields are listed as `vision.hidden_size`.
 Status Instantiator::resolve_config() {
-  for (const auto& f : t_.config) ARCH_TRY_STATUS(resolve_field(f));
-  for (const auto& f : t_.config) out_.config.emplace_back(f.name, globals_.vars.at(f.name));
-  config_done_ = true;
+  for (const auto& f : tpl().config) ARCH_TRY_STATUS(resolve_field(f));
+  for (const auto& f : tpl().config) out_.config.emplace_back(join(cur_->name, f.name), cur_->globals.vars.at(f.name));
+  cur_->config_done = true;
   return {};
 }
 
 Status Instantiator::resolve_flags() {
-  for (const auto& fl : t_.flags) {
+  for (const auto& fl : tpl().flags) {
     bool value;
-    auto ov = opt_.flag_overrides.find(fl.name);
-    if (ov != opt_.flag_overrides.end()) {
+    auto ov = cur_->flag_overrides.find(fl.name);
+    if (ov != cur_->flag_overrides.end()) {
       value = ov->second;
     } else {
-      ARCH_TRY(Val v, eval(*fl.value, globals_));
+      ARCH_TRY(Val v, eval(*fl.value, cur_->globals));
       if (v.kind != Val::Bool)
         return fail(fl.value->loc, "flag '" + fl.name + "' must be true or false, not " + v.describe());
       value = v.b;
     }
-    globals_.vars[fl.name] = Val::of_bool(value);
-    out_.flags.emplace_back(fl.name, value);
+    cur_->globals.vars[fl.name] = Val::of_bool(value);
+    out_.flags.emplace_back(join(cur_->name, fl.name), value);
   }
-  for (auto& [name, v] : opt_.flag_overrides) {
+  for (auto& [name, v] : cur_->flag_overrides) {
     bool known = false;
-    for (auto& fl : t_.flags) known |= fl.name == name;
-    if (!known) return error(t_.path + ": error: --flag " + name + ": the template has no such flag");
+    for (auto& fl : tpl().flags) known |= fl.name == name;
+    if (!known) return error(tpl().path + ": error: --flag " + name + ": the template has no such flag");
   }
   return {};
+}
+
+// The spaces `parent`'s template imports under names of their own, each
+// with its config (the parent's config.json object the import names) and
+// flags resolved, the ones they import in turn after them.
+Status Instantiator::make_spaces(int parent) {
+  for (const auto& ns : spaces_[size_t(parent)]->t->spaces) {
+    auto s = std::make_unique<Space>();
+    Space& p = *spaces_[size_t(parent)];
+    s->t = ns.t.get();
+    s->name = join(p.name, ns.name);
+    s->parent = parent;
+    std::string prefix;
+    for (const auto& seg : ns.weight_prefix) prefix = join(prefix, seg);
+    s->weight_prefix = join(p.weight_prefix, prefix);
+    auto it = p.config.find(ns.config_field);
+    if (it == p.config.end() || it->is_null()) s->config = nlohmann::json::object();
+    else if (it->is_object()) s->config = *it;
+    else
+      return fail(ns.loc, "config.json's '" + ns.config_field + "' (the config of namespace " + ns.name +
+                              ") is not an object");
+    for (auto& [k, v] : opt_.flag_overrides)
+      if (k.size() > s->name.size() && k.compare(0, s->name.size() + 1, s->name + ".") == 0)
+        s->flag_overrides[k.substr(s->name.size() + 1)] = v;
+    spaces_.push_back(std::move(s));
+    const int index = int(spaces_.size()) - 1;
+    ARCH_TRY_STATUS(resolve_space(*spaces_.back()));
+    ARCH_TRY_STATUS(make_spaces(index));
+  }
+  return {};
+}
+
+Status Instantiator::resolve_space(Space& s) {
+  Space* saved = cur_;
+  cur_ = &s;
+  Status st = resolve_config();
+  if (st.ok()) st = resolve_flags();
+  cur_ = saved;
+  return st;
+}
+
+Space* Instantiator::space_named(const std::string& name) const {
+  const int here = index_of(cur_);
+  for (const auto& s : spaces_)
+    if (s->parent == here && s->name == join(cur_->name, name)) return s.get();
+  return nullptr;
+}
+
+int Instantiator::index_of(const Space* s) const {
+  for (size_t k = 0; k < spaces_.size(); ++k)
+    if (spaces_[k].get() == s) return int(k);
+  return -1;
+}
+
+bool Instantiator::tensor_exists(const Space& s, const std::string& path) const {
+  return opt_.tensor_exists && opt_.tensor_exists(join(s.weight_prefix, path));
 }
 
 }  // namespace arch::dsl::detail

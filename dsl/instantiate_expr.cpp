@@ -88,14 +88,16 @@ Instantiator::R Instantiator::eval(const Expr& e, Env& env) {
 Instantiator::R Instantiator::eval_path(const Expr& e, Env& env) {
   const PathSeg& head = e.path[0];
   const Val* v = env.find(head.name);
-  if (!v && !config_done_)
-    for (const auto& f : t_.config)
+  if (!v && !cur_->config_done)
+    for (const auto& f : tpl().config)
       if (f.name == head.name) {
         ARCH_TRY_STATUS(resolve_field(f));
         v = env.find(head.name);
       }
+  if (!v && e.path.size() > 1)
+    if (Space* ns = space_named(head.name)) return eval_in_space(e, env, *ns);
   bool weight_root = false;  // `layernorm`: the first segment of declared weights
-  for (const auto& w : t_.weights) weight_root = weight_root || (!w.pattern.empty() && w.pattern[0].name == head.name);
+  for (const auto& w : tpl().weights) weight_root = weight_root || (!w.pattern.empty() && w.pattern[0].name == head.name);
   if (!v && e.path.size() == 1 && !weight_root) {
     std::vector<std::string> known;
     for (const Env* s = &env; s; s = s->globals)
@@ -119,9 +121,40 @@ Instantiator::R Instantiator::eval_path(const Expr& e, Env& env) {
                            (e.path[1].kind == PathSeg::Name ? e.path[1].name : std::string("...")) + "'");
   if (v && e.path.size() == 1) return *v;
   out.kind = Val::Path;
+  out.space = v ? v->space : index_of(cur_);
   if (v) out.path = v->path;
   else out.path.push_back(head.name);
-  for (size_t k = 1; k < e.path.size(); ++k) {
+  return extend_path(e, env, std::move(out), 1);
+}
+
+// `vision.hidden_size`: a field or flag of the namespace; `vision.encoder.
+// layers.{i}`: a weight path in its names ({...} evaluated here).
+Instantiator::R Instantiator::eval_in_space(const Expr& e, Env& env, Space& ns) {
+  const PathSeg& member = e.path[1];
+  if (member.kind == PathSeg::Name) {
+    const Val* field = ns.globals.find(member.name);
+    if (field) {
+      if (e.path.size() == 2) return *field;
+      if (field->kind != Val::Json) return fail(e.loc, "'" + member.name + "' of " + ns.name + " is " + field->describe() + ", it has no members");
+      Val out = *field;
+      for (size_t k = 2; k < e.path.size(); ++k) {
+        if (e.path[k].kind != PathSeg::Name) return fail(e.loc, "a json field is named, not indexed");
+        if (out.kind != Val::Json) return Val{};
+        auto it = out.json.find(e.path[k].name);
+        out = it == out.json.end() ? Val{} : val_from_json(*it);
+      }
+      return out;
+    }
+  }
+  Val out;
+  out.kind = Val::Path;
+  out.space = index_of(&ns);
+  return extend_path(e, env, std::move(out), 1);
+}
+
+// `out`'s path with e's segments from `from` on.
+Instantiator::R Instantiator::extend_path(const Expr& e, Env& env, Val out, size_t from) {
+  for (size_t k = from; k < e.path.size(); ++k) {
     const PathSeg& s = e.path[k];
     if (s.kind == PathSeg::Name) out.path.push_back(s.name);
     else if (s.kind == PathSeg::Index) out.path.push_back(std::to_string(s.index));
@@ -212,11 +245,25 @@ Instantiator::R Instantiator::eval_call(const Expr& e, Env& env) {
     ARCH_TRY(Val v, eval(*a, env));
     args.push_back(std::move(v));
   }
-  for (const auto& b : t_.blocks)
-    if (b.name == e.text) {
-      if (!e.kwargs.empty()) return fail(e.kwarg_locs[0], "a block takes positional arguments only");
-      return call_block(e, b, args);
+  // `vision.embed_image(x)`: a block of a namespace the current space imports.
+  Space* target = cur_;
+  std::string name = e.text;
+  if (auto dot = name.find('.'); dot != std::string::npos) {
+    target = space_named(name.substr(0, dot));
+    if (!target) {
+      std::vector<std::string> known;
+      for (const auto& ns : tpl().spaces) known.push_back(ns.name);
+      return fail(e.loc, "'" + name.substr(0, dot) + "' is no namespace this template imports" +
+                             did_you_mean(name.substr(0, dot), known));
     }
+    name = name.substr(dot + 1);
+  }
+  Space* runs_in = nullptr;
+  if (const BlockDef* b = find_block(target, name, &runs_in)) {
+    if (!e.kwargs.empty()) return fail(e.kwarg_locs[0], "a block takes positional arguments only");
+    return call_block(e, *b, args, runs_in);
+  }
+  if (target != cur_) return fail(e.loc, "namespace " + target->name + " has no block '" + name + "'");
   if (is_builtin(e.text)) return call_builtin(e, args);
   if (ops_.find(e.text)) {
     std::vector<std::pair<std::string, Val>> kwargs;
@@ -227,7 +274,7 @@ Instantiator::R Instantiator::eval_call(const Expr& e, Env& env) {
     return call_op(e.text, e.loc, std::move(args), kwargs, e.kwarg_locs);
   }
   std::vector<std::string> known = ops_.names();
-  for (auto& b : t_.blocks) known.push_back(b.name);
+  for (auto& b : tpl().blocks) known.push_back(b.name);
   for (auto& b : builtin_names()) known.push_back(b);
   return fail(e.loc, "unknown function '" + e.text + "'" + did_you_mean(e.text, known));
 }
@@ -243,7 +290,7 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
   if (f == "exists") {
     ARCH_TRY_STATUS(want(1));
     if (a[0].kind != Val::Path) return fail(e.loc, "exists() takes a weight name, not " + a[0].describe());
-    return Val::of_bool(opt_.tensor_exists && opt_.tensor_exists(a[0].path_str()));
+    return Val::of_bool(tensor_exists(*spaces_.at(size_t(a[0].space)), a[0].path_str()));
   }
   if (f == "len") {
     ARCH_TRY_STATUS(want(1));
@@ -315,15 +362,29 @@ Instantiator::R Instantiator::call_builtin(const Expr& e, std::vector<Val>& a) {
   return fail(e.loc, "unknown builtin '" + f + "'");
 }
 
-Instantiator::R Instantiator::call_block(const Expr& e, const BlockDef& b, std::vector<Val>& args) {
+const BlockDef* Instantiator::find_block(Space* s, const std::string& name, Space** runs_in) const {
+  if (s->parent >= 0) {
+    Space* p = spaces_[size_t(s->parent)].get();
+    const std::string own = s->name.substr(p->name.empty() ? 0 : p->name.size() + 1);
+    for (const auto& b : p->t->blocks)
+      if (b.name == own + "." + name) return *runs_in = p, &b;
+  }
+  for (const auto& b : s->t->blocks)
+    if (b.name == name) return *runs_in = s, &b;
+  return nullptr;
+}
+
+Instantiator::R Instantiator::call_block(const Expr& e, const BlockDef& b, std::vector<Val>& args, Space* space) {
   if (args.size() != b.params.size())
     return fail(e.loc, "block '" + b.name + "' takes " + std::to_string(b.params.size()) +
                            " arguments, got " + std::to_string(args.size()));
   if (++block_depth_ > 32) return fail(e.loc, "blocks nested too deeply (a block calls itself?)");
   // A block sees its parameters, the graph's inputs (and seq), the config
   // and the flags; not the caller's locals.
+  Space* saved_space = cur_;
+  cur_ = space;
   Env env;
-  env.globals = &inputs_;
+  env.globals = &cur_->inputs;
   for (size_t k = 0; k < args.size(); ++k) env.vars[b.params[k]] = args[k];
   // Values made in a block are named scope.block.name (layers.3.mlp.gate),
   // however deeply blocks call blocks.
@@ -334,6 +395,7 @@ Instantiator::R Instantiator::call_block(const Expr& e, const BlockDef& b, std::
   Status st = exec(b.body, env, &ret);
   calls_.pop_back();
   prefix_ = saved;
+  cur_ = saved_space;
   --block_depth_;
   if (!st.ok()) return st.error();
   return ret;

@@ -16,7 +16,12 @@ Result<int> Instantiator::as_input(const Val& v, Loc loc, const std::string& wha
       return v.tensor;
     case Val::Path: {
       if (v.transposed) return fail(loc, "W^T is only meaningful on the right of '@'");
-      ARCH_TRY(int id, bind_weight(v.path, loc));
+      // Bound in the space whose names it is in.
+      Space* saved = cur_;
+      cur_ = spaces_.at(size_t(v.space)).get();
+      auto bound = bind_weight(v.path, loc);
+      cur_ = saved;
+      ARCH_TRY(int id, std::move(bound));
       if (id < 0 && !optional) return fail(loc, what + ": optional weight " + v.path_str() + " is absent from the checkpoint");
       // Bound just now: where it is first read.
       if (id >= 0 && !g().weights.empty() && g().weights.back().value == id && g().weights.back().read_at.empty())

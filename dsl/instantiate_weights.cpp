@@ -57,7 +57,7 @@ std::string joined(const std::vector<std::string>& p) {
 Result<bool> Instantiator::condition_holds(const WeightDecl& w, const std::map<std::string, long long>& vars) {
   if (!w.condition) return true;
   Env env;
-  env.globals = &globals_;
+  env.globals = &cur_->globals;
   for (auto& [k, x] : vars) env.vars[k] = Val::of_int(x);
   ARCH_TRY(Val c, eval(*w.condition, env));
   if (c.kind != Val::Bool)
@@ -72,7 +72,7 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
   // A declaration whose condition fails gives way to a later one of the same
   // name (`w: [8] if big` / `w: [4] if not big`); only if none holds is it an error.
   const WeightDecl* unmet = nullptr;
-  for (const auto& w : t_.weights) {
+  for (const auto& w : tpl().weights) {
     if (w.alias) continue;
     std::map<std::string, long long> v;
     if (!match_pattern(w.pattern, path, v)) continue;
@@ -86,7 +86,7 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
     return true;
   }
   if (unmet && strict)
-    return fail(loc, "weight " + joined(path) + " is declared (" + file_of(t_, unmet->loc) + ":" +
+    return fail(loc, "weight " + joined(path) + " is declared (" + file_of(root_, unmet->loc) + ":" +
                          std::to_string(unmet->loc.line) + ") only when its condition holds, and it does not here");
   return false;
 }
@@ -96,7 +96,7 @@ Result<bool> Instantiator::weight_declared(const std::vector<std::string>& path,
 // name under it: its pattern need only match the start of the path.
 Result<std::optional<std::vector<std::string>>> Instantiator::alias_target(
     const std::vector<std::string>& path) {
-  for (const auto& w : t_.weights) {
+  for (const auto& w : tpl().weights) {
     if (!w.alias || w.pattern.size() > path.size()) continue;
     std::map<std::string, long long> v;
     std::vector<std::string> head(path.begin(), path.begin() + (long)w.pattern.size());
@@ -140,21 +140,22 @@ Result<int> Instantiator::bind_weight(const std::vector<std::string>& path, Loc 
                            ", and neither is declared in the template's weights { }");
     return fail(loc, "weight " + joined(path) + " is not declared in the template's weights { }");
   }
-  std::string declared = joined(path);
-  std::string tensor = joined(tensor_path);
+  // An imported space's names are the checkpoint's under its prefix.
+  std::string declared = join(cur_->weight_prefix, joined(path));
+  std::string tensor = join(cur_->weight_prefix, joined(tensor_path));
   if (decl->optional && !(opt_.tensor_exists && opt_.tensor_exists(tensor))) return -1;
   auto it = weight_ids_.find(tensor);
   if (it != weight_ids_.end()) return it->second;
   // The declared shape, in config terms, with the pattern variables bound.
   Env env;
-  env.globals = &globals_;
+  env.globals = &cur_->globals;
   for (auto& [k, x] : vars) env.vars[k] = Val::of_int(x);
   Shape shape;
   if (decl->shape_from_checkpoint) {
     std::optional<std::vector<int64_t>> dims;
     if (opt_.tensor_shape) dims = opt_.tensor_shape(tensor);
     if (!dims)
-      return fail(loc, "weight " + tensor + " takes its shape from the checkpoint (" + file_of(t_, decl->loc) + ":" +
+      return fail(loc, "weight " + tensor + " takes its shape from the checkpoint (" + file_of(root_, decl->loc) + ":" +
                            std::to_string(decl->loc.line) + ": [*]), and the checkpoint has no such tensor");
     for (int64_t n : *dims) shape.push_back(Dim::of(n));
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,18 +39,47 @@ inline std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : name.empty() ? prefix : prefix + "." + name;
 }
 
+// The template being instantiated, or one it imports under a name of its
+// own (ast.h's Namespace): its template, config, flags and weight prefix.
+// Names resolve in the space whose text is being run.
+struct Space {
+  const Template* t = nullptr;
+  std::string name;                 // "" for the instantiated template itself
+  int parent = -1;                  // the space that imported it
+  std::string weight_prefix;        // its weights' names in the checkpoint start with it
+  nlohmann::json config;            // its config.json (a sub-object for an import)
+  std::map<std::string, bool> flag_overrides;
+  Env globals;                      // its config fields and flags
+  Env inputs;                       // the graph's inputs (and seq) over its globals: what its blocks see
+  std::set<std::string> resolving;  // config fields being resolved (cycle check)
+  bool config_done = false;
+};
+
 class Instantiator {
  public:
   Instantiator(const Template& t, const InstantiateOptions& opt, const OpTable& ops)
-      : t_(t), opt_(opt), ops_(ops) {}
+      : root_(t), opt_(opt), ops_(ops) {}
 
   Result<Instance> run();
 
  private:
   using R = Result<Val>;
 
-  Error fail(Loc loc, const std::string& msg) const { return diag(t_, loc, msg); }
-  SourceLoc sloc(Loc loc) const { return {file_of(t_, loc), loc.line, loc.col}; }
+  // Every template read shares the root's list of files (dsl/parse.cpp).
+  Error fail(Loc loc, const std::string& msg) const { return diag(root_, loc, msg); }
+  SourceLoc sloc(Loc loc) const { return {file_of(root_, loc), loc.line, loc.col}; }
+  const Template& tpl() const { return *cur_->t; }
+  Status make_spaces(int parent);
+  Status resolve_space(Space& s);
+  // The namespace `name` that the current space imported (null: none).
+  Space* space_named(const std::string& name) const;
+  int index_of(const Space* s) const;
+  // exists(): the checkpoint asked by the name a path in space `s` stands for.
+  bool tensor_exists(const Space& s, const std::string& path) const;
+  // A block `name` as space `s` calls it: a redefinition by the template
+  // that imported s (`block vision.embed_image`) first, then s's own; the
+  // space it runs in is set in `runs_in`.
+  const BlockDef* find_block(Space* s, const std::string& name, Space** runs_in) const;
 
   Status resolve_config();
   Status resolve_field(const ConfigField& f);
@@ -60,10 +90,12 @@ class Instantiator {
 
   R eval(const Expr& e, Env& env);
   R eval_path(const Expr& e, Env& env);
+  R eval_in_space(const Expr& e, Env& env, Space& ns);
+  R extend_path(const Expr& e, Env& env, Val out, size_t from);
   R eval_binary(const Expr& e, const Val& a, const Val& b);
   R eval_call(const Expr& e, Env& env);
   R call_builtin(const Expr& e, std::vector<Val>& args);
-  R call_block(const Expr& e, const BlockDef& b, std::vector<Val>& args);
+  R call_block(const Expr& e, const BlockDef& b, std::vector<Val>& args, Space* space);
   R call_op(const std::string& op, Loc loc, std::vector<Val> args,
             const std::vector<std::pair<std::string, Val>>& kwargs,
             const std::vector<Loc>& kwarg_locs);
@@ -88,11 +120,12 @@ class Instantiator {
   void finish_statement(size_t first_value, int result, const std::string& target);
   std::string unique_name(const std::string& base);
 
-  const Template& t_;
+  const Template& root_;
   const InstantiateOptions& opt_;
   const OpTable& ops_;
 
-  Env globals_;
+  std::vector<std::unique_ptr<Space>> spaces_;  // [0]: the root
+  Space* cur_ = nullptr;                        // the space whose text runs
   Instance out_;
   Graph& g() { return out_.graph; }
   std::vector<std::string> provisional_;  // op name of each value until it is named
@@ -100,11 +133,8 @@ class Instantiator {
   std::unordered_map<std::string, int> next_suffix_;  // base -> the next base#k to try
   std::set<std::pair<std::string, int>> outputs_set_;  // (name, index) of the outputs so far
   std::map<std::string, int> weight_ids_;  // tensor name → value id
-  std::set<std::string> resolving_;  // config fields being resolved (cycle check)
-  bool config_done_ = false;
   std::string prefix_;  // names of new values start with it (layers.3.mlp)
   std::string scope_;   // the loop scopes alone (layers.3)
-  Env inputs_;          // the graph's inputs and seq, over the globals: what blocks see
   int block_depth_ = 0;
   std::vector<std::pair<const BlockDef*, Loc>> calls_;  // the blocks being called, outermost first, each with its call
   long long loop_iterations_ = 0;  // of every loop so far: nested loops are bounded together

@@ -1,6 +1,7 @@
 #include "dsl/parse.h"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -124,7 +125,7 @@ template <typename Rule>
 using selector = pt::selector<
     Rule,
     pt::store_content::on<
-        g::family_name, g::import_path, g::config_field, g::field_name, g::scalar_type,
+        g::family_name, g::import_path, g::import_space, g::import_config, g::import_weights, g::config_field, g::field_name, g::scalar_type,
         g::list_type, g::field_default, g::flag_decl, g::weight_decl, g::optional_mark,
         g::weight_pattern, g::alias_decl, g::unread_decl, g::unread_pattern, g::unread_reason, g::alias_target, g::pattern_var, g::path_index,
         g::path_member, g::pattern_any, g::checkpoint_shape, g::weight_shape, g::weight_cond, g::block_def, g::block_name,
@@ -446,6 +447,19 @@ Template build_template(const Node& root) {
       t.family_loc = loc_of(n);
     } else if (is<g::import_path>(n)) {
       t.imports.emplace_back(n.children.at(0)->string(), loc_of(n));
+    } else if (is<g::import_space>(n)) {
+      // The import just read is a namespace's, not merged.
+      Namespace ns;
+      ns.file = t.imports.back().first;
+      ns.loc = t.imports.back().second;
+      ns.name = n.string();
+      t.imports.pop_back();
+      t.spaces.push_back(std::move(ns));
+    } else if (is<g::import_config>(n)) {
+      t.spaces.back().config_field = n.string();
+    } else if (is<g::import_weights>(n)) {
+      for (const auto& seg : build_segments(n))
+        t.spaces.back().weight_prefix.push_back(seg.kind == PathSeg::Index ? std::to_string(seg.index) : seg.name);
     } else if (is<g::config_field>(n)) {
       ConfigField f;
       f.loc = loc_of(n);
@@ -502,6 +516,12 @@ std::vector<std::string> bare_dim_names(const GraphInput& in) {
   for (const auto& d : in.shape)
     if (d->kind == Expr::Path && d->path.size() == 1 && d->path[0].kind == PathSeg::Name) out.push_back(d->path[0].name);
   return out;
+}
+
+const Namespace* find_space(const Template& t, const std::string& name) {
+  for (const auto& ns : t.spaces)
+    if (ns.name == name) return &ns;
+  return nullptr;
 }
 
 std::string path_str(const std::vector<PathSeg>& p) {
@@ -598,6 +618,8 @@ void merge(Template& t, const Template& base) {
   merge_named(t.graphs, base.graphs);
   t.weights.insert(t.weights.end(), base.weights.begin(), base.weights.end());
   t.unread.insert(t.unread.end(), base.unread.begin(), base.unread.end());
+  for (const auto& ns : base.spaces)
+    if (!find_space(t, ns.name)) t.spaces.push_back(ns);
 }
 
 struct Loader {
@@ -668,6 +690,16 @@ struct Loader {
     t.imports.clear();
     const auto own_config = names_of(t.config), own_flags = names_of(t.flags), own_blocks = names_of(t.blocks),
                own_graphs = names_of(t.graphs);
+    for (auto& ns : t.spaces) {
+      std::string p = (std::filesystem::path(path).parent_path() / ns.file).string();
+      for (const auto& f : t.config)
+        if (f.name == ns.name)
+          return diag(t, ns.loc, "the namespace '" + ns.name + "' has the name of a config field (" + place(f.loc) + ")");
+      if (std::count_if(t.spaces.begin(), t.spaces.end(), [&](const Namespace& o) { return o.name == ns.name; }) > 1)
+        return diag(t, ns.loc, "two imports take the namespace '" + ns.name + "'");
+      ARCH_TRY(Template inner, load(p, &t, ns.loc));
+      ns.t = std::make_shared<Template>(std::move(inner));
+    }
     for (const auto& [file, loc] : imports) {
       std::string p = (std::filesystem::path(path).parent_path() / file).string();
       ARCH_TRY(Template base, load(p, &t, loc));
@@ -694,7 +726,12 @@ Result<Template> parse_template(const std::string& path, std::string source) {
 Result<Template> parse_template_file(const std::string& path) {
   Loader loader;
   ARCH_TRY(Template t, loader.load(path, nullptr, {}));
-  t.files = loader.files;
+  // Every template read shares the one list of files its locations index.
+  std::function<void(Template&)> share_files = [&](Template& x) {
+    x.files = loader.files;
+    for (auto& ns : x.spaces) share_files(*ns.t);
+  };
+  share_files(t);
   return t;
 }
 

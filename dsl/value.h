@@ -22,6 +22,7 @@ struct Val {
   int tensor = -1;              // value id in the graph (Seq: i is the Dim sym, engine/core/shape.h)
   bool transposed = false;      // W^T, consumed by '@'
   std::vector<std::string> path;  // weight path segments
+  int space = 0;                  // Path: the namespace its names are in (0: the template's own)
 
   static Val of_int(long long v) { Val x; x.kind = Int; x.i = v; return x; }
   static Val of_float(double v) { Val x; x.kind = Float; x.f = v; return x; }

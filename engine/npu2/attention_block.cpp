@@ -145,6 +145,8 @@ int BlockReader::attention_block(int r, int l) {
                            std::to_string(opt.max_context),
                        "a context of at most " + std::to_string(*limit) + " positions, or a unit re-roping the KV cache");
   if (attn->inputs.size() > 3 && attn->inputs[3] >= 0) ok = false, refuse(block, *attn, "an attention bias", "a bias input to the attention unit");
+  if (attn->inputs.size() > 4 && attn->inputs[4] >= 0)
+    ok = false, refuse(block, *attn, "attention lifted within groups of rows (an image's tokens)", "a group mask in the attention unit");
   if (!attn->attrs.value("causal", true)) ok = false, refuse(block, *attn, "non-causal attention", "a bidirectional attention unit (an encoder's)");
   // A sliding window and a softcap on the scores are the attention unit's
   // attributes (Gemma 2/3, Mistral).

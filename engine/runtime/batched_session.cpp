@@ -35,6 +35,8 @@ Status check_batchable(const Program& p, const std::string& graph) {
       return error(at + " attends over keys that are neither a KV cache's nor made from state inputs: its sequences cannot be batched");
     if (node.inputs.size() > 3 && node.inputs[3] >= 0)
       return error(at + " adds a bias to its scores (over every sequence's positions at once): its sequences cannot be batched");
+    if (node.inputs.size() > 4 && node.inputs[4] >= 0)
+      return error(at + " lifts its mask within groups of rows (an image's tokens): its sequences cannot be batched yet");
   }
   return {};
 }

@@ -54,6 +54,17 @@ Result<Registry> load_registry(const std::string& dir) {
       }
     return out;
   };
+  // A config class's defaults (a table of numbers, bools and strings; a
+  // dotted key names a field of a nested config: "text_config.vocab_size").
+  auto read_defaults = [](const toml::node_view<const toml::node> n, nlohmann::json& out) {
+    if (auto* d = n.as_table())
+      for (auto& [key, value] : *d) {
+        if (auto i = value.value<int64_t>(); value.is_integer()) out[std::string(key.str())] = *i;
+        else if (auto x = value.value<double>()) out[std::string(key.str())] = *x;
+        else if (auto b = value.value<bool>()) out[std::string(key.str())] = *b;
+        else if (auto str = value.value<std::string>()) out[std::string(key.str())] = *str;
+      }
+  };
   for (const auto& node : *fams) {
     const toml::table* t = node.as_table();
     if (!t) return error(reg.path + ": error: each [[family]] must be a table");
@@ -72,6 +83,7 @@ Result<Registry> load_registry(const std::string& dir) {
     }
     ARCH_TRY(f.tensor_names.prefixes,
              string_pairs(view["tensor_prefixes"], "tensor_prefixes of " + f.name, "[\"from\", \"to\"]"));
+    read_defaults(view["defaults"], f.tensor_names.defaults);
     if (auto* wrappers = view["wrapper"].as_array()) {
       for (auto& w : *wrappers) {
         const toml::table* wt = w.as_table();
@@ -83,13 +95,7 @@ Result<Registry> load_registry(const std::string& dir) {
         const toml::node_view<const toml::node> wview(*wt);
         ARCH_TRY(u.prefixes, string_pairs(wview["tensor_prefixes"], "tensor_prefixes of wrapper '" + mt + "'",
                                           "[\"from\", \"to\"]"));
-        if (auto* d = wview["defaults"].as_table())
-          for (auto& [key, value] : *d) {
-            if (auto i = value.value<int64_t>(); value.is_integer()) u.defaults[std::string(key.str())] = *i;
-            else if (auto x = value.value<double>()) u.defaults[std::string(key.str())] = *x;
-            else if (auto b = value.value<bool>()) u.defaults[std::string(key.str())] = *b;
-            else if (auto str = value.value<std::string>()) u.defaults[std::string(key.str())] = *str;
-          }
+        read_defaults(wview["defaults"], u.defaults);
         ARCH_TRY(auto notes, string_pairs(wview["unread"], "unread of wrapper '" + mt + "'", "[\"name\", \"why\"]"));
         for (auto& [name, why] : notes) wrapper.unread.push_back({name, why});
         f.wrappers[mt] = std::move(wrapper);
@@ -221,7 +227,8 @@ std::vector<std::string> unread_config_fields(const nlohmann::json& config, cons
 
 Status apply_views(Checkpoint& ckpt, const DispatchResult& d) {
   if (d.unwrap) ARCH_TRY_STATUS(unwrap(ckpt, *d.unwrap));
-  if (!d.family->tensor_names.prefixes.empty()) ARCH_TRY_STATUS(unwrap(ckpt, d.family->tensor_names));
+  if (!d.family->tensor_names.prefixes.empty() || !d.family->tensor_names.defaults.empty())
+    ARCH_TRY_STATUS(unwrap(ckpt, d.family->tensor_names));
   return {};
 }
 

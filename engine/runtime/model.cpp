@@ -50,14 +50,36 @@ const ModelGraph* Model::producer_of(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// Whether graph input v may be left out (`= null`).
+bool may_be_absent(const Graph& g, int v) {
+  for (const auto& d : g.input_defaults)
+    if (d.value == v && d.absent) return true;
+  return false;
+}
+
+}  // namespace
+
 bool Model::is_encoder_decoder() const {
   const ModelGraph* t = token_graph();
   if (!t) return false;
   for (int v : t->graph.held_inputs) {
     const ModelGraph* p = producer_of(t->graph.values[v].name);
-    if (p && p != t) return true;
+    if (p && p != t && !may_be_absent(t->graph, v)) return true;
   }
   return false;
+}
+
+std::vector<std::string> Model::optional_state() const {
+  std::vector<std::string> out;
+  const ModelGraph* t = token_graph();
+  if (!t) return out;
+  for (int v : t->graph.held_inputs) {
+    const ModelGraph* p = producer_of(t->graph.values[v].name);
+    if (p && p != t && may_be_absent(t->graph, v)) out.push_back(t->graph.values[v].name);
+  }
+  return out;
 }
 
 namespace {
@@ -123,6 +145,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   if (m->family.empty()) m->family = m->tmpl.family;
   std::vector<std::string> declared;
   for (const auto& f : m->tmpl.config) declared.push_back(f.name);
+  for (const auto& ns : m->tmpl.spaces) declared.push_back(ns.config_field);  // read by the namespace's template
   m->unread_config = unread_config_fields(m->checkpoint.config, declared, reg ? &*reg : nullptr);
   std::string unread;
   for (const auto& f : m->unread_config) unread += (unread.empty() ? "" : ", ") + f;

@@ -113,6 +113,10 @@ struct Model {
   // Whether generation must first run other graphs: the token graph holds
   // state inputs that an earlier graph makes (T5, Whisper).
   bool is_encoder_decoder() const;
+  // The token graph's state inputs that another graph makes and that it
+  // runs without too (`state image_features: ... = null`: a vision-language
+  // model's image): encode() makes them when there is such an input.
+  std::vector<std::string> optional_state() const;
   // The first graph's, as most commands need.
   const Graph& graph() const { return main().graph; }
   const Program& program() const { return main().program; }

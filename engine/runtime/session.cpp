@@ -342,7 +342,7 @@ Result<NamedTensors> Session::step_in_chunks(const ModelGraph& tg, std::span<con
 
 Result<NamedTensors> Session::encode(NamedTensors inputs, const std::vector<std::string>& also) {
   const ModelGraph* tg = m_.token_graph();
-  if (!tg || !m_.is_encoder_decoder())
+  if (!tg || (!m_.is_encoder_decoder() && m_.optional_state().empty()))
     return error("the model is not an encoder-decoder: no graph makes its token graph's state inputs");
   // Each producing graph once, asked for every state input it makes.
   std::map<const ModelGraph*, std::vector<std::string>> asks;

@@ -13,11 +13,23 @@ Status unwrap(Checkpoint& ckpt, const Unwrap& u) {
     for (auto& [key, value] : ckpt.config.items())
       if (!inner.contains(key) && !(value.is_object() && key.size() > 7 && key.substr(key.size() - 7) == "_config"))
         inner[key] = value;
-    for (auto& [key, value] : u.defaults.items())
-      if (!inner.contains(key)) inner[key] = value;
-    normalize_config(inner);
     ckpt.config = std::move(inner);
   }
+  // Defaults fill what the config leaves out; "text_config.vocab_size"
+  // fills a field of a nested config (made where it is absent).
+  for (auto& [key, value] : u.defaults.items()) {
+    nlohmann::json* at = &ckpt.config;
+    std::string field = key;
+    if (auto dot = key.find('.'); dot != std::string::npos) {
+      nlohmann::json& inner = ckpt.config[key.substr(0, dot)];
+      if (inner.is_null()) inner = nlohmann::json::object();
+      if (!inner.is_object()) return error(ckpt.dir + "/config.json: '" + key.substr(0, dot) + "' is not an object");
+      at = &inner;
+      field = key.substr(dot + 1);
+    }
+    if (!at->contains(field) || (*at)[field].is_null()) (*at)[field] = value;
+  }
+  if (!u.config_key.empty() || !u.defaults.empty()) normalize_config(ckpt.config);
   if (u.prefixes.empty()) return {};
   std::map<std::string, Tensor> tensors;
   std::map<std::string, std::string> files;

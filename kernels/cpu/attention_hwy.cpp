@@ -803,6 +803,50 @@ void split_keys(const Params& p, int64_t lo, int64_t hi, bool team) {
   }
 }
 
+Status attention_cpu(KernelContext& ctx, const Kernel& reference);
+
+// Groups (an image's tokens seeing each other) as the bias they amount to:
+// the causal and window masks and the groups made one [H, S, T] mask of 0
+// and -inf, added to any bias given, and the call run unmasked on the fast
+// path. Past 2^24 scores the reference computes it instead.
+Status attention_in_groups(KernelContext& ctx, const Kernel& reference) {
+  const Tensor& Q = ctx.inputs[0];
+  const Tensor& K = ctx.inputs[1];
+  const Tensor& G = ctx.inputs[4];
+  if (Q.shape.size() != 3 || K.shape.size() != 3 || G.dtype != DType::I32 || G.shape != Dims{Q.dim(0)})
+    return reference(ctx);
+  const int64_t S = Q.dim(0), H = Q.dim(1), T = K.dim(0), past = T - S;
+  const bool causal = attr_bool(ctx.attrs, "causal", true);
+  const int64_t window = attr_int(ctx.attrs, "window", 0);
+  if (T < S || H * S * T > (int64_t(1) << 24)) return reference(ctx);
+  const bool has_bias = ctx.inputs[3].data;
+  if (has_bias && (ctx.inputs[3].dtype != DType::F32 || ctx.inputs[3].shape != Dims{H, S, T})) return reference(ctx);
+  Tensor mask = Tensor::zeros(DType::F32, {H, S, T});
+  const int32_t* g = G.i32();
+  for (int64_t r = 0; r < S; ++r) {
+    float* row = mask.f32() + r * T;
+    const int64_t i = past + r;
+    for (int64_t j = 0; j < T; ++j) {
+      bool seen = !(causal && j > i) && !(window > 0 && (causal ? j <= i - window : std::abs(i - j) >= window));
+      seen = seen || (g[r] > 0 && j >= past && g[j - past] == g[r]);
+      if (!seen) row[j] = -INFINITY;
+    }
+  }
+  for (int64_t h = 0; h < H; ++h) {
+    float* m = mask.f32() + h * S * T;
+    if (h > 0) std::copy(mask.f32(), mask.f32() + S * T, m);
+    if (has_bias)
+      for (int64_t k = 0; k < S * T; ++k) m[k] += ctx.inputs[3].f32()[h * S * T + k];
+  }
+  std::vector<Tensor> inputs(ctx.inputs.begin(), ctx.inputs.begin() + 3);
+  inputs.push_back(mask);
+  Attrs attrs = ctx.attrs;
+  attrs["causal"] = false;
+  attrs["window"] = 0;
+  KernelContext unmasked{attrs, inputs, ctx.outputs, ctx.state, ctx.max_context, ctx.where, ctx.options, nullptr};
+  return attention_cpu(unmasked, reference);
+}
+
 Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   if (ctx.sequences)
     return attention_per_sequence(
@@ -811,7 +855,8 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // and the same with K and V both F16 (a --kv-f16 cache, read as stored);
   // the rest (wrong types or shapes, a causal call with fewer keys than
   // queries) goes to the reference for its error message.
-  if (ctx.inputs.size() < 3 || ctx.inputs.size() > 4 || ctx.outputs.size() != 1) return reference(ctx);
+  if (ctx.inputs.size() < 3 || ctx.inputs.size() > 5 || ctx.outputs.size() != 1) return reference(ctx);
+  if (ctx.inputs.size() == 5 && ctx.inputs[4].data) return attention_in_groups(ctx, reference);
   for (size_t i = 0; i < 3; ++i)
     if (!ctx.inputs[i].data || ctx.inputs[i].shape.size() != 3) return reference(ctx);
   const DType kv = ctx.inputs[1].dtype;
@@ -839,7 +884,7 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   const double scale_attr = attr_float(ctx.attrs, "scale", 0.0);
   p.scale = float(scale_attr != 0.0 ? scale_attr : 1.0 / std::sqrt(double(p.D)));
   p.softcap = float(attr_float(ctx.attrs, "softcap", 0.0));
-  if (ctx.inputs.size() == 4 && ctx.inputs[3].data) {
+  if (ctx.inputs.size() >= 4 && ctx.inputs[3].data) {
     const Tensor& B = ctx.inputs[3];
     const bool fits = B.dtype == DType::F32 && B.shape.size() == 3 && B.dim(0) == p.H && B.dim(1) == p.S &&
                       B.dim(2) == p.T;

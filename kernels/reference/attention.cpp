@@ -1,10 +1,14 @@
-// attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T])
-// -> [S, H, Dv]: softmax(scale * q k^T + bias, masked) v per head (the
+// attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T],
+// groups? i32 [S]) -> [S, H, Dv]: softmax(scale * q k^T + bias, masked) v per head (the
 // bias added after scale and softcap: T5's relative position bias), query head h reading kv head
 // h / (H / KH). The queries are the last S of the T key positions: query row
 // r sits at absolute position T - S + r, key j at position j (with k, v from
 // kv_cache, T is every position held so far). The causal and window masks
-// apply to those absolute positions.
+// apply to those absolute positions. `groups` lifts them within a run of
+// the call's rows: a query whose group is g > 0 also sees every key among
+// the call's rows in group g, later ones too (Gemma 3's image tokens
+// attend to their whole image: transformers' token_type_ids mask, or-ed
+// with the causal and sliding ones).
 #include <algorithm>
 #include <cmath>
 
@@ -50,6 +54,12 @@ Result<std::vector<TypedShape>> attention_shape(std::span<const TypedShape> in, 
     if (in[3].dtype != DType::F32 || b.size() != 3 || b[0] != q[1] || b[1] != q[0] || b[2] != k[0])
       return error("attention: bias must be f32 [heads, q length, k length] = [" + dim_str(q[1]) + ", " +
                    dim_str(q[0]) + ", " + dim_str(k[0]) + "], got " + shape_str(b) + " (" + names() + ")");
+  }
+  if (in.size() > 4 && is_present(present, 4)) {
+    const Shape& g = in[4].shape;
+    if (in[4].dtype != DType::I32 || g.size() != 1 || g[0] != q[0])
+      return error("attention: groups must be i32 [q length] = [" + dim_str(q[0]) + "], got " + shape_str(g) + " (" +
+                   names() + ")");
   }
   if (attr_int(attrs, "window", 0) < 0) return error("attention: window must be >= 0");
   if (attr_float(attrs, "softcap", 0.0) < 0) return error("attention: softcap must be >= 0");
@@ -98,6 +108,10 @@ Status attention_kernel(KernelContext& ctx) {
     return kernel_error(ctx, "attention", "bias " + dims_str(ctx.inputs[3].shape) + " is not [H, S, T] = " +
                                               dims_str(Dims{H, S, T}));
   const float* bias = has_bias ? ctx.inputs[3].f32() : nullptr;
+  const bool has_groups = ctx.inputs.size() > 4 && ctx.inputs[4].data;
+  if (has_groups && (ctx.inputs[4].dtype != DType::I32 || ctx.inputs[4].shape != Dims{S}))
+    return kernel_error(ctx, "attention", "groups " + dims_str(ctx.inputs[4].shape) + " are not i32 [" + std::to_string(S) + "]");
+  const int32_t* groups = has_groups ? ctx.inputs[4].i32() : nullptr;
 
   const int64_t past = T - S;  // absolute position of the first query
   const int64_t window = attr_int(ctx.attrs, "window", 0);
@@ -115,7 +129,8 @@ Status attention_kernel(KernelContext& ctx) {
       // s_j = softcap(scale * q . k_j) for each visible key j
       float mx = -INFINITY;
       for (int64_t j = 0; j < T; ++j) {
-        seen[j] = visible(pos, j, causal, window);
+        seen[j] = visible(pos, j, causal, window) ||
+                  (groups && groups[r] > 0 && j >= past && groups[j - past] == groups[r]);
         if (!seen[j]) continue;
         const float* k = K.f32() + (j * KH + g) * D;
         float dot = 0.0f;
@@ -159,6 +174,7 @@ Result<SplitAnswer> attention_split(const SplitQuery& q) {
   SplitAnswer a{{want, kv, kv}, q.attrs};
   const bool per_head_bias = q.present.size() > 3 && q.present[3] && q.in[3].shape[0] == qs[1];
   if (q.in.size() > 3) a.inputs.push_back(per_head_bias ? Part{0, want.ranges} : Part::whole());
+  if (q.in.size() > 4) a.inputs.push_back(Part::whole());
   return a;
 }
 
@@ -167,7 +183,7 @@ Result<SplitAnswer> attention_split(const SplitQuery& q) {
 void define_attention(OpTable& t) {
   t.define(checked(OpDef{
                .name = "attention",
-               .inputs = {"q", "k", "v", "bias?"},
+               .inputs = {"q", "k", "v", "bias?", "groups?"},
                .attrs = {{"causal", AttrSpec::Bool, true},
                          {"window", AttrSpec::Int, 0},
                          {"scale", AttrSpec::Float, 0.0},
@@ -176,7 +192,7 @@ void define_attention(OpTable& t) {
                .shape = attention_shape,
                .tolerance = {1e-5, 1e-6},
                .split = attention_split,
-               .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T]) -> [S, H, Dv]: softmax(scale q k^T + bias, causal/window mask) v, GQA; the queries are the last S of the T positions; value_dim: only v's first value_dim features (a latent cache whose keys hold the values)",
+               .doc = "attention(q [S, H, D], k [T, KH, D], v [T, KH, Dv], bias? [H, S, T], groups? i32 [S]) -> [S, H, Dv]: softmax(scale q k^T + bias, causal/window mask, lifted within a group of the call's rows) v, GQA; the queries are the last S of the T positions; value_dim: only v's first value_dim features (a latent cache whose keys hold the values)",
            }),
            attention_kernel);
 }

@@ -142,6 +142,8 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
   const SequenceRows& seqs = *ctx.sequences;
   if (ctx.inputs.size() < 3 || (ctx.inputs.size() > 3 && ctx.inputs[3].data))
     return kernel_error(ctx, "attention", "several sequences' rows take no bias");
+  if (ctx.inputs.size() > 4 && ctx.inputs[4].data)
+    return kernel_error(ctx, "attention", "several sequences' rows take no groups");
   // Over a KV cache: causal, each piece's region up to its positions; over
   // held values (an encoder's output): unmasked, each slot's rows whole.
   const bool held = seqs.over_held;

@@ -55,6 +55,8 @@ void define_reference_ops(OpTable& t) {
   define_relative_attention(t);
   define_causal_conv1d(t);
   define_gated_delta_rule(t);
+  define_place_rows(t);
+  define_token_runs(t);
   define_collectives(t);
 }
 

@@ -65,6 +65,8 @@ void define_normal_noise(OpTable& t);  // normal_noise
 void define_relative_attention(OpTable& t);  // relative_attention
 void define_causal_conv1d(OpTable& t);  // causal_conv1d (its state: RecurrentState, recurrent_state.h)
 void define_gated_delta_rule(OpTable& t);  // gated_delta_rule (its state: RecurrentState)
+void define_place_rows(OpTable& t);   // place_rows
+void define_token_runs(OpTable& t);   // token_runs
 void define_collectives(OpTable& t);  // all_reduce all_gather (engine/core/collectives.h)
 
 // The reference function of a unary activation by op name (null if none):

@@ -84,7 +84,7 @@ TEST_F(ToyDump, LayerZeroAttention) {
       "layers.0.self_attention.q#2 = rope(layers.0.self_attention.q, positions) {\"interleaved\":false,\"max_position_embeddings\":256,\"original_max_position_embeddings\":0,\"rope_dim\":16,\"scaling\":null,\"theta\":10000.0} : f32[seq, 4, 16]\n"
       "layers.0.self_attention.k#2 = rope(layers.0.self_attention.k, positions) {\"interleaved\":false,\"max_position_embeddings\":256,\"original_max_position_embeddings\":0,\"rope_dim\":16,\"scaling\":null,\"theta\":10000.0} : f32[seq, 2, 16]\n"
       "layers.0.self_attention.full_k, layers.0.self_attention.full_v = kv_cache(layers.0.self_attention.k#2, layers.0.self_attention.v) : f32[ctx, 2, 16], f32[ctx, 2, 16]\n"
-      "layers.0.self_attention.attn = attention(layers.0.self_attention.q#2, layers.0.self_attention.full_k, layers.0.self_attention.full_v, _) {\"causal\":true,\"scale\":0.25,\"softcap\":0.0,\"value_dim\":0,\"window\":0} : f32[seq, 4, 16]\n"
+      "layers.0.self_attention.attn = attention(layers.0.self_attention.q#2, layers.0.self_attention.full_k, layers.0.self_attention.full_v, _, _) {\"causal\":true,\"scale\":0.25,\"softcap\":0.0,\"value_dim\":0,\"window\":0} : f32[seq, 4, 16]\n"
       "layers.0.self_attention.attn#2 = reshape(layers.0.self_attention.attn) {\"shape\":[-1,64]} : f32[seq, 64]\n"
       "layers.0.attention_output.out = matmul(layers.0.self_attention.attn#2, model.layers.0.self_attn.o_proj.weight, _) {\"transpose_b\":true} : f32[seq, 64]\n"
       "layers.0.decoder_layer.h = add(h, layers.0.attention_output.out) : f32[seq, 64]\n";

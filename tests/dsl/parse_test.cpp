@@ -569,7 +569,7 @@ TEST(Parse, TheRealTemplateParses) {
   std::vector<std::string> blocks;
   for (const auto& b : t->blocks) blocks.push_back(b.name);
   EXPECT_EQ(blocks, (std::vector<std::string>{"embed_tokens", "norm", "norm_of", "activation", "is_sliding",
-                                              "rope_of", "qkv", "self_attention", "attention_output", "swiglu", "mlp",
+                                              "rope_of", "qkv", "self_attention", "attention_groups", "attention_output", "swiglu", "mlp",
                                               "decoder_layer", "final_norm", "lm_head_logits"}));
   ASSERT_EQ(t->graphs.size(), 1u);
   EXPECT_EQ(t->graphs[0].name, "step");

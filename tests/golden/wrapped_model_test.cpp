@@ -1,6 +1,8 @@
-// A checkpoint that wraps a family's text model (Gemma 3's multimodal
-// layout: config.text_config, tensors under model.language_model.*) runs
-// through the text family unchanged: built here from the gemma3_text golden.
+// A checkpoint that wraps a family's text model (a multimodal layout:
+// config.text_config, tensors under model.language_model.*) runs through
+// the text family unchanged, by a registry's [[family.wrapper]]: built here
+// from the gemma3_text golden, with a registry of the test's own (the
+// shipped one runs Gemma 3's images: gemma3_vlm.arch).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -40,7 +42,25 @@ TEST(WrappedModel, Gemma3ConditionalGenerationRunsItsTextModel) {
   tensors.emplace_back("model.vision_tower.patch.weight", Tensor::zeros(DType::F32, {8, 3}));
   ASSERT_TRUE(write_safetensors((wrapped / "model.safetensors").string(), tensors).ok());
 
-  auto model = load_model(wrapped.string());
+  fs::path families = wrapped / "families";
+  fs::create_directories(families);
+  for (const char* t : {"gemma.arch", "llama.arch"})
+    fs::copy_file(fs::path(ARCHETYPE_SOURCE_DIR) / "families" / t, families / t);
+  std::ofstream(families / "registry.toml") << R"([[family]]
+name = "LlamaStylePlus"
+template = "gemma.arch"
+model_types = ["gemma3_text"]
+
+[[family.wrapper]]
+model_type = "gemma3"
+config = "text_config"
+tensor_prefixes = [["model.language_model.", "model."]]
+unread = [["model.vision_tower", "the image tower"]]
+defaults = { model_type = "gemma3_text", hidden_activation = "gelu_pytorch_tanh", rms_norm_eps = 1e-6, rope_local_base_freq = 10000.0 }
+)";
+  LoadOptions lo;
+  lo.families = families.string();
+  auto model = load_model(wrapped.string(), lo);
   ASSERT_TRUE(model.ok()) << model.error().message;
   EXPECT_EQ((*model)->family, "LlamaStylePlus");
   EXPECT_NE((*model)->reason.find("wraps"), std::string::npos) << (*model)->reason;
