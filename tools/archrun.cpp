@@ -131,6 +131,9 @@ int main(int argc, char** argv) {
   gen->add_option("--target-lang", g.target_lang, "an encoder-decoder: the language whose token is generated first (fr: __fr__, fr_XX, ...)");
   gen->add_option("--grammar", g.grammar_file, "hold the reply to this GBNF grammar (llama.cpp's format; its start rule 'root')");
   gen->add_option("--json-schema", g.json_schema_file, "hold the reply to a JSON text valid under this JSON Schema (what is not supported is refused by name)");
+  gen->add_option("--image", g.images,
+                  "a vision-language model (LLaVA, Gemma 3): an image (PNG, JPEG, BMP, GIF), put where the prompt writes its "
+                  "image marker (<image>, <start_of_image>); repeat for several, in order");
 
   TranslateArgs tr_args;
   auto* tra = app.add_subcommand("translate", "text to text through a translation or summarisation encoder-decoder (Marian, M2M-100, mBART, BART, T5): -p TEXT, or each line of stdin as a sentence, one line out per line in");
@@ -223,6 +226,7 @@ int main(int argc, char** argv) {
   cht->add_option("--context", ch.context, "positions the conversation's KV cache holds (default 4096)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
   cht->add_flag("--stats", ch.stats, "per turn, on stderr: tokens prefilled, and reused from the session");
+  cht->add_option("--image", ch.image, "a vision-language model (LLaVA, Gemma 3): an image the first turn is about");
 
   Common kc;
   std::string image;

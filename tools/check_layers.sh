@@ -22,9 +22,9 @@ importer/checkpoint: engine/core
 importer/image: engine/core
 importer/text: engine/core
 importer/audio: engine/core
-engine/runtime: dsl kernels importer/checkpoint importer/text importer/audio
+engine/runtime: dsl kernels importer/checkpoint importer/text importer/audio importer/image
 engine/npu2: importer/checkpoint
-engine/serve: engine/runtime importer/image
+engine/serve: engine/runtime
 engine/distributed: engine/runtime
 tools/toolkit: engine/runtime engine/npu2
 tools: tools/toolkit engine/serve engine/distributed importer/image

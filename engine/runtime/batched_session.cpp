@@ -35,8 +35,6 @@ Status check_batchable(const Program& p, const std::string& graph) {
       return error(at + " attends over keys that are neither a KV cache's nor made from state inputs: its sequences cannot be batched");
     if (node.inputs.size() > 3 && node.inputs[3] >= 0)
       return error(at + " adds a bias to its scores (over every sequence's positions at once): its sequences cannot be batched");
-    if (node.inputs.size() > 4 && node.inputs[4] >= 0)
-      return error(at + " lifts its mask within groups of rows (an image's tokens): its sequences cannot be batched yet");
   }
   return {};
 }
@@ -77,6 +75,9 @@ void BatchedSession::release(int slot) {
   // next given some: a sequence ending does not make every other slot's
   // cross-attention keys again.
   held_.at(size_t(slot)).clear();
+  // ... but no longer its: a next sequence there without any (a prompt
+  // with no image) must not read them.
+  if (size_t(slot) < over_held_.held.size()) over_held_.held[size_t(slot)].length = 0;
 }
 
 Status BatchedSession::hold(int slot, const NamedTensors& state) {
@@ -273,11 +274,20 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
   if (positions_input_ >= 0) feed[positions_input_] = positions;
   const Graph& graph = g_.graph;
   if (!graph.held_inputs.empty()) {
+    // State inputs the graph runs without (`= null`: a prompt with no
+    // image) may be held by some slots and not others, or by none.
+    bool optional = true, any = false;
+    for (int v : graph.held_inputs) {
+      const Graph::InputDefault* d = graph.default_of(v);
+      optional = optional && d && d->absent;
+    }
+    for (const auto& h : held_) any = any || !h.empty();
     for (const Piece& p : pieces)
-      if (held_[size_t(p.slot)].empty())
+      if (held_[size_t(p.slot)].empty() && !optional)
         return error("slot " + std::to_string(p.slot) + " holds no state inputs: graph " + g_.name() + " takes " +
                      graph.values[size_t(graph.held_inputs.front())].name);
-    if (held_changed_) ARCH_TRY_STATUS(gather_held());
+    if (held_changed_ && any) ARCH_TRY_STATUS(gather_held());
+    if (!any) held_rows_.clear(), over_held_.held.clear(), held_changed_ = false;
     over_held_.pieces = rows_.pieces;
     for (auto& [v, t] : held_rows_) feed[v] = t;
   }

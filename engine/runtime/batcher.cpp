@@ -176,6 +176,11 @@ void Batcher::work() {
       }
       budget -= int64_t(r.req.prompt.size());
       session_->release(r.slot);
+      if (!r.req.state.empty())
+        if (auto held = session_->hold(r.slot, r.req.state); !held.ok()) {
+          finish(r, "error", held.error().message);
+          continue;
+        }
       BatchedSession::Piece p{r.slot, r.req.prompt};
       if (governor_) governor_->begin_prompt();
       if (opt_.profile) session_->profile_with(&opt_.profile->prompts);

@@ -39,6 +39,9 @@ struct BatchOutcome {
 
 struct BatchRequest {
   std::vector<int32_t> prompt;
+  // State inputs the sequence runs with (a vision-language model's image
+  // features, by the token graph's input name); empty: none.
+  NamedTensors state;
   int max_new_tokens = 16;
   SamplingOptions sampling;
   std::vector<int32_t> stop_ids;  // end after drawing one (it is not passed on)

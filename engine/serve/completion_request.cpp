@@ -1,5 +1,7 @@
 #include "engine/serve/completion_request.h"
 
+#include "engine/serve/data_url.h"
+
 #include <cmath>
 
 #include "engine/core/json_text.h"
@@ -75,26 +77,56 @@ Check read_logprobs(const json& j, CompletionRequest& r) {
   return {};
 }
 
-// Message content as text: a string, or an array of {"type": "text"} parts.
-Check content_text(const json& m, size_t i, std::string& out) {
+// The largest image a request may carry, decoded.
+constexpr size_t kMostImageBytes = size_t(32) << 20;
+
+// Message content: a string, or an array of text parts (joined into one
+// text) and, in a chat, image_url parts whose data URLs' bytes go to
+// r.images (the content then kept as parts: {"type": "image"} and
+// {"type": "text", "text"}, in order).
+Check read_content(const json& m, size_t i, CompletionRequest& r, nlohmann::ordered_json& content) {
   const std::string field = "messages[" + std::to_string(i) + "].content";
   if (!m.contains("content") || m["content"].is_null()) {
-    out.clear();
+    content = "";
     if (m.value("role", "") == "assistant") return {};  // an assistant turn of tool calls only
     return bad_request("'" + field + "' is missing", field);
   }
   const json& c = m["content"];
   if (c.is_string()) {
-    out = c.get<std::string>();
+    content = c.get<std::string>();
     return {};
   }
-  if (!c.is_array()) return bad_request("'" + field + "' must be a string or an array of text parts", field);
-  out.clear();
-  for (const auto& part : c) {
-    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") || !part["text"].is_string())
-      return bad_request("'" + field + "': only text parts ({\"type\": \"text\", \"text\": ...}) are served here", field);
-    out += part["text"].get<std::string>();
+  if (!c.is_array()) return bad_request("'" + field + "' must be a string or an array of text and image_url parts", field);
+  std::string text;
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  bool images = false;
+  for (size_t k = 0; k < c.size(); ++k) {
+    const json& part = c[k];
+    const std::string at = field + "[" + std::to_string(k) + "]";
+    const std::string type = part.is_object() && part.contains("type") && part["type"].is_string() ? part["type"].get<std::string>() : "";
+    if (type == "text" && part.contains("text") && part["text"].is_string()) {
+      text += part["text"].get<std::string>();
+      parts.push_back({{"type", "text"}, {"text", part["text"]}});
+      continue;
+    }
+    if (type != "image_url")
+      return bad_request("'" + at + "': a part is {\"type\": \"text\", \"text\": ...} or {\"type\": \"image_url\", \"image_url\": {\"url\": ...}}", at);
+    const json* url = part.contains("image_url") ? &part["image_url"] : nullptr;
+    if (url && url->is_object()) url = url->contains("url") ? &(*url)["url"] : nullptr;
+    if (!url || !url->is_string()) return bad_request("'" + at + ".image_url.url' is required", at + ".image_url");
+    if (part["image_url"].is_object() && part["image_url"].contains("detail") && !part["image_url"]["detail"].is_null() &&
+        part["image_url"]["detail"] != "auto")
+      return bad_request("'" + at + ".image_url.detail': only \"auto\" is served (the image is prepared as the model's processor says)",
+                         at + ".image_url.detail");
+    auto bytes = decode_data_url(url->get<std::string>(), kMostImageBytes);
+    if (!bytes.ok()) return bad_request("'" + at + ".image_url': " + bytes.error().message, at + ".image_url");
+    r.images.push_back(std::move(*bytes));
+    r.image_fields.push_back(at + ".image_url");
+    parts.push_back({{"type", "image"}});
+    images = true;
   }
+  if (images) content = std::move(parts);
+  else content = text;
   return {};
 }
 
@@ -109,9 +141,9 @@ Check read_messages(const json& j, CompletionRequest& r) {
     if (!m.is_object()) return bad_request("'" + at + "' must be an object", at);
     if (!m.contains("role") || !m["role"].is_string())
       return bad_request("'" + at + ".role' is required (system, user, assistant, ...)", at + ".role");
-    std::string text;
-    if (auto e = content_text(m, i, text)) return e;
-    nlohmann::ordered_json message = {{"role", m["role"].get<std::string>()}, {"content", text}};
+    nlohmann::ordered_json content;
+    if (auto e = read_content(m, i, r, content)) return e;
+    nlohmann::ordered_json message = {{"role", m["role"].get<std::string>()}, {"content", std::move(content)}};
     // An assistant's calls, their arguments as objects (as chat templates
     // read them; the API sends JSON text), and a tool's reply to one.
     if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {

@@ -20,7 +20,13 @@ namespace arch::serve {
 struct CompletionRequest {
   bool chat = false;
   std::string model;                    // "" where the request names none
-  nlohmann::ordered_json messages;      // chat: [{"role", "content"}, ...], content as text
+  // chat: [{"role", "content"}, ...], content as text, or, where a
+  // message holds images, as parts ({"type": "image"} and {"type": "text"})
+  // in order, as chat templates of vision-language models read them.
+  nlohmann::ordered_json messages;
+  // The images' bytes (image_url parts' data URLs), in the order the
+  // messages hold them, and the field each came from (for a 400 naming it).
+  std::vector<std::string> images, image_fields;
   std::string prompt;                   // completions: text ...
   std::vector<int32_t> prompt_ids;      // ... or token ids
   bool prompt_is_ids = false;

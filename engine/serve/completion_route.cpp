@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include "engine/core/limits.h"
+#include "engine/runtime/image_prompt.h"
 #include "engine/serve/completion_request.h"
 #include "engine/serve/http_reply.h"
 #include "engine/serve/server.h"
@@ -22,7 +23,18 @@ std::variant<std::vector<int32_t>, ApiError> Server::prompt_ids(const Completion
     if (!tok_) return bad_request("this model has no tokenizer: chat needs one", "messages");
     auto rendered = chat_->chat_template.render(chat_->context(r.messages, true, r.tools.empty() ? nullptr : r.tools_json));
     if (!rendered.ok()) return bad_request("the chat template cannot render these messages: " + rendered.error().message, "messages");
-    ids = tok_->encode(*rendered, false);  // the template writes the special tokens itself
+    std::string text = std::move(*rendered);
+    if (!r.images.empty()) {  // each image marker the template wrote: the image's tokens in its place
+      auto ip = image_prompt(*model_);
+      if (!ip.ok()) return bad_request(ip.error().message, r.image_fields.front());
+      auto expanded = expand_image_text(text, *tok_, *ip, int(r.images.size()));
+      if (!expanded.ok())
+        return bad_request("the chat template's rendering: " + expanded.error().message +
+                               " (a template that writes no image marker for an image part cannot place it)",
+                           "messages");
+      text = std::move(*expanded);
+    }
+    ids = tok_->encode(text, false);  // the template writes the special tokens itself
   } else if (r.prompt_is_ids) {
     ids = r.prompt_ids;
   } else {
@@ -57,6 +69,12 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
                                  std::to_string(most_bytes) + (set > 0 ? "" : ": 64 per position of the " + std::to_string(opt_.context) + "-position context") +
                                  "); raise it with archrun serve --limit prompt_bytes=N if this is meant",
                              "invalid_request_error", r.chat ? "messages" : "prompt", "prompt_too_large"});
+  NamedTensors images;
+  if (!r.images.empty()) {
+    auto state = image_state(r);
+    if (auto* e = std::get_if<ApiError>(&state)) return reply_error(res, *e);
+    images = std::move(std::get<NamedTensors>(state));
+  }
   auto made = prompt_ids(r);
   if (auto* e = std::get_if<ApiError>(&made)) return reply_error(res, *e);
   std::vector<int32_t>& prompt = std::get<std::vector<int32_t>>(made);
@@ -115,6 +133,7 @@ void Server::complete(const httplib::Request& req, httplib::Response& res, bool 
   const int32_t last_prompt_token = prompt.back();  // the first new token's context, for logprobs
   BatchRequest br = job->request(std::move(prompt), int(r.max_tokens ? *r.max_tokens : room), sampling,
                                  r.ignore_eos ? std::vector<int32_t>{} : stop_ids_, r.top_logprobs);
+  br.state = std::move(images);
   if (constraint)
     br.process_logits = [constraint](std::span<float> row, const std::vector<int32_t>& so_far) { constraint->mask(row, so_far); };
   auto submitted = batcher_->submit(std::move(br));

@@ -88,6 +88,11 @@ class Server {
   std::variant<nlohmann::json, ApiError> json_request(const httplib::Request& req) const;
   // The request's prompt as token ids, or the error to reply with.
   std::variant<std::vector<int32_t>, ApiError> prompt_ids(const struct CompletionRequest& r);
+  // A chat's images (image_chat.cpp): each decoded and prepared as the
+  // model's processor says, their features made by its image graph, as the
+  // state input the sequence runs with; the error naming the image's field
+  // where it cannot be (no image model, an undecodable image).
+  std::variant<NamedTensors, ApiError> image_state(const struct CompletionRequest& r);
 
   // work_mu_ held, and this HTTP thread given the server's OpenMP thread
   // count (each thread has its own; a new one starts at one per core).

@@ -14,7 +14,7 @@ namespace {
 using json = nlohmann::json;
 constexpr int kMaxSide = kMaxImageSide;
 
-enum class Kind { kViT, kDeiT, kClip, kConvNext, kOther };
+enum class Kind { kViT, kDeiT, kClip, kConvNext, kSiglip, kOther };
 
 // "ViTImageProcessor", "CLIPImageProcessorFast", "ConvNextFeatureExtractor"
 // -> the class's stem: "ViT", "CLIP", "ConvNext".
@@ -32,13 +32,15 @@ Kind kind_of_stem(const std::string& stem) {
   if (stem == "DeiT") return Kind::kDeiT;
   if (stem == "CLIP") return Kind::kClip;
   if (stem == "ConvNext") return Kind::kConvNext;
+  if (stem == "Siglip" || stem == "Gemma3") return Kind::kSiglip;
   return Kind::kOther;
 }
 
 Kind kind_of_model_type(const std::string& model_type) {
   if (model_type == "vit") return Kind::kViT;
   if (model_type == "deit") return Kind::kDeiT;
-  if (model_type == "clip_vision_model" || model_type == "clip") return Kind::kClip;
+  if (model_type == "clip_vision_model" || model_type == "clip" || model_type == "llava") return Kind::kClip;
+  if (model_type == "siglip_vision_model" || model_type == "siglip" || model_type == "gemma3") return Kind::kSiglip;
   if (model_type == "resnet" || model_type == "convnext") return Kind::kConvNext;
   return Kind::kOther;
 }
@@ -73,6 +75,12 @@ ImagePreprocess class_defaults(Kind kind) {
       p.shortest_edge = 384;
       p.crop_pct = 224.0 / 256.0;
       p.resample = "bilinear";
+      p.mean = kHalf;
+      p.std = kHalf;
+      break;
+    case Kind::kSiglip:  // SiglipImageProcessor: 224 x 224, bicubic, no crop (Gemma3ImageProcessor: bilinear)
+      p.height = p.width = 224;
+      p.resample = "bicubic";
       p.mean = kHalf;
       p.std = kHalf;
       break;
@@ -241,6 +249,7 @@ Result<ImagePreprocess> from_file(const std::string& path, const json& model_con
   Kind kind = !stem.empty() ? kind_of_stem(stem) : kind_of_model_type(model_type_of(model_config));
   const std::string class_name = !stem.empty() ? stem + "ImageProcessor" : "an unnamed image processor";
   ImagePreprocess p = class_defaults(kind);
+  if (stem == "Gemma3") p.resample = "bilinear";
   ConfigReader r(j, path);
 
   if (kind == Kind::kOther) {
@@ -261,7 +270,7 @@ Result<ImagePreprocess> from_file(const std::string& path, const json& model_con
   }
 
   // Steps this reader does not implement must not be skipped silently.
-  for (const char* key : {"do_flip_channel_order", "do_pad", "do_color_quantize"})
+  for (const char* key : {"do_flip_channel_order", "do_pad", "do_color_quantize", "do_pan_and_scan"})
     if (present(j, key) && j[key] == true)
       return error(path + ": '" + key + "' is true, a step not supported here");
 
@@ -312,10 +321,12 @@ Result<ImagePreprocess> from_model_config(const std::string& dir, const json& mo
                  model_type + "'");
   ImagePreprocess p = class_defaults(kind);
 
-  // image_size: a number or [height, width]; CLIP keeps it in vision_config.
+  // image_size: a number or [height, width]; CLIP and the vision-language
+  // models keep it in vision_config.
   const json* holder = &model_config;
-  if (model_type == "clip" && model_config.contains("vision_config") && model_config["vision_config"].is_object())
+  if (model_config.contains("vision_config") && model_config["vision_config"].is_object())
     holder = &model_config["vision_config"];
+  if (model_type == "gemma3") p.resample = "bilinear";  // Gemma3ImageProcessor
   int height = 224, width = 224;
   if (present(*holder, "image_size")) {
     ConfigReader r(*holder, dir + "/config.json");
@@ -330,6 +341,7 @@ Result<ImagePreprocess> from_model_config(const std::string& dir, const json& mo
   }
   switch (kind) {
     case Kind::kViT:
+    case Kind::kSiglip:
       p.height = height;
       p.width = width;
       break;

@@ -18,6 +18,10 @@ namespace arch {
 //   clip_vision_model, clip  CLIPImageProcessor: shortest edge image_size,
 //                            bicubic, center crop image_size x image_size,
 //                            OpenAI CLIP mean/std
+//   llava                    CLIPImageProcessor at vision_config's image_size
+//   siglip_vision_model,     SiglipImageProcessor: resize to image_size x
+//   siglip, gemma3           image_size (vision_config's), bicubic (Gemma 3's
+//                            own processor: bilinear), mean = std = 0.5
 //   resnet, convnext         ConvNextImageProcessor as microsoft/resnet-50
 //                            and facebook/convnext-tiny-224 configure it:
 //                            shortest edge 224, crop_pct 0.875, bicubic,
@@ -26,7 +30,7 @@ namespace arch {
 //
 // In preprocessor_config.json missing keys take the defaults of the
 // processor class named by image_processor_type (or the older
-// feature_extractor_type) - ViT*, CLIP*, ConvNext* - or, without one, of the
+// feature_extractor_type) - ViT*, CLIP*, ConvNext*, Siglip*, Gemma3* - or, without one, of the
 // model_type's class above; for another class, a key without a universal
 // default (size, resample, image_mean, image_std when used) must be present.
 // A plain number for size means shortest_edge for CLIP-, ConvNext-, BiT- and

@@ -142,8 +142,7 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
   const SequenceRows& seqs = *ctx.sequences;
   if (ctx.inputs.size() < 3 || (ctx.inputs.size() > 3 && ctx.inputs[3].data))
     return kernel_error(ctx, "attention", "several sequences' rows take no bias");
-  if (ctx.inputs.size() > 4 && ctx.inputs[4].data)
-    return kernel_error(ctx, "attention", "several sequences' rows take no groups");
+  const bool groups = ctx.inputs.size() > 4 && ctx.inputs[4].data;
   // Over a KV cache: causal, each piece's region up to its positions; over
   // held values (an encoder's output): unmasked, each slot's rows whole.
   const bool held = seqs.over_held;
@@ -182,7 +181,11 @@ Status attention_per_sequence(KernelContext& ctx, const Kernel& one, bool across
   }
   auto run_piece = [&](const SequenceRows::Piece& piece) {
     const auto [from, n] = keys_of(piece);
-    const std::array<Tensor, 3> ins{rows(Q, piece.row, piece.rows), rows(K, from, n), rows(V, from, n)};
+    std::vector<Tensor> ins{rows(Q, piece.row, piece.rows), rows(K, from, n), rows(V, from, n)};
+    if (groups)  // the piece's own rows' groups (an image's tokens within its sequence)
+      ins.push_back(Tensor{}), ins.push_back(Tensor::view(DType::I32, {piece.rows},
+                                                          const_cast<int32_t*>(ctx.inputs[4].i32()) + piece.row,
+                                                          ctx.inputs[4].owner));
     std::vector<Tensor> outs{rows(out, piece.row, piece.rows)};
     std::unique_ptr<OpState> none;
     KernelContext sub{ctx.attrs, ins, outs, none, ctx.max_context, ctx.where, ctx.options, nullptr};

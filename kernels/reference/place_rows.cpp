@@ -13,15 +13,29 @@ namespace arch {
 
 namespace {
 
-// How many rows the session placed before each position it has seen:
-// before[p] for p in 0..positions.
+// How many rows each sequence placed before each position it has seen:
+// before[slot][p] for p in 0..its positions (a session's one sequence is
+// slot 0; a batched session's regions are `capacity` positions apart).
 struct PlacedRows : OpState {
-  std::vector<int64_t> before{0};
+  std::vector<std::vector<int64_t>> before{{0}};
+  int64_t capacity = 0;
 
-  int64_t positions() const { return int64_t(before.size()) - 1; }
+  std::vector<int64_t>& slot(int64_t s) {
+    if (before.size() <= size_t(s)) before.resize(size_t(s) + 1, {0});
+    return before[size_t(s)];
+  }
+  int64_t positions() const { return int64_t(before[0].size()) - 1; }
   bool can_rewind(int64_t n) const override { return n >= 0 && n <= positions(); }
-  void rewind(int64_t n) override { before.resize(size_t(n) + 1); }
+  void rewind(int64_t n) override { before[0].resize(size_t(n) + 1); }
   std::unique_ptr<OpState> clone() const override { return std::make_unique<PlacedRows>(*this); }
+  bool copy_rows(int64_t from, int64_t to, int64_t n) override {
+    if (capacity <= 0 || from % capacity || to % capacity) return false;
+    const auto& src = slot(from / capacity);
+    if (int64_t(src.size()) < n + 1) return false;
+    std::vector<int64_t> copy(src.begin(), src.begin() + n + 1);
+    slot(to / capacity) = std::move(copy);
+    return true;
+  }
 };
 
 Result<std::vector<TypedShape>> place_rows_shape(std::span<const TypedShape> in, std::span<const bool> present,
@@ -39,6 +53,8 @@ Result<std::vector<TypedShape>> place_rows_shape(std::span<const TypedShape> in,
 }
 
 Status place_rows_kernel(KernelContext& ctx) {
+  if (ctx.inputs.size() < 2 || ctx.outputs.size() != 1)
+    return kernel_error(ctx, "place_rows", "takes x, tokens and rows, and makes one output");
   ARCH_TRY_STATUS(expect_f32(ctx, "place_rows", 0));
   const Tensor& X = ctx.inputs[0];
   const Tensor& T = ctx.inputs[1];
@@ -55,23 +71,47 @@ Status place_rows_kernel(KernelContext& ctx) {
   if (!ctx.state) ctx.state = std::make_unique<PlacedRows>();
   auto* placed = dynamic_cast<PlacedRows*>(ctx.state.get());
   if (!placed) return kernel_error(ctx, "place_rows", "its state is of another op");
-  const int64_t N = has_rows ? ctx.inputs[2].dim(0) : 0;
+  // The call's pieces: the batched session's (each slot's rows among the
+  // held ones at its region), or every row as slot 0's, where it is.
+  std::vector<SequenceRows::Piece> pieces;
+  if (ctx.sequences) {
+    pieces = ctx.sequences->pieces;
+    placed->capacity = ctx.sequences->slot_capacity;
+  } else {
+    pieces.push_back({0, placed->positions(), 0, S});
+  }
   const int32_t token = int32_t(attr_int(ctx.attrs, "token", -1));
-  int64_t next = placed->before.back();
   const float* x = X.f32();
   float* y = ctx.outputs[0].f32();
-  for (int64_t r = 0; r < S; ++r) {
-    const float* from = x + r * D;
-    if (T.i32()[r] == token) {
-      if (next >= N)
-        return kernel_error(ctx, "place_rows",
-                            has_rows ? "token " + std::to_string(token) + " number " + std::to_string(next + 1) +
-                                           " has no row to take: " + std::to_string(N) + " rows were given"
-                                     : "token " + std::to_string(token) + " is in the text, but no rows were given for it (an image token without an image?)");
-      from = ctx.inputs[2].f32() + next++ * D;
+  for (const auto& p : pieces) {
+    if (p.row < 0 || p.rows < 0 || p.row + p.rows > S || p.position < 0)
+      return kernel_error(ctx, "place_rows", "rows [" + std::to_string(p.row) + ", +" + std::to_string(p.rows) + ") do not fit x " + dims_str(X.shape));
+    // Where the slot's rows are: its region of the held rows, or all of them.
+    int64_t first = 0, N = has_rows ? ctx.inputs[2].dim(0) : 0;
+    if (ctx.sequences && ctx.sequences->over_held) {
+      const auto& held = ctx.sequences->held;
+      const auto region = size_t(p.slot) < held.size() ? held[size_t(p.slot)] : SequenceRows::Region{};
+      first = region.from, N = has_rows ? region.length : 0;
     }
-    std::copy(from, from + D, y + r * D);
-    placed->before.push_back(next);
+    std::vector<int64_t>& before = placed->slot(p.slot);
+    if (int64_t(before.size()) < p.position + 1)
+      return kernel_error(ctx, "place_rows", "slot " + std::to_string(p.slot) + " is at position " +
+                                                 std::to_string(before.size() - 1) + ", not " + std::to_string(p.position));
+    before.resize(size_t(p.position) + 1);  // a rewind: what came after is forgotten
+    int64_t next = before.back();
+    for (int64_t r = p.row; r < p.row + p.rows; ++r) {
+      const float* from = x + r * D;
+      if (T.i32()[r] == token) {
+        if (next >= N)
+          return kernel_error(ctx, "place_rows",
+                              N > 0 ? "token " + std::to_string(token) + " number " + std::to_string(next + 1) +
+                                          " has no row to take: " + std::to_string(N) + " rows were given"
+                                    : "token " + std::to_string(token) + " is in the text, but no rows were given for it (an image token without an image?)");
+        from = ctx.inputs[2].f32() + (first + next++) * D;
+      }
+      std::copy(from, from + D, y + r * D);
+      before.push_back(next);
+    }
   }
   return {};
 }
@@ -86,6 +126,7 @@ void define_place_rows(OpTable& t) {
                .shape = place_rows_shape,
                .tolerance = {0.0, 0.0},
                .stateful = true,
+               .sequences = true,
                .fills = true,
                .doc = "place_rows(x [S, D], tokens i32 [S], rows? [N, D]) -> [S, D]: x with the rows at `token` replaced by rows' next ones, in order from the session's first (an image's features at its image tokens)",
            }),

@@ -17,6 +17,7 @@ Result<std::vector<TypedShape>> token_runs_shape(std::span<const TypedShape> in,
 }
 
 Status token_runs_kernel(KernelContext& ctx) {
+  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1) return kernel_error(ctx, "token_runs", "takes tokens and makes one output");
   const Tensor& T = ctx.inputs[0];
   if (T.dtype != DType::I32 || T.shape.size() != 1)
     return kernel_error(ctx, "token_runs", "tokens " + dims_str(T.shape) + " are not i32 [seq]");

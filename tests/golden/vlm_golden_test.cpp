@@ -4,6 +4,7 @@
 // greedy tokens with each step's logits, against transformers' own.
 #include <gtest/gtest.h>
 
+#include "engine/runtime/batched_session.h"
 #include "engine/runtime/generate.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
@@ -135,6 +136,40 @@ TEST_P(VlmGolden, TheTextModelRunsWithoutAnImage) {
   auto refused = t.step(std::vector<int32_t>{1, image_token});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("no rows were given"), std::string::npos) << refused.error().message;
+}
+
+// A batched session's slot holding the image decodes what one session
+// does, beside a slot with text alone (the server's continuous batching).
+TEST_P(VlmGolden, ABatchedSlotWithTheImageDecodesAsOneSession) {
+  const std::string dir = golden_dir(GetParam());
+  ARCH_REQUIRE_SHARED(dir);
+  GoldenInputs in = read_inputs(dir);
+  auto model = load_model(dir);
+  ASSERT_TRUE(model.ok()) << model.error().message;
+  const auto want = read_json(dir + "/expected.json")["greedy"]["new_token_ids"].get<std::vector<int32_t>>();
+  Session one(**model, 8);
+  auto image = one.encode({{"pixel_values", in.pixels}});
+  ASSERT_TRUE(image.ok()) << image.error().message;
+  auto batched = BatchedSession::make(**model, 2, int64_t(in.ids.size() + want.size()));
+  ASSERT_TRUE(batched.ok()) << batched.error().message;
+  BatchedSession& b = **batched;
+  ASSERT_TRUE(b.hold(1, {{"image_features", image->at("image_features")}}).ok());
+  const std::vector<int32_t> text = {in.ids[0], 5, 7};
+  BatchedSession::Piece prompt{1, in.ids}, other{0, text};
+  ASSERT_TRUE(b.run(std::span(&other, 1)).ok());
+  auto logits = b.run(std::span(&prompt, 1));
+  ASSERT_TRUE(logits.ok()) << logits.error().message;
+  auto argmax = [](const float* row, int64_t n) { return int32_t(std::max_element(row, row + n) - row); };
+  const int64_t vocab = logits->dim(-1);
+  std::vector<int32_t> got = {argmax(logits->f32(), vocab)};
+  int32_t text_next = 9;
+  while (got.size() < want.size()) {
+    std::vector<BatchedSession::Piece> step = {{1, std::span(&got.back(), 1)}, {0, std::span(&text_next, 1)}};
+    auto l = b.run(step);
+    ASSERT_TRUE(l.ok()) << l.error().message;
+    got.push_back(argmax(l->f32(), vocab));
+  }
+  EXPECT_EQ(got, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, VlmGolden, ::testing::Values("llava", "gemma3_vlm"),

@@ -43,7 +43,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "conv_transpose1d", "leaky_relu", "ceil", "flip", "cumsum", "expand_by_durations",
                                    "rational_quadratic_spline", "normal_noise", "relative_attention",
                                    "softplus", "causal_conv1d", "gated_delta_rule", "all_reduce", "all_gather", "send",
-                                   "recv"};
+                                   "recv", "place_rows", "token_runs"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -130,6 +130,8 @@ std::map<std::string, Sample> sample_calls() {
   s["relative_attention"] = {{x({5, 2, 4}), x({5, 2, 4}, 2), x({5, 2, 4}, 3), x({3, 4}, 4), x({3, 4}, 5)}};
   s["causal_conv1d"] = {{x({5, 6}), x({6, 4}, 2)}};
   s["gated_delta_rule"] = {{x({5, 2, 4}), x({5, 2, 4}, 2), x({5, 4, 3}, 3), x({5, 4}, 4), x({5, 4}, 5)}};
+  s["place_rows"] = {{x({4, 3}), i32({4}, {1, 9, 9, 2}), x({2, 3}, 2)}, {{"token", 9}}};
+  s["token_runs"] = {{i32({5}, {9, 9, 1, 9, 2})}, {{"token", 9}}};
   s["max_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 3}, {"stride", 2}, {"padding", 1}}};
   s["avg_pool2d"] = {{x({3, 5, 5})}, {{"kernel", 2}, {"ceil_mode", true}}};
   return s;

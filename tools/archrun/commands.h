@@ -65,6 +65,9 @@ struct GenerateArgs {
   // Constrained decoding: the reply a sentence of this GBNF grammar, or a
   // JSON text valid under this JSON Schema (engine/runtime/grammar_constraint.h).
   std::string grammar_file, json_schema_file;
+  // A vision-language model's images, in the order the prompt's image
+  // markers (<image>, <start_of_image>) place them.
+  std::vector<std::string> images;
 };
 
 struct TranslateArgs {
@@ -114,6 +117,7 @@ struct ChatArgs {
   bool stats = false;      // --stats: per turn, the tokens prefilled and reused, on stderr
   float temperature = 0.0f;
   uint64_t seed = 0;
+  std::string image;       // --image: an image the first turn is about (a vision-language model)
 };
 
 struct TranscribeArgs {

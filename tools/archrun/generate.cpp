@@ -1,5 +1,6 @@
 // archrun generate: a prompt (-p TEXT or --ids) continued, text streamed as it comes.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <optional>
 
@@ -7,6 +8,7 @@
 
 #include "engine/core/json_text.h"
 #include "engine/runtime/generate.h"
+#include "engine/runtime/image_prompt.h"
 #include "engine/runtime/grammar_constraint.h"
 #include "engine/runtime/json_schema_grammar.h"
 #include "engine/runtime/seq2seq.h"
@@ -71,10 +73,93 @@ Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string&
   return std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(g)), vocab, std::move(eos));
 }
 
+// A vision-language model's prompt with images (--image): each image's
+// features made by the model's encode graph and placed at its image
+// tokens, then the reply drawn as any decoder's. Options that steer other
+// kinds of model are refused by name.
+int run_generate_images(const GenerateArgs& a) {
+  if (a.backend == "npu2" || !a.numerics.empty()) return fail(error("--image runs on the CPU path: drop --backend npu2 / --numerics npu2"));
+  if (!a.common.split.empty()) return fail(error("--image runs in one process: drop --split"));
+  if (!a.grammar_file.empty() || !a.json_schema_file.empty())
+    return fail(error("--image with --grammar or --json-schema is not supported yet: give one of them"));
+  if (a.search.beams || a.search.length_penalty || a.search.no_repeat_ngram_size || !a.target_lang.empty())
+    return fail(error("--beam-size, --length-penalty, --no-repeat-ngram-size and --target-lang steer an encoder-decoder's search, not --image"));
+  auto m = open_model(a.common);
+  if (!m.ok()) return fail(m.error());
+  auto ip = image_prompt(**m);
+  if (!ip.ok()) return fail(error("--image: " + ip.error().message));
+  std::vector<Tensor> pixels;
+  for (const auto& path : a.images) {
+    auto p = image_pixels(**m, path);
+    if (!p.ok()) return fail(error("--image " + path + ": " + p.error().message));
+    pixels.push_back(*p);
+  }
+  std::shared_ptr<const Tokenizer> tok;
+  std::vector<int32_t> prompt;
+  if (!a.prompt.empty()) {
+    auto t = open_tokenizer(a.common.model);
+    if (!t.ok()) return fail(t.error());
+    tok = *t;
+    auto text = expand_image_text(a.prompt, *tok, *ip, int(pixels.size()));
+    if (!text.ok()) return fail(text.error());
+    prompt = tok->encode(*text, true);
+  } else {
+    auto ids = parse_ids(a.ids);
+    if (!ids.ok()) return fail(ids.error());
+    auto expanded = expand_image_ids(*ids, *ip, int(pixels.size()));
+    if (!expanded.ok()) return fail(expanded.error());
+    prompt = *expanded;
+  }
+  GenerateOptions opt;
+  opt.max_new_tokens = a.n;
+  opt.sampling.greedy = a.greedy;
+  opt.sampling.temperature = a.temperature;
+  opt.sampling.top_k = a.top_k;
+  opt.sampling.top_p = a.top_p;
+  opt.sampling.seed = a.seed;
+  if (!a.ignore_eos) opt.stop_ids = eos_ids(**m, tok.get());
+  std::optional<TextStream> stream;
+  if (tok) stream.emplace(tok, true);
+  opt.on_token = [&](int32_t t) {
+    if (a.json) {
+      if (stream) stream->push(t);
+      return;
+    }
+    if (stream) std::fputs(stream->push(t).c_str(), stdout);
+    else std::printf("%d ", t);
+    std::fflush(stdout);
+  };
+  CheckStats check;
+  if (a.common.check) opt.check = &check;
+  Session session(**m, session_options(a.common, int64_t(prompt.size()) + a.n));
+  if (a.common.check) session.check_with(&check);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (auto st = encode_images(session, *ip, pixels); !st.ok()) return fail(st.error());
+  const double encode_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  auto r = generate(session, prompt, opt);
+  if (a.common.check) report_check(check, !r.ok());
+  if (!r.ok()) return fail(r.error());
+  if (a.json) {
+    nlohmann::json j = {{"tokens", r->tokens}, {"prompt_tokens", prompt}, {"images", a.images.size()}};
+    if (tok) j["text"] = tok->decode(r->tokens, true);
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  if (stream) std::fputs(stream->finish().c_str(), stdout);
+  std::printf("\n");
+  std::fflush(stdout);
+  double tps = r->decode_seconds > 0 ? double(r->tokens.size() - 1) / r->decode_seconds : 0;
+  std::fprintf(stderr, "%s (%s): %zu image%s encoded in %.3f s, %zu prompt tokens in %.3f s, %zu new tokens, %.1f tok/s decoding; stopped by %s\n",
+               (*m)->family.c_str(), (*m)->template_path.c_str(), pixels.size(), pixels.size() == 1 ? "" : "s",
+               encode_seconds, prompt.size(), r->prompt_seconds, r->tokens.size(), tps, r->stop_reason.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int run_generate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 1,2,3 (one of them)"));
+  if (!a.images.empty()) return run_generate_images(a);
   std::shared_ptr<const Tokenizer> tok;
   std::vector<int32_t> prompt;
   if (!a.prompt.empty()) {

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "engine/core/json_text.h"
 #include "engine/runtime/generate.h"
+#include "engine/runtime/image_prompt.h"
 #include "engine/runtime/model_text.h"
 #include "importer/text/text_stream.h"
 #include "tools/archrun/commands.h"
@@ -98,6 +100,19 @@ int run_chat(const ChatArgs& a) {
                  a.common.model.c_str());
   auto m = open_model(a.common);
   if (!m.ok()) return fail(m.error());
+  // --image: the first turn is about it (a vision-language model); its
+  // features are made now and held by the session for the whole chat.
+  std::optional<ImagePrompt> image;
+  std::vector<Tensor> pixels;
+  if (!a.image.empty()) {
+    if (plain) return fail(error("--image: " + a.common.model + " has no chat template to place the image in"));
+    auto ip = image_prompt(**m);
+    if (!ip.ok()) return fail(error("--image: " + ip.error().message));
+    auto p = image_pixels(**m, a.image);
+    if (!p.ok()) return fail(error("--image " + a.image + ": " + p.error().message));
+    image = *ip;
+    pixels.push_back(std::move(*p));
+  }
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
   const std::vector<int32_t> stop = eos_ids(**m, tok->get());
@@ -106,6 +121,8 @@ int run_chat(const ChatArgs& a) {
   // from them (the new user turn, and whatever the template writes around
   // the last reply).
   Session session(**m, session_options(a.common, a.context));
+  if (image)
+    if (auto st = encode_images(session, *image, pixels); !st.ok()) return fail(error("--image " + a.image + ": " + st.error().message));
   std::vector<int32_t> held;
   bool interactive = isatty(0);
   int turn = 0;
@@ -113,9 +130,18 @@ int run_chat(const ChatArgs& a) {
     if (interactive) std::fputs("> ", stdout), std::fflush(stdout);
     if (!std::getline(std::cin, line)) break;
     if (line.empty()) continue;
-    messages.push_back({{"role", "user"}, {"content", line}});
+    // The first turn holds the image: as parts, which the template writes its marker for.
+    if (image && turn == 0)
+      messages.push_back({{"role", "user"},
+                          {"content", nlohmann::ordered_json::array({{{"type", "image"}}, {{"type", "text"}, {"text", line}}})}});
+    else
+      messages.push_back({{"role", "user"}, {"content", line}});
     Result<std::string> rendered = plain ? plain_text(messages) : info->chat_template.render(info->context(messages, true));
     if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message));
+    if (image) {
+      rendered = expand_image_text(*rendered, **tok, *image, 1);
+      if (!rendered.ok()) return fail(error(info->path + ": " + rendered.error().message + " (the template writes no marker for an image part?)"));
+    }
     GenerateOptions opt;
     opt.max_new_tokens = a.n;
     opt.sampling.greedy = a.temperature <= 0;

@@ -5,7 +5,9 @@
 // embeddings, and errors surfaced as the client's own exceptions.
 //   ARCHRUN=build/archrun ARCHETYPE_SHARED_DIR=../shared node openai_client.test.mjs
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, existsSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync, symlinkSync } from 'node:fs';
+import { deflateSync, crc32 } from 'node:zlib';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, before, after } from 'node:test';
@@ -54,15 +56,60 @@ writeFileSync(toolTemplate, "{{ bos_token }}{% if tools %}system: tools: {% for 
   "{% for c in m.tool_calls %}<tool_call>{{ c.function | tojson }}</tool_call>{% endfor %}\n{% else %}{{ m.role }}: {{ m.content }}\n" +
   "{% endif %}{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}");
 
+// A vision-language model to chat with images: the llava golden (CLIP,
+// projector, Llama) with a word-level tokenizer of its 512 ids ("<image>"
+// is id 500) and a chat template that writes an image part as <image>.
+const llavaGolden = join(shared, 'golden/llava');
+const llava = join(scratch, 'llava');
+mkdirSync(llava);
+for (const f of ['config.json', 'model.safetensors', 'generation_config.json']) symlinkSync(join(llavaGolden, f), join(llava, f));
+const vocab = { '<unk>': 0, '<s>': 1, '</s>': 2 };
+for (let i = 3; i < 512; i++) vocab[i === 500 ? '<image>' : `w${i}`] = i;
+const special = (id, content) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+writeFileSync(join(llava, 'tokenizer.json'), JSON.stringify({
+  version: '1.0', truncation: null, padding: null, added_tokens: [special(0, '<unk>'), special(1, '<s>'), special(2, '</s>'), special(500, '<image>')],
+  normalizer: null, pre_tokenizer: { type: 'Whitespace' }, post_processor: null, decoder: null,
+  model: { type: 'WordLevel', vocab, unk_token: '<unk>' } }));
+const imageTemplate = "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {% if m['content'] is string %}{{ m['content'] }}{% else %}" +
+  "{% for p in m['content'] %}{% if p['type'] == 'image' %}<image> {% else %}{{ p['text'] }}{% endif %}{% endfor %}{% endif %}{{ '\\n' }}" +
+  "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}";
+writeFileSync(join(llava, 'tokenizer_config.json'), JSON.stringify({ bos_token: '<s>', eos_token: '</s>', chat_template: imageTemplate }));
+
+// An RGB PNG of seeded colours, written by hand (zlib's deflate and crc32).
+function png(width, height, seed) {
+  const rows = [];
+  for (let y = 0; y < height; y++) {
+    const row = Buffer.alloc(1 + 3 * width);  // filter 0, then RGB
+    for (let i = 1; i < row.length; i++) row[i] = (seed = (seed * 1103515245 + 12345) >>> 0) >>> 24;
+    rows.push(row);
+  }
+  const chunk = (type, data) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, 'latin1');
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+    return Buffer.concat([head, data, crc]);
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr[8] = 8, ihdr[9] = 2;  // 8 bits, RGB
+  return Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]), chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.concat(rows))), chunk('IEND', Buffer.alloc(0))]);
+}
+
 const servers = [];
-let chat, open, embed, busy, tooled;
+let chat, open, embed, busy, tooled, seeing;
 before(async () => {
   const s = serve(stories, '--chat-template', template, '--api-key', 'sesame', '--parallel', '4');
   const e = serve(bert);
   const b = serve(stories, '--parallel', '1', '--queue', '1');
   const t = serve(stories, '--chat-template', toolTemplate);
-  servers.push(s.child, e.child, b.child, t.child);
-  const [sp, ep, bp, tp] = await Promise.all([s.port, e.port, b.port, t.port]);
+  const v = serve(llava, '--parallel', '2');
+  servers.push(s.child, e.child, b.child, t.child, v.child);
+  const [sp, ep, bp, tp, vp] = await Promise.all([s.port, e.port, b.port, t.port, v.port]);
+  seeing = new OpenAI({ baseURL: `http://127.0.0.1:${vp}/v1`, apiKey: 'none', maxRetries: 0 });
   tooled = new OpenAI({ baseURL: `http://127.0.0.1:${tp}/v1`, apiKey: 'none' });
   chat = new OpenAI({ baseURL: `http://127.0.0.1:${sp}/v1`, apiKey: 'sesame' });
   open = new OpenAI({ baseURL: `http://127.0.0.1:${sp}/v1`, apiKey: 'wrong', maxRetries: 0 });
@@ -247,4 +294,46 @@ test('past the queue: 503, as the client\'s error', async () => {
   assert.ok(refused.length >= 1, 'some were refused');
   assert.ok(results.some((r) => r.status === 'fulfilled'), 'some were served');
   for (const r of refused) assert.ok(r.reason instanceof OpenAI.InternalServerError && r.reason.status === 503, String(r.reason));
+});
+
+test('an image in chat: image_url data URLs, the reply archrun generate --image gives, batched beside text', async () => {
+  const images = [png(40, 36, 7), png(40, 36, 99)];
+  const replies = [];
+  for (const [k, bytes] of images.entries()) {
+    const path = join(scratch, `image${k}.png`);
+    writeFileSync(path, bytes);
+    const url = `data:image/png;base64,${bytes.toString('base64')}`;
+    const ask = { model: 'llava', max_tokens: 8, temperature: 0,
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'w5 w7 w9' }] }] };
+    // Beside a text-only chat in the same batch.
+    const [r, text] = await Promise.all([seeing.chat.completions.create(ask),
+      seeing.chat.completions.create({ model: 'llava', max_tokens: 8, temperature: 0, messages: [{ role: 'user', content: 'w5 w7 w9' }] })]);
+    assert.ok(text.choices[0].message.content.length > 0);
+    // The same prompt through the command line: the template's rendering
+    // (this tokenizer adds no <s> of its own), the image file.
+    const cli = spawnSync(archrun, ['generate', llava, '-p', '<s>user: <image> w5 w7 w9\nassistant:', '--image', path, '-n', '8', '--json'],
+      { encoding: 'utf8' });
+    assert.equal(cli.status, 0, cli.stderr);
+    const want = JSON.parse(cli.stdout.trim().split('\n').pop());
+    assert.equal(r.usage.prompt_tokens, want.prompt_tokens.length);
+    assert.ok(r.usage.prompt_tokens >= 16, 'the image is 16 tokens');
+    assert.equal(r.choices[0].message.content, want.text);
+    // Streamed, the same.
+    let streamed = '';
+    for await (const c of await seeing.chat.completions.create({ ...ask, stream: true })) streamed += c.choices[0]?.delta?.content ?? '';
+    assert.equal(streamed, want.text);
+    replies.push(want.tokens.join(' '));
+  }
+  assert.notEqual(replies[0], replies[1], 'two images, two replies');
+});
+
+test('images that cannot be served are 400s naming the field', async () => {
+  const part = (url) => [{ role: 'user', content: [{ type: 'text', text: 'w5' }, { type: 'image_url', image_url: { url } }] }];
+  await assert.rejects(seeing.chat.completions.create({ model: 'llava', messages: part('data:image/png;base64,AAAAAAAA') }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1].image_url' && /not an image/.test(e.message));
+  await assert.rejects(seeing.chat.completions.create({ model: 'llava', messages: part('https://example.com/cat.png') }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1].image_url' && /fetches nothing/.test(e.message));
+  const url = `data:image/png;base64,${png(8, 8, 1).toString('base64')}`;
+  await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: part(url) }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1].image_url' && /takes no image/.test(e.message));
 });
