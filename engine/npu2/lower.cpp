@@ -158,8 +158,19 @@ Lowering lower(const Graph& step, const LowerOptions& opt) {
     return Lowering{std::move(p), std::move(r.refusals)};
   }
   if (!step.held_inputs.empty()) {
-    r.refuse_graph("the step holds state inputs: an encoder-decoder's decoder, cross-attending to the encoder's output",
-                   "an encoder program and cross-attention units");
+    // Held inputs the step may run without are an image's features (a
+    // vision-language model); the others an encoder's output.
+    bool optional = true;
+    for (int v : step.held_inputs) {
+      const Graph::InputDefault* d = step.default_of(v);
+      optional = optional && d && d->absent;
+    }
+    if (optional)
+      r.refuse_graph("the step takes image features (a vision-language model), placed at its image tokens",
+                     "an image-tower program and a unit placing its rows in the prompt's embeddings");
+    else
+      r.refuse_graph("the step holds state inputs: an encoder-decoder's decoder, cross-attending to the encoder's output",
+                     "an encoder program and cross-attention units");
     return Lowering{std::move(p), std::move(r.refusals)};
   }
   // What the engine has no unit for, wherever it is in the graph.

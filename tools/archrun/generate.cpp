@@ -80,8 +80,7 @@ Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string&
 int run_generate_images(const GenerateArgs& a) {
   if (a.backend == "npu2" || !a.numerics.empty()) return fail(error("--image runs on the CPU path: drop --backend npu2 / --numerics npu2"));
   if (!a.common.split.empty()) return fail(error("--image runs in one process: drop --split"));
-  if (!a.grammar_file.empty() || !a.json_schema_file.empty())
-    return fail(error("--image with --grammar or --json-schema is not supported yet: give one of them"));
+  if (!a.grammar_file.empty() && !a.json_schema_file.empty()) return fail(error("give --grammar or --json-schema, not both"));
   if (a.search.beams || a.search.length_penalty || a.search.no_repeat_ngram_size || !a.target_lang.empty())
     return fail(error("--beam-size, --length-penalty, --no-repeat-ngram-size and --target-lang steer an encoder-decoder's search, not --image"));
   auto m = open_model(a.common);
@@ -118,6 +117,18 @@ int run_generate_images(const GenerateArgs& a) {
   opt.sampling.top_p = a.top_p;
   opt.sampling.seed = a.seed;
   if (!a.ignore_eos) opt.stop_ids = eos_ids(**m, tok.get());
+  std::shared_ptr<GrammarConstraint> constraint;
+  if (!a.grammar_file.empty() || !a.json_schema_file.empty()) {
+    if (!tok) {
+      auto t = open_tokenizer(a.common.model);
+      if (!t.ok()) return fail(error("--grammar and --json-schema read the tokens' text: " + t.error().message));
+      tok = *t;
+    }
+    auto c = grammar_constraint(a.grammar_file, a.json_schema_file, *tok, opt.stop_ids.empty() ? eos_ids(**m, tok.get()) : opt.stop_ids);
+    if (!c.ok()) return fail(c.error());
+    constraint = *c;
+    opt.process_logits = [constraint](std::span<float> logits, const std::vector<int32_t>& so_far) { constraint->mask(logits, so_far); };
+  }
   std::optional<TextStream> stream;
   if (tok) stream.emplace(tok, true);
   opt.on_token = [&](int32_t t) {
