@@ -105,17 +105,7 @@ Instantiator::R Instantiator::eval_path(const Expr& e, Env& env) {
     return fail(e.loc, "undefined name '" + head.name + "'" + did_you_mean(head.name, known));
   }
   Val out;
-  if (v && v->kind == Val::Json) {
-    // rope_scaling.factor: a field of a json config value
-    out = *v;
-    for (size_t k = 1; k < e.path.size(); ++k) {
-      if (e.path[k].kind != PathSeg::Name) return fail(e.loc, "a json field is named, not indexed");
-      if (out.kind != Val::Json) return Val{};
-      auto it = out.json.find(e.path[k].name);
-      out = it == out.json.end() ? Val{} : val_from_json(*it);
-    }
-    return out;
-  }
+  if (v && v->kind == Val::Json) return json_member(e, *v, 1);  // rope_scaling.factor
   if (v && v->kind != Val::Path && e.path.size() > 1)
     return fail(e.loc, "'" + head.name + "' is " + v->describe() + ", it has no member '" +
                            (e.path[1].kind == PathSeg::Name ? e.path[1].name : std::string("...")) + "'");
@@ -136,20 +126,25 @@ Instantiator::R Instantiator::eval_in_space(const Expr& e, Env& env, Space& ns) 
     if (field) {
       if (e.path.size() == 2) return *field;
       if (field->kind != Val::Json) return fail(e.loc, "'" + member.name + "' of " + ns.name + " is " + field->describe() + ", it has no members");
-      Val out = *field;
-      for (size_t k = 2; k < e.path.size(); ++k) {
-        if (e.path[k].kind != PathSeg::Name) return fail(e.loc, "a json field is named, not indexed");
-        if (out.kind != Val::Json) return Val{};
-        auto it = out.json.find(e.path[k].name);
-        out = it == out.json.end() ? Val{} : val_from_json(*it);
-      }
-      return out;
+      return json_member(e, *field, 2);
     }
   }
   Val out;
   out.kind = Val::Path;
   out.space = index_of(&ns);
   return extend_path(e, env, std::move(out), 1);
+}
+
+// A field of a json config value (rope_scaling.factor): e's segments from
+// `from` on, looked up in `out` (null where one is missing).
+Instantiator::R Instantiator::json_member(const Expr& e, Val out, size_t from) {
+  for (size_t k = from; k < e.path.size(); ++k) {
+    if (e.path[k].kind != PathSeg::Name) return fail(e.loc, "a json field is named, not indexed");
+    if (out.kind != Val::Json) return Val{};
+    auto it = out.json.find(e.path[k].name);
+    out = it == out.json.end() ? Val{} : val_from_json(*it);
+  }
+  return out;
 }
 
 // `out`'s path with e's segments from `from` on.

@@ -92,6 +92,7 @@ class Instantiator {
   R eval_path(const Expr& e, Env& env);
   R eval_in_space(const Expr& e, Env& env, Space& ns);
   R extend_path(const Expr& e, Env& env, Val out, size_t from);
+  R json_member(const Expr& e, Val out, size_t from);
   R eval_binary(const Expr& e, const Val& a, const Val& b);
   R eval_call(const Expr& e, Env& env);
   R call_builtin(const Expr& e, std::vector<Val>& args);

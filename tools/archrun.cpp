@@ -314,7 +314,9 @@ int main(int argc, char** argv) {
   double bench_audio_s = 10;
   auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode; a voice: the real-time factor; an encoder or vision model: sequences or images per second beside the GEMM rate, -p tokens or the config's image size)");
   add_common(bench, bc);
-  bench->add_option("-p,--prompt-tokens", bench_p, "prompt length (seeded random ids)")->check(CLI::Range(1, 1 << 20));
+  auto* bench_p_opt = bench->add_option("-p,--prompt-tokens", bench_p,
+                                        "prompt length (seeded random ids); a denoiser: its context's tokens (77, CLIP's, unless given: SD3's is 333, Flux's 512)")
+                          ->check(CLI::Range(1, 1 << 20));
   bench->add_option("-n,--new-tokens", bench_n, "tokens to decode")->check(CLI::Range(1, 1 << 20));
   bench->add_flag("--json", bench_json, "one JSON object as the last line");
   bench->add_flag("--profile", bench_profile, "time per op, for the prompt and for decoding, and per block of a layer (a hybrid's layer kinds)");
@@ -426,7 +428,9 @@ int main(int argc, char** argv) {
     if (dtk->parsed()) return run_detokenize(dt_model, dt_ids, dt_skip, dt_json);
     if (tpl->parsed()) return run_template(tp_model, tp_messages, tp_gen, tp_json);
     if (cht->parsed()) return run_chat(ch);
-    if (bench->parsed()) return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps, bench_audio_s);
+    if (bench->parsed())
+      return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps, bench_audio_s,
+                       bench_p_opt->count() > 0);
     if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
     if (toy->parsed()) {
       auto progress = [](int64_t done, int64_t total, const std::string& name) {

@@ -9,6 +9,12 @@ namespace arch::serve {
 std::variant<NamedTensors, ApiError> Server::image_state(const CompletionRequest& r) {
   auto ip = image_prompt(*model_);
   if (!ip.ok()) return bad_request("model '" + name_ + "' takes no images: " + ip.error().message, r.image_fields.front());
+  // Images no context could hold are refused before any is decoded.
+  if (int64_t(r.images.size()) * ip->tokens >= opt_.context)
+    return bad_request("This model's maximum context length is " + std::to_string(opt_.context) + " tokens. However, the " +
+                           std::to_string(r.images.size()) + " images alone take " +
+                           std::to_string(int64_t(r.images.size()) * ip->tokens) + " (" + std::to_string(ip->tokens) + " each).",
+                       "messages", "context_length_exceeded");
   std::vector<Tensor> pixels;
   for (size_t k = 0; k < r.images.size(); ++k) {
     auto p = image_pixels(*model_, r.images[k], r.image_fields[k]);

@@ -332,13 +332,14 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
 }
 
 // A diffusion denoiser (a `denoise` graph): one evaluation on seeded
-// latents of the size it takes, timestep 500 and a context of 77 tokens
-// (CLIP's length, as Stable Diffusion feeds it); seconds per evaluation and
+// latents of the size it takes, timestep 500 and a context of `context`
+// tokens (77 by default: CLIP's length, as Stable Diffusion feeds it; SD3
+// feeds 333, Flux 512); seconds per evaluation and
 // its GFLOP/s beside the f32 GEMM rate measured in the same run. A
 // template that packs its latents (Flux's `pack` graph) is given what its
 // pack graph makes of latents at the config's sample_size (128 where it
 // has none: 1024x1024), the image's tokens and their ids.
-int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, int repeat) {
+int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, int repeat, int64_t context_tokens) {
   using clock = std::chrono::steady_clock;
   auto g = m.find_graph("denoise");
   if (!g.ok()) return fail(g.error());
@@ -361,7 +362,7 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     const int64_t side = m.config_int("sample_size", 128);
     if (side < 1) return fail(error(m.checkpoint.dir + ": sample_size must be positive, not " + std::to_string(side)));
     if (Status st = check_loop_size({ls[0].n, side, side}, 1); !st.ok()) return fail(st.error());  // before any of it is made
-    Tensor latents = Tensor::zeros(DType::F32, {ls[0].n, side, side}), context = Tensor::zeros(DType::F32, {77, cs[1].n});
+    Tensor latents = Tensor::zeros(DType::F32, {ls[0].n, side, side}), context = Tensor::zeros(DType::F32, {context_tokens, cs[1].n});
     for (Tensor* t : {&latents, &context})
       for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = normal(rng);
     NamedTensors pin{{"latents", latents}};
@@ -387,7 +388,7 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     for (const Dim& d : val.type.shape) {
       // A `_` is the latents' size (the config's sample_size); a named
       // run-time dim the context's tokens.
-      const int64_t n = d.concrete() ? d.n : d.sym == kDynSym ? m.config_int("sample_size", 64) : 77;
+      const int64_t n = d.concrete() ? d.n : d.sym == kDynSym ? m.config_int("sample_size", 64) : context_tokens;
       if (d.is_named()) bound[d.sym] = n;
       shape.push_back(n);
     }
@@ -557,7 +558,7 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
 }  // namespace
 
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat, int steps,
-              double audio_seconds) {
+              double audio_seconds, bool prompt_given) {
   if (is_pipeline(c.model)) return bench_pipeline(c, steps, as_json);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
@@ -566,7 +567,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   if (!m.ok()) return fail(m.error());
   auto t1 = clock::now();
   if ((*m)->find_graph("denoise").ok())
-    return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat);
+    return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat, prompt_given ? prompt_tokens : 77);
   if (speech_graph(**m)) return bench_speech(**m, 1000 * seconds(t0, t1), audio_seconds, as_json, profile, repeat);
   if ((*m)->is_encoder_decoder())
     return bench_encoder_decoder(c, **m, 1000 * seconds(t0, t1), prompt_tokens, new_tokens, as_json, profile, repeat);

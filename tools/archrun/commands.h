@@ -246,7 +246,9 @@ int run_serve(const ServeArgs& a);
 int run_bench_serve(const BenchServeArgs& a);
 int run_denoise(const DenoiseArgs& a);
 int run_imagine(const ImagineArgs& a);
+// `prompt_given`: -p was on the command line (a denoiser's context is then
+// that many tokens, not CLIP's 77).
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1,
-              int steps = 2, double audio_seconds = 10);
+              int steps = 2, double audio_seconds = 10, bool prompt_given = false);
 
 }  // namespace arch::cli

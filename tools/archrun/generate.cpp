@@ -73,6 +73,33 @@ Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string&
   return std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(g)), vocab, std::move(eos));
 }
 
+// What -n, --greedy, --temperature, --top-k, --top-p, --seed and
+// --ignore-eos ask of the decoding.
+GenerateOptions options_of(const GenerateArgs& a, const Model& m, const Tokenizer* tok) {
+  GenerateOptions opt;
+  opt.max_new_tokens = a.n;
+  opt.sampling.greedy = a.greedy;
+  opt.sampling.temperature = a.temperature;
+  opt.sampling.top_k = a.top_k;
+  opt.sampling.top_p = a.top_p;
+  opt.sampling.seed = a.seed;
+  if (!a.ignore_eos) opt.stop_ids = eos_ids(m, tok);
+  return opt;
+}
+
+// --grammar / --json-schema: each step's logits masked to what the reply
+// may go on with (the tokenizer opened where the prompt came as ids).
+Status hold_to_grammar(const GenerateArgs& a, const Model& m, std::shared_ptr<const Tokenizer>& tok, GenerateOptions& opt) {
+  if (!tok) {
+    auto t = open_tokenizer(a.common.model);
+    if (!t.ok()) return error("--grammar and --json-schema read the tokens' text: " + t.error().message);
+    tok = *t;
+  }
+  ARCH_TRY(auto c, grammar_constraint(a.grammar_file, a.json_schema_file, *tok, opt.stop_ids.empty() ? eos_ids(m, tok.get()) : opt.stop_ids));
+  opt.process_logits = [c](std::span<float> logits, const std::vector<int32_t>& so_far) { c->mask(logits, so_far); };
+  return {};
+}
+
 // A vision-language model's prompt with images (--image): each image's
 // features made by the model's encode graph and placed at its image
 // tokens, then the reply drawn as any decoder's. Options that steer other
@@ -109,26 +136,9 @@ int run_generate_images(const GenerateArgs& a) {
     if (!expanded.ok()) return fail(expanded.error());
     prompt = *expanded;
   }
-  GenerateOptions opt;
-  opt.max_new_tokens = a.n;
-  opt.sampling.greedy = a.greedy;
-  opt.sampling.temperature = a.temperature;
-  opt.sampling.top_k = a.top_k;
-  opt.sampling.top_p = a.top_p;
-  opt.sampling.seed = a.seed;
-  if (!a.ignore_eos) opt.stop_ids = eos_ids(**m, tok.get());
-  std::shared_ptr<GrammarConstraint> constraint;
-  if (!a.grammar_file.empty() || !a.json_schema_file.empty()) {
-    if (!tok) {
-      auto t = open_tokenizer(a.common.model);
-      if (!t.ok()) return fail(error("--grammar and --json-schema read the tokens' text: " + t.error().message));
-      tok = *t;
-    }
-    auto c = grammar_constraint(a.grammar_file, a.json_schema_file, *tok, opt.stop_ids.empty() ? eos_ids(**m, tok.get()) : opt.stop_ids);
-    if (!c.ok()) return fail(c.error());
-    constraint = *c;
-    opt.process_logits = [constraint](std::span<float> logits, const std::vector<int32_t>& so_far) { constraint->mask(logits, so_far); };
-  }
+  GenerateOptions opt = options_of(a, **m, tok.get());
+  if (!a.grammar_file.empty() || !a.json_schema_file.empty())
+    if (auto st = hold_to_grammar(a, **m, tok, opt); !st.ok()) return fail(st.error());
   std::optional<TextStream> stream;
   if (tok) stream.emplace(tok, true);
   opt.on_token = [&](int32_t t) {
@@ -199,14 +209,7 @@ int run_generate(const GenerateArgs& a) {
   if (!a.numerics.empty()) rewrite = npu2_numerics_rewrite(a.common.model, Npu2Options{int64_t(prompt.size()) + a.n, a.chunk, ""});
   auto m = open_model(a.common, rewrite);
   if (!m.ok()) return fail(m.error());
-  GenerateOptions opt;
-  opt.max_new_tokens = a.n;
-  opt.sampling.greedy = a.greedy;
-  opt.sampling.temperature = a.temperature;
-  opt.sampling.top_k = a.top_k;
-  opt.sampling.top_p = a.top_p;
-  opt.sampling.seed = a.seed;
-  if (!a.ignore_eos) opt.stop_ids = eos_ids(**m, tok.get());
+  GenerateOptions opt = options_of(a, **m, tok.get());
   // Text streams as it is generated; ids print as they come.
   std::optional<TextStream> stream;
   if (tok) stream.emplace(tok, true);
@@ -231,18 +234,8 @@ int run_generate(const GenerateArgs& a) {
   if (constrained && (*m)->is_encoder_decoder())
     return fail(error("--grammar and --json-schema hold a decoder's reply; " + a.common.model + " is an encoder-decoder"));
   if ((*m)->is_encoder_decoder() && !a.sampling_given && !a.common.check) return run_seq2seq(a, **m, prompt, tok);
-  std::shared_ptr<GrammarConstraint> constraint;
-  if (constrained) {
-    if (!tok) {
-      auto t = open_tokenizer(a.common.model);
-      if (!t.ok()) return fail(error("--grammar and --json-schema read the tokens' text: " + t.error().message));
-      tok = *t;
-    }
-    auto c = grammar_constraint(a.grammar_file, a.json_schema_file, *tok, opt.stop_ids.empty() ? eos_ids(**m, tok.get()) : opt.stop_ids);
-    if (!c.ok()) return fail(c.error());
-    constraint = *c;
-    opt.process_logits = [constraint](std::span<float> logits, const std::vector<int32_t>& so_far) { constraint->mask(logits, so_far); };
-  }
+  if (constrained)
+    if (auto st = hold_to_grammar(a, **m, tok, opt); !st.ok()) return fail(st.error());
   CheckStats check;
   if (a.common.check) opt.check = &check;
   // An encoder-decoder (T5): the prompt is the encoder's input, and the

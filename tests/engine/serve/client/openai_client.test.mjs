@@ -336,4 +336,8 @@ test('images that cannot be served are 400s naming the field', async () => {
   const url = `data:image/png;base64,${png(8, 8, 1).toString('base64')}`;
   await assert.rejects(chat.chat.completions.create({ model: 'stories260K', messages: part(url) }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'messages[0].content[1].image_url' && /takes no image/.test(e.message));
+  // More images than the context holds (16 tokens each, 4096 positions): refused before any is decoded.
+  const many = Array.from({ length: 300 }, () => ({ type: 'image_url', image_url: { url } }));
+  await assert.rejects(seeing.chat.completions.create({ model: 'llava', messages: [{ role: 'user', content: many }] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.code === 'context_length_exceeded');
 });
