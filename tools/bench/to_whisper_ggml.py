@@ -11,7 +11,9 @@ n_fft, then n_mel x n_fft float32); the vocabulary (a count, then each
 token's length and bytes); then each tensor: n_dims, the name's length and
 the element type (0 float32, 1 float16), the dims innermost first, the name,
 the data. Tensor names are OpenAI's (encoder.blocks.0.attn.query.weight);
-conv biases are [n, 1]; vectors and the position tables stay float32.
+conv biases are [n, 1]; vectors and the position tables stay float32, and
+the two convolution kernels are float16 even in an f32 file (ggml's im2col
+takes no other).
 
 The filter bank is Slaney's mel scale with Slaney norm (80 or 128 bins,
 n_fft 400, 16 kHz, 0-8 kHz), as archrun computes it (importer/audio/log_mel.cpp).
@@ -44,6 +46,9 @@ TOP = {
     "decoder.embed_tokens.weight": "decoder.token_embedding.weight",
 }
 KEEP_F32 = {"encoder.conv1.bias", "encoder.conv2.bias", "encoder.positional_embedding", "decoder.positional_embedding"}
+# ggml's im2col takes a convolution's kernel as float16 only: these are
+# float16 in an f32 file too.
+ALWAYS_F16 = {"encoder.conv1.weight", "encoder.conv2.weight"}
 
 
 def openai_name(hf):
@@ -155,7 +160,7 @@ def main():
             begin, end = info["data_offsets"]
             f.seek(base + begin)
             raw = f.read(end - begin)
-            half = f16 and len(shape) >= 2 and name not in KEEP_F32
+            half = (f16 and len(shape) >= 2 and name not in KEEP_F32) or name in ALWAYS_F16
             if info["dtype"] == "F32" and not half:
                 data = raw
             else:
