@@ -164,6 +164,9 @@ struct Template {
 
 // The namespace `name` of `t`, if it has one.
 const Namespace* find_space(const Template& t, const std::string& name);
+// t's `unread` declarations and those of the templates it imports under
+// names of their own, theirs under their weight prefixes.
+std::vector<UnreadDecl> all_unread(const Template& t);
 std::string path_str(const std::vector<PathSeg>& p);  // model.layers.{i}.mlp
 // The names a graph input's shape writes bare (`seq`, `src`, a config
 // field): those the config does not define are the graph's run-time dims.

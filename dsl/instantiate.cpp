@@ -249,6 +249,13 @@ Result<Instance> Instantiator::run() {
   // The imported spaces first: the template's own fields may be theirs
   // (`vocab_size: int = text.vocab_size`).
   ARCH_TRY_STATUS(make_spaces(0));
+  for (auto& [k, v] : opt_.flag_overrides) {  // `--flag text.tied=false`: a namespace's flag
+    const auto dot = k.rfind('.');
+    if (dot == std::string::npos) continue;
+    bool known = false;
+    for (const auto& sp : spaces_) known = known || sp->name == k.substr(0, dot);
+    if (!known) return error(root_.path + ": error: --flag " + k + ": the template imports no namespace '" + k.substr(0, dot) + "'");
+  }
   ARCH_TRY_STATUS(resolve_config());
   ARCH_TRY_STATUS(resolve_flags());
   const GraphDef* gd = nullptr;

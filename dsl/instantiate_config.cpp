@@ -119,7 +119,8 @@ Status Instantiator::make_spaces(int parent) {
       return fail(ns.loc, "config.json's '" + ns.config_field + "' (the config of namespace " + ns.name +
                               ") is not an object");
     for (auto& [k, v] : opt_.flag_overrides)
-      if (k.size() > s->name.size() && k.compare(0, s->name.size() + 1, s->name + ".") == 0)
+      if (k.size() > s->name.size() && k.compare(0, s->name.size() + 1, s->name + ".") == 0 &&
+          k.find('.', s->name.size() + 1) == std::string::npos)  // its own, not a namespace's within it
         s->flag_overrides[k.substr(s->name.size() + 1)] = v;
     spaces_.push_back(std::move(s));
     const int index = int(spaces_.size()) - 1;

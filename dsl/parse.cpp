@@ -524,6 +524,20 @@ const Namespace* find_space(const Template& t, const std::string& name) {
   return nullptr;
 }
 
+std::vector<UnreadDecl> all_unread(const Template& t) {
+  std::vector<UnreadDecl> out = t.unread;
+  for (const auto& ns : t.spaces) {
+    if (!ns.t) continue;
+    for (UnreadDecl u : all_unread(*ns.t)) {
+      std::vector<PathSeg> prefix;
+      for (const auto& seg : ns.weight_prefix) prefix.push_back(PathSeg{PathSeg::Name, seg, 0, nullptr});
+      u.pattern.insert(u.pattern.begin(), prefix.begin(), prefix.end());
+      out.push_back(std::move(u));
+    }
+  }
+  return out;
+}
+
 std::string path_str(const std::vector<PathSeg>& p) {
   std::string s;
   for (size_t i = 0; i < p.size(); ++i) {

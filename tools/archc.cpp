@@ -105,7 +105,7 @@ int check_files(const std::vector<std::string>& files, bool quiet, const ConfigS
         // convention, over all the graphs together.
         std::vector<const Graph*> all;
         for (const auto& g : graphs) all.push_back(&g);
-        std::vector<dsl::UnreadDecl> unread = t->unread;
+        std::vector<dsl::UnreadDecl> unread = dsl::all_unread(*t);
         unread.insert(unread.end(), wrapper_unread.begin(), wrapper_unread.end());
         auto found = check_against_checkpoint(all, *ckpt, unread);
         for (const auto& e : found.errors) std::fprintf(stderr, "%s\n", e.c_str());

@@ -204,7 +204,7 @@ Result<std::shared_ptr<Model>> load_model(const std::string& dir, const LoadOpti
   for (const auto& mg : m->graphs)
     if (as_instantiated.empty()) graphs.push_back(&mg->graph);
   m->unused_tensors = unread_tensors(graphs, m->checkpoint);
-  m->unread_declared = m->tmpl.unread;
+  m->unread_declared = dsl::all_unread(m->tmpl);
   for (const auto& note : wrapper_unread) m->unread_declared.push_back(unread_decl(note));
   m->unexplained_tensors = unexplained_tensors(m->unused_tensors, m->unread_declared);
   if (!m->unexplained_tensors.empty()) {

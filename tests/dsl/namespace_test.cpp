@@ -27,6 +27,7 @@ config {
 }
 weights {
   proj.weight: [width, width]
+  unread proj.old: "an older copy"
 }
 block widen(x) {
   return x * scale
@@ -141,6 +142,33 @@ TEST(Namespace, MistakesAreNamed) {
   EXPECT_NE(bad.inst.error().message.find("'towel' is no namespace this template imports (did you mean 'tower'?)"),
             std::string::npos)
       << bad.inst.error().message;
+}
+
+// Its flags are set as `--flag tower.NAME`; its `unread` notes hold under
+// its prefix; a namespace that is not there is refused by name.
+TEST(Namespace, FlagsAndUnreadNotesAreItsOwn) {
+  arch::testing::TempDir dir;
+  arch::testing::write_file(dir / "tower.arch", std::string(kTower) + "flags {\n  big = true\n}\n");
+  arch::testing::write_file(dir / "top.arch", kTop);
+  auto t = parse_template_file(dir / "top.arch");
+  ASSERT_TRUE(t.ok()) << t.error().message;
+  const auto unread = all_unread(*t);
+  ASSERT_EQ(unread.size(), 1u);
+  EXPECT_EQ(path_str(unread[0].pattern), "model.tower.proj.old");
+  InstantiateOptions opt;
+  opt.config = {{"tower_config", {{"width", 4}}}};
+  opt.flag_overrides = {{"tower.big", false}};
+  auto inst = instantiate(*t, opt, op_table());
+  ASSERT_TRUE(inst.ok()) << inst.error().message;
+  bool big = true;
+  for (const auto& [k, v] : inst->flags)
+    if (k == "tower.big") big = v;
+  EXPECT_FALSE(big);
+  opt.flag_overrides = {{"towr.big", false}};
+  auto bad = instantiate(*t, opt, op_table());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("--flag towr.big: the template imports no namespace 'towr'"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(Namespace, TheImportIsWrittenInFull) {
