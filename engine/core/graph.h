@@ -93,6 +93,12 @@ struct Graph {
   int find_input(const std::string& name) const;
   bool is_held(int value) const;
   const InputDefault* default_of(int value) const;  // null: the input is required
+  // Whether input `value` may be left out (`= null`: an op's optional input,
+  // a state input the graph runs without).
+  bool may_be_absent(int value) const {
+    const InputDefault* d = default_of(value);
+    return d && d->absent;
+  }
 };
 
 // "i32[seq]": a value's type as dumps print it.

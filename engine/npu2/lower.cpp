@@ -161,10 +161,7 @@ Lowering lower(const Graph& step, const LowerOptions& opt) {
     // Held inputs the step may run without are an image's features (a
     // vision-language model); the others an encoder's output.
     bool optional = true;
-    for (int v : step.held_inputs) {
-      const Graph::InputDefault* d = step.default_of(v);
-      optional = optional && d && d->absent;
-    }
+    for (int v : step.held_inputs) optional = optional && step.may_be_absent(v);
     if (optional)
       r.refuse_graph("the step takes image features (a vision-language model), placed at its image tokens",
                      "an image-tower program and a unit placing its rows in the prompt's embeddings");

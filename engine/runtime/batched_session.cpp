@@ -277,10 +277,7 @@ Result<Tensor> BatchedSession::run(std::span<const Piece> given) {
     // State inputs the graph runs without (`= null`: a prompt with no
     // image) may be held by some slots and not others, or by none.
     bool optional = true, any = false;
-    for (int v : graph.held_inputs) {
-      const Graph::InputDefault* d = graph.default_of(v);
-      optional = optional && d && d->absent;
-    }
+    for (int v : graph.held_inputs) optional = optional && graph.may_be_absent(v);
     for (const auto& h : held_) any = any || !h.empty();
     for (const Piece& p : pieces)
       if (held_[size_t(p.slot)].empty() && !optional)

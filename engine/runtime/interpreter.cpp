@@ -336,9 +336,7 @@ Result<bool> take_inputs(const Program& p, RunState& state, const std::map<int, 
       state.held[size_t(id)] = it->second;
     } else if (!state.held[size_t(id)].data) {
       // `= null`: the graph runs without it (a prompt with no image).
-      const bool optional = std::any_of(g.input_defaults.begin(), g.input_defaults.end(),
-                                        [&](const Graph::InputDefault& d) { return d.value == id && d.absent; });
-      if (optional) continue;
+      if (g.may_be_absent(id)) continue;
       return error("input '" + g.values[id].name + "' is missing (the session holds it once it is given)");
     }
     ARCH_TRY_STATUS(take(id, state.held[size_t(id)]));

@@ -50,23 +50,12 @@ const ModelGraph* Model::producer_of(const std::string& name) const {
   return nullptr;
 }
 
-namespace {
-
-// Whether graph input v may be left out (`= null`).
-bool may_be_absent(const Graph& g, int v) {
-  for (const auto& d : g.input_defaults)
-    if (d.value == v && d.absent) return true;
-  return false;
-}
-
-}  // namespace
-
 bool Model::is_encoder_decoder() const {
   const ModelGraph* t = token_graph();
   if (!t) return false;
   for (int v : t->graph.held_inputs) {
     const ModelGraph* p = producer_of(t->graph.values[v].name);
-    if (p && p != t && !may_be_absent(t->graph, v)) return true;
+    if (p && p != t && !t->graph.may_be_absent(v)) return true;
   }
   return false;
 }
@@ -77,7 +66,7 @@ std::vector<std::string> Model::optional_state() const {
   if (!t) return out;
   for (int v : t->graph.held_inputs) {
     const ModelGraph* p = producer_of(t->graph.values[v].name);
-    if (p && p != t && may_be_absent(t->graph, v)) out.push_back(t->graph.values[v].name);
+    if (p && p != t && t->graph.may_be_absent(v)) out.push_back(t->graph.values[v].name);
   }
   return out;
 }
