@@ -46,11 +46,14 @@ Result<NamedTensors> as_graph_inputs(const Graph& g, NamedTensors inputs) {
 
 // An encoder-decoder, as transformers' forward takes it: the encoder on the
 // inputs, the decoder on decoder_input_ids (teacher forcing) with what the
-// encoder made; outputs from either.
+// encoder made; outputs from either. A vision-language model the same way:
+// its image graph on pixel_values, its token graph on input_ids with the
+// features in place (`tokens_from`: the input that holds the token graph's ids).
 Result<NamedTensors> forward_encoder_decoder(const Model& m, NamedTensors inputs,
-                                             const std::vector<std::string>& outputs, CheckStats* check) {
+                                             const std::vector<std::string>& outputs, CheckStats* check,
+                                             const std::string& tokens_from = "decoder_input_ids") {
   const ModelGraph* tg = m.token_graph();
-  auto dec = inputs.find("decoder_input_ids");
+  auto dec = inputs.find(tokens_from);
   if (dec == inputs.end())
     return error("an encoder-decoder's forward takes decoder_input_ids too (the decoder's tokens, teacher-forced)");
   Tensor tokens = dec->second;
@@ -74,6 +77,17 @@ Result<NamedTensors> forward_encoder_decoder(const Model& m, NamedTensors inputs
   for (const auto& n : outputs)
     if (!out.count(n)) out[n] = made.at(n);
   return out;
+}
+
+// Whether `inputs` hold what the graphs making the token graph's optional
+// state take (a vision-language model's pixel_values).
+bool given_state_inputs(const Model& m, const NamedTensors& inputs) {
+  for (const auto& name : m.optional_state()) {
+    const ModelGraph* p = m.producer_of(name);
+    for (int v : p->graph.inputs)
+      if (inputs.count(p->graph.values[size_t(v)].name)) return true;
+  }
+  return false;
 }
 
 // Several graphs that do not feed one another (a VAE's encode and
@@ -107,6 +121,9 @@ Result<NamedTensors> forward_each_graph(const Model& m, const NamedTensors& inpu
 Result<NamedTensors> forward(const Model& m, NamedTensors inputs, const std::vector<std::string>& outputs,
                              CheckStats* check, const std::string& graph) {
   if (graph.empty() && m.is_encoder_decoder()) return forward_encoder_decoder(m, std::move(inputs), outputs, check);
+  // A vision-language model given an image: its features made first.
+  if (graph.empty() && inputs.count("input_ids") && given_state_inputs(m, inputs))
+    return forward_encoder_decoder(m, std::move(inputs), outputs, check, "input_ids");
   if (graph.empty() && m.graphs.size() > 1) {
     auto first = output_names(m.main().graph);
     for (const auto& n : outputs)

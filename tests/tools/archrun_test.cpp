@@ -339,6 +339,26 @@ TEST(Archrun, CompareMatchesAGolden) {
   EXPECT_TRUE(j["first_failure"].is_null());
 }
 
+// A vision-language golden: the image's features made first (pixel_values
+// from inputs.safetensors), the prompt with them in place, the greedy
+// tokens from the image too; a tower the model reads only so far (LLaVA's
+// vision_feature_layer) is not computed past it, which is no failure.
+TEST(Archrun, CompareRunsAVisionLanguageGoldenWithItsImage) {
+  for (const char* name : {"llava", "gemma3_vlm"}) {
+    SCOPED_TRACE(name);
+    const std::string dir = testing::golden_dir(name);
+    ARCH_REQUIRE_SHARED(dir);
+    auto r = run_tool(testing::archrun() + " compare " + dir + " " + dir + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["ok"], true) << r.out;
+    EXPECT_EQ(j["greedy_tokens_agree"], 16);
+    EXPECT_TRUE(j["missing"].empty()) << r.out;
+    if (std::string(name) == "llava")
+      EXPECT_EQ(j["not_computed"], (nlohmann::json{"vision_last_hidden_state", "vision_layer_outputs[2]"}));
+  }
+}
+
 // A template wrong on one line (RoPE theta doubled) is caught at the first
 // layer, by name.
 TEST(Archrun, CompareNamesTheFirstDivergingLayerOfAWrongTemplate) {

@@ -24,6 +24,7 @@ int run_compare(const Common& c, const std::string& golden, bool as_json) {
       j["tensors"].push_back({{"name", t.name}, {"max_abs", t.max_abs}, {"ref_max", t.ref_max},
                               {"bound", t.bound}, {"ok", t.ok()}});
     j["missing"] = r->missing;
+    j["not_computed"] = r->not_computed;
     j["first_failure"] = first ? nlohmann::json(first->name) : nlohmann::json(nullptr);
     if (!r->want_tokens.empty()) {
       j["greedy_tokens"] = r->want_tokens.size();
@@ -36,6 +37,8 @@ int run_compare(const Common& c, const std::string& golden, bool as_json) {
     for (const auto& t : r->tensors)
       std::printf("%-32s %12.3g %12.3g  %s\n", t.name.c_str(), t.max_abs, t.bound, t.ok() ? "ok" : "DIFFERS");
     for (const auto& n : r->missing) std::printf("%-32s %12s %12s  MISSING (the model has no such output)\n", n.c_str(), "-", "-");
+    for (const auto& n : r->not_computed)
+      std::printf("%-32s %12s %12s  not computed (the model reads its tower no further)\n", n.c_str(), "-", "-");
     if (!r->want_tokens.empty())
       std::printf("greedy tokens: %zu of %zu agree\n", agree, r->want_tokens.size());
     if (first) std::printf("first divergence: %s (max abs err %.3g > %.3g)\n", first->name.c_str(), first->max_abs, first->bound);

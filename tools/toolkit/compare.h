@@ -23,6 +23,9 @@ struct TensorDiff {
 struct CompareReport {
   std::vector<TensorDiff> tensors;        // in a stable order: stacked slices in index order
   std::vector<std::string> missing;       // expected tensors the model does not output
+  // Expected tensors of a part the model runs only as far as it reads it
+  // (LLaVA's tower to vision_feature_layer): not computed, not a failure.
+  std::vector<std::string> not_computed;
   std::vector<int32_t> want_tokens, got_tokens;  // greedy, where expected.json has them
   const TensorDiff* first_failure() const;
   bool ok() const;
