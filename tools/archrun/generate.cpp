@@ -73,6 +73,22 @@ Result<std::shared_ptr<GrammarConstraint>> grammar_constraint(const std::string&
   return std::make_shared<GrammarConstraint>(std::make_shared<const Grammar>(std::move(g)), vocab, std::move(eos));
 }
 
+// The prompt: -p TEXT through the model's tokenizer (opened into `tok`),
+// or --ids; with `ip`, each image marker first becomes its image's tokens
+// (engine/runtime/image_prompt.h), on the text or on the ids.
+Result<std::vector<int32_t>> read_prompt(const GenerateArgs& a, std::shared_ptr<const Tokenizer>& tok, const ImagePrompt* ip,
+                                         int images) {
+  if (a.prompt.empty()) {
+    ARCH_TRY(std::vector<int32_t> ids, parse_ids(a.ids));
+    if (!ip) return ids;
+    return expand_image_ids(ids, *ip, images);
+  }
+  ARCH_TRY(tok, open_tokenizer(a.common.model));
+  if (!ip) return tok->encode(a.prompt, true);
+  ARCH_TRY(std::string text, expand_image_text(a.prompt, *tok, *ip, images));
+  return tok->encode(text, true);
+}
+
 // What -n, --greedy, --temperature, --top-k, --top-p, --seed and
 // --ignore-eos ask of the decoding.
 GenerateOptions options_of(const GenerateArgs& a, const Model& m, const Tokenizer* tok) {
@@ -121,21 +137,9 @@ int run_generate_images(const GenerateArgs& a) {
     pixels.push_back(*p);
   }
   std::shared_ptr<const Tokenizer> tok;
-  std::vector<int32_t> prompt;
-  if (!a.prompt.empty()) {
-    auto t = open_tokenizer(a.common.model);
-    if (!t.ok()) return fail(t.error());
-    tok = *t;
-    auto text = expand_image_text(a.prompt, *tok, *ip, int(pixels.size()));
-    if (!text.ok()) return fail(text.error());
-    prompt = tok->encode(*text, true);
-  } else {
-    auto ids = parse_ids(a.ids);
-    if (!ids.ok()) return fail(ids.error());
-    auto expanded = expand_image_ids(*ids, *ip, int(pixels.size()));
-    if (!expanded.ok()) return fail(expanded.error());
-    prompt = *expanded;
-  }
+  auto read = read_prompt(a, tok, &*ip, int(pixels.size()));
+  if (!read.ok()) return fail(read.error());
+  const std::vector<int32_t> prompt = std::move(*read);
   GenerateOptions opt = options_of(a, **m, tok.get());
   if (!a.grammar_file.empty() || !a.json_schema_file.empty())
     if (auto st = hold_to_grammar(a, **m, tok, opt); !st.ok()) return fail(st.error());
@@ -182,17 +186,9 @@ int run_generate(const GenerateArgs& a) {
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 1,2,3 (one of them)"));
   if (!a.images.empty()) return run_generate_images(a);
   std::shared_ptr<const Tokenizer> tok;
-  std::vector<int32_t> prompt;
-  if (!a.prompt.empty()) {
-    auto t = open_tokenizer(a.common.model);
-    if (!t.ok()) return fail(t.error());
-    tok = *t;
-    prompt = tok->encode(a.prompt, true);
-  } else {
-    auto ids = parse_ids(a.ids);
-    if (!ids.ok()) return fail(ids.error());
-    prompt = *ids;
-  }
+  auto read = read_prompt(a, tok, nullptr, 0);
+  if (!read.ok()) return fail(read.error());
+  std::vector<int32_t> prompt = std::move(*read);
   const bool constrained = !a.grammar_file.empty() || !a.json_schema_file.empty();
   if (!a.grammar_file.empty() && !a.json_schema_file.empty()) return fail(error("give --grammar or --json-schema, not both"));
   if (constrained && (a.backend == "npu2" || !a.numerics.empty()))
