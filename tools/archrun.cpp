@@ -273,7 +273,7 @@ int main(int argc, char** argv) {
   spk->add_flag("--json", sk.json, "print {\"out\", \"seconds\", \"durations\", \"real_time_factor\", ...}");
 
   ServeArgs sv;
-  auto* srv = app.add_subcommand("serve", "an OpenAI-compatible HTTP server (docs/serve.md): /v1/completions, /v1/chat/completions (streamed or not; tools and tool_choice, response_format json_object / json_schema), sequences decoded together (continuous batching); /v1/embeddings (an encoder, pooled as its model card says), /v1/rerank (an encoder with a classification head), /v1/audio/speech (a voice), /v1/audio/transcriptions (Whisper), /v1/images/generations (an SD 1.x/2.x or SDXL pipeline folder); /v1/models, /health");
+  auto* srv = app.add_subcommand("serve", "an OpenAI-compatible HTTP server (docs/serve.md): /v1/completions, /v1/chat/completions (streamed or not; tools and tool_choice, response_format json_object / json_schema; image_url data URLs for a vision-language model), sequences decoded together (continuous batching); /v1/embeddings (an encoder, pooled as its model card says), /v1/rerank (an encoder with a classification head), /v1/audio/speech (a voice), /v1/audio/transcriptions (Whisper), /v1/images/generations (an SD 1.x/2.x or SDXL pipeline folder); /v1/models, /health");
   add_common(srv, sv.common);
   srv->add_option("--host", sv.options.host, "address to listen on (default 127.0.0.1; 0.0.0.0: every interface)");
   srv->add_option("--port", sv.options.port, "port (default 8080; 0: any free one, printed)")->check(CLI::Range(0, 65535));

@@ -856,7 +856,11 @@ Status attention_cpu(KernelContext& ctx, const Kernel& reference) {
   // the rest (wrong types or shapes, a causal call with fewer keys than
   // queries) goes to the reference for its error message.
   if (ctx.inputs.size() < 3 || ctx.inputs.size() > 5 || ctx.outputs.size() != 1) return reference(ctx);
-  if (ctx.inputs.size() == 5 && ctx.inputs[4].data) return attention_in_groups(ctx, reference);
+  // Groups matter only where a row is in one (an image's tokens in a
+  // prompt); a decode step's text token is in none: the plain path.
+  if (ctx.inputs.size() == 5 && ctx.inputs[4].data && ctx.inputs[4].dtype == DType::I32 &&
+      std::any_of(ctx.inputs[4].i32(), ctx.inputs[4].i32() + ctx.inputs[4].numel(), [](int32_t g) { return g > 0; }))
+    return attention_in_groups(ctx, reference);
   for (size_t i = 0; i < 3; ++i)
     if (!ctx.inputs[i].data || ctx.inputs[i].shape.size() != 3) return reference(ctx);
   const DType kv = ctx.inputs[1].dtype;

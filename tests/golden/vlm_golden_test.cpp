@@ -4,12 +4,15 @@
 // greedy tokens with each step's logits, against transformers' own.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "engine/runtime/batched_session.h"
 #include "engine/runtime/generate.h"
 #include "engine/runtime/model.h"
 #include "engine/runtime/session.h"
 #include "importer/checkpoint/safetensors.h"
 #include "tests/golden/golden_case.h"
+#include "tests/test_files.h"
 
 namespace arch {
 namespace {
@@ -170,6 +173,30 @@ TEST_P(VlmGolden, ABatchedSlotWithTheImageDecodesAsOneSession) {
     got.push_back(argmax(l->f32(), vocab));
   }
   EXPECT_EQ(got, want);
+}
+
+// A config whose image-token count disagrees with what the tower and the
+// projector make is refused by the template, naming the field.
+TEST(VlmConfig, ImageTokenCountsThatDisagreeAreRefused) {
+  struct Bad {
+    const char* golden;
+    const char* field;
+    int value;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{"llava", "image_seq_length", 576, "image_seq_length 576 is not the tower's 16 image tokens"},
+                       Bad{"gemma3_vlm", "mm_tokens_per_image", 8, "mm_tokens_per_image 8 is not a square"}}) {
+    const std::string dir = golden_dir(b.golden);
+    ARCH_REQUIRE_SHARED(dir);
+    arch::testing::TempDir tmp;
+    std::filesystem::create_symlink(dir + "/model.safetensors", tmp / "model.safetensors");
+    nlohmann::json config = read_json(dir + "/config.json");
+    config[b.field] = b.value;
+    arch::testing::write_file(tmp / "config.json", config.dump());
+    auto model = load_model(tmp.path());
+    ASSERT_FALSE(model.ok()) << b.golden;
+    EXPECT_NE(model.error().message.find(b.says), std::string::npos) << model.error().message;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Golden, VlmGolden, ::testing::Values("llava", "gemma3_vlm"),
