@@ -76,6 +76,7 @@ void register_cpu_kv_cache(OpTable& t);    // kv_cache_cpu.cpp: F32 rows, or F16
 void register_cpu_conv1d(OpTable& t);      // conv1d_cpu.cpp: conv1d and conv_transpose1d through oneDNN
 void register_cpu_group_norm(OpTable& t);  // group_norm_cpu.cpp: the reference's groups on the threads
 void register_cpu_conv2d(OpTable& t);      // conv2d_cpu.cpp: 1x1 as one product, else unfolded rows through it
+void register_cpu_conv3d(OpTable& t);      // conv3d_cpu.cpp: 1x1x1 as one product, else each output frame's unfolded rows
 void register_cpu_gated_delta_rule(OpTable& t);  // gated_delta_rule_cpu.cpp: the recurrence, prompts by chunks
 void register_cpu_causal_conv1d(OpTable& t);     // causal_conv1d_cpu.cpp: across channels, prompts row by row
 

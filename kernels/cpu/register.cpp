@@ -18,6 +18,7 @@ void register_cpu_kernels(OpTable& t) {
   register_cpu_kv_cache(t);
   register_cpu_conv1d(t);
   register_cpu_conv2d(t);
+  register_cpu_conv3d(t);
   register_cpu_group_norm(t);
   register_cpu_gated_delta_rule(t);
   register_cpu_causal_conv1d(t);

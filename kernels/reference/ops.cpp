@@ -38,6 +38,8 @@ void define_reference_ops(OpTable& t) {
   define_conv1d(t);
   define_conv_transpose1d(t);
   define_conv2d(t);
+  define_conv3d(t);
+  define_time_shuffle(t);
   define_pool(t);
   define_arange(t);
   define_gather(t);

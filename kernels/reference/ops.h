@@ -48,6 +48,8 @@ void define_batch_norm(OpTable& t);   // batch_norm
 void define_conv1d(OpTable& t);       // conv1d
 void define_conv_transpose1d(OpTable& t);  // conv_transpose1d
 void define_conv2d(OpTable& t);       // conv2d
+void define_conv3d(OpTable& t);       // conv3d
+void define_time_shuffle(OpTable& t); // time_shuffle
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
 void define_arange(OpTable& t);       // arange
 void define_gather(OpTable& t);       // gather

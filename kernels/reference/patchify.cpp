@@ -1,12 +1,15 @@
 // Latents as patch tokens and back, as a sampling loop over a packed
-// transformer needs them (Flux's 2x2 packing):
+// transformer needs them (Flux's 2x2 packing; a video's [C, F, H, W]
+// latents frame by frame, patches one frame deep: Wan's (1, 2, 2) patch
+// embedding, tokens frame-major):
 //   patchify(x [C, H, W]) attr patch p -> [(H/p)(W/p), C p p]: token
 //     (i, j) row-major; its features channel-major, then the patch's row
 //     and column (x[c, i p + a, j p + b] at feature (c p + a) p + b).
 //   unpatchify(tokens, like [C, H, W]) attr patch -> [C, H, W]: the
 //     inverse; `like` gives only the size.
 //   patch_ids(x [C, H, W]) attr patch -> f32 [(H/p)(W/p), 3]: (0, i, j)
-//     of each token, the position ids a multi-axis RoPE reads.
+//     of each token, the position ids a multi-axis RoPE reads; of a video
+//     [C, F, H, W], (f, i, j).
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
 
@@ -14,16 +17,19 @@ namespace arch {
 
 namespace {
 
+// An image [C, H, W] or a video [C, F, H, W]: its patch tokens' count.
 Dim tokens_of(const Shape& x, int64_t p) {
-  if (x[1].concrete() && x[2].concrete()) return Dim::of((x[1].n / p) * (x[2].n / p));
+  const size_t r = x.size();
+  if (r == 4 && !x[1].concrete()) return Dim::dyn();
+  if (x[r - 2].concrete() && x[r - 1].concrete()) return Dim::of((r == 4 ? x[1].n : 1) * (x[r - 2].n / p) * (x[r - 1].n / p));
   return Dim::dyn();
 }
 
 Result<int64_t> patch_of(const char* op, const Shape& x, const Attrs& attrs) {
   const int64_t p = attr_int(attrs, "patch", 2);
-  if (x.size() != 3) return error(std::string(op) + ": x must be [C, H, W], got " + shape_str(x));
+  if (x.size() != 3 && x.size() != 4) return error(std::string(op) + ": x must be [C, H, W] or [C, F, H, W], got " + shape_str(x));
   if (p < 1) return error(std::string(op) + ": patch must be >= 1, got " + std::to_string(p));
-  for (size_t d = 1; d < 3; ++d)
+  for (size_t d = x.size() - 2; d < x.size(); ++d)
     if (x[d].concrete() && x[d].n % p != 0)
       return error(std::string(op) + ": H and W must be multiples of the patch (" + std::to_string(p) + "), got " +
                    shape_str(x));
@@ -61,21 +67,30 @@ Result<std::vector<TypedShape>> unpatchify_shape(std::span<const TypedShape> in,
   return one_output(like);
 }
 
-// x[c, i p + a, j p + b] <-> tokens[i (W/p) + j, (c p + a) p + b]
-template <class F>
-void for_each_patch_element(int64_t C, int64_t H, int64_t W, int64_t p, F&& f) {
-  const int64_t gw = W / p, features = C * p * p;
-  for (int64_t i = 0; i < H / p; ++i)
-    for (int64_t j = 0; j < gw; ++j)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t a = 0; a < p; ++a)
-          for (int64_t b = 0; b < p; ++b)
-            f((c * H + i * p + a) * W + j * p + b, (i * gw + j) * features + (c * p + a) * p + b);
+// An image's or a video's C, F (1 for an image), H and W.
+struct Grid {
+  int64_t C, F, H, W;
+};
+Grid grid_of(const Tensor& x) {
+  return x.shape.size() == 4 ? Grid{x.dim(0), x.dim(1), x.dim(2), x.dim(3)} : Grid{x.dim(0), 1, x.dim(1), x.dim(2)};
+}
+
+// x[c, f, i p + a, j p + b] <-> tokens[(f (H/p) + i) (W/p) + j, (c p + a) p + b]
+template <class Fn>
+void for_each_patch_element(const Grid& g, int64_t p, Fn&& fn) {
+  const int64_t gh = g.H / p, gw = g.W / p, features = g.C * p * p;
+  for (int64_t f = 0; f < g.F; ++f)
+    for (int64_t i = 0; i < gh; ++i)
+      for (int64_t j = 0; j < gw; ++j)
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int64_t a = 0; a < p; ++a)
+            for (int64_t b = 0; b < p; ++b)
+              fn(((c * g.F + f) * g.H + i * p + a) * g.W + j * p + b, ((f * gh + i) * gw + j) * features + (c * p + a) * p + b);
 }
 
 Status check_image(const KernelContext& ctx, const char* op, const Tensor& x, int64_t p) {
-  if (!x.data || x.shape.size() != 3) return kernel_error(ctx, op, "x must be [C, H, W]");
-  if (p < 1 || x.dim(1) % p != 0 || x.dim(2) % p != 0)
+  if (!x.data || (x.shape.size() != 3 && x.shape.size() != 4)) return kernel_error(ctx, op, "x must be [C, H, W] or [C, F, H, W]");
+  if (p < 1 || x.dim(-2) % p != 0 || x.dim(-1) % p != 0)
     return kernel_error(ctx, op, "H and W must be multiples of the patch " + std::to_string(p) + ", got " + dims_str(x.shape));
   return {};
 }
@@ -85,10 +100,10 @@ Status patchify_kernel(KernelContext& ctx) {
   const Tensor& X = ctx.inputs[0];
   const int64_t p = attr_int(ctx.attrs, "patch", 2);
   ARCH_TRY_STATUS(check_image(ctx, "patchify", X, p));
-  const int64_t C = X.dim(0), H = X.dim(1), W = X.dim(2);
-  ARCH_TRY_STATUS(expect_output(ctx, "patchify", 0, Dims{(H / p) * (W / p), C * p * p}));
+  const Grid g = grid_of(X);
+  ARCH_TRY_STATUS(expect_output(ctx, "patchify", 0, Dims{g.F * (g.H / p) * (g.W / p), g.C * p * p}));
   float* y = ctx.outputs[0].f32();
-  for_each_patch_element(C, H, W, p, [&](int64_t image, int64_t token) { y[token] = X.f32()[image]; });
+  for_each_patch_element(g, p, [&](int64_t image, int64_t token) { y[token] = X.f32()[image]; });
   return {};
 }
 
@@ -99,12 +114,12 @@ Status unpatchify_kernel(KernelContext& ctx) {
   const Tensor& like = ctx.inputs[1];
   const int64_t p = attr_int(ctx.attrs, "patch", 2);
   ARCH_TRY_STATUS(check_image(ctx, "unpatchify", like, p));
-  const int64_t C = like.dim(0), H = like.dim(1), W = like.dim(2);
-  if (T.shape != Dims{(H / p) * (W / p), C * p * p})
+  const Grid g = grid_of(like);
+  if (T.shape != Dims{g.F * (g.H / p) * (g.W / p), g.C * p * p})
     return kernel_error(ctx, "unpatchify", "tokens " + dims_str(T.shape) + " do not hold " + dims_str(like.shape));
-  ARCH_TRY_STATUS(expect_output(ctx, "unpatchify", 0, Dims{C, H, W}));
+  ARCH_TRY_STATUS(expect_output(ctx, "unpatchify", 0, like.shape));
   float* y = ctx.outputs[0].f32();
-  for_each_patch_element(C, H, W, p, [&](int64_t image, int64_t token) { y[image] = T.f32()[token]; });
+  for_each_patch_element(g, p, [&](int64_t image, int64_t token) { y[image] = T.f32()[token]; });
   return {};
 }
 
@@ -113,16 +128,18 @@ Status patch_ids_kernel(KernelContext& ctx) {
   const Tensor& X = ctx.inputs[0];
   const int64_t p = attr_int(ctx.attrs, "patch", 2);
   ARCH_TRY_STATUS(check_image(ctx, "patch_ids", X, p));
-  const int64_t gh = X.dim(1) / p, gw = X.dim(2) / p;
-  ARCH_TRY_STATUS(expect_output(ctx, "patch_ids", 0, Dims{gh * gw, 3}));
+  const Grid g = grid_of(X);
+  const int64_t gh = g.H / p, gw = g.W / p;
+  ARCH_TRY_STATUS(expect_output(ctx, "patch_ids", 0, Dims{g.F * gh * gw, 3}));
   float* y = ctx.outputs[0].f32();
-  for (int64_t i = 0; i < gh; ++i)
-    for (int64_t j = 0; j < gw; ++j) {
-      float* row = y + (i * gw + j) * 3;
-      row[0] = 0.0f;
-      row[1] = float(i);
-      row[2] = float(j);
-    }
+  for (int64_t f = 0; f < g.F; ++f)
+    for (int64_t i = 0; i < gh; ++i)
+      for (int64_t j = 0; j < gw; ++j) {
+        float* row = y + ((f * gh + i) * gw + j) * 3;
+        row[0] = float(f);  // an image's one frame: 0
+        row[1] = float(i);
+        row[2] = float(j);
+      }
   return {};
 }
 
@@ -135,7 +152,7 @@ void define_patchify(OpTable& t) {
                .attrs = {{"patch", AttrSpec::Int, 2}},
                .shape = patchify_shape,
                .tolerance = {0, 0},
-               .doc = "patchify(x [C, H, W]) -> [(H/patch)(W/patch), C*patch*patch]: patch tokens row-major, features (c, row, col)",
+               .doc = "patchify(x [C, (F,) H, W]) -> [(F)(H/patch)(W/patch), C*patch*patch]: patch tokens frame- and row-major, features (c, row, col)",
            }),
            patchify_kernel);
   t.define(checked(OpDef{
@@ -144,7 +161,7 @@ void define_patchify(OpTable& t) {
                .attrs = {{"patch", AttrSpec::Int, 2}},
                .shape = unpatchify_shape,
                .tolerance = {0, 0},
-               .doc = "unpatchify(tokens, like [C, H, W]) -> [C, H, W]: patchify's inverse (like gives the size)",
+               .doc = "unpatchify(tokens, like [C, (F,) H, W]) -> like's shape: patchify's inverse (like gives the size)",
            }),
            unpatchify_kernel);
   t.define(checked(OpDef{
@@ -153,7 +170,7 @@ void define_patchify(OpTable& t) {
                .attrs = {{"patch", AttrSpec::Int, 2}},
                .shape = patch_ids_shape,
                .tolerance = {0, 0},
-               .doc = "patch_ids(x [C, H, W]) -> f32 [(H/patch)(W/patch), 3]: (0, row, col) of each patch token",
+               .doc = "patch_ids(x [C, (F,) H, W]) -> f32 [tokens, 3]: (frame (0 for an image), row, col) of each patch token",
            }),
            patch_ids_kernel);
 }

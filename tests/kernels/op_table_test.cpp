@@ -43,7 +43,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "conv_transpose1d", "leaky_relu", "ceil", "flip", "cumsum", "expand_by_durations",
                                    "rational_quadratic_spline", "normal_noise", "relative_attention",
                                    "softplus", "causal_conv1d", "gated_delta_rule", "all_reduce", "all_gather", "send",
-                                   "recv", "place_rows", "token_runs"};
+                                   "recv", "place_rows", "token_runs", "conv3d", "time_shuffle"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -82,6 +82,7 @@ std::map<std::string, Sample> sample_calls() {
   s["window_coords"] = {{}, {{"window", 3}}};
   s["window_relative_index"] = {{}, {{"window", 3}}};
   s["pixel_shuffle"] = {{x({8, 2, 3})}, {{"factor", 2}}};
+  s["time_shuffle"] = {{x({8, 2, 3, 2})}, {{"factor", 2}}};
   s["log_bucket_position"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 40})}, {{"buckets", 8}, {"max_position", 32}, {"span", 8}}};
   s["relative_position_bucket"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 4})}, {{"bidirectional", false}}};
   s["reshape"] = {{x({3, 4})}, {{"shape", {3, 2, 2}}}};
@@ -118,6 +119,8 @@ std::map<std::string, Sample> sample_calls() {
   s["l2_normalize"] = {{x({3, 4})}};
   s["batch_norm"] = {{x({3, 4, 4}), x({3}, 2), x({3}, 3), x({3}, 4), f32({3}, {1, 2, 3})}};
   s["conv2d"] = {{x({4, 6, 5}), x({6, 2, 3, 3}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
+  s["conv3d"] = {{x({3, 4, 5, 5}), x({6, 3, 3, 3, 3}, 2), x({6}, 3)},
+                 {{"stride", std::vector<int64_t>{1, 2, 2}}, {"padding", std::vector<int64_t>{2, 0, 1, 1, 1, 1}}}};
   s["conv1d"] = {{x({4, 9}), x({6, 2, 3}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
   s["conv_transpose1d"] = {{x({4, 5}), x({4, 3, 4}, 2), x({6}, 3)}, {{"stride", 2}, {"padding", 1}, {"groups", 2}}};
   s["leaky_relu"] = {{x({3, 4})}, {{"slope", 0.1}}};

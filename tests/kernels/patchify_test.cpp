@@ -40,5 +40,31 @@ TEST(Patchify, RefusesASizeThePatchDoesNotDivide) {
   EXPECT_FALSE(r.run("unpatchify", {f32({3, 4}, std::vector<float>(12, 0.0f)), image()}).ok());
 }
 
+// A video [C, F, H, W] frame by frame: Wan's (1, 2, 2) patch embedding
+// flattened, tokens frame-major (f, row, col), each token's features the
+// patch's (c, row, col); ids (f, row, col).
+TEST(Patchify, AVideoFrameByFrame) {
+  // 2 channels, 2 frames of 2x4: x[c, f, r, k] = 1000 f + 100 c + 10 r + k
+  std::vector<float> v;
+  for (int c = 0; c < 2; ++c)
+    for (int f = 0; f < 2; ++f)
+      for (int r = 0; r < 2; ++r)
+        for (int k = 0; k < 4; ++k) v.push_back(float(1000 * f + 100 * c + 10 * r + k));
+  Tensor x = f32({2, 2, 2, 4}, v);
+  Tensor t = run1("patchify", {x});
+  ASSERT_EQ(t.shape, (Dims{4, 8}));
+  // The second frame's first token: frame 1's first patch of both channels.
+  EXPECT_EQ(std::vector<float>(t.f32() + 16, t.f32() + 24), (std::vector<float>{1000, 1001, 1010, 1011, 1100, 1101, 1110, 1111}));
+  Tensor back = run1("unpatchify", {t, x});
+  EXPECT_EQ(back.shape, x.shape);
+  EXPECT_EQ(values(back), values(x));
+  Tensor ids = run1("patch_ids", {x});
+  EXPECT_EQ(values(ids), (std::vector<float>{0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1}));
+  // Each frame of a video upsampled alike.
+  Tensor up = run1("upsample_nearest", {f32({1, 2, 1, 2}, {1, 2, 3, 4})}, {{"scale", 2}});
+  ASSERT_EQ(up.shape, (Dims{1, 2, 2, 4}));
+  EXPECT_EQ(values(up), (std::vector<float>{1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4}));
+}
+
 }  // namespace
 }  // namespace arch::test
