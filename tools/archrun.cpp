@@ -364,7 +364,8 @@ int main(int argc, char** argv) {
   den->add_option("-o,--out", dn.out, "safetensors to write: latents [C, H, W], trajectory [steps + 1, C, H, W], noise_preds, timesteps")->required();
 
   ImagineArgs im;
-  auto* img = app.add_subcommand("imagine", "text to image (or image to image, inpainting) through a Stable Diffusion pipeline folder (model_index.json): a PNG");
+  im.guidance = std::numeric_limits<float>::quiet_NaN();  // a video pipeline's default differs
+  auto* img = app.add_subcommand("imagine", "text to image (or image to image, inpainting) through a diffusers pipeline folder (model_index.json: Stable Diffusion 1.x/2.x/XL/3, Flux): a PNG; text to video through a Wan pipeline: an animated GIF or PNG frames");
   add_common(img, im.common);
   img->add_option("-p,--prompt", im.prompt, "the prompt (the pipeline's tokenizer/: CLIP's vocab.json + merges.txt, or tokenizer.json)");
   img->add_option("--negative-prompt", im.negative_prompt, "the negative prompt (default: the empty one, with guidance)");
@@ -377,18 +378,20 @@ int main(int argc, char** argv) {
   img->add_option("--original-size", im.original_size, "SDXL's size conditioning: H,W (default: the output size)");
   img->add_option("--crop-top-left", im.crop_top_left, "SDXL's size conditioning: Y,X (default: 0,0)");
   img->add_option("--steps", im.steps, "sampling steps");
-  img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none)")->check(kFinite);
+  img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none; default 7.5, a video pipeline's 5)")->check(kFinite);
   img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by another method: " + scheduler_help() + " (default: its scheduler/)")
       ->check(CLI::IsMember(scheduler_names()));
   img->add_option("--seed", im.seed, "seed of the initial noise (without --latents) and of what an ancestral sampler adds");
   img->add_option("--init-image", im.init_image, "image to image: start from this PNG/JPEG (resized to --height/--width, else its own size down to the VAE's scale), noised to --strength");
   img->add_option("--strength", im.strength, "with --init-image: how much of the schedule runs, above 0 to 1 (default 0.8; inpainting 1)")->check(kFinite);
   img->add_option("--mask", im.mask, "with --init-image: inpaint where this image is white (>= 0.5 gray), keep where it is black");
-  img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8, or --init-image's)");
-  img->add_option("--width", im.width, "image width in pixels (as --height)");
+  img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8, or --init-image's; a video's 480)");
+  img->add_option("--width", im.width, "image width in pixels (as --height; a video's 832)");
+  img->add_option("--frames", im.frames, "a video pipeline's frames: one more than a multiple of its VAE's temporal scale (Wan: 4; default 81)");
+  img->add_option("--fps", im.fps, "a video's frames a second in the GIF (default 16)")->check(kFinite);
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
-  img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place)")->required();
-  img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W]");
+  img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place); a video: NAME.gif (animated) or NAME.png (NAME_000.png, ... a frame each)")->required();
+  img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W] (a video's [3, F, H, W])");
 
   CLI11_PARSE(app, argc, argv);
   if (auto st = prepare_tool_environment(limits); !st) return fail(st.error());

@@ -54,11 +54,11 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
                                std::pair{"StableDiffusionXLInpaintPipeline", "StableDiffusionXLPipeline"}})
     if (p.kind == variant) p.kind = base;
   const bool xl = p.kind == "StableDiffusionXLPipeline", sd3 = p.kind == "StableDiffusion3Pipeline",
-             flux = p.kind == "FluxPipeline";
-  if (p.kind != "StableDiffusionPipeline" && !xl && !sd3 && !flux)
+             flux = p.kind == "FluxPipeline", wan = p.kind == "WanPipeline";
+  if (p.kind != "StableDiffusionPipeline" && !xl && !sd3 && !flux && !wan)
     return error(index.string() + ": pipeline '" + p.kind +
                  "' is not one archrun runs (StableDiffusionPipeline, StableDiffusionXLPipeline, StableDiffusion3Pipeline, "
-                 "FluxPipeline)");
+                 "FluxPipeline, WanPipeline)");
   // A component model_index.json names null is absent (SD3 without its T5).
   auto named = [&](const char* name) {
     const auto it = p.index.find(name);
@@ -79,7 +79,10 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   if (sd3 && named("text_encoder_3")) {
     ARCH_TRY(p.text_encoder_3, component("text_encoder_3"));
   }
-  p.denoiser_folder = sd3 || flux ? "transformer" : "unet";
+  // Wan 2.2 A14B's second expert takes the low-noise steps: not yet.
+  if (wan && named("transformer_2"))
+    return error(index.string() + ": a second transformer (Wan 2.2's low-noise expert, transformer_2) is not supported yet");
+  p.denoiser_folder = sd3 || flux || wan ? "transformer" : "unet";
   ARCH_TRY(p.denoiser, component(p.denoiser_folder.c_str()));
   ARCH_TRY(p.vae, component("vae"));
   // The components must fit one another.
@@ -112,6 +115,12 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
     ARCH_TRY_STATUS(unfit("text_encoder's hidden_size", field(p.text_encoder, "hidden_size"), d + "'s pooled_projection_dim",
                           uc.value("pooled_projection_dim", int64_t(-1))));
     ARCH_TRY_STATUS(unfit(d + "'s in_channels", uc.value("in_channels", int64_t(-1)), "4 x vae's latent_channels (2x2 patches)", 4 * latent));
+  } else if (wan) {
+    // Wan: UMT5's states are the context; the latents the VAE's.
+    ARCH_TRY_STATUS(unfit("text_encoder's d_model", field(p.text_encoder, "d_model"), d + "'s text_dim",
+                          uc.value("text_dim", int64_t(-1))));
+    ARCH_TRY_STATUS(unfit(d + "'s in_channels", uc.value("in_channels", int64_t(-1)), "vae's z_dim", vc.value("z_dim", int64_t(-1))));
+    if (!makes_video(p)) return error(dir + ": " + d + ": its template takes no video latents [C, F, H, W]");
   } else {
     // The text's width is the UNet's cross-attention width, the UNet's
     // channels the VAE's latent channels.
@@ -147,29 +156,65 @@ Status check_image_pixels(int64_t height, int64_t width) {
 }  // namespace
 
 int64_t vae_scale(const Pipeline& p) {
+  if (const int64_t s = p.vae->config_int("scale_factor_spatial", 0); s > 0) return s;
   const auto& boc = p.vae->checkpoint.config.value("block_out_channels", nlohmann::json::array());
   return int64_t(1) << std::max<int64_t>(0, int64_t(boc.size()) - 1);
 }
 
-Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
-  // The latents as the loop holds them: what a pack graph packs (Flux), else
-  // the denoise graph's sample (UNet) or hidden_states (SD3).
-  const std::string& d = p.denoiser_folder;
+int64_t vae_temporal_scale(const Pipeline& p) { return std::max<int64_t>(0, p.vae->config_int("scale_factor_temporal", 0)); }
+
+namespace {
+
+// The graph that takes the loop's latents and the input it takes them as:
+// a pack graph's latents (Flux, Wan), else the denoise graph's sample
+// (UNet) or hidden_states (SD3).
+Result<std::pair<const ModelGraph*, int>> latents_input(const Pipeline& p) {
   auto pack = p.denoiser->find_graph("pack");
   ARCH_TRY(const ModelGraph* g, pack.ok() ? pack : p.denoiser->find_graph("denoise"));
   int v = g->graph.find_input(pack.ok() ? "latents" : "sample");
   if (v < 0 && !pack.ok()) v = g->graph.find_input("hidden_states");
-  if (v < 0) return error(p.dir + ": " + d + ": its graph takes no latents (sample, hidden_states, or a pack graph's latents)");
-  const Shape& want = g->graph.values[size_t(v)].type.shape;
-  if (want.size() != 3 || !want[0].concrete()) return error(p.dir + ": " + d + ": its latents are not [C, H, W]");
+  if (v < 0)
+    return error(p.dir + ": " + p.denoiser_folder + ": its graph takes no latents (sample, hidden_states, or a pack graph's latents)");
+  return std::pair{g, v};
+}
+
+}  // namespace
+
+bool makes_video(const Pipeline& p) {
+  auto in = latents_input(p);
+  return in.ok() && in->first->graph.values[size_t(in->second)].type.shape.size() == 4;
+}
+
+Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width, int64_t frames) {
+  // The latents as the loop holds them: what a pack graph packs (Flux), else
+  // the denoise graph's sample (UNet) or hidden_states (SD3).
+  const std::string& d = p.denoiser_folder;
+  ARCH_TRY(auto in, latents_input(p));
+  const bool pack = in.first->name() == "pack";
+  const Shape& want = in.first->graph.values[size_t(in.second)].type.shape;
+  const bool video = want.size() == 4;
+  if ((want.size() != 3 && !video) || !want[0].concrete()) return error(p.dir + ": " + d + ": its latents are not [C, H, W] or [C, F, H, W]");
+  if (!video && frames) return error(p.dir + ": this pipeline makes images, not videos: --frames is a video pipeline's");
   // Packed latents are cut into 2x2 patches.
-  const int64_t scale = vae_scale(p), step = pack.ok() ? 2 * scale : scale;
-  const int64_t fallback = p.denoiser->config_int("sample_size", pack.ok() ? 128 : 64) * scale;
+  const int64_t scale = vae_scale(p), step = pack ? 2 * scale : scale;
+  const int64_t fallback = p.denoiser->config_int("sample_size", pack ? 128 : 64) * scale;
   Dims shape = {want[0].n - p.conditioning_channels};
-  for (auto [dim, pixels, what] : {std::tuple{want[1], height, "height"}, std::tuple{want[2], width, "width"}}) {
+  if (video) {
+    // WanPipeline's defaults: 81 frames of 480 x 832.
+    const int64_t per = vae_temporal_scale(p), f = frames ? frames : 81;
+    if (per < 1) return error(p.dir + ": vae: its template gives no temporal scale (scale_factor_temporal) for a video");
+    if (f < 1 || (f - 1) % per != 0)
+      return error("a video's frames must be one more than a multiple of " + std::to_string(per) + " (the VAE's temporal scale): " +
+                   std::to_string(f) + " is not; " + std::to_string((f - 1) / per * per + 1) + " or " +
+                   std::to_string(((f - 1) / per + 1) * per + 1) + " would be");
+    shape.push_back((f - 1) / per + 1);
+    if (!height) height = 480;
+    if (!width) width = 832;
+  }
+  for (auto [dim, pixels, what] : {std::tuple{want[want.size() - 2], height, "height"}, std::tuple{want.back(), width, "width"}}) {
     const int64_t px = pixels ? pixels : dim.concrete() ? dim.n * scale : fallback;
     if (px % step != 0 || px < step)
-      return error("the image's " + std::string(what) + " must be a positive multiple of " + std::to_string(step) +
+      return error(std::string(video ? "the video's " : "the image's ") + what + " must be a positive multiple of " + std::to_string(step) +
                    (step == scale ? " (the VAE's scale)" : " (twice the VAE's scale: latents packed in 2x2 patches)") +
                    ", not " + std::to_string(px));
     if (dim.concrete() && dim.n * scale != px)
@@ -177,7 +222,14 @@ Result<Dims> latent_shape(const Pipeline& p, int64_t height, int64_t width) {
                    " only, not " + std::to_string(px));
     shape.push_back(px / scale);
   }
-  ARCH_TRY_STATUS(check_image_pixels(shape[1] * scale, shape[2] * scale));
+  const int64_t h = shape[shape.size() - 2] * scale, w = shape.back() * scale;
+  if (video)
+    ARCH_TRY_STATUS(check_limit("image_pixels", saturating_product({(shape[1] - 1) * vae_temporal_scale(p) + 1, h, w}),
+                                "a video of " + std::to_string(frames ? frames : 81) + " frames of " + std::to_string(h) + "x" +
+                                    std::to_string(w),
+                                "its pixels"));
+  else
+    ARCH_TRY_STATUS(check_image_pixels(h, w));
   return shape;
 }
 
@@ -190,6 +242,8 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
     ARCH_TRY_STATUS(check_image_pixels(saturating_product({z[z.size() - 2], scale}), saturating_product({z.back(), scale})));
   }
   ARCH_TRY_STATUS(check_guidance(opt.guidance));
+  if (makes_video(p) && (opt.init_image.data || opt.mask.data))
+    return error(p.dir + ": a video pipeline starts from text alone here (no --init-image or --mask)");
   if (p.conditioning_channels && !(opt.init_image.data && opt.mask.data))
     return error(p.dir + ": an inpainting UNet (in_channels " + std::to_string(p.denoiser->config_int("in_channels", 0)) +
                  ") makes an image from one to start from and a mask: give both (--init-image, --mask)");
@@ -262,12 +316,12 @@ std::vector<int32_t> fitted(std::vector<int32_t> ids, int64_t length, int32_t eo
 }  // namespace
 
 std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& tok_dir, const std::string& text,
-                                   int64_t length) {
+                                   int64_t length, bool pad) {
   const int32_t eos = tok.eos_id() ? *tok.eos_id() : tok.token_to_id("</s>").value_or(1);
-  const int32_t pad = configured_pad(tok, tok_dir).value_or(tok.token_to_id("<pad>").value_or(0));
+  const int32_t pad_id = configured_pad(tok, tok_dir).value_or(tok.token_to_id("<pad>").value_or(0));
   std::vector<int32_t> ids = tok.encode(text, true);
   if (ids.empty() || ids.back() != eos) ids.push_back(eos);
-  return fitted(std::move(ids), length, eos, pad);
+  return fitted(std::move(ids), pad ? length : std::min<int64_t>(length, int64_t(ids.size())), eos, pad_id);
 }
 
 std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok, const std::string& tok_dir,

@@ -27,9 +27,9 @@ namespace arch {
 struct Pipeline {
   std::string dir;
   nlohmann::json index;                       // model_index.json
-  std::string kind;                           // its _class_name: StableDiffusion(XL|3)Pipeline, FluxPipeline
+  std::string kind;                           // its _class_name: StableDiffusion(XL|3)Pipeline, FluxPipeline, WanPipeline
   std::shared_ptr<Model> text_encoder, denoiser, vae;
-  std::string denoiser_folder;                // unet/ (SD 1.x, 2.x, XL) or transformer/ (SD3, Flux)
+  std::string denoiser_folder;                // unet/ (SD 1.x, 2.x, XL) or transformer/ (SD3, Flux, Wan)
   std::shared_ptr<Model> text_encoder_2;      // SDXL's and SD3's second CLIP, Flux's T5 (null: none)
   std::shared_ptr<Model> text_encoder_3;      // SD3's T5 (null: none, its part of the context zeros)
   std::unique_ptr<Scheduler> scheduler;
@@ -77,6 +77,8 @@ struct ImagineOptions {
 };
 
 struct ImagineResult {
+  // A video pipeline's image is the video [3, F, H, W] (decode_input and
+  // image_decoded likewise).
   Tensor prompt_embeds, negative_prompt_embeds;
   Tensor pooled_prompt_embeds, negative_pooled_prompt_embeds, add_time_ids;  // SDXL's
   Tensor image_latents, mask_latents;         // image to image: the image's, scaled; the mask at the latents' size
@@ -91,10 +93,19 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt);
 
 // The latents' shape [C, h, w] for an image of height x width pixels (0:
 // the UNet's sample_size times the VAE's scale); an error names a size the
-// VAE's scale does not divide.
-Result<Dims> latent_shape(const Pipeline& p, int64_t height = 0, int64_t width = 0);
-// The VAE's scale: 2 to the power of its levels less one (8 for SD).
+// VAE's scale does not divide. A video pipeline's (makes_video):
+// [C, f, h, w] for `frames` frames (0: 81; 480 x 832 pixels where not
+// given, as WanPipeline defaults them), frames one more than a multiple of
+// the VAE's temporal scale.
+Result<Dims> latent_shape(const Pipeline& p, int64_t height = 0, int64_t width = 0, int64_t frames = 0);
+// The VAE's scale: its scale_factor_spatial where its template declares
+// one (Wan's), else 2 to the power of its levels less one (8 for SD).
 int64_t vae_scale(const Pipeline& p);
+// A video VAE's frames per latent frame after the first (its template's
+// scale_factor_temporal; Wan's 4); 0 for an image VAE.
+int64_t vae_temporal_scale(const Pipeline& p);
+// Whether the pipeline makes videos: its denoiser's latents are [C, F, H, W].
+bool makes_video(const Pipeline& p);
 
 // A prompt as the pipeline's CLIPTokenizer pads it: bos, the text, eos,
 // then the pad token tokenizer_config.json names (SD 1.x <|endoftext|>,
@@ -107,9 +118,10 @@ std::vector<int32_t> pipeline_prompt_ids(const Pipeline& p, const Tokenizer& tok
 // padded with the pad token tokenizer_config.json names (else <pad>) to
 // `length` (max_sequence_length: SD3 256, Flux 512), a longer one cut
 // there and ended with </s>. `tok_dir`: the pipeline's tokenizer_3/ or
-// tokenizer_2/.
+// tokenizer_2/. Unpadded (`pad` false): the text's tokens and </s> alone,
+// cut likewise (Wan's, whose pipeline masks the padding out).
 std::vector<int32_t> t5_prompt_ids(const Tokenizer& tok, const std::string& tok_dir, const std::string& text,
-                                   int64_t length);
+                                   int64_t length, bool pad = true);
 
 // Initial latents of `shape` drawn from N(0, 1) at `seed` (archrun
 // imagine's --seed; the server's `seed`).

@@ -145,7 +145,32 @@ Status flux_conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineRe
   return {};
 }
 
+Status wan_conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineResult& r, DenoiseOptions& d) {
+  if (!opt.ids_2.empty() || !opt.negative_ids_2.empty() || !opt.ids_3.empty() || !opt.negative_ids_3.empty())
+    return error(p.dir + ": a Wan pipeline has one text encoder: its ids are --ids");
+  // WanPipeline's max_sequence_length: the encoder runs on the prompt's own
+  // tokens (its padding masked out), its states then zero rows to 512.
+  constexpr int64_t kRows = 512;
+  auto one = [&](const std::vector<int32_t>& ids, const std::string& what) -> Result<Tensor> {
+    if (int64_t(ids.size()) > kRows)
+      return error("the " + what + " has " + std::to_string(ids.size()) + " tokens; Wan's text encoder takes " + std::to_string(kRows));
+    ARCH_TRY(NamedTensors a, encode(p, *p.text_encoder, "text_encoder", ids, what, {"encoder_last_hidden_state"}));
+    const Tensor& states = a.at("encoder_last_hidden_state");
+    Tensor out = Tensor::zeros(DType::F32, {kRows, states.dim(1)});
+    std::copy(states.f32(), states.f32() + states.numel(), out.f32());
+    return out;
+  };
+  ARCH_TRY(r.prompt_embeds, one(opt.ids, "prompt"));
+  d.context = r.prompt_embeds;
+  if (opt.guidance != 1.0f && !opt.negative_ids.empty()) {
+    ARCH_TRY(r.negative_prompt_embeds, one(opt.negative_ids, "negative prompt"));
+    d.negative_context = r.negative_prompt_embeds;
+  }
+  return {};
+}
+
 Status conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineResult& r, DenoiseOptions& d) {
+  if (p.kind == "WanPipeline") return wan_conditioning(p, opt, r, d);
   if (p.kind == "StableDiffusion3Pipeline") return sd3_conditioning(p, opt, r, d);
   if (p.kind == "FluxPipeline") return flux_conditioning(p, opt, r, d);
   if (p.kind == "StableDiffusionXLPipeline") return sdxl_conditioning(p, opt, r, d);

@@ -1,7 +1,7 @@
 // What a pipeline's denoiser is conditioned on, made from the prompts' ids
 // by its text encoders, as diffusers' StableDiffusionPipeline,
-// StableDiffusionXLPipeline, StableDiffusion3Pipeline and FluxPipeline
-// make it: the context (and its negative), the other denoise inputs.
+// StableDiffusionXLPipeline, StableDiffusion3Pipeline, FluxPipeline and
+// WanPipeline make it: the context (and its negative), the other denoise inputs.
 #pragma once
 
 #include "engine/runtime/pipeline.h"
@@ -24,5 +24,10 @@ Status sd3_conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineRes
 // output (no projection) as pooled_projections; a guidance-distilled
 // transformer takes the guidance scale itself, with no negative prompt.
 Status flux_conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineResult& r, DenoiseOptions& d);
+
+// Wan: UMT5's last hidden states of the prompt's tokens (no padding: the
+// pipeline masks it out), then zero rows to 512 (max_sequence_length), as
+// the context; the negative prompt's likewise.
+Status wan_conditioning(const Pipeline& p, const ImagineOptions& opt, ImagineResult& r, DenoiseOptions& d);
 
 }  // namespace arch

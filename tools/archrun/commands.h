@@ -171,7 +171,9 @@ struct ImagineArgs {
   std::string ids_3, negative_ids_3;                                // SD3's T5
   std::string init_image, mask;                                     // image to image, inpainting
   int steps = 20, height = 0, width = 0;
-  float guidance = 7.5f;
+  int frames = 0;                                                   // a video pipeline's (0: its default, 81)
+  double fps = 16;                                                  // a GIF's frames a second
+  float guidance = 7.5f;                                            // unset (NaN): 7.5, a video pipeline's 5
   float strength = -1.0f;                                           // unset: 0.8 image to image, 1 inpainting
   uint64_t seed = 0;
 };

@@ -1,6 +1,9 @@
 // archrun imagine: text (as token ids) to a PNG through a Stable Diffusion
-// pipeline folder: embeddings, the sampling loop with guidance, the VAE.
+// pipeline folder: embeddings, the sampling loop with guidance, the VAE; or
+// to a video (an animated GIF, or a PNG a frame) through a Wan pipeline.
 #include <chrono>
+#include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <tuple>
 #include <vector>
@@ -12,29 +15,58 @@
 #include "importer/image/image.h"
 #include "importer/image/image_resample.h"
 #include "importer/image/image_write.h"
+#include "importer/image/video_write.h"
 #include "engine/runtime/pipeline.h"
 #include "tools/archrun/commands.h"
 
 namespace arch::cli {
+
+namespace {
+
+// WanPipeline's whitespace_clean: each run of whitespace one space, none at the ends.
+std::string collapse_whitespace(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!out.empty() && out.back() != ' ') out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+}  // namespace
 
 int run_imagine(const ImagineArgs& a) {
   if (a.steps < 1) return fail(error("--steps must be at least 1, not " + std::to_string(a.steps)));
   if (a.out.empty()) return fail(error("give the PNG to write as -o OUT.png"));
   if (a.prompt.empty() == a.ids.empty()) return fail(error("give the prompt as -p TEXT or as --ids 49406,...,49407 (one of them)"));
   if (!is_pipeline(a.common.model)) return fail(error(a.common.model + ": not a pipeline folder (no model_index.json)"));
-  if (a.height < 0 || a.width < 0)
-    return fail(error("--height and --width must be positive, not " + std::to_string(a.height) + "x" + std::to_string(a.width)));
-  if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
+  if (a.height < 0 || a.width < 0 || a.frames < 0)
+    return fail(error("--height, --width and --frames must be positive, not " + std::to_string(a.height) + "x" + std::to_string(a.width) +
+                      ", " + std::to_string(a.frames)));
+  if (!std::isnan(a.guidance))
+    if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
+  // A video is an animated GIF or a PNG a frame (NAME_000.png, ...).
+  const bool gif = a.out.ends_with(".gif"), png_frames = a.frames > 0 && a.out.ends_with(".png");
   // The output must be writable before any work starts (no file is made
   // until the image is whole; "-" and a device are written in place).
-  if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());
+  if (Status st = OutputFile::check(png_frames ? frame_paths(a.out, 1)[0] : a.out); !st.ok()) return fail(st.error());
   auto p = open_pipeline(a.common, a.scheduler);
   if (!p.ok()) return fail(p.error());
+  const bool video = makes_video(*p);
+  if (video && !gif && !a.out.ends_with(".png"))
+    return fail(error(a.common.model + " makes videos: write one as -o NAME.gif (animated) or -o NAME.png (a PNG a frame), not " + a.out));
+  if (!video && (gif || a.frames))
+    return fail(error(a.common.model + " makes images (a PNG): " + (a.frames ? "--frames is" : "a GIF is") + " a video pipeline's"));
   ImagineOptions opt;
   opt.steps = a.steps;
-  opt.guidance = a.guidance;
+  // diffusers' defaults: StableDiffusionPipeline's 7.5, WanPipeline's 5.
+  opt.guidance = std::isnan(a.guidance) ? (video ? 5.0f : 7.5f) : a.guidance;
   const bool xl = p->kind == "StableDiffusionXLPipeline", sd3 = p->kind == "StableDiffusion3Pipeline",
-             flux = p->kind == "FluxPipeline";
+             flux = p->kind == "FluxPipeline", wan = p->kind == "WanPipeline";
   if (!xl && (!a.original_size.empty() || !a.crop_top_left.empty()))
     return fail(error("--original-size and --crop-top-left are SDXL's; " + a.common.model + " is not an SDXL pipeline"));
   if (!xl && !sd3 && !flux && (!a.ids_2.empty() || !a.negative_ids_2.empty()))
@@ -63,22 +95,25 @@ int run_imagine(const ImagineArgs& a) {
     // is given; SDXL's empty negative prompt is zeros instead.
     // CLIP's ids padded to its positions; a T5's to the pipeline's
     // max_sequence_length (SD3 256, Flux 512), ended by </s>.
+    // Wan's UMT5 takes the prompt's own tokens (the pipeline masks the
+    // padding out), its text first cleaned of runs of whitespace.
     auto ids_of = [&](const char* folder, const std::string& text, int64_t t5_length = 0) -> Result<std::vector<int32_t>> {
       const std::string tdir = a.common.model + "/" + folder;
       auto tok = open_tokenizer(tdir);
       if (!tok.ok()) return error(a.common.model + ": -p needs the pipeline's " + folder + "/: " + tok.error().message);
+      if (wan) return t5_prompt_ids(**tok, tdir, collapse_whitespace(text), t5_length, false);
       if (t5_length) return t5_prompt_ids(**tok, tdir, text, t5_length);
       return pipeline_prompt_ids(*p, **tok, tdir, text);
     };
     // Each encoder's tokenizer folder, and the T5's length where it is one.
     std::vector<std::tuple<const char*, std::vector<int32_t>*, std::vector<int32_t>*, int64_t>> encoders = {
-        {"tokenizer", &opt.ids, &opt.negative_ids, 0}};
+        {"tokenizer", &opt.ids, &opt.negative_ids, wan ? 512 : 0}};
     if (xl || sd3) encoders.push_back({"tokenizer_2", &opt.ids_2, &opt.negative_ids_2, 0});
     if (flux) encoders.push_back({"tokenizer_2", &opt.ids_2, &opt.negative_ids_2, 512});
     if (sd3 && p->text_encoder_3) encoders.push_back({"tokenizer_3", &opt.ids_3, &opt.negative_ids_3, 256});
     // The negative prompt "" where guidance is asked for and none is given
     // (SDXL's empty one is zeros instead; Flux runs none).
-    const bool negative = a.guidance != 1.0f && !flux && (!xl || !a.negative_prompt.empty());
+    const bool negative = opt.guidance != 1.0f && !flux && (!xl || !a.negative_prompt.empty());
     for (auto [folder, ids, negative_ids, t5_length] : encoders) {
       auto v = ids_of(folder, a.prompt, t5_length);
       if (!v.ok()) return fail(v.error());
@@ -147,7 +182,7 @@ int run_imagine(const ImagineArgs& a) {
     }
   }
   // Sizes from the command line bounded before anything of theirs is made.
-  auto shape = latent_shape(*p, height, width);
+  auto shape = latent_shape(*p, height, width, a.frames);
   if (!shape.ok()) return fail(shape.error());
   if (!a.latents.empty()) {
     auto l = only_tensor(a.latents, "the latents");
@@ -169,7 +204,7 @@ int run_imagine(const ImagineArgs& a) {
   auto r = imagine(*p, opt);
   if (!r.ok()) return fail(r.error());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Status st = write_png(a.out, r->image);
+  Status st = !video ? write_png(a.out, r->image) : gif ? write_gif(a.out, r->image, a.fps) : write_png_frames(a.out, r->image);
   if (!st.ok()) return fail(st.error());
   if (!a.save_tensors.empty()) {
     std::vector<std::pair<std::string, Tensor>> t = {{"prompt_embeds", r->prompt_embeds}, {"latents", r->denoised.trajectory},
@@ -182,9 +217,13 @@ int run_imagine(const ImagineArgs& a) {
     Status s2 = write_safetensors(a.save_tensors, t);
     if (!s2.ok()) return fail(s2.error());
   }
-  std::fprintf(stderr, "%s: %d steps%s (%s%s), %lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), int(r->denoised.timesteps.size()),
+  const std::string frames = video ? std::to_string(r->image.dim(1)) + " frames of " : "";
+  const std::string wrote = png_frames ? frame_paths(a.out, r->image.dim(1)).front() + " .. " + frame_paths(a.out, r->image.dim(1)).back()
+                                       : OutputFile::shown(a.out);
+  std::fprintf(stderr, "%s: %d steps%s (%s%s), %s%lldx%lld, in %.2f s; wrote %s\n", a.common.model.c_str(), int(r->denoised.timesteps.size()),
                a.init_image.empty() ? "" : (" of " + std::to_string(a.steps) + " from " + a.init_image + (a.mask.empty() ? "" : " inpainted by " + a.mask)).c_str(),
-               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), (long long)r->image.shape[1], (long long)r->image.shape[2], seconds, OutputFile::shown(a.out).c_str());
+               p->scheduler_path.c_str(), a.scheduler.empty() ? "" : (", sampled by " + a.scheduler).c_str(), frames.c_str(),
+               (long long)r->image.dim(-2), (long long)r->image.dim(-1), seconds, wrote.c_str());
   return 0;
 }
 
