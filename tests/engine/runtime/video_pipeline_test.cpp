@@ -1,0 +1,192 @@
+// Text to video through a Wan pipeline folder (families/toys/wan-tiny.json:
+// UMT5, WanTransformer3DModel, AutoencoderKLWan with random weights): the
+// video's shape and range, its context, and the properties diffusers'
+// chunked VAE has by construction (a latent frame's pixels depend on it and
+// the frames before only) held by the whole-sequence templates. No diffusers
+// golden of Wan is in ../shared yet: these check structure, not diffusers'
+// numbers.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "engine/runtime/forward.h"
+#include "engine/runtime/pipeline.h"
+#include "importer/checkpoint/toy_checkpoint.h"
+#include "tests/test_files.h"
+
+namespace arch {
+namespace {
+
+using testing::TempDir;
+
+// The tiny pipeline, written once per test.
+struct TinyWan {
+  TempDir dir;
+  Pipeline p;
+  TinyWan() {
+    Status st = write_toy_from_spec(std::string(ARCHETYPE_FAMILIES_DIR) + "/toys/wan-tiny.json", dir.path(), 7);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
+    auto loaded = load_pipeline(dir.path());
+    EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
+    if (loaded.ok()) p = std::move(*loaded);
+  }
+};
+
+// Frames [first, first + n) of a video [C, F, H, W].
+std::vector<float> frames_of(const Tensor& v, int64_t first, int64_t n) {
+  const int64_t C = v.dim(0), F = v.dim(1), plane = v.dim(2) * v.dim(3);
+  std::vector<float> out;
+  for (int64_t c = 0; c < C; ++c)
+    out.insert(out.end(), v.f32() + (c * F + first) * plane, v.f32() + (c * F + first + n) * plane);
+  return out;
+}
+
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  float worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  EXPECT_LE(worst, tol) << what;
+}
+
+TEST(VideoPipeline, TinyWanMakesAVideoFromText) {
+  TinyWan w;
+  ASSERT_TRUE(w.p.vae);
+  EXPECT_TRUE(makes_video(w.p));
+  EXPECT_EQ(vae_scale(w.p), 8);
+  EXPECT_EQ(vae_temporal_scale(w.p), 4);
+  auto shape = latent_shape(w.p, 32, 48, 9);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(*shape, (Dims{4, 3, 4, 6}));
+  ImagineOptions opt;
+  opt.ids = {5, 9, 1};
+  opt.negative_ids = {1};
+  opt.guidance = 5.0f;
+  opt.steps = 3;
+  opt.latents = seeded_latents(*shape, 3);
+  auto r = imagine(w.p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->image.shape, (Dims{3, 9, 32, 48}));
+  for (int64_t i = 0; i < r->image.numel(); ++i) {
+    ASSERT_TRUE(r->image.f32()[i] >= 0.0f && r->image.f32()[i] <= 1.0f) << i;
+  }
+  EXPECT_TRUE(r->denoised.guided);
+  EXPECT_EQ(r->denoised.trajectory.shape, (Dims{4, 4, 3, 4, 6}));
+  // The context: UMT5's states of the three tokens, then zeros to 512 rows.
+  ASSERT_EQ(r->prompt_embeds.shape, (Dims{512, 16}));
+  double kept = 0, past = 0;
+  for (int64_t i = 0; i < 512 * 16; ++i) (i < 3 * 16 ? kept : past) += std::abs(r->prompt_embeds.f32()[i]);
+  EXPECT_GT(kept, 0.0);
+  EXPECT_EQ(past, 0.0);
+  // The same seed, the same video; guidance changes it.
+  auto again = imagine(w.p, opt);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(std::memcmp(again->image.f32(), r->image.f32(), r->image.nbytes()), 0);
+  opt.guidance = 1.0f;
+  auto plain = imagine(w.p, opt);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->denoised.guided);
+  EXPECT_NE(std::memcmp(plain->image.f32(), r->image.f32(), r->image.nbytes()), 0);
+}
+
+TEST(VideoPipeline, FrameCountsAndSizesAreChecked) {
+  TinyWan w;
+  auto frames = latent_shape(w.p, 32, 48, 8);
+  ASSERT_FALSE(frames.ok());
+  EXPECT_CONTAINS(frames.error().message, "one more than a multiple of 4");
+  EXPECT_CONTAINS(frames.error().message, "5 or 9 would be");
+  auto side = latent_shape(w.p, 40, 48, 5);
+  ASSERT_FALSE(side.ok());
+  EXPECT_CONTAINS(side.error().message, "the video's height must be a positive multiple of 16");
+  auto defaults = latent_shape(w.p);
+  ASSERT_TRUE(defaults.ok()) << defaults.error().message;
+  EXPECT_EQ(*defaults, (Dims{4, 21, 60, 104}));  // WanPipeline's 81 frames of 480 x 832
+  ImagineOptions opt;
+  opt.ids = {5, 1};
+  opt.latents = seeded_latents({4, 2, 4, 6}, 1);
+  opt.init_image = Tensor::zeros(DType::F32, {3, 32, 48});
+  auto r = imagine(w.p, opt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_CONTAINS(r.error().message, "starts from text alone");
+}
+
+// diffusers decodes a latent frame at a time, each causal convolution
+// carrying the frames before: the video of the first k latent frames is
+// the first 1 + 4 (k - 1) frames of the longer one's, as the whole-sequence
+// template makes it too.
+TEST(WanVae, DecodingIsCausalAsDiffusersChunksIt) {
+  TinyWan w;
+  Tensor z = seeded_latents({4, 3, 4, 6}, 11);
+  auto decode = [&](int64_t latent_frames) {
+    Tensor part = Tensor::zeros(DType::F32, {4, latent_frames, 4, 6});
+    for (int64_t c = 0; c < 4; ++c)
+      std::memcpy(part.f32() + c * latent_frames * 24, z.f32() + c * 3 * 24, size_t(latent_frames * 24) * sizeof(float));
+    auto out = forward(*w.p.vae, {{"latents", part}}, {"decoded_sample"}, nullptr, "decode");
+    EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+    return out.ok() ? out->at("decoded_sample") : Tensor{};
+  };
+  const Tensor whole = decode(3), two = decode(2), one = decode(1);
+  ASSERT_EQ(whole.shape, (Dims{3, 9, 32, 48}));
+  ASSERT_EQ(two.shape, (Dims{3, 5, 32, 48}));
+  ASSERT_EQ(one.shape, (Dims{3, 1, 32, 48}));  // one latent frame is one image
+  expect_near_all(frames_of(two, 0, 5), frames_of(whole, 0, 5), 1e-5f, "2 latent frames");
+  expect_near_all(frames_of(one, 0, 1), frames_of(whole, 0, 1), 1e-5f, "1 latent frame");
+  // A later frame does depend on the frames before it: the first latent
+  // frame changed, the second's four frames change too.
+  for (int64_t c = 0; c < 4; ++c) z.f32()[c * 3 * 24] += 1.0f;
+  EXPECT_NE(frames_of(decode(2), 1, 4), frames_of(two, 1, 4));
+}
+
+// Likewise the encoder, which diffusers runs on the first frame, then four
+// at a time: 1 + 4 k frames make k + 1 latent frames, a prefix's the
+// prefix of the longer video's.
+TEST(WanVae, EncodingIsCausalAsDiffusersChunksIt) {
+  TinyWan w;
+  Tensor video = seeded_latents({3, 9, 32, 48}, 5);
+  for (int64_t i = 0; i < video.numel(); ++i) video.f32()[i] = std::tanh(video.f32()[i]);
+  auto encode = [&](int64_t frames) {
+    Tensor part = Tensor::zeros(DType::F32, {3, frames, 32, 48});
+    for (int64_t c = 0; c < 3; ++c)
+      std::memcpy(part.f32() + c * frames * 1536, video.f32() + c * 9 * 1536, size_t(frames * 1536) * sizeof(float));
+    auto out = forward(*w.p.vae, {{"video", part}}, {"latent_mean", "latent_mean_scaled"}, nullptr, "encode");
+    EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
+    return out.ok() ? *out : NamedTensors{};
+  };
+  const NamedTensors whole = encode(9), first = encode(5);
+  ASSERT_EQ(whole.at("latent_mean").shape, (Dims{4, 3, 4, 6}));
+  ASSERT_EQ(first.at("latent_mean").shape, (Dims{4, 2, 4, 6}));
+  expect_near_all(frames_of(first.at("latent_mean"), 0, 2), frames_of(whole.at("latent_mean"), 0, 2), 1e-5f, "5 frames");
+  // Scaled as the decoder unscales it: (mean - latents_mean) / latents_std.
+  const Tensor& m = whole.at("latent_mean");
+  const Tensor& s = whole.at("latent_mean_scaled");
+  EXPECT_NEAR(s.f32()[0], (m.f32()[0] - (-0.7571f)) / 2.8184f, 1e-5f);
+}
+
+// The rotary tables: a head's features split between frame, row and column
+// (4, 4 and 4 of the tiny transformer's 12), each at its own position.
+TEST(WanDiT, RopeGivesEachAxisItsShare) {
+  TinyWan w;
+  // latents [4, 2, 4, 6]: tokens (frame, row, col) over a 2 x 2 x 3 grid.
+  auto packed = forward(*w.p.denoiser, {{"latents", seeded_latents({4, 2, 4, 6}, 1)}}, {"hidden_states", "img_ids"}, nullptr, "pack");
+  ASSERT_TRUE(packed.ok()) << packed.error().message;
+  ASSERT_EQ(packed->at("hidden_states").shape, (Dims{12, 16}));
+  Tensor t = Tensor::zeros(DType::F32, {1});
+  t.f32()[0] = 500.0f;
+  auto out = forward(*w.p.denoiser, {{"hidden_states", packed->at("hidden_states")}, {"img_ids", packed->at("img_ids")},
+                                     {"timestep", t}, {"encoder_hidden_states", seeded_latents({5, 16}, 2)}},
+                     {"rope.cos", "rope.sin", "sample"}, nullptr, "denoise");
+  ASSERT_TRUE(out.ok()) << out.error().message;
+  EXPECT_EQ(out->at("sample").shape, (Dims{12, 16}));
+  // Token (frame 1, row 0, col 2) is 1 * 6 + 0 * 3 + 2 = 8.
+  const float* cos = out->at("rope.cos").f32() + 8 * 12;
+  const double f[2] = {1.0, 1.0 / 100.0};  // 10000^(-2k/4), k = 0, 1
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NEAR(cos[2 * k], std::cos(1 * f[k]), 1e-6) << "frame, pair " << k;
+    EXPECT_NEAR(cos[2 * k + 1], std::cos(1 * f[k]), 1e-6);
+    EXPECT_NEAR(cos[4 + 2 * k], 1.0, 1e-6) << "row 0";
+    EXPECT_NEAR(cos[8 + 2 * k], std::cos(2 * f[k]), 1e-6) << "column, pair " << k;
+  }
+}
+
+}  // namespace
+}  // namespace arch
