@@ -10,6 +10,7 @@
 #include "engine/core/json_text.h"
 #include "engine/runtime/dpm_solver_scheduler.h"
 #include "engine/runtime/lcm_scheduler.h"
+#include "engine/runtime/unipc_scheduler.h"
 
 namespace arch {
 
@@ -306,7 +307,16 @@ Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, 
   if (!config.is_object()) return error(where + ": a scheduler config is a JSON object");
   nlohmann::json c = config;
   std::string cls = c.value("_class_name", std::string("DDIMScheduler"));
-  const bool flow = cls == "FlowMatchEulerDiscreteScheduler";
+  bool flow = cls == "FlowMatchEulerDiscreteScheduler";
+  // UniPC over flow sigmas (Wan's) is a flow-matching schedule: --scheduler
+  // euler samples it by flow-matching Euler at its flow_shift.
+  const bool flow_unipc = cls == "UniPCMultistepScheduler" && c.value("use_flow_sigmas", false);
+  if (flow_unipc && !kind.empty()) {
+    c = {{"_class_name", "FlowMatchEulerDiscreteScheduler"}, {"num_train_timesteps", c.value("num_train_timesteps", 1000)},
+         {"shift", c.value("flow_shift", 1.0)}};
+    cls = c["_class_name"];
+    flow = true;
+  }
   // --scheduler: the same noise schedule, sampled by another method (its
   // fields as the config has them, the method's own defaults for the rest,
   // as diffusers' from_config does).
@@ -347,10 +357,14 @@ Result<std::unique_ptr<Scheduler>> make_scheduler(const nlohmann::json& config, 
     ARCH_TRY(FlowMatchEulerScheduler f, FlowMatchEulerScheduler::from_config(c, where));
     return std::unique_ptr<Scheduler>(new FlowMatchEulerScheduler(std::move(f)));
   }
+  if (cls == "UniPCMultistepScheduler") {
+    ARCH_TRY(UniPcScheduler u, UniPcScheduler::from_config(c, where));
+    return std::unique_ptr<Scheduler>(new UniPcScheduler(std::move(u)));
+  }
   return error(where + ": scheduler '" + cls +
                "' is not one archrun runs (DDIMScheduler, EulerDiscreteScheduler, EulerAncestralDiscreteScheduler, "
-               "DPMSolverMultistepScheduler, LCMScheduler, FlowMatchEulerDiscreteScheduler; --scheduler samples its "
-               "noise schedule another way)");
+               "DPMSolverMultistepScheduler, LCMScheduler, FlowMatchEulerDiscreteScheduler, UniPCMultistepScheduler over flow "
+               "sigmas; --scheduler samples its noise schedule another way)");
 }
 
 Result<nlohmann::json> read_scheduler_config(const std::string& where, std::string* path) {

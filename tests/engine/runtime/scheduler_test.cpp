@@ -7,6 +7,7 @@
 #include "engine/runtime/dpm_solver_scheduler.h"
 #include "engine/runtime/lcm_scheduler.h"
 #include "engine/runtime/scheduler.h"
+#include "engine/runtime/unipc_scheduler.h"
 
 namespace arch {
 namespace {
@@ -190,6 +191,111 @@ TEST(LcmScheduler, TimestepsAndTheBoundaryCondition) {
   for (int64_t i = 0; i < out.numel(); ++i) var += std::pow((out.f32()[i] - 0.2285013 * 36.639155) / 0.9735436 - mean, 2);
   EXPECT_NEAR(mean, 0.0, 0.03);
   EXPECT_NEAR(var / double(out.numel()), 1.0, 0.05);  // N(0, 1) at exactly that scale
+}
+
+// Wan 2.1's scheduler/ config (Wan-AI/Wan2.1-T2V-1.3B-Diffusers): UniPC
+// over flow sigmas shifted by 3.
+nlohmann::json wan_unipc() {
+  return {{"_class_name", "UniPCMultistepScheduler"}, {"flow_shift", 3.0}, {"num_train_timesteps", 1000},
+          {"prediction_type", "flow_prediction"}, {"use_flow_sigmas", true}, {"solver_order", 2}, {"solver_type", "bh2"},
+          {"lower_order_final", true}, {"predict_x0", true}, {"final_sigmas_type", "zero"}, {"disable_corrector", nlohmann::json::array()}};
+}
+
+// Four steps: sigmas 1 - linspace(1, 0.001, 5) = 0.999, 0.74925, 0.4995,
+// 0.24975 shifted by 3 s / (1 + 2 s); timesteps those x 1000, cut to integers.
+TEST(UniPcScheduler, WansFlowSigmasAndTimesteps) {
+  auto s = make_scheduler(wan_unipc(), "config");
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  auto ts = (*s)->set_timesteps(4);
+  ASSERT_TRUE(ts.ok()) << ts.error().message;
+  EXPECT_EQ(*ts, (std::vector<float>{999, 899, 749, 499}));
+  const auto& sig = static_cast<UniPcScheduler&>(**s).sigmas();
+  ASSERT_EQ(sig.size(), 5u);
+  const double want[] = {2.997 / 2.998, 2.24775 / 2.4985, 1.4985 / 1.999, 0.74925 / 1.4995, 0.0};
+  for (int i = 0; i < 5; ++i) EXPECT_NEAR(sig[size_t(i)], want[i], 1e-6) << i;
+}
+
+// A model that knows the data (x0 = a point; v = (x - x0) / sigma): every
+// x0 prediction is that point, the multistep differences vanish, and each
+// step lands on the straight path (1 - sigma) x0 + sigma noise; the last
+// on the point itself.
+TEST(UniPcScheduler, AnExactVelocityFollowsTheStraightPath) {
+  auto s = make_scheduler(wan_unipc(), "config");
+  ASSERT_TRUE(s.ok());
+  auto ts = (*s)->set_timesteps(6);
+  ASSERT_TRUE(ts.ok());
+  const auto& sig = static_cast<UniPcScheduler&>(**s).sigmas();
+  const float x0 = 0.7f, noise = -1.3f;
+  Tensor x = filled((1 - sig[0]) * x0 + sig[0] * noise);
+  for (size_t k = 0; k < 6; ++k) {
+    Tensor v = filled((x.f32()[0] - x0) / sig[k]);
+    x = (*s)->step(v, k, x);
+    EXPECT_NEAR(x.f32()[0], (1 - sig[k + 1]) * x0 + sig[k + 1] * noise, 2e-5) << "step " << k;
+  }
+  EXPECT_NEAR(x.f32()[0], x0, 2e-5);
+}
+
+// First order without the corrector is flow-matching Euler over the same
+// sigmas: x + (sigma_next - sigma) v, whatever v is.
+TEST(UniPcScheduler, FirstOrderUncorrectedIsEuler) {
+  nlohmann::json c = wan_unipc();
+  c["solver_order"] = 1;
+  c["disable_corrector"] = {0, 1, 2, 3};
+  auto s = make_scheduler(c, "config");
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());
+  const auto& sig = static_cast<UniPcScheduler&>(**s).sigmas();
+  float euler = 0.4f;
+  Tensor x = filled(euler);
+  for (size_t k = 0; k < 4; ++k) {
+    const float v = std::sin(3.0f * float(k) + x.f32()[0]);  // any velocity
+    x = (*s)->step(filled(v), k, x);
+    euler += (sig[k + 1] - sig[k]) * v;
+    EXPECT_NEAR(x.f32()[0], euler, 1e-5) << "step " << k;
+  }
+}
+
+// The second order's predictor and corrector by hand at step 1 (x0 m0 at
+// sigma_0, m1 at sigma_1; h in log-SNR lambda = log((1 - s) / s)).
+TEST(UniPcScheduler, SecondOrderStepByHand) {
+  auto s = make_scheduler(wan_unipc(), "config");
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*s)->set_timesteps(4).ok());
+  const auto& sg = static_cast<UniPcScheduler&>(**s).sigmas();
+  const double s0 = sg[0], s1 = sg[1], s2 = sg[2];
+  auto lam = [](double v) { return std::log((1 - v) / v); };
+  const double xa = 0.3, va = 0.9, vb = -0.4;
+  // Step 0: first order, no corrector.
+  const double m0 = xa - s0 * va;
+  const double h1 = lam(s1) - lam(s0), phi1 = std::expm1(-h1);
+  const double xb = s1 / s0 * xa - (1 - s1) * phi1 * m0;
+  Tensor x = (*s)->step(filled(float(va)), 0, filled(float(xa)));
+  EXPECT_NEAR(x.f32()[0], xb, 1e-6);
+  // Step 1: UniC corrects xb with m1 = xb - s1 vb (order 1: rho 0.5), then
+  // UniP of order 2 (rho 0.5 on D1 = (m0 - m1) / r, r = (lambda(s0) - lambda(s1)) / h).
+  const double m1 = xb - s1 * vb;
+  const double xc = s1 / s0 * xa - (1 - s1) * phi1 * m0 - (1 - s1) * phi1 * 0.5 * (m1 - m0);
+  const double h2 = lam(s2) - lam(s1), phi2 = std::expm1(-h2), r = (lam(s0) - lam(s1)) / h2;
+  const double xd = s2 / s1 * xc - (1 - s2) * phi2 * m1 - (1 - s2) * phi2 * 0.5 * (m0 - m1) / r;
+  x = (*s)->step(filled(float(vb)), 1, x);
+  EXPECT_NEAR(x.f32()[0], xd, 1e-5);
+}
+
+TEST(UniPcScheduler, WhatItDoesNotRunIsNamed) {
+  nlohmann::json ddpm = wan_unipc();
+  ddpm["use_flow_sigmas"] = false;
+  auto a = make_scheduler(ddpm, "scheduler_config.json");
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.error().message.find("a DDPM noise schedule"), std::string::npos) << a.error().message;
+  nlohmann::json karras = wan_unipc();
+  karras["use_karras_sigmas"] = true;
+  auto b = make_scheduler(karras, "scheduler_config.json");
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.error().message.find("use_karras_sigmas"), std::string::npos) << b.error().message;
+  // --scheduler euler samples Wan's schedule by flow-matching Euler at its shift.
+  auto e = make_scheduler(wan_unipc(), "config", "euler");
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_NE(dynamic_cast<FlowMatchEulerScheduler*>(e->get()), nullptr);
 }
 
 }  // namespace
