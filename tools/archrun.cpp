@@ -312,6 +312,7 @@ int main(int argc, char** argv) {
   bool bench_json = false, bench_profile = false;
   int bench_steps = 2;
   double bench_audio_s = 10;
+  std::string bench_latents;
   auto* bench = app.add_subcommand("bench", "load time, prompt and decode tokens/s, time to first token, peak RSS (an encoder-decoder: the encoder per input; a denoiser: one evaluation; a pipeline: text encoder, guided step, VAE decode; a voice: the real-time factor; an encoder or vision model: sequences or images per second beside the GEMM rate, -p tokens or the config's image size)");
   add_common(bench, bc);
   auto* bench_p_opt = bench->add_option("-p,--prompt-tokens", bench_p,
@@ -323,6 +324,9 @@ int main(int argc, char** argv) {
   bench->add_option("--steps", bench_steps, "a text-to-image pipeline: guided steps to time (default 2)")->check(CLI::Range(1, 1000));
   bench->add_option("--audio-seconds", bench_audio_s, "a text-to-speech model: about how long an utterance to time (default 10)")
       ->check(kFinite & CLI::Range(0.1, 3600.0));
+  bench->add_option("--latent-size", bench_latents,
+                    "a denoiser that packs its latents: their size after the channels, H,W or a video's F,H,W (default: sample_size "
+                    "square; a video's 21,60,104: 81 frames of 480x832 through Wan's VAE)");
   bench->add_option("--repeat", bench_repeat, "run prompt and decode this many times after one load; report medians")
       ->check(CLI::Range(1, 1000));
 
@@ -433,7 +437,7 @@ int main(int argc, char** argv) {
     if (cht->parsed()) return run_chat(ch);
     if (bench->parsed())
       return run_bench(bc, bench_p, bench_n, bench_json, bench_profile, bench_repeat, bench_steps, bench_audio_s,
-                       bench_p_opt->count() > 0);
+                       bench_p_opt->count() > 0, bench_latents);
     if (imp->parsed()) return run_import(imp_dir, imp_out, imp_dtype, imp_json);
     if (toy->parsed()) {
       auto progress = [](int64_t done, int64_t total, const std::string& name) {

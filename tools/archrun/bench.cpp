@@ -338,8 +338,11 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
 // its GFLOP/s beside the f32 GEMM rate measured in the same run. A
 // template that packs its latents (Flux's `pack` graph) is given what its
 // pack graph makes of latents at the config's sample_size (128 where it
-// has none: 1024x1024), the image's tokens and their ids.
-int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, int repeat, int64_t context_tokens) {
+// has none: 1024x1024), the image's tokens and their ids; a video's latents
+// [C, F, H, W] at 21 x 60 x 104 (WanPipeline's 81 frames of 480x832);
+// `latent_size` ("H,W" or "F,H,W") sets them.
+int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, int repeat, int64_t context_tokens,
+                   const std::string& latent_size) {
   using clock = std::chrono::steady_clock;
   auto g = m.find_graph("denoise");
   if (!g.ok()) return fail(g.error());
@@ -357,12 +360,24 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     if (lv < 0 || cv < 0) return fail(error(m.template_path + ": the pack graph takes no latents, or denoise no context"));
     const Shape& ls = pg.values[size_t(lv)].type.shape;
     const Shape& cs = graph.values[size_t(cv)].type.shape;
-    if (ls.size() != 3 || !ls[0].concrete() || cs.size() != 2 || !cs[1].concrete())
-      return fail(error(m.template_path + ": the pack graph's latents are not [C, H, W] or the context not [tokens, width]"));
+    if ((ls.size() != 3 && ls.size() != 4) || !ls[0].concrete() || cs.size() != 2 || !cs[1].concrete())
+      return fail(error(m.template_path + ": the pack graph's latents are not [C, H, W] or [C, F, H, W], or the context not [tokens, width]"));
     const int64_t side = m.config_int("sample_size", 128);
     if (side < 1) return fail(error(m.checkpoint.dir + ": sample_size must be positive, not " + std::to_string(side)));
-    if (Status st = check_loop_size({ls[0].n, side, side}, 1); !st.ok()) return fail(st.error());  // before any of it is made
-    Tensor latents = Tensor::zeros(DType::F32, {ls[0].n, side, side}), context = Tensor::zeros(DType::F32, {context_tokens, cs[1].n});
+    Dims size = ls.size() == 4 ? Dims{21, 60, 104} : Dims{side, side};
+    if (!latent_size.empty()) {
+      std::string text = latent_size;
+      std::replace(text.begin(), text.end(), 'x', ',');
+      auto v = parse_ids(text);
+      if (!v.ok() || v->size() != ls.size() - 1 || std::any_of(v->begin(), v->end(), [](int32_t n) { return n < 1; }))
+        return fail(error("--latent-size must be " + std::string(ls.size() == 4 ? "F,H,W" : "H,W") + ": positive, as the latents take them, not '" +
+                          latent_size + "'"));
+      size.assign(v->begin(), v->end());
+    }
+    Dims lshape = {ls[0].n};
+    lshape.insert(lshape.end(), size.begin(), size.end());
+    if (Status st = check_loop_size(lshape, 1); !st.ok()) return fail(st.error());  // before any of it is made
+    Tensor latents = Tensor::zeros(DType::F32, lshape), context = Tensor::zeros(DType::F32, {context_tokens, cs[1].n});
     for (Tensor* t : {&latents, &context})
       for (int64_t i = 0; i < t->numel(); ++i) t->f32()[i] = normal(rng);
     NamedTensors pin{{"latents", latents}};
@@ -558,7 +573,7 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
 }  // namespace
 
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat, int steps,
-              double audio_seconds, bool prompt_given) {
+              double audio_seconds, bool prompt_given, const std::string& latent_size) {
   if (is_pipeline(c.model)) return bench_pipeline(c, steps, as_json);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
@@ -567,7 +582,7 @@ int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, 
   if (!m.ok()) return fail(m.error());
   auto t1 = clock::now();
   if ((*m)->find_graph("denoise").ok())
-    return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat, prompt_given ? prompt_tokens : 77);
+    return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat, prompt_given ? prompt_tokens : 77, latent_size);
   if (speech_graph(**m)) return bench_speech(**m, 1000 * seconds(t0, t1), audio_seconds, as_json, profile, repeat);
   if ((*m)->is_encoder_decoder())
     return bench_encoder_decoder(c, **m, 1000 * seconds(t0, t1), prompt_tokens, new_tokens, as_json, profile, repeat);

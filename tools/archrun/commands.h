@@ -249,8 +249,10 @@ int run_bench_serve(const BenchServeArgs& a);
 int run_denoise(const DenoiseArgs& a);
 int run_imagine(const ImagineArgs& a);
 // `prompt_given`: -p was on the command line (a denoiser's context is then
-// that many tokens, not CLIP's 77).
+// that many tokens, not CLIP's 77). `latent_size`: a packing denoiser's
+// latents' size after the channels ("H,W" or a video's "F,H,W"; empty: the
+// config's sample_size square, a video's 21,60,104).
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile = false, int repeat = 1,
-              int steps = 2, double audio_seconds = 10, bool prompt_given = false);
+              int steps = 2, double audio_seconds = 10, bool prompt_given = false, const std::string& latent_size = "");
 
 }  // namespace arch::cli
