@@ -1,3 +1,5 @@
+#include <cmath>
+
 #include "tests/kernels/kernel_test_util.h"
 
 namespace arch::test {
@@ -55,6 +57,26 @@ TEST(L2Normalize, ShapeRule) {
   auto eps = infer("l2_normalize", {{DType::F32, {Dim::of(4)}}}, {{"eps", "small"}});
   ASSERT_FALSE(eps.ok());
   EXPECT_EQ(eps.error().message, "l2_normalize: attribute 'eps' must be a float, got \"small\"");
+}
+
+// Over a leading axis (a video's channels, axis 0 of [C, T, H, W]): each
+// position normalised over its own channels, as F.normalize(x, dim=0).
+TEST(L2Normalize, OverALeadingAxis) {
+  // x [2 channels, 3 positions]: position j holds (x[0, j], x[1, j]).
+  Tensor out = run1("l2_normalize", {f32({2, 3}, {3, 0, 1, 4, 2, 1})}, {{"axis", 0}});
+  const float r2 = 1.0f / std::sqrt(2.0f);
+  const std::vector<float> want = {0.6f, 0, r2, 0.8f, 1, r2};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(out.f32()[i], want[i], 1e-6f) << i;
+  // The same as the last axis of the transpose, on a video-shaped tensor.
+  auto v = random_values(2 * 5 * 3 * 4, 9);
+  Tensor video = run1("l2_normalize", {f32({5, 2, 3, 4}, v)}, {{"axis", 0}});
+  for (int64_t p = 0; p < 24; ++p) {
+    double sq = 0;
+    for (int64_t c = 0; c < 5; ++c) sq += double(video.f32()[c * 24 + p]) * video.f32()[c * 24 + p];
+    EXPECT_NEAR(sq, 1.0, 1e-5) << "position " << p;
+  }
+  auto bad = infer("l2_normalize", {{DType::F32, shape_of({2, 3})}}, {{"axis", 2}});
+  EXPECT_FALSE(bad.ok());
 }
 
 }  // namespace
