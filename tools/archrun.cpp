@@ -369,7 +369,7 @@ int main(int argc, char** argv) {
 
   ImagineArgs im;
   im.guidance = std::numeric_limits<float>::quiet_NaN();  // a video pipeline's default differs
-  auto* img = app.add_subcommand("imagine", "text to image (or image to image, inpainting) through a diffusers pipeline folder (model_index.json: Stable Diffusion 1.x/2.x/XL/3, Flux): a PNG; text to video through a Wan pipeline: an animated GIF or PNG frames");
+  auto* img = app.add_subcommand("imagine", "text to image (or image to image, inpainting) through a diffusers pipeline folder (model_index.json: Stable Diffusion 1.x/2.x/XL/3, Flux): a PNG; text to video through a Wan pipeline: WebM, an animated GIF or PNG frames");
   add_common(img, im.common);
   img->add_option("-p,--prompt", im.prompt, "the prompt (the pipeline's tokenizer/: CLIP's vocab.json + merges.txt, or tokenizer.json)");
   img->add_option("--negative-prompt", im.negative_prompt, "the negative prompt (default: the empty one, with guidance)");
@@ -392,9 +392,9 @@ int main(int argc, char** argv) {
   img->add_option("--height", im.height, "image height in pixels, a multiple of the VAE's scale (8; default: the UNet's sample_size x 8, or --init-image's; a video's 480)");
   img->add_option("--width", im.width, "image width in pixels (as --height; a video's 832)");
   img->add_option("--frames", im.frames, "a video pipeline's frames: one more than a multiple of its VAE's temporal scale (Wan: 4; default 81)");
-  img->add_option("--fps", im.fps, "a video's frames a second in the GIF (default 16)")->check(kFinite);
+  img->add_option("--fps", im.fps, "a video's frames a second in the WebM or GIF (default 16)")->check(kFinite);
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
-  img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place); a video: NAME.gif (animated) or NAME.png (NAME_000.png, ... a frame each)")->required();
+  img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place); a video: NAME.webm (VP9), NAME.gif (animated) or NAME.png (NAME_000.png, ... a frame each)")->required();
   img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W] (a video's [3, F, H, W])");
 
   CLI11_PARSE(app, argc, argv);

@@ -13,7 +13,7 @@ PACKAGES=(
   libgtest-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev ocl-icd-opencl-dev libstb-dev
   libpcre2-dev libutf8proc-dev libsentencepiece-dev graphviz
   libsndfile1-dev libfftw3-dev libsoxr-dev zlib1g-dev sox
-  libcpp-httplib-dev libssl-dev libgif-dev
+  libcpp-httplib-dev libssl-dev libgif-dev libavformat-dev libavcodec-dev libavutil-dev
   libopenmpi-dev openmpi-bin iproute2
 )
 

@@ -1,6 +1,6 @@
 // archrun imagine on a Wan pipeline folder (archrun toy --shape wan-tiny):
-// an animated GIF (a frame each, looping), a PNG a frame, and what a video
-// pipeline does not take refused by name.
+// an animated GIF (a frame each, looping), WebM, a PNG a frame, and what a
+// video pipeline does not take refused by name.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -42,6 +42,9 @@ TEST(ArchrunVideo, AWanFolderToAGifAndToFrames) {
   // A graphics control block a frame (0x21 0xF9, 4 bytes: each frame kept under the next, 1/10 s, 10
   // hundredths little-endian).
   EXPECT_EQ(count(bytes, std::string("\x21\xF9\x04\x04\x0A\x00", 6)), 9u);
+  auto webm = testing::run_tool(run + "--frames 5 -o " + (root / "v.webm").string());
+  ASSERT_EQ(webm.exit_code, 0) << webm.out;
+  EXPECT_EQ(testing::read_file((root / "v.webm").string()).substr(0, 4), "\x1a\x45\xdf\xa3");  // EBML: WebM
   auto frames = testing::run_tool(run + "--frames 5 -o " + (root / "f.png").string());
   ASSERT_EQ(frames.exit_code, 0) << frames.out;
   for (int f = 0; f < 5; ++f) EXPECT_EQ(testing::read_file((root / ("f_00" + std::to_string(f) + ".png")).string()).substr(1, 3), "PNG") << f;
@@ -52,7 +55,7 @@ TEST(ArchrunVideo, AWanFolderToAGifAndToFrames) {
   EXPECT_NE(odd.out.find("5 or 9 would be"), std::string::npos) << odd.out;
   auto jpg = testing::run_tool(run + "--frames 5 -o " + (root / "v.jpg").string());
   EXPECT_NE(jpg.exit_code, 0);
-  EXPECT_NE(jpg.out.find("makes videos: write one as -o NAME.gif"), std::string::npos) << jpg.out;
+  EXPECT_NE(jpg.out.find("makes videos: write one as -o NAME.webm (VP9), NAME.gif (animated) or NAME.png"), std::string::npos) << jpg.out;
   auto ids2 = testing::run_tool(run + "--ids-2 3,1 --frames 5 -o " + gif);
   EXPECT_NE(ids2.exit_code, 0);
   EXPECT_NE(ids2.out.find("--ids-2"), std::string::npos) << ids2.out;

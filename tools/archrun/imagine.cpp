@@ -49,18 +49,19 @@ int run_imagine(const ImagineArgs& a) {
                       ", " + std::to_string(a.frames)));
   if (!std::isnan(a.guidance))
     if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
-  // A video is an animated GIF or a PNG a frame (NAME_000.png, ...).
-  const bool gif = a.out.ends_with(".gif"), png_frames = a.frames > 0 && a.out.ends_with(".png");
+  // A video is WebM (VP9), an animated GIF or a PNG a frame (NAME_000.png, ...).
+  const bool gif = a.out.ends_with(".gif"), webm = a.out.ends_with(".webm"), png_frames = a.frames > 0 && a.out.ends_with(".png");
   // The output must be writable before any work starts (no file is made
   // until the image is whole; "-" and a device are written in place).
   if (Status st = OutputFile::check(png_frames ? frame_paths(a.out, 1)[0] : a.out); !st.ok()) return fail(st.error());
   auto p = open_pipeline(a.common, a.scheduler);
   if (!p.ok()) return fail(p.error());
   const bool video = makes_video(*p);
-  if (video && !gif && !a.out.ends_with(".png"))
-    return fail(error(a.common.model + " makes videos: write one as -o NAME.gif (animated) or -o NAME.png (a PNG a frame), not " + a.out));
-  if (!video && (gif || a.frames))
-    return fail(error(a.common.model + " makes images (a PNG): " + (a.frames ? "--frames is" : "a GIF is") + " a video pipeline's"));
+  if (video && !gif && !webm && !a.out.ends_with(".png"))
+    return fail(error(a.common.model + " makes videos: write one as -o NAME.webm (VP9), NAME.gif (animated) or NAME.png (a PNG a frame), not " +
+                      a.out));
+  if (!video && (gif || webm || a.frames))
+    return fail(error(a.common.model + " makes images (a PNG): " + (a.frames ? "--frames is" : "a video file is") + " a video pipeline's"));
   ImagineOptions opt;
   opt.steps = a.steps;
   // diffusers' defaults: StableDiffusionPipeline's 7.5, WanPipeline's 5.
@@ -204,7 +205,10 @@ int run_imagine(const ImagineArgs& a) {
   auto r = imagine(*p, opt);
   if (!r.ok()) return fail(r.error());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Status st = !video ? write_png(a.out, r->image) : gif ? write_gif(a.out, r->image, a.fps) : write_png_frames(a.out, r->image);
+  Status st = !video ? write_png(a.out, r->image)
+               : webm ? write_webm(a.out, r->image, a.fps)
+               : gif  ? write_gif(a.out, r->image, a.fps)
+                      : write_png_frames(a.out, r->image);
   if (!st.ok()) return fail(st.error());
   if (!a.save_tensors.empty()) {
     std::vector<std::pair<std::string, Tensor>> t = {{"prompt_embeds", r->prompt_embeds}, {"latents", r->denoised.trajectory},
