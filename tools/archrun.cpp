@@ -383,6 +383,8 @@ int main(int argc, char** argv) {
   img->add_option("--crop-top-left", im.crop_top_left, "SDXL's size conditioning: Y,X (default: 0,0)");
   img->add_option("--steps", im.steps, "sampling steps");
   img->add_option("--guidance", im.guidance, "guidance scale (with --negative-ids; 1: none; default 7.5, a video pipeline's 5)")->check(kFinite);
+  img->add_option("--guidance-2", im.guidance_2, "Wan 2.2's low-noise expert (transformer_2): its guidance scale (default: --guidance)")
+      ->check(kFinite & CLI::Range(0.0, 100.0));
   img->add_option("--scheduler", im.scheduler, "sample the pipeline's noise schedule by another method: " + scheduler_help() + " (default: its scheduler/)")
       ->check(CLI::IsMember(scheduler_names()));
   img->add_option("--seed", im.seed, "seed of the initial noise (without --latents) and of what an ancestral sampler adds");

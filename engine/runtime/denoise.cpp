@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 #include "engine/core/limits.h"
 
@@ -110,7 +111,15 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
     return error(m.template_path + ": this model takes the guidance as an input (guidance-distilled); it runs no "
                  "negative context");
   const bool guided = !guidance_input && opt.negative_context.data && opt.guidance != 1.0f;
+  if (opt.low_noise) {
+    ARCH_TRY_STATUS(check_guidance(opt.guidance_2));
+    if (opt.low_noise->template_path != m.template_path)
+      return error("the low-noise denoiser runs " + opt.low_noise->template_path + ", the first " + m.template_path +
+                   ": the two experts must be of one template");
+  }
   Session session(m);
+  std::unique_ptr<Session> low_session;
+  if (opt.low_noise) low_session = std::make_unique<Session>(*opt.low_noise);
   // Everything but the latents and the timestep, for one context: the
   // extras, the pack graph's outputs (the text's ids), the guidance.
   Tensor packed;
@@ -213,11 +222,15 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
       std::memcpy(both.f32() + model_in.numel(), conditioning.f32(), conditioning.nbytes());
       model_in = both;
     }
+    // The high-noise expert down to the boundary, the low-noise one after (WanPipeline's t >= boundary).
+    const bool low = low_session && ts[k] < opt.boundary_timestep;
+    Session& expert = low ? *low_session : session;
+    const float scale = low ? opt.guidance_2 : opt.guidance;
     auto eval = [&](const NamedTensors& base) -> Result<Tensor> {
       NamedTensors in = base;
       in[latent_name] = model_in;
       in["timestep"] = t;
-      ARCH_TRY(NamedTensors out, session.run("denoise", std::move(in), {"sample"}));
+      ARCH_TRY(NamedTensors out, expert.run("denoise", std::move(in), {"sample"}));
       return out.at("sample");
     };
     ARCH_TRY(Tensor eps, eval(cond));
@@ -225,7 +238,7 @@ Result<DenoiseResult> denoise(const Model& m, Scheduler& scheduler, const Tensor
       ARCH_TRY(Tensor e0, eval(uncond));
       Tensor mixed = Tensor::zeros(DType::F32, eps.shape);
       for (int64_t i = 0; i < eps.numel(); ++i)
-        mixed.f32()[i] = e0.f32()[i] + opt.guidance * (eps.f32()[i] - e0.f32()[i]);
+        mixed.f32()[i] = e0.f32()[i] + scale * (eps.f32()[i] - e0.f32()[i]);
       eps = mixed;
     }
     if (eps.shape != latents.shape)

@@ -44,6 +44,12 @@ struct DenoiseOptions {
   // diffusers does for a UNet of 4 channels. At strength 1 the loop starts
   // from the noise alone, as text to image does.
   Tensor mask;
+  // A second denoiser of the same template (Wan 2.2's low-noise expert)
+  // that takes the steps whose timestep is below `boundary_timestep`, mixed
+  // by `guidance_2`; the first takes the rest.
+  const Model* low_noise = nullptr;
+  float boundary_timestep = 0.0f;
+  float guidance_2 = 1.0f;
   // Channels after the latents in every evaluation's input, the same each
   // step ([Cc, h, w]): an inpainting UNet's mask and masked image's latents
   // (its in_channels are the latents' and these). With image latents, at

@@ -25,6 +25,7 @@ std::vector<std::pair<std::string, const Model*>> pipeline_components(const Pipe
   if (p.text_encoder_2) out.push_back({"text_encoder_2", p.text_encoder_2.get()});
   if (p.text_encoder_3) out.push_back({"text_encoder_3", p.text_encoder_3.get()});
   out.push_back({p.denoiser_folder, p.denoiser.get()});
+  if (p.denoiser_2) out.push_back({"transformer_2", p.denoiser_2.get()});
   out.push_back({"vae", p.vae.get()});
   return out;
 }
@@ -79,11 +80,28 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   if (sd3 && named("text_encoder_3")) {
     ARCH_TRY(p.text_encoder_3, component("text_encoder_3"));
   }
-  // Wan 2.2 A14B's second expert takes the low-noise steps: not yet.
-  if (wan && named("transformer_2"))
-    return error(index.string() + ": a second transformer (Wan 2.2's low-noise expert, transformer_2) is not supported yet");
   p.denoiser_folder = sd3 || flux || wan ? "transformer" : "unet";
   ARCH_TRY(p.denoiser, component(p.denoiser_folder.c_str()));
+  if (wan) {
+    // Wan 2.2 A14B: a second expert for the low-noise steps, below
+    // boundary_ratio of the schedule; TI2V-5B's per-token timesteps are not here.
+    if (p.index.value("expand_timesteps", false))
+      return error(index.string() + ": expand_timesteps (Wan 2.2 TI2V's per-token timesteps) is not supported");
+    const auto ratio = p.index.find("boundary_ratio");
+    const bool has_ratio = ratio != p.index.end() && !ratio->is_null();
+    if (named("transformer_2") != has_ratio)
+      return error(index.string() + ": transformer_2 and boundary_ratio go together (Wan 2.2's two experts): " +
+                   (has_ratio ? "boundary_ratio without transformer_2" : "transformer_2 without boundary_ratio"));
+    if (has_ratio) {
+      if (!ratio->is_number() || !(ratio->get<double>() >= 0 && ratio->get<double>() <= 1))
+        return error(index.string() + ": boundary_ratio must be a number from 0 to 1, not " + ratio->dump());
+      p.boundary_ratio = ratio->get<double>();
+      ARCH_TRY(p.denoiser_2, component("transformer_2"));
+      if (p.denoiser_2->template_path != p.denoiser->template_path)
+        return error(dir + ": transformer_2 (" + p.denoiser_2->template_path + ") is not of transformer's template (" +
+                     p.denoiser->template_path + ")");
+    }
+  }
   ARCH_TRY(p.vae, component("vae"));
   // The components must fit one another.
   const auto& uc = p.denoiser->checkpoint.config;
@@ -140,6 +158,7 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   const fs::path own = fs::path(dir) / "scheduler";
   ARCH_TRY(nlohmann::json sc, read_scheduler_config((fs::is_directory(own, ec) ? own : fs::path(dir) / d).string(), &p.scheduler_path));
   ARCH_TRY(p.scheduler, make_scheduler(sc, p.scheduler_path, scheduler));
+  p.scheduler_train_steps = sc.value("num_train_timesteps", 1000);
   return p;
 }
 
@@ -242,6 +261,7 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
     ARCH_TRY_STATUS(check_image_pixels(saturating_product({z[z.size() - 2], scale}), saturating_product({z.back(), scale})));
   }
   ARCH_TRY_STATUS(check_guidance(opt.guidance));
+  if (opt.guidance_2 >= 0 && !p.denoiser_2) return error(p.dir + ": a second guidance scale is for a second (low-noise) transformer; this pipeline has one");
   if (makes_video(p) && (opt.init_image.data || opt.mask.data))
     return error(p.dir + ": a video pipeline starts from text alone here (no --init-image or --mask)");
   if (p.conditioning_channels && !(opt.init_image.data && opt.mask.data))
@@ -254,6 +274,11 @@ Result<ImagineResult> imagine(Pipeline& p, const ImagineOptions& opt) {
   d.guidance = opt.guidance;
   d.on_step = opt.on_step;
   d.noise_seed = opt.noise_seed;
+  if (p.denoiser_2) {
+    d.low_noise = p.denoiser_2.get();
+    d.boundary_timestep = float(p.boundary_ratio * double(p.scheduler_train_steps));
+    d.guidance_2 = opt.guidance_2 >= 0 ? opt.guidance_2 : opt.guidance;
+  }
   ARCH_TRY_STATUS(conditioning(p, opt, r, d));
   r.text_seconds = since(t);
   t = clock::now();

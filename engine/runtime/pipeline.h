@@ -32,6 +32,11 @@ struct Pipeline {
   std::string denoiser_folder;                // unet/ (SD 1.x, 2.x, XL) or transformer/ (SD3, Flux, Wan)
   std::shared_ptr<Model> text_encoder_2;      // SDXL's and SD3's second CLIP, Flux's T5 (null: none)
   std::shared_ptr<Model> text_encoder_3;      // SD3's T5 (null: none, its part of the context zeros)
+  // Wan 2.2 A14B's low-noise expert (transformer_2/), taking the steps whose
+  // timestep is below boundary_ratio x the scheduler's training steps.
+  std::shared_ptr<Model> denoiser_2;
+  double boundary_ratio = 0;
+  int scheduler_train_steps = 1000;           // its config's num_train_timesteps
   std::unique_ptr<Scheduler> scheduler;
   std::string scheduler_path;
   // An inpainting UNet's input channels past the latents (in_channels 9 of
@@ -40,7 +45,7 @@ struct Pipeline {
 };
 
 // Each component there is, by its folder's name (text_encoder,
-// text_encoder_2, text_encoder_3, unet or transformer, vae).
+// text_encoder_2, text_encoder_3, unet or transformer, transformer_2, vae).
 std::vector<std::pair<std::string, const Model*>> pipeline_components(const Pipeline& p);
 
 // Whether `dir` is a pipeline folder (it holds model_index.json).
@@ -58,6 +63,7 @@ struct ImagineOptions {
   int64_t original_height = 0, original_width = 0, crop_top = 0, crop_left = 0;
   int steps = 20;
   float guidance = 7.5f;
+  float guidance_2 = -1.0f;                   // the low-noise expert's (below 0: `guidance`)
   Tensor latents;                             // the initial latents [C, h, w]
   uint64_t noise_seed = 0;                    // the noise a sampler adds per step (noise_seed_of(seed))
   // Image to image (StableDiffusionImg2ImgPipeline): the image [3, H, W]

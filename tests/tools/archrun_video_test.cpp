@@ -56,6 +56,9 @@ TEST(ArchrunVideo, AWanFolderToAGifAndToFrames) {
   auto jpg = testing::run_tool(run + "--frames 5 -o " + (root / "v.jpg").string());
   EXPECT_NE(jpg.exit_code, 0);
   EXPECT_NE(jpg.out.find("makes videos: write one as -o NAME.webm (VP9), NAME.gif (animated) or NAME.png"), std::string::npos) << jpg.out;
+  auto second = testing::run_tool(run + "--guidance-2 3 --frames 5 -o " + gif);
+  EXPECT_NE(second.exit_code, 0);
+  EXPECT_NE(second.out.find("a second guidance scale is for a second (low-noise) transformer"), std::string::npos) << second.out;
   auto ids2 = testing::run_tool(run + "--ids-2 3,1 --frames 5 -o " + gif);
   EXPECT_NE(ids2.exit_code, 0);
   EXPECT_NE(ids2.out.find("--ids-2"), std::string::npos) << ids2.out;

@@ -174,6 +174,7 @@ struct ImagineArgs {
   int frames = 0;                                                   // a video pipeline's (0: its default, 81)
   double fps = 16;                                                  // a GIF's frames a second
   float guidance = 7.5f;                                            // unset (NaN): 7.5, a video pipeline's 5
+  float guidance_2 = -1.0f;                                         // Wan 2.2's low-noise expert's (unset: --guidance)
   float strength = -1.0f;                                           // unset: 0.8 image to image, 1 inpainting
   uint64_t seed = 0;
 };

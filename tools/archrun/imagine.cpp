@@ -66,6 +66,7 @@ int run_imagine(const ImagineArgs& a) {
   opt.steps = a.steps;
   // diffusers' defaults: StableDiffusionPipeline's 7.5, WanPipeline's 5.
   opt.guidance = std::isnan(a.guidance) ? (video ? 5.0f : 7.5f) : a.guidance;
+  opt.guidance_2 = a.guidance_2;
   const bool xl = p->kind == "StableDiffusionXLPipeline", sd3 = p->kind == "StableDiffusion3Pipeline",
              flux = p->kind == "FluxPipeline", wan = p->kind == "WanPipeline";
   if (!xl && (!a.original_size.empty() || !a.crop_top_left.empty()))

@@ -9,6 +9,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/runtime/forward.h"
 #include "engine/runtime/pipeline.h"
@@ -24,8 +28,8 @@ using testing::TempDir;
 struct TinyWan {
   TempDir dir;
   Pipeline p;
-  TinyWan() {
-    Status st = write_toy_from_spec(std::string(ARCHETYPE_FAMILIES_DIR) + "/toys/wan-tiny.json", dir.path(), 7);
+  explicit TinyWan(uint64_t seed = 7) {
+    Status st = write_toy_from_spec(std::string(ARCHETYPE_FAMILIES_DIR) + "/toys/wan-tiny.json", dir.path(), seed);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
     auto loaded = load_pipeline(dir.path());
     EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
@@ -186,6 +190,78 @@ TEST(WanDiT, RopeGivesEachAxisItsShare) {
     EXPECT_NEAR(cos[4 + 2 * k], 1.0, 1e-6) << "row 0";
     EXPECT_NEAR(cos[8 + 2 * k], std::cos(2 * f[k]), 1e-6) << "column, pair " << k;
   }
+}
+
+// Wan 2.2 A14B's two experts: transformer/ while the timestep is at least
+// boundary_ratio x 1000, transformer_2/ after, each step mixed by its own
+// guidance scale.
+struct TwoExperts {
+  TinyWan high{7}, low{8};  // `low`'s transformer is the second expert
+  TempDir swapped_dir;
+  std::string dir() const { return high.dir.path(); }
+  // The high pipeline with the second expert as its one transformer.
+  Result<Pipeline> swapped() const {
+    namespace fs = std::filesystem;
+    fs::copy(dir(), swapped_dir.path(), fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+    fs::remove_all(fs::path(swapped_dir.path()) / "transformer");
+    fs::copy(fs::path(low.dir.path()) / "transformer", fs::path(swapped_dir.path()) / "transformer", fs::copy_options::recursive);
+    return load_pipeline(swapped_dir.path());
+  }
+  // The high pipeline's folder with `low`'s transformer as transformer_2/ and this boundary.
+  Result<Pipeline> with_boundary(const nlohmann::json& ratio) const {
+    namespace fs = std::filesystem;
+    fs::remove_all(fs::path(dir()) / "transformer_2");
+    fs::copy(fs::path(low.dir.path()) / "transformer", fs::path(dir()) / "transformer_2", fs::copy_options::recursive);
+    nlohmann::json index = nlohmann::json::parse(testing::read_file(dir() + "/model_index.json"));
+    index["transformer_2"] = {"diffusers", "WanTransformer3DModel"};
+    index["boundary_ratio"] = ratio;
+    std::ofstream(dir() + "/model_index.json") << index.dump(2);
+    return load_pipeline(dir());
+  }
+};
+
+Tensor video_of(Pipeline& p, float guidance, float guidance_2 = -1.0f) {
+  ImagineOptions opt;
+  opt.ids = {5, 9, 1};
+  opt.negative_ids = {1};
+  opt.guidance = guidance;
+  opt.guidance_2 = guidance_2;
+  opt.steps = 4;  // timesteps 999, 899, 749, 499
+  opt.latents = seeded_latents({4, 2, 4, 6}, 3);
+  auto r = imagine(p, opt);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+  return r.ok() ? r->image : Tensor{};
+}
+
+bool same(const Tensor& a, const Tensor& b) { return a.shape == b.shape && std::memcmp(a.f32(), b.f32(), a.nbytes()) == 0; }
+
+TEST(VideoPipeline, TwoExpertsSplitTheStepsAtTheBoundary) {
+  TwoExperts e;
+  auto second = e.swapped();
+  ASSERT_TRUE(second.ok()) << second.error().message;
+  const Tensor high_only = video_of(e.high.p, 5.0f), low_only = video_of(*second, 5.0f);
+  ASSERT_FALSE(same(high_only, low_only));
+  // Boundary 0: every step is the first expert's; 1: every one the second's.
+  auto zero = e.with_boundary(0.0);
+  ASSERT_TRUE(zero.ok()) << zero.error().message;
+  EXPECT_TRUE(same(video_of(*zero, 5.0f), high_only));
+  EXPECT_TRUE(same(video_of(*zero, 5.0f, 2.0f), high_only));  // no step of the second: its scale unused
+  auto one = e.with_boundary(1.0);
+  ASSERT_TRUE(one.ok()) << one.error().message;
+  EXPECT_TRUE(same(video_of(*one, 5.0f), low_only));
+  EXPECT_FALSE(same(video_of(*one, 5.0f, 2.0f), low_only));  // every step the second's, at its own scale
+  // 0.8: 999 and 899 the first's, 749 and 499 the second's.
+  auto mixed = e.with_boundary(0.8);
+  ASSERT_TRUE(mixed.ok()) << mixed.error().message;
+  const Tensor both = video_of(*mixed, 5.0f);
+  EXPECT_FALSE(same(both, high_only));
+  EXPECT_FALSE(same(both, low_only));
+  auto bad = e.with_boundary(1.5);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_CONTAINS(bad.error().message, "boundary_ratio must be a number from 0 to 1");
+  auto alone = e.with_boundary(nullptr);
+  ASSERT_FALSE(alone.ok());
+  EXPECT_CONTAINS(alone.error().message, "transformer_2 without boundary_ratio");
 }
 
 }  // namespace
