@@ -137,22 +137,10 @@ Status run_conv(KernelContext& ctx, const ConvShape& s, int64_t Lo, const float*
     const dnnl::engine& e = cp.engine;
     dnnl::stream stream(e);
     thread_local dnnl::memory src_buf, wei_buf, dst_buf;
-    auto scratch = [&](dnnl::memory& buf, const dnnl::memory::desc& d) {
-      if (!buf || buf.get_desc().get_size() < d.get_size()) buf = dnnl::memory(d, e);
-      return dnnl::memory(d, e, buf.get_data_handle());
-    };
-    auto in = [&](const dnnl::memory::desc& plain, const dnnl::memory::desc& want, const float* data,
-                  dnnl::memory& buf) {
-      dnnl::memory given(plain, e, const_cast<float*>(data));
-      if (plain == want) return given;
-      dnnl::memory m = scratch(buf, want);
-      dnnl::reorder(given, m).execute(stream, given, m);
-      return m;
-    };
-    dnnl::memory src = in(p.src_plain, p.src, x, src_buf);
-    dnnl::memory wei = in(p.wei_plain, p.wei, w, wei_buf);
+    dnnl::memory src = in_layout(p.src_plain, p.src, x, src_buf, e, stream);
+    dnnl::memory wei = in_layout(p.wei_plain, p.wei, w, wei_buf, e, stream);
     dnnl::memory out_plain(p.dst_plain, e, out);
-    dnnl::memory dst = p.dst == p.dst_plain ? out_plain : scratch(dst_buf, p.dst);
+    dnnl::memory dst = p.dst == p.dst_plain ? out_plain : scratch_memory(dst_buf, p.dst, e);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(p.scratch, e));
     if (s.bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, e, const_cast<float*>(bias)));

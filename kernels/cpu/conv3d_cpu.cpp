@@ -80,20 +80,10 @@ Status conv3d_direct(KernelContext& ctx, const Conv3dAttrs& c, const Dims& xs, c
     const dnnl::engine& e = dc.engine;
     dnnl::stream stream(e);
     thread_local dnnl::memory src_buf, wei_buf, dst_buf;
-    auto scratch = [&](dnnl::memory& buf, const dnnl::memory::desc& m) {
-      if (!buf || buf.get_desc().get_size() < m.get_size()) buf = dnnl::memory(m, e);
-      return dnnl::memory(m, e, buf.get_data_handle());
-    };
-    auto in = [&](const dnnl::memory::desc& plain, const dnnl::memory::desc& want, const float* data, dnnl::memory& buf) {
-      dnnl::memory given(plain, e, const_cast<float*>(data));
-      if (plain == want) return given;
-      dnnl::memory m = scratch(buf, want);
-      dnnl::reorder(given, m).execute(stream, given, m);
-      return m;
-    };
-    dnnl::memory src = in(d.src_plain, d.src, x, src_buf), wei = in(d.wei_plain, d.wei, w, wei_buf);
+    dnnl::memory src = in_layout(d.src_plain, d.src, x, src_buf, e, stream);
+    dnnl::memory wei = in_layout(d.wei_plain, d.wei, w, wei_buf, e, stream);
     dnnl::memory out_plain(d.dst_plain, e, out);
-    dnnl::memory dst = d.dst == d.dst_plain ? out_plain : scratch(dst_buf, d.dst);
+    dnnl::memory dst = d.dst == d.dst_plain ? out_plain : scratch_memory(dst_buf, d.dst, e);
     std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}};
     args.emplace(DNNL_ARG_SCRATCHPAD, scratchpad(d.scratch, e));
     if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(d.bias, e, const_cast<float*>(bias)));

@@ -1,5 +1,6 @@
 // oneDNN's scratchpad given by the caller (scratchpad_mode::user), per
-// calling thread. With the library's own, a primitive made on one thread
+// calling thread; and the reorders into a primitive's layouts the
+// convolutions share. With the library's own, a primitive made on one thread
 // and executed on another crashed in oneDNN's worker threads (a voice's
 // convolutions, made on the main thread, run again for a server's request
 // on a handler thread); a cached primitive may be run from any thread.
@@ -32,6 +33,23 @@ inline dnnl::memory scratchpad(const dnnl::memory::desc& desc, const dnnl::engin
     buf.data = std::aligned_alloc(64, buf.size);
   }
   return dnnl::memory(desc, engine, need ? buf.data : nullptr);
+}
+
+// `buf` (a thread's, grown, never shrunk) as memory of layout `desc`.
+inline dnnl::memory scratch_memory(dnnl::memory& buf, const dnnl::memory::desc& desc, const dnnl::engine& engine) {
+  if (!buf || buf.get_desc().get_size() < desc.get_size()) buf = dnnl::memory(desc, engine);
+  return dnnl::memory(desc, engine, buf.get_data_handle());
+}
+
+// A tensor stored as `plain` in the layout a primitive reads (`want`): the
+// tensor itself where they agree, else reordered into `buf`.
+inline dnnl::memory in_layout(const dnnl::memory::desc& plain, const dnnl::memory::desc& want, const void* data,
+                              dnnl::memory& buf, const dnnl::engine& engine, dnnl::stream& stream) {
+  dnnl::memory given(plain, engine, const_cast<void*>(data));
+  if (plain == want) return given;
+  dnnl::memory m = scratch_memory(buf, want, engine);
+  dnnl::reorder(given, m).execute(stream, given, m);
+  return m;
 }
 
 }  // namespace arch
