@@ -70,7 +70,7 @@ void register_cpu_activations(OpTable& t); // activations_hwy.cpp: silu, gelu, g
 // gelu, gelu_tanh, quick_gelu, relu, sigmoid, tanh); false for any other.
 bool apply_activation(const std::string& op, float* x, int64_t n);
 void register_cpu_softmax(OpTable& t);     // softmax_hwy.cpp
-void register_cpu_rope(OpTable& t);        // rope_hwy.cpp
+void register_cpu_rope(OpTable& t);        // rope_hwy.cpp: rope, and rotary over given tables
 void register_cpu_attention(OpTable& t);   // attention_hwy.cpp: over the KV cache, online softmax
 void register_cpu_kv_cache(OpTable& t);    // kv_cache_cpu.cpp: F32 rows, or F16 with --kv-f16
 void register_cpu_conv1d(OpTable& t);      // conv1d_cpu.cpp: conv1d and conv_transpose1d through oneDNN

@@ -1,4 +1,4 @@
-// The cpu backend's rope. The frequencies come from the reference's own
+// The cpu backend's rope and rotary. The frequencies come from the reference's own
 // helper (rope_frequencies, every scaling type) and cos / sin from
 // rope_cos_sin, so the angles are the reference's to the bit; only the
 // rotation is vectorised. cos / sin per position are cached across calls
@@ -74,6 +74,29 @@ void RotatePosition(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t H
   }
 }
 
+// The rotary op's H heads of one row x [H, D]: interleaved pairs by the
+// row's own cos and sin per feature (c, and se = sin with its even
+// features negated): y = x c + swap_pairs(x) se; the tail as the reference
+// words it, from s.
+void RotaryRow(const float* HWY_RESTRICT x, float* HWY_RESTRICT y, size_t H, size_t D, const float* HWY_RESTRICT c,
+               const float* HWY_RESTRICT s, const float* HWY_RESTRICT se) {
+  for (size_t h = 0; h < H; ++h, x += D, y += D) {
+    size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+    const hn::ScalableTag<float> df;
+    const size_t N = hn::Lanes(df);
+    for (; i + N <= D; i += N) {
+      const auto v = hn::LoadU(df, x + i);
+      hn::StoreU(hn::Add(hn::Mul(v, hn::LoadU(df, c + i)), hn::Mul(hn::Reverse2(df, v), hn::LoadU(df, se + i))), df, y + i);
+    }
+#endif
+    for (; i < D; i += 2) {
+      y[i] = x[i] * c[i] + (-x[i + 1]) * s[i];
+      y[i + 1] = x[i + 1] * c[i + 1] + x[i] * s[i + 1];
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace arch
 HWY_AFTER_NAMESPACE();
@@ -82,6 +105,7 @@ HWY_AFTER_NAMESPACE();
 namespace arch {
 
 HWY_EXPORT(RotatePosition);
+HWY_EXPORT(RotaryRow);
 
 namespace {
 
@@ -259,10 +283,37 @@ Status rope_cpu(KernelContext& ctx, const Kernel& reference) {
 
 }  // namespace
 
+// rotary (cos and sin given per row and feature: Flux's and Wan's axes'
+// tables): rows on the threads, each vectorised; what the reference would
+// refuse goes to it.
+Status rotary_cpu(KernelContext& ctx, const Kernel& reference) {
+  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1) return reference(ctx);
+  const Tensor &X = ctx.inputs[0], &C = ctx.inputs[1], &S = ctx.inputs[2];
+  for (const Tensor* t : {&X, &C, &S})
+    if (!t->data || t->dtype != DType::F32) return reference(ctx);
+  if (X.shape.size() != 3 || X.dim(2) % 2) return reference(ctx);
+  const int64_t n = X.dim(0), H = X.dim(1), D = X.dim(2);
+  if (C.numel() != n * D || S.numel() != n * D || ctx.outputs[0].shape != X.shape || ctx.outputs[0].dtype != DType::F32)
+    return reference(ctx);
+  const float *x = X.f32(), *c = C.f32(), *s = S.f32();
+  float* y = ctx.outputs[0].f32();
+  parallel_for(n, n * H * D >= (1 << 17), [&](int64_t r) {
+    thread_local std::vector<float> se;
+    se.resize(size_t(D));
+    for (int64_t k = 0; k < D; ++k) se[size_t(k)] = k % 2 ? s[r * D + k] : -s[r * D + k];
+    HWY_DYNAMIC_DISPATCH(RotaryRow)(x + r * H * D, y + r * H * D, size_t(H), size_t(D), c + r * D, s + r * D, se.data());
+  });
+  return {};
+}
+
 void register_cpu_rope(OpTable& t) {
   const Kernel* ref = t.kernel("rope", "reference");
   if (!ref) throw std::logic_error("cpu kernels: no reference kernel for rope");
   t.add_kernel("rope", "cpu", [reference = *ref](KernelContext& ctx) { return rope_cpu(ctx, reference); });
+  const Kernel* rot = t.kernel("rotary", "reference");
+  if (!rot) throw std::logic_error("cpu kernels: no reference kernel for rotary");
+  t.add_kernel("rotary", "cpu", [reference = *rot](KernelContext& ctx) { return rotary_cpu(ctx, reference); }, nullptr, nullptr,
+               /*fills=*/true);
 }
 
 }  // namespace arch

@@ -1,6 +1,8 @@
 // The cpu backend's rope (rope_hwy.cpp) against the reference kernel, within
 // the op's tolerance: every layout, partial rope_dim and scaling type, and
 // positions in and out of its cos / sin cache.
+#include <tuple>
+
 #include "tests/kernels/cpu_test_util.h"
 
 namespace arch::test {
@@ -139,6 +141,20 @@ TEST(CpuRope, ErrorsAreTheReferences) {
     std::string ref = kernel_message("reference", "rope", {x, pos}, out, a);
     EXPECT_FALSE(ref.empty()) << a.dump();
     EXPECT_EQ(kernel_message("cpu", "rope", {x, pos}, out, a), ref);
+  }
+}
+
+// rotary over given tables (Flux's, Wan's): rows on the threads, each
+// vectorised, against the reference, with cos and sin that differ within a
+// pair too (the op's contract) and head dims whose tail is scalar (12: a
+// vector and a tail on 8-lane AVX2, all tail on 16 lanes).
+TEST(CpuRotary, MatchesTheReference) {
+  uint64_t seed = 5;
+  for (auto [n, H, D] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{3, 2, 12}, {40, 12, 128}, {1300, 4, 64}, {7, 3, 34}}) {
+    Tensor x = f32({n, H, D}, scaled_values(size_t(n * H * D), seed++, 1.0f));
+    Tensor c = f32({n, D}, scaled_values(size_t(n * D), seed++, 1.0f));
+    Tensor s = f32({n, D}, scaled_values(size_t(n * D), seed++, 1.0f));
+    expect_cpu_matches_reference("rotary", {x, c, s}, Attrs::object(), "[" + std::to_string(n) + ", " + std::to_string(H) + ", " + std::to_string(D) + "]");
   }
 }
 
