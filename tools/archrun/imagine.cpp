@@ -1,6 +1,7 @@
 // archrun imagine: text (as token ids) to a PNG through a Stable Diffusion
 // pipeline folder: embeddings, the sampling loop with guidance, the VAE; or
-// to a video (an animated GIF, or a PNG a frame) through a Wan pipeline.
+// to a video (WebM, an animated GIF, or a PNG a frame) through a Wan
+// pipeline.
 #include <chrono>
 #include <cctype>
 #include <cmath>
@@ -50,18 +51,22 @@ int run_imagine(const ImagineArgs& a) {
   if (!std::isnan(a.guidance))
     if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
   // A video is WebM (VP9), an animated GIF or a PNG a frame (NAME_000.png, ...).
-  const bool gif = a.out.ends_with(".gif"), webm = a.out.ends_with(".webm"), png_frames = a.frames > 0 && a.out.ends_with(".png");
+  const bool gif = a.out.ends_with(".gif"), webm = a.out.ends_with(".webm");
+  if ((gif || webm) && !(a.fps > 0 && a.fps <= (gif ? 100 : 1000)))
+    return fail(error("--fps must be above 0 and at most " + std::string(gif ? "100 for a GIF" : "1000") + ", not " + std::to_string(a.fps)));
   // The output must be writable before any work starts (no file is made
   // until the image is whole; "-" and a device are written in place).
-  if (Status st = OutputFile::check(png_frames ? frame_paths(a.out, 1)[0] : a.out); !st.ok()) return fail(st.error());
+  if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());
   auto p = open_pipeline(a.common, a.scheduler);
   if (!p.ok()) return fail(p.error());
-  const bool video = makes_video(*p);
-  if (video && !gif && !webm && !a.out.ends_with(".png"))
+  const bool video = makes_video(*p), png_frames = video && a.out.ends_with(".png");
+  if (video && !gif && !webm && !png_frames)
     return fail(error(a.common.model + " makes videos: write one as -o NAME.webm (VP9), NAME.gif (animated) or NAME.png (a PNG a frame), not " +
                       a.out));
   if (!video && (gif || webm || a.frames))
     return fail(error(a.common.model + " makes images (a PNG): " + (a.frames ? "--frames is" : "a video file is") + " a video pipeline's"));
+  if (png_frames)
+    if (Status st = OutputFile::check(frame_paths(a.out, 1)[0]); !st.ok()) return fail(st.error());
   ImagineOptions opt;
   opt.steps = a.steps;
   // diffusers' defaults: StableDiffusionPipeline's 7.5, WanPipeline's 5.
