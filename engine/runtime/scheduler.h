@@ -3,8 +3,8 @@
 // steps_offset, set_alpha_to_one, epsilon or v prediction; eta 0), Euler
 // over the same noise schedule (EulerDiscreteScheduler, no churn) and
 // flow-matching Euler (SD3's sigmas shifted by `shift`; Flux's by the
-// image's size), Euler ancestral; DPM-Solver++ (dpm_solver_scheduler.h)
-// and LCM (lcm_scheduler.h).
+// image's size), Euler ancestral; DPM-Solver++ (dpm_solver_scheduler.h),
+// LCM (lcm_scheduler.h) and UniPC over flow sigmas (unipc_scheduler.h).
 #pragma once
 
 #include <random>
