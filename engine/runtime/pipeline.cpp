@@ -84,9 +84,9 @@ Result<Pipeline> load_pipeline(const std::string& dir, const LoadOptions& opt, c
   ARCH_TRY(p.denoiser, component(p.denoiser_folder.c_str()));
   if (wan) {
     // Wan 2.2 A14B: a second expert for the low-noise steps, below
-    // boundary_ratio of the schedule; TI2V-5B's per-token timesteps are not here.
-    if (p.index.value("expand_timesteps", false))
-      return error(index.string() + ": expand_timesteps (Wan 2.2 TI2V's per-token timesteps) is not supported");
+    // boundary_ratio of the schedule. TI2V-5B's expand_timesteps gives each
+    // token its own timestep: the step's own for every token from text
+    // alone (its mask all ones), so the one timestep is the same sums.
     const auto ratio = p.index.find("boundary_ratio");
     const bool has_ratio = ratio != p.index.end() && !ratio->is_null();
     if (named("transformer_2") != has_ratio)

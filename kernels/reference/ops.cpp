@@ -40,6 +40,7 @@ void define_reference_ops(OpTable& t) {
   define_conv2d(t);
   define_conv3d(t);
   define_time_shuffle(t);
+  define_space_time_depth(t);
   define_pool(t);
   define_arange(t);
   define_gather(t);

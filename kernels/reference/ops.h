@@ -50,6 +50,7 @@ void define_conv_transpose1d(OpTable& t);  // conv_transpose1d
 void define_conv2d(OpTable& t);       // conv2d
 void define_conv3d(OpTable& t);       // conv3d
 void define_time_shuffle(OpTable& t); // time_shuffle
+void define_space_time_depth(OpTable& t);  // space_time_to_depth depth_to_space_time
 void define_pool(OpTable& t);         // max_pool2d avg_pool2d
 void define_arange(OpTable& t);       // arange
 void define_gather(OpTable& t);       // gather

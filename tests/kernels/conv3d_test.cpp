@@ -139,5 +139,54 @@ TEST(TimeShuffle, ChannelGroupsBecomeFrames) {
   EXPECT_EQ(shape_str(dyn->at(0).shape), "[2, _, _, _]");
 }
 
+// Wan 2.2's AvgDown3D: x [C, T, H, W] padded in front to a multiple of
+// factor_t frames, each (a, b, d) block into channel ((c ft + a) fs + b) fs
+// + d, groups averaged; DupUp3D its transpose with channels repeated.
+TEST(SpaceTimeDepth, AvgDown3DAndDupUp3DByHand) {
+  // One channel, 3 frames of 2x2: x[t, h, w] = 100 t + 10 h + w. ft 2 pads
+  // one zero frame in front: frame pairs (pad, 0) and (1, 2).
+  std::vector<float> v;
+  for (int t = 0; t < 3; ++t)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 2; ++w) v.push_back(float(100 * t + 10 * h + w));
+  // 8 channels of one pixel each, averaged in groups of 4 into 2.
+  Tensor down = run1("space_time_to_depth", {f32({1, 3, 2, 2}, v)}, {{"factor_t", 2}, {"factor_s", 2}, {"channels", 2}});
+  ASSERT_EQ(down.shape, (Dims{2, 2, 1, 1}));
+  // channel 0 = mean over (a = 0; b, d) = the first frame of each pair; channel 1 the second.
+  // pair 0: (pad, frame 0) -> 0 and mean(0, 1, 10, 11) = 5.5; pair 1: (frame 1, frame 2) -> 105.5 and 205.5.
+  EXPECT_EQ(values(down), (std::vector<float>{0, 105.5f, 5.5f, 205.5f}));
+  // DupUp3D: 2 channels of 1 frame 1x1 -> 1 channel, 2 frames of 2x2 (each channel repeated 4 times).
+  Tensor up = run1("depth_to_space_time", {f32({2, 1, 1, 1}, {7, 9})}, {{"factor_t", 2}, {"factor_s", 2}, {"channels", 1}});
+  ASSERT_EQ(up.shape, (Dims{1, 2, 2, 2}));
+  EXPECT_EQ(values(up), (std::vector<float>{7, 7, 7, 7, 9, 9, 9, 9}));
+  // Without the mean and the repeat (groups of one): one undoes the other.
+  auto x = random_values(2 * 4 * 4 * 6, 3);
+  const Attrs a = {{"factor_t", 2}, {"factor_s", 2}, {"channels", 16}};
+  Tensor packed = run1("space_time_to_depth", {f32({2, 4, 4, 6}, x)}, a);
+  Tensor back = run1("depth_to_space_time", {packed}, {{"factor_t", 2}, {"factor_s", 2}, {"channels", 2}});
+  EXPECT_EQ(values(back), x);
+  auto bad = infer("space_time_to_depth", {{DType::F32, shape_of({3, 2, 4, 4})}}, {{"factor_t", 1}, {"factor_s", 2}, {"channels", 5}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("do not average into 5 channels"), std::string::npos) << bad.error().message;
+}
+
+// Wan 2.2's VAE patchifies 2x2 into channels c 4 + col 2 + row (diffusers'
+// permute(0, 1, 6, 4, 2, 3, 5)): wan_vae.arch makes it as the frame
+// transposed, space_time_to_depth, transposed back; and the inverse.
+TEST(SpaceTimeDepth, PatchifyAsDiffusersOrdersIt) {
+  // One channel, one frame of 2x2: x[row, col] = 10 row + col.
+  Tensor x = f32({1, 1, 2, 2}, {0, 1, 10, 11});
+  const Attrs a = {{"factor_t", 1}, {"factor_s", 2}, {"channels", 4}};
+  Tensor y = run1("transpose", {run1("space_time_to_depth", {run1("transpose", {x}, {{"perm", {0, 1, 3, 2}}})}, a)},
+                  {{"perm", {0, 1, 3, 2}}});
+  ASSERT_EQ(y.shape, (Dims{4, 1, 1, 1}));
+  // channel col 2 + row: (0,0) 0, (row 1, col 0) 10, (row 0, col 1) 1, (1, 1) 11
+  EXPECT_EQ(values(y), (std::vector<float>{0, 10, 1, 11}));
+  Tensor back = run1("transpose", {run1("depth_to_space_time", {run1("transpose", {y}, {{"perm", {0, 1, 3, 2}}})},
+                                       {{"factor_t", 1}, {"factor_s", 2}, {"channels", 1}})},
+                     {{"perm", {0, 1, 3, 2}}});
+  EXPECT_EQ(values(back), values(x));
+}
+
 }  // namespace
 }  // namespace arch::test

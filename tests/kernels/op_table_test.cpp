@@ -43,7 +43,7 @@ TEST(OpTable, HoldsTheReferenceVocabulary) {
                                    "conv_transpose1d", "leaky_relu", "ceil", "flip", "cumsum", "expand_by_durations",
                                    "rational_quadratic_spline", "normal_noise", "relative_attention",
                                    "softplus", "causal_conv1d", "gated_delta_rule", "all_reduce", "all_gather", "send",
-                                   "recv", "place_rows", "token_runs", "conv3d", "time_shuffle"};
+                                   "recv", "place_rows", "token_runs", "conv3d", "time_shuffle", "space_time_to_depth", "depth_to_space_time"};
   for (const std::string& op : want) EXPECT_NE(op_table().find(op), nullptr) << op;
   EXPECT_EQ(op_table().names().size(), want.size()) << "a new op: add it here and to SampleCalls";
 }
@@ -83,6 +83,8 @@ std::map<std::string, Sample> sample_calls() {
   s["window_relative_index"] = {{}, {{"window", 3}}};
   s["pixel_shuffle"] = {{x({8, 2, 3})}, {{"factor", 2}}};
   s["time_shuffle"] = {{x({8, 2, 3, 2})}, {{"factor", 2}}};
+  s["space_time_to_depth"] = {{x({4, 3, 4, 6})}, {{"factor_t", 2}, {"factor_s", 2}, {"channels", 8}}};
+  s["depth_to_space_time"] = {{x({8, 2, 2, 3})}, {{"factor_t", 2}, {"factor_s", 2}, {"channels", 4}}};
   s["log_bucket_position"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 40})}, {{"buckets", 8}, {"max_position", 32}, {"span", 8}}};
   s["relative_position_bucket"] = {{i32({2}, {3, 4}), i32({5}, {0, 1, 2, 3, 4})}, {{"bidirectional", false}}};
   s["reshape"] = {{x({3, 4})}, {{"shape", {3, 2, 2}}}};

@@ -28,8 +28,8 @@ using testing::TempDir;
 struct TinyWan {
   TempDir dir;
   Pipeline p;
-  explicit TinyWan(uint64_t seed = 7) {
-    Status st = write_toy_from_spec(std::string(ARCHETYPE_FAMILIES_DIR) + "/toys/wan-tiny.json", dir.path(), seed);
+  explicit TinyWan(uint64_t seed = 7, const std::string& spec = "wan-tiny.json") {
+    Status st = write_toy_from_spec(std::string(ARCHETYPE_FAMILIES_DIR) + "/toys/" + spec, dir.path(), seed);
     EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().message);
     auto loaded = load_pipeline(dir.path());
     EXPECT_TRUE(loaded.ok()) << (loaded.ok() ? "" : loaded.error().message);
@@ -114,56 +114,96 @@ TEST(VideoPipeline, FrameCountsAndSizesAreChecked) {
   EXPECT_CONTAINS(r.error().message, "starts from text alone");
 }
 
+// The two VAEs: Wan 2.1's (8x, 4 latent channels here) and Wan 2.2's
+// (residual levels, 2x2 patches: 16x, 8 latent channels here).
+struct VaeCase {
+  const char* spec;
+  int64_t z, scale;
+};
+
+class WanVae : public ::testing::TestWithParam<VaeCase> {};
+
+INSTANTIATE_TEST_SUITE_P(Both, WanVae, ::testing::Values(VaeCase{"wan-tiny.json", 4, 8}, VaeCase{"wan22-tiny.json", 8, 16}),
+                         [](const auto& info) { return std::string(info.param.z == 4 ? "Wan21" : "Wan22"); });
+
 // diffusers decodes a latent frame at a time, each causal convolution
-// carrying the frames before: the video of the first k latent frames is
-// the first 1 + 4 (k - 1) frames of the longer one's, as the whole-sequence
+// carrying the frames before (Wan 2.2's repeated shortcut dropping its
+// first frame on the first): the video of the first k latent frames is the
+// first 1 + 4 (k - 1) frames of the longer one's, as the whole-sequence
 // template makes it too.
-TEST(WanVae, DecodingIsCausalAsDiffusersChunksIt) {
-  TinyWan w;
-  Tensor z = seeded_latents({4, 3, 4, 6}, 11);
+TEST_P(WanVae, DecodingIsCausalAsDiffusersChunksIt) {
+  const VaeCase c = GetParam();
+  TinyWan w(7, c.spec);
+  const int64_t Z = c.z, H = 4 * c.scale, W = 6 * c.scale;
+  Tensor z = seeded_latents({Z, 3, 4, 6}, 11);
   auto decode = [&](int64_t latent_frames) {
-    Tensor part = Tensor::zeros(DType::F32, {4, latent_frames, 4, 6});
-    for (int64_t c = 0; c < 4; ++c)
-      std::memcpy(part.f32() + c * latent_frames * 24, z.f32() + c * 3 * 24, size_t(latent_frames * 24) * sizeof(float));
+    Tensor part = Tensor::zeros(DType::F32, {Z, latent_frames, 4, 6});
+    for (int64_t ch = 0; ch < Z; ++ch)
+      std::memcpy(part.f32() + ch * latent_frames * 24, z.f32() + ch * 3 * 24, size_t(latent_frames * 24) * sizeof(float));
     auto out = forward(*w.p.vae, {{"latents", part}}, {"decoded_sample"}, nullptr, "decode");
     EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
     return out.ok() ? out->at("decoded_sample") : Tensor{};
   };
   const Tensor whole = decode(3), two = decode(2), one = decode(1);
-  ASSERT_EQ(whole.shape, (Dims{3, 9, 32, 48}));
-  ASSERT_EQ(two.shape, (Dims{3, 5, 32, 48}));
-  ASSERT_EQ(one.shape, (Dims{3, 1, 32, 48}));  // one latent frame is one image
+  ASSERT_EQ(whole.shape, (Dims{3, 9, H, W}));
+  ASSERT_EQ(two.shape, (Dims{3, 5, H, W}));
+  ASSERT_EQ(one.shape, (Dims{3, 1, H, W}));  // one latent frame is one image
   expect_near_all(frames_of(two, 0, 5), frames_of(whole, 0, 5), 1e-5f, "2 latent frames");
   expect_near_all(frames_of(one, 0, 1), frames_of(whole, 0, 1), 1e-5f, "1 latent frame");
   // A later frame does depend on the frames before it: the first latent
   // frame changed, the second's four frames change too.
-  for (int64_t c = 0; c < 4; ++c) z.f32()[c * 3 * 24] += 1.0f;
+  for (int64_t ch = 0; ch < Z; ++ch) z.f32()[ch * 3 * 24] += 1.0f;
   EXPECT_NE(frames_of(decode(2), 1, 4), frames_of(two, 1, 4));
 }
 
 // Likewise the encoder, which diffusers runs on the first frame, then four
-// at a time: 1 + 4 k frames make k + 1 latent frames, a prefix's the
+// at a time (Wan 2.2's averaged shortcut padding each chunk's odd frame
+// count in front): 1 + 4 k frames make k + 1 latent frames, a prefix's the
 // prefix of the longer video's.
-TEST(WanVae, EncodingIsCausalAsDiffusersChunksIt) {
-  TinyWan w;
-  Tensor video = seeded_latents({3, 9, 32, 48}, 5);
+TEST_P(WanVae, EncodingIsCausalAsDiffusersChunksIt) {
+  const VaeCase c = GetParam();
+  TinyWan w(7, c.spec);
+  const int64_t H = 4 * c.scale, W = 6 * c.scale, plane = H * W;
+  Tensor video = seeded_latents({3, 9, H, W}, 5);
   for (int64_t i = 0; i < video.numel(); ++i) video.f32()[i] = std::tanh(video.f32()[i]);
   auto encode = [&](int64_t frames) {
-    Tensor part = Tensor::zeros(DType::F32, {3, frames, 32, 48});
-    for (int64_t c = 0; c < 3; ++c)
-      std::memcpy(part.f32() + c * frames * 1536, video.f32() + c * 9 * 1536, size_t(frames * 1536) * sizeof(float));
+    Tensor part = Tensor::zeros(DType::F32, {3, frames, H, W});
+    for (int64_t ch = 0; ch < 3; ++ch)
+      std::memcpy(part.f32() + ch * frames * plane, video.f32() + ch * 9 * plane, size_t(frames * plane) * sizeof(float));
     auto out = forward(*w.p.vae, {{"video", part}}, {"latent_mean", "latent_mean_scaled"}, nullptr, "encode");
     EXPECT_TRUE(out.ok()) << (out.ok() ? "" : out.error().message);
     return out.ok() ? *out : NamedTensors{};
   };
   const NamedTensors whole = encode(9), first = encode(5);
-  ASSERT_EQ(whole.at("latent_mean").shape, (Dims{4, 3, 4, 6}));
-  ASSERT_EQ(first.at("latent_mean").shape, (Dims{4, 2, 4, 6}));
+  ASSERT_EQ(whole.at("latent_mean").shape, (Dims{c.z, 3, 4, 6}));
+  ASSERT_EQ(first.at("latent_mean").shape, (Dims{c.z, 2, 4, 6}));
   expect_near_all(frames_of(first.at("latent_mean"), 0, 2), frames_of(whole.at("latent_mean"), 0, 2), 1e-5f, "5 frames");
   // Scaled as the decoder unscales it: (mean - latents_mean) / latents_std.
   const Tensor& m = whole.at("latent_mean");
-  const Tensor& s = whole.at("latent_mean_scaled");
-  EXPECT_NEAR(s.f32()[0], (m.f32()[0] - (-0.7571f)) / 2.8184f, 1e-5f);
+  const Tensor& sc = whole.at("latent_mean_scaled");
+  EXPECT_NEAR(sc.f32()[0], (m.f32()[0] - (-0.7571f)) / 2.8184f, 1e-5f);
+}
+
+// Wan 2.2's TI2V pipeline (its per-token timesteps, expand_timesteps, all
+// the step's own from text alone): a video at 16x the latents.
+TEST(VideoPipeline, Wan22MakesAVideo) {
+  TinyWan w(7, "wan22-tiny.json");
+  EXPECT_EQ(vae_scale(w.p), 16);
+  auto shape = latent_shape(w.p, 64, 96, 9);
+  ASSERT_TRUE(shape.ok()) << shape.error().message;
+  EXPECT_EQ(*shape, (Dims{8, 3, 4, 6}));
+  ImagineOptions opt;
+  opt.ids = {5, 9, 1};
+  opt.negative_ids = {1};
+  opt.guidance = 5.0f;
+  opt.steps = 2;
+  opt.latents = seeded_latents(*shape, 3);
+  auto r = imagine(w.p, opt);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->image.shape, (Dims{3, 9, 64, 96}));
+  auto odd = latent_shape(w.p, 40, 96, 9);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_CONTAINS(odd.error().message, "multiple of 32");
 }
 
 // The rotary tables: a head's features split between frame, row and column
