@@ -46,6 +46,18 @@ std::vector<float> frames_of(const Tensor& v, int64_t first, int64_t n) {
   return out;
 }
 
+// The tiny pipelines' prompt (ids 5, 9, </s>) against the empty one, from
+// seeded latents of `shape`.
+ImagineOptions prompt_options(const Dims& shape, float guidance, int steps) {
+  ImagineOptions opt;
+  opt.ids = {5, 9, 1};
+  opt.negative_ids = {1};
+  opt.guidance = guidance;
+  opt.steps = steps;
+  opt.latents = seeded_latents(shape, 3);
+  return opt;
+}
+
 void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, float tol, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   float worst = 0;
@@ -62,12 +74,7 @@ TEST(VideoPipeline, TinyWanMakesAVideoFromText) {
   auto shape = latent_shape(w.p, 32, 48, 9);
   ASSERT_TRUE(shape.ok()) << shape.error().message;
   EXPECT_EQ(*shape, (Dims{4, 3, 4, 6}));
-  ImagineOptions opt;
-  opt.ids = {5, 9, 1};
-  opt.negative_ids = {1};
-  opt.guidance = 5.0f;
-  opt.steps = 3;
-  opt.latents = seeded_latents(*shape, 3);
+  ImagineOptions opt = prompt_options(*shape, 5.0f, 3);
   auto r = imagine(w.p, opt);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->image.shape, (Dims{3, 9, 32, 48}));
@@ -192,13 +199,7 @@ TEST(VideoPipeline, Wan22MakesAVideo) {
   auto shape = latent_shape(w.p, 64, 96, 9);
   ASSERT_TRUE(shape.ok()) << shape.error().message;
   EXPECT_EQ(*shape, (Dims{8, 3, 4, 6}));
-  ImagineOptions opt;
-  opt.ids = {5, 9, 1};
-  opt.negative_ids = {1};
-  opt.guidance = 5.0f;
-  opt.steps = 2;
-  opt.latents = seeded_latents(*shape, 3);
-  auto r = imagine(w.p, opt);
+  auto r = imagine(w.p, prompt_options(*shape, 5.0f, 2));
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->image.shape, (Dims{3, 9, 64, 96}));
   auto odd = latent_shape(w.p, 40, 96, 9);
@@ -261,13 +262,8 @@ struct TwoExperts {
 };
 
 Tensor video_of(Pipeline& p, float guidance, float guidance_2 = -1.0f) {
-  ImagineOptions opt;
-  opt.ids = {5, 9, 1};
-  opt.negative_ids = {1};
-  opt.guidance = guidance;
+  ImagineOptions opt = prompt_options({4, 2, 4, 6}, guidance, 4);  // timesteps 999, 899, 749, 499
   opt.guidance_2 = guidance_2;
-  opt.steps = 4;  // timesteps 999, 899, 749, 499
-  opt.latents = seeded_latents({4, 2, 4, 6}, 3);
   auto r = imagine(p, opt);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
   return r.ok() ? r->image : Tensor{};
