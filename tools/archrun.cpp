@@ -325,8 +325,8 @@ int main(int argc, char** argv) {
   bench->add_option("--audio-seconds", bench_audio_s, "a text-to-speech model: about how long an utterance to time (default 10)")
       ->check(kFinite & CLI::Range(0.1, 3600.0));
   bench->add_option("--latent-size", bench_latents,
-                    "a denoiser that packs its latents: their size after the channels, H,W or a video's F,H,W (default: sample_size "
-                    "square; a video's 21,60,104: 81 frames of 480x832 through Wan's VAE)");
+                    "a denoiser that packs its latents, or a pipeline: the latents' size after the channels, H,W or a video's F,H,W "
+                    "(default: sample_size square; a video's 21,60,104: 81 frames of 480x832 through Wan 2.1's VAE)");
   bench->add_option("--repeat", bench_repeat, "run prompt and decode this many times after one load; report medians")
       ->check(CLI::Range(1, 1000));
 
@@ -373,7 +373,7 @@ int main(int argc, char** argv) {
   add_common(img, im.common);
   img->add_option("-p,--prompt", im.prompt, "the prompt (the pipeline's tokenizer/: CLIP's vocab.json + merges.txt, or tokenizer.json)");
   img->add_option("--negative-prompt", im.negative_prompt, "the negative prompt (default: the empty one, with guidance)");
-  img->add_option("--ids", im.ids, "the prompt's token ids, as the text encoder takes them (bos, ids, eos, padding)");
+  img->add_option("--ids", im.ids, "the prompt's token ids, as the text encoder takes them (CLIP's: bos, ids, eos, padding; Wan's UMT5: its tokens and </s>, unpadded)");
   img->add_option("--negative-ids", im.negative_ids, "the negative prompt's token ids: classifier-free guidance");
   img->add_option("--ids-2", im.ids_2, "SDXL, SD3: the prompt's ids for the second text encoder (default: --ids); Flux: for its T5");
   img->add_option("--negative-ids-2", im.negative_ids_2, "SDXL, SD3: the negative prompt's ids for the second text encoder");
@@ -395,6 +395,7 @@ int main(int argc, char** argv) {
   img->add_option("--width", im.width, "image width in pixels (as --height; a video's 832)");
   img->add_option("--frames", im.frames, "a video pipeline's frames: one more than a multiple of its VAE's temporal scale (Wan: 4; default 81)");
   img->add_option("--fps", im.fps, "a video's frames a second in the WebM or GIF (default 16)")->check(kFinite);
+  im.fps = std::numeric_limits<double>::quiet_NaN();  // unset: 16; refused where no WebM or GIF is written
   img->add_option("--latents", im.latents, "initial latents, one tensor [C, h, w] (or [1, C, h, w])");
   img->add_option("-o,--out", im.out, "the PNG to write (-: standard output; a device or FIFO is written in place); a video: NAME.webm (VP9), NAME.gif (animated) or NAME.png (NAME_000.png, ... a frame each)")->required();
   img->add_option("--save-tensors", im.save_tensors, "also write prompt_embeds, latents [steps + 1, C, h, w], noise_pred, image [3, H, W] (a video's [3, F, H, W])");

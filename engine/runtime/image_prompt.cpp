@@ -72,15 +72,21 @@ Result<std::vector<int32_t>> expand_image_ids(const std::vector<int32_t>& ids, c
       ++placed;
       continue;
     }
+    // A marker past the images is refused before its tokens are made: a
+    // prompt of many markers would otherwise grow by hundreds of tokens each.
+    if (placed >= images) {
+      ++placed;
+      break;
+    }
     out.insert(out.end(), ip.before.begin(), ip.before.end());
     out.insert(out.end(), size_t(ip.tokens), ip.image_token);
     out.insert(out.end(), ip.after.begin(), ip.after.end());
     ++placed;
   }
   if (placed != images)
-    return error("the prompt holds " + std::to_string(placed) + " image marker" + (placed == 1 ? "" : "s") + " (token " +
-                 std::to_string(ip.marker) + ") for " + std::to_string(images) + " image" + (images == 1 ? "" : "s") +
-                 ": write one where each image goes");
+    return error("the prompt holds " + (placed > images ? "more image markers" : std::to_string(placed) + " image marker" + (placed == 1 ? "" : "s")) +
+                 " (token " + std::to_string(ip.marker) + ") " + (placed > images ? "than its " : "for ") + std::to_string(images) +
+                 " image" + (images == 1 ? "" : "s") + ": write one where each image goes");
   return out;
 }
 
@@ -93,15 +99,19 @@ Result<std::string> expand_image_text(const std::string& text, const Tokenizer& 
   int placed = 0;
   size_t at = 0;
   for (size_t hit; (hit = text.find(marker, at)) != std::string::npos; at = hit + marker.size()) {
+    if (placed >= images) {  // one marker too many: counted, not expanded
+      ++placed;
+      break;
+    }
     out.append(text, at, hit - at);
     out += expansion;
     ++placed;
   }
   out.append(text, at, std::string::npos);
   if (placed != images)
-    return error("the prompt holds " + std::to_string(placed) + " image marker" + (placed == 1 ? "" : "s") + " (" + marker +
-                 ") for " + std::to_string(images) + " image" + (images == 1 ? "" : "s") + ": write " + marker +
-                 " where each image goes");
+    return error("the prompt holds " + (placed > images ? "more image markers" : std::to_string(placed) + " image marker" + (placed == 1 ? "" : "s")) +
+                 " (" + marker + ") " + (placed > images ? "than its " : "for ") + std::to_string(images) + " image" +
+                 (images == 1 ? "" : "s") + ": write " + marker + " where each image goes");
   return out;
 }
 

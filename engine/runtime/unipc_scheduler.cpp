@@ -58,10 +58,15 @@ Result<UniPcScheduler> UniPcScheduler::from_config(const nlohmann::json& c, cons
   s.train_steps_ = c.value("num_train_timesteps", 1000);
   if (s.train_steps_ < 2) return error(where + ": num_train_timesteps must be at least 2");
   s.shift_ = c.value("flow_shift", 1.0);
-  if (!(s.shift_ > 0)) return error(where + ": flow_shift must be positive");
-  if (c.contains("disable_corrector") && c["disable_corrector"].is_array())
-    for (const auto& k : c["disable_corrector"])
-      if (k.is_number_integer()) s.disable_corrector_.push_back(k.get<int>());
+  if (!(s.shift_ > 0) || !std::isfinite(s.shift_)) return error(where + ": flow_shift must be a positive number");
+  if (c.contains("disable_corrector") && !c["disable_corrector"].is_null()) {
+    const auto& list = c["disable_corrector"];
+    if (!list.is_array()) return error(where + ": disable_corrector must be a list of step indices");
+    for (const auto& k : list) {
+      if (!k.is_number_integer()) return error(where + ": disable_corrector holds " + k.dump() + ", not a step index");
+      s.disable_corrector_.push_back(k.get<int>());
+    }
+  }
   return s;
 }
 

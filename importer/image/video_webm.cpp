@@ -58,8 +58,7 @@ uint8_t clamp_byte(double v) { return uint8_t(std::lround(std::fmin(255.0, std::
 }  // namespace
 
 Status write_webm(const std::string& path, const Tensor& video, double fps, int crf) {
-  if (video.dtype != DType::F32 || video.shape.size() != 4 || video.shape[0] != 3 || video.shape[1] < 1)
-    return error(path + ": a video to write must be F32 [3, F, H, W], got " + dims_str(video.shape));
+  ARCH_TRY_STATUS(check_video(path, video));
   const int64_t F = video.dim(1), H = video.dim(2), W = video.dim(3), plane = H * W;
   if (H % 2 || W % 2 || H > 16384 || W > 16384)
     return error(path + ": a WebM's sides must be even (4:2:0) and at most 16384, not " + std::to_string(W) + "x" + std::to_string(H));

@@ -13,13 +13,13 @@
 
 namespace arch {
 
-namespace {
-
 Status check_video(const std::string& path, const Tensor& video) {
   if (video.dtype != DType::F32 || video.shape.size() != 4 || video.shape[0] != 3 || video.shape[1] < 1)
     return error(path + ": a video to write must be F32 [3, F, H, W], got " + dims_str(video.shape));
   return {};
 }
+
+namespace {
 
 // A channel's value as a byte, as write_png makes it.
 GifByteType byte_of(float x) { return GifByteType(std::lround(std::clamp(x, 0.0f, 1.0f) * 255.0f)); }

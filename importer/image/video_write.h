@@ -14,6 +14,9 @@
 
 namespace arch {
 
+// A video to write is F32 [3, F, H, W] with a frame at least; the fault names `path`.
+Status check_video(const std::string& path, const Tensor& video);
+
 // Frame f of a video [3, F, H, W], as an image [3, H, W].
 Result<Tensor> video_frame(const Tensor& video, int64_t f);
 

@@ -1,9 +1,11 @@
 // slice(x) attrs axis, start, end -> x with `axis` cut to [start, end): a copy
 // of that range along a concrete or `_` axis (any dtype). start and end count from
 // the end when negative and are clamped to the axis, as Python slices are
-// (step 1; an empty range gives a zero-length dim).
+// (step 1; an empty range gives a zero-length dim); no end: to the end of
+// the axis (a `_` one's frames after the first).
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "kernels/reference/ops.h"
 #include "kernels/reference/shape_rules.h"
@@ -30,7 +32,7 @@ Result<std::vector<TypedShape>> slice_shape(std::span<const TypedShape> in, std:
     return error("slice: axis " + std::to_string(axis) + " of x " + shape_str(x) + " is " + dim_str(x[axis]) +
                  ": only a concrete axis (or a `_` one) can be sliced");
   Shape out = x;
-  if (x[axis].concrete()) out[axis] = Dim::of(python_range(attr_int(attrs, "start", 0), attr_int(attrs, "end", 0), x[axis].n).second);
+  if (x[axis].concrete()) out[axis] = Dim::of(python_range(attr_int(attrs, "start", 0), attr_int(attrs, "end", std::numeric_limits<int64_t>::max()), x[axis].n).second);
   return one_output(out, in[0].dtype);
 }
 
@@ -43,7 +45,7 @@ Status slice_kernel(KernelContext& ctx) {
   if (!axis.ok()) return kernel_error(ctx, "slice", axis.error().message);
   const size_t a = *axis;
   const int64_t n = X.shape[a];
-  auto [start, len] = python_range(attr_int(ctx.attrs, "start", 0), attr_int(ctx.attrs, "end", 0), n);
+  auto [start, len] = python_range(attr_int(ctx.attrs, "start", 0), attr_int(ctx.attrs, "end", std::numeric_limits<int64_t>::max()), n);
   // The output must be x's shape with `len` at the axis; compared in place
   // (a decode step slices some 70 times), the expected Dims made only to
   // say what is wrong.
@@ -75,7 +77,7 @@ static Result<SplitAnswer> slice_split(const SplitQuery& q) {
   auto axis = normalize_axis("slice", attr_int(q.attrs, "axis", 0), x.size());
   if (want.axis < 0 || !axis.ok()) return error("slice: no such part");
   if (size_t(want.axis) != *axis) return SplitAnswer{{want}, q.attrs};
-  auto [start, len] = python_range(attr_int(q.attrs, "start", 0), attr_int(q.attrs, "end", 0), x[*axis].n);
+  auto [start, len] = python_range(attr_int(q.attrs, "start", 0), attr_int(q.attrs, "end", std::numeric_limits<int64_t>::max()), x[*axis].n);
   SplitAnswer a{{Part{want.axis, {}}}, q.attrs};
   for (const auto& [b, e] : want.ranges) a.inputs[0].ranges.push_back({start + b, start + e});
   a.attrs["start"] = 0;
@@ -89,7 +91,7 @@ void define_slice(OpTable& t) {
                .inputs = {"x"},
                .attrs = {{"axis", AttrSpec::Int, nullptr},
                          {"start", AttrSpec::Int, nullptr},
-                         {"end", AttrSpec::Int, nullptr}},
+                         {"end", AttrSpec::Int, std::numeric_limits<int64_t>::max()}},  // absent: to the end
                .shape = slice_shape,
                .tolerance = {1e-6, 1e-6},
                .fills = true,

@@ -60,15 +60,22 @@ Result<std::vector<TypedShape>> up_shape(std::span<const TypedShape> in, std::sp
   return shape_rule("depth_to_space_time", in, a, false);
 }
 
-Status down_kernel(KernelContext& ctx) {
-  ARCH_TRY_STATUS(expect_f32(ctx, "space_time_to_depth", 0));
+// The call's video and factors, checked as the shape rule checks them.
+Result<Factors> call_factors(const KernelContext& ctx, const char* op, bool down) {
+  ARCH_TRY_STATUS(expect_f32(ctx, op, 0));
   const Tensor& X = ctx.inputs[0];
-  if (X.shape.size() != 4) return kernel_error(ctx, "space_time_to_depth", "x must be [C, T, H, W]");
+  if (X.shape.size() != 4) return kernel_error(ctx, op, "x must be [C, T, H, W]");
+  auto f = factors_of(op, ctx.attrs, X.dim(0), down);
+  if (!f.ok()) return kernel_error(ctx, op, f.error().message);
+  return *f;
+}
+
+Status down_kernel(KernelContext& ctx) {
+  ARCH_TRY(Factors f, call_factors(ctx, "space_time_to_depth", true));
+  const Tensor& X = ctx.inputs[0];
   const int64_t C = X.dim(0), T = X.dim(1), H = X.dim(2), W = X.dim(3);
-  auto f = factors_of("space_time_to_depth", ctx.attrs, C, true);
-  if (!f.ok()) return kernel_error(ctx, "space_time_to_depth", f.error().message);
-  if (H % f->fs || W % f->fs) return kernel_error(ctx, "space_time_to_depth", "H and W must be multiples of factor_s");
-  const int64_t ft = f->ft, fs = f->fs, O = f->O, pad = (ft - T % ft) % ft;
+  if (H % f.fs || W % f.fs) return kernel_error(ctx, "space_time_to_depth", "H and W must be multiples of factor_s");
+  const int64_t ft = f.ft, fs = f.fs, O = f.O, pad = (ft - T % ft) % ft;
   const int64_t To = (T + pad) / ft, Ho = H / fs, Wo = W / fs, group = C * ft * fs * fs / O;
   ARCH_TRY_STATUS(expect_output(ctx, "space_time_to_depth", 0, Dims{O, To, Ho, Wo}));
   float* y = ctx.outputs[0].f32();
@@ -91,13 +98,10 @@ Status down_kernel(KernelContext& ctx) {
 }
 
 Status up_kernel(KernelContext& ctx) {
-  ARCH_TRY_STATUS(expect_f32(ctx, "depth_to_space_time", 0));
+  ARCH_TRY(Factors f, call_factors(ctx, "depth_to_space_time", false));
   const Tensor& X = ctx.inputs[0];
-  if (X.shape.size() != 4) return kernel_error(ctx, "depth_to_space_time", "x must be [C, T, H, W]");
   const int64_t C = X.dim(0), T = X.dim(1), H = X.dim(2), W = X.dim(3);
-  auto f = factors_of("depth_to_space_time", ctx.attrs, C, false);
-  if (!f.ok()) return kernel_error(ctx, "depth_to_space_time", f.error().message);
-  const int64_t ft = f->ft, fs = f->fs, O = f->O, repeats = O * ft * fs * fs / C;
+  const int64_t ft = f.ft, fs = f.fs, O = f.O, repeats = O * ft * fs * fs / C;
   ARCH_TRY_STATUS(expect_output(ctx, "depth_to_space_time", 0, Dims{O, T * ft, H * fs, W * fs}));
   float* y = ctx.outputs[0].f32();
   // y[o, t ft + a, h fs + b, w fs + d] = x[(((o ft + a) fs + b) fs + d) / repeats, t, h, w]

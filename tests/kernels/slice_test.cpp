@@ -53,9 +53,15 @@ TEST(Slice, ShapeRule) {
   auto dyn = infer("slice", {TypedShape{DType::F32, {Dim::dyn(), Dim::of(12)}}}, {{"axis", 0}, {"start", 1}, {"end", 1 << 30}});
   ASSERT_TRUE(dyn.ok()) << dyn.error().message;
   EXPECT_EQ(dyn->at(0).shape[0], Dim::dyn());
-  auto required = infer("slice", {x}, {{"axis", 1}, {"start", 0}});
+  auto required = infer("slice", {x}, {{"axis", 1}});
   ASSERT_FALSE(required.ok());
-  EXPECT_EQ(required.error().message, "slice: attribute 'end' is required");
+  EXPECT_EQ(required.error().message, "slice: attribute 'start' is required");
+  // No end: to the end of the axis (a video's frames after the first).
+  auto to_end = infer("slice", {x}, {{"axis", 1}, {"start", 5}});
+  ASSERT_TRUE(to_end.ok()) << to_end.error().message;
+  EXPECT_EQ(to_end->at(0).shape[1], Dim::of(7));
+  Tensor rest = run1("slice", {f32({1, 4}, {1, 2, 3, 4})}, {{"axis", 1}, {"start", 1}});
+  EXPECT_EQ(values(rest), (std::vector<float>{2, 3, 4}));
   auto range = infer("slice", {x}, {{"axis", -3}, {"start", 0}, {"end", 1}});
   ASSERT_FALSE(range.ok());
   EXPECT_EQ(range.error().message, "slice: axis -3 is out of range for 2 dim(s) (-2 .. 1)");

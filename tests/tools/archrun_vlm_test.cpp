@@ -163,5 +163,22 @@ TEST(ArchrunImageChat, MistakesAreRefusedByName) {
   EXPECT_NE(text.out.find("takes no image"), std::string::npos) << text.out;
 }
 
+// A marker past the images is refused before its tokens are made: a
+// prompt of a million markers and one image grows by no image's tokens.
+TEST(ImagePrompt, MarkersPastTheImagesAreRefusedUnexpanded) {
+  ImagePrompt ip;
+  ip.marker = 7;
+  ip.image_token = 9;
+  ip.tokens = 256;
+  std::vector<int32_t> ids(1000000, 7);
+  auto r = expand_image_ids(ids, ip, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("the prompt holds more image markers (token 7) than its 1 image"), std::string::npos)
+      << r.error().message;
+  auto two = expand_image_ids({1, 7, 2, 7}, ip, 2);
+  ASSERT_TRUE(two.ok()) << two.error().message;
+  EXPECT_EQ(two->size(), 2u + 2 * 256u);
+}
+
 }  // namespace
 }  // namespace arch

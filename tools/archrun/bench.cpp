@@ -331,6 +331,18 @@ int bench_encoder_decoder(const Common& c, const Model& m, double load_ms, int p
   return 0;
 }
 
+// --latent-size: the latents' dims after the channels, `rank` of them
+// ("F,H,W" or "F x H x W"; "H,W"), each positive.
+Result<Dims> parse_latent_size(const std::string& text, size_t rank) {
+  std::string t = text;
+  std::replace(t.begin(), t.end(), 'x', ',');
+  auto v = parse_ids(t);
+  if (!v.ok() || v->size() != rank || std::any_of(v->begin(), v->end(), [](int32_t n) { return n < 1; }))
+    return error("--latent-size must be " + std::string(rank == 3 ? "F,H,W" : "H,W") + ": positive, as the latents take them, not '" +
+                 text + "'");
+  return Dims(v->begin(), v->end());
+}
+
 // A diffusion denoiser (a `denoise` graph): one evaluation on seeded
 // latents of the size it takes, timestep 500 and a context of `context`
 // tokens (77 by default: CLIP's length, as Stable Diffusion feeds it; SD3
@@ -354,6 +366,9 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
   std::string what;
   Session s(m);
   auto packer = m.find_graph("pack");
+  if (!packer.ok() && !latent_size.empty())
+    return fail(error("--latent-size is for a denoiser that packs its latents (Flux, Wan) or a pipeline; " + m.checkpoint.dir +
+                      " takes its latents at its config's sample_size"));
   if (packer.ok()) {
     const Graph& pg = (*packer)->graph;
     const int lv = pg.find_input("latents"), cv = graph.find_input("encoder_hidden_states");
@@ -366,13 +381,9 @@ int bench_denoiser(const Model& m, double load_ms, bool as_json, bool profile, i
     if (side < 1) return fail(error(m.checkpoint.dir + ": sample_size must be positive, not " + std::to_string(side)));
     Dims size = ls.size() == 4 ? Dims{21, 60, 104} : Dims{side, side};
     if (!latent_size.empty()) {
-      std::string text = latent_size;
-      std::replace(text.begin(), text.end(), 'x', ',');
-      auto v = parse_ids(text);
-      if (!v.ok() || v->size() != ls.size() - 1 || std::any_of(v->begin(), v->end(), [](int32_t n) { return n < 1; }))
-        return fail(error("--latent-size must be " + std::string(ls.size() == 4 ? "F,H,W" : "H,W") + ": positive, as the latents take them, not '" +
-                          latent_size + "'"));
-      size.assign(v->begin(), v->end());
+      auto v = parse_latent_size(latent_size, ls.size() - 1);
+      if (!v.ok()) return fail(v.error());
+      size = *v;
     }
     Dims lshape = {ls[0].n};
     lshape.insert(lshape.end(), size.begin(), size.end());
@@ -525,8 +536,9 @@ int bench_speech(const Model& m, double load_ms, double audio_seconds, bool as_j
 // A text-to-image pipeline folder: the text encoder on a full-length
 // prompt and the empty one, `steps` guided steps at the pipeline's size
 // (two UNet evaluations each), the VAE's decode; seconds per step, the
-// decode's time and the peak memory.
-int bench_pipeline(const Common& c, int steps, bool as_json) {
+// decode's time and the peak memory. A video pipeline likewise, at
+// `latent_size` (F,H,W latents; empty: WanPipeline's 81 frames of 480x832).
+int bench_pipeline(const Common& c, int steps, bool as_json, const std::string& latent_size) {
   using clock = std::chrono::steady_clock;
   auto secs = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = clock::now();
@@ -535,6 +547,16 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
   auto t1 = clock::now();
   auto shape = latent_shape(*p);
   if (!shape.ok()) return fail(shape.error());
+  if (!latent_size.empty()) {
+    // The latents' size as the pixels (and frames) the pipeline makes of them, bounded as imagine bounds them.
+    auto v = parse_latent_size(latent_size, shape->size() - 1);
+    if (!v.ok()) return fail(v.error());
+    const int64_t scale = vae_scale(*p), video = shape->size() == 4;
+    const int64_t frames = video ? ((*v)[0] - 1) * vae_temporal_scale(*p) + 1 : 0;
+    shape = latent_shape(*p, v->at(v->size() - 2) * scale, v->back() * scale, frames);
+    if (!shape.ok()) return fail(shape.error());
+  }
+  if (Status st = check_loop_size(*shape, steps); !st.ok()) return fail(st.error());  // before any of it is made
   const int64_t length = p->text_encoder->config_int("max_position_embeddings", 77);
   const int64_t vocab = p->text_encoder->config_int("vocab_size", 2);
   std::mt19937 rng(1234);
@@ -559,11 +581,11 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
-  std::printf("%s (a text-to-image pipeline, %s backend, %s, %d threads)\n", c.model.c_str(), c.path.c_str(),
+  std::printf("%s (a text-to-%s pipeline, %s backend, %s, %d threads)\n", c.model.c_str(), makes_video(*p) ? "video" : "image", c.path.c_str(),
               j["cpu"].get<std::string>().c_str(), omp_get_max_threads());
   std::printf("  load            %10.2f s\n", secs(t0, t1));
   std::printf("  text encoder    %10.2f s (prompt and negative prompt, %lld tokens each)\n", text_s, (long long)length);
-  std::printf("  step            %10.2f s with guidance (two UNet evaluations), %d steps, image %s\n", step_s, steps,
+  std::printf("  step            %10.2f s with guidance (two denoiser evaluations), %d steps, output %s\n", step_s, steps,
               dims_str(r->image.shape).c_str());
   std::printf("  VAE decode      %10.2f s\n", vae_s);
   std::printf("  peak RSS        %10.1f MB\n", j["peak_rss_mb"].get<double>());
@@ -574,13 +596,15 @@ int bench_pipeline(const Common& c, int steps, bool as_json) {
 
 int run_bench(const Common& c, int prompt_tokens, int new_tokens, bool as_json, bool profile, int repeat, int steps,
               double audio_seconds, bool prompt_given, const std::string& latent_size) {
-  if (is_pipeline(c.model)) return bench_pipeline(c, steps, as_json);
+  if (is_pipeline(c.model)) return bench_pipeline(c, steps, as_json, latent_size);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a, clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   auto t0 = clock::now();
   auto m = open_model(c);
   if (!m.ok()) return fail(m.error());
   auto t1 = clock::now();
+  if (!latent_size.empty() && !(*m)->find_graph("denoise").ok())
+    return fail(error("--latent-size is a denoiser's or a pipeline's; " + c.model + " has no denoise graph"));
   if ((*m)->find_graph("denoise").ok())
     return bench_denoiser(**m, 1000 * seconds(t0, t1), as_json, profile, repeat, prompt_given ? prompt_tokens : 77, latent_size);
   if (speech_graph(**m)) return bench_speech(**m, 1000 * seconds(t0, t1), audio_seconds, as_json, profile, repeat);

@@ -172,7 +172,7 @@ struct ImagineArgs {
   std::string init_image, mask;                                     // image to image, inpainting
   int steps = 20, height = 0, width = 0;
   int frames = 0;                                                   // a video pipeline's (0: its default, 81)
-  double fps = 16;                                                  // a GIF's frames a second
+  double fps = 16;                                                  // a WebM's or GIF's frames a second (unset, NaN: 16)
   float guidance = 7.5f;                                            // unset (NaN): 7.5, a video pipeline's 5
   float guidance_2 = -1.0f;                                         // Wan 2.2's low-noise expert's (unset: --guidance)
   float strength = -1.0f;                                           // unset: 0.8 image to image, 1 inpainting

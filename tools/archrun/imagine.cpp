@@ -52,8 +52,10 @@ int run_imagine(const ImagineArgs& a) {
     if (Status st = check_guidance(a.guidance, "--guidance"); !st.ok()) return fail(st.error());
   // A video is WebM (VP9), an animated GIF or a PNG a frame (NAME_000.png, ...).
   const bool gif = a.out.ends_with(".gif"), webm = a.out.ends_with(".webm");
-  if ((gif || webm) && !(a.fps > 0 && a.fps <= (gif ? 100 : 1000)))
-    return fail(error("--fps must be above 0 and at most " + std::string(gif ? "100 for a GIF" : "1000") + ", not " + std::to_string(a.fps)));
+  const double fps = std::isnan(a.fps) ? 16.0 : a.fps;
+  if (!std::isnan(a.fps) && !gif && !webm) return fail(error("--fps is a WebM's or a GIF's; -o " + a.out + " writes neither"));
+  if ((gif || webm) && !(fps > 0 && fps <= (gif ? 100 : 1000)))
+    return fail(error("--fps must be above 0 and at most " + std::string(gif ? "100 for a GIF" : "1000") + ", not " + std::to_string(fps)));
   // The output must be writable before any work starts (no file is made
   // until the image is whole; "-" and a device are written in place).
   if (Status st = OutputFile::check(a.out); !st.ok()) return fail(st.error());
@@ -212,8 +214,8 @@ int run_imagine(const ImagineArgs& a) {
   if (!r.ok()) return fail(r.error());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   Status st = !video ? write_png(a.out, r->image)
-               : webm ? write_webm(a.out, r->image, a.fps)
-               : gif  ? write_gif(a.out, r->image, a.fps)
+               : webm ? write_webm(a.out, r->image, fps)
+               : gif  ? write_gif(a.out, r->image, fps)
                       : write_png_frames(a.out, r->image);
   if (!st.ok()) return fail(st.error());
   if (!a.save_tensors.empty()) {

@@ -292,6 +292,11 @@ TEST(UniPcScheduler, WhatItDoesNotRunIsNamed) {
   auto b = make_scheduler(karras, "scheduler_config.json");
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message.find("use_karras_sigmas"), std::string::npos) << b.error().message;
+  nlohmann::json listed = wan_unipc();
+  listed["disable_corrector"] = {1, "x"};
+  auto d = make_scheduler(listed, "scheduler_config.json");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.error().message.find("disable_corrector holds \"x\", not a step index"), std::string::npos) << d.error().message;
   // --scheduler euler samples Wan's schedule by flow-matching Euler at its shift.
   auto e = make_scheduler(wan_unipc(), "config", "euler");
   ASSERT_TRUE(e.ok()) << e.error().message;
